@@ -1,0 +1,42 @@
+# TeamClaw: `make run` sets everything up and serves the dashboard; `make test` runs the suite.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8000
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+
+.PHONY: install setup run test lint bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,bench]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+install: $(STAMP)
+
+setup: install
+	$(BIN)/python manage.py migrate --noinput -v0
+	$(BIN)/python manage.py load_builtin
+	$(BIN)/python manage.py ensure_admin
+	$(BIN)/python manage.py collectstatic --noinput -v0
+
+run: setup
+	$(BIN)/python manage.py mark_interrupted
+	@echo "TeamClaw is at http://127.0.0.1:$(PORT)/  (user: admin)"
+	$(BIN)/daphne -b 127.0.0.1 -p $(PORT) teamclaw.asgi:application
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py makemigrations --check --dry-run -v0
+
+test: lint
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python bench/runtime_bench.py
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache

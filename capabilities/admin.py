@@ -1,0 +1,73 @@
+from django.contrib import admin
+
+from capabilities.models import (
+    AgentRole,
+    CapabilityCard,
+    ConfigChange,
+    ConfigState,
+    InvokePermission,
+    Project,
+    RoleConstraint,
+    Skill,
+    ToolPermission,
+)
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "tech_stack", "working_directory", "updated_at"]
+    search_fields = ["slug", "name", "description"]
+
+
+@admin.register(AgentRole)
+class AgentRoleAdmin(admin.ModelAdmin):
+    list_display = ["role", "display_name", "emoji", "is_builtin", "enabled", "executor", "sort_order"]
+    list_filter = ["is_builtin", "enabled"]
+    search_fields = ["role", "display_name", "description"]
+
+
+@admin.register(CapabilityCard)
+class CapabilityCardAdmin(admin.ModelAdmin):
+    list_display = ["capability_id", "name", "category", "version", "enabled", "executor", "capability_type", "skill"]
+    list_filter = ["category", "enabled", "executor", "capability_type", "is_builtin"]
+    search_fields = ["capability_id", "name", "description"]
+    filter_horizontal = ["owner_roles"]
+
+
+@admin.register(InvokePermission)
+class InvokePermissionAdmin(admin.ModelAdmin):
+    list_display = ["caller", "target", "allowed", "project"]
+    list_filter = ["allowed", "project", "caller"]
+
+
+@admin.register(ToolPermission)
+class ToolPermissionAdmin(admin.ModelAdmin):
+    list_display = ["role", "tool", "mode", "project"]
+    list_filter = ["tool", "mode", "project"]
+
+
+@admin.register(RoleConstraint)
+class RoleConstraintAdmin(admin.ModelAdmin):
+    list_display = ["role", "project", "timeout_s", "max_retries", "token_budget", "max_concurrent_instances"]
+    list_filter = ["project"]
+
+
+@admin.register(ConfigChange)
+class ConfigChangeAdmin(admin.ModelAdmin):
+    list_display = ["new_version", "config_type", "role", "project", "actor", "created_at", "note"]
+    list_filter = ["config_type", "project"]
+    search_fields = ["role", "note"]
+
+    def has_change_permission(self, request, obj=None):
+        return False  # the audit trail is append-only
+
+
+@admin.register(ConfigState)
+class ConfigStateAdmin(admin.ModelAdmin):
+    list_display = ["version", "updated_at"]
+
+
+@admin.register(Skill)
+class SkillAdmin(admin.ModelAdmin):
+    list_display = ["skill_id", "name", "version", "skill_form", "status"]
+    list_filter = ["status", "skill_form"]

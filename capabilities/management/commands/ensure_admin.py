@@ -1,0 +1,38 @@
+"""``python manage.py ensure_admin``: make sure the ``admin`` superuser exists.
+
+The password is ``$TEAMCLAW_ADMIN_PASSWORD`` when set; otherwise one is generated on the
+first run, printed once and kept in ``<data>/admin_password`` (mode 600). An existing admin
+is never changed, so re-running never resets anything.
+"""
+
+import os
+import secrets
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Create the 'admin' superuser if it does not exist (password from TEAMCLAW_ADMIN_PASSWORD or generated)."
+
+    def handle(self, *args, **options):
+        users = get_user_model()
+        if users.objects.filter(username="admin").exists():
+            self.stdout.write("The admin user exists; its password is unchanged.")
+            return
+        password = os.environ.get("TEAMCLAW_ADMIN_PASSWORD", "").strip()
+        source = "TEAMCLAW_ADMIN_PASSWORD"
+        if not password:
+            password = secrets.token_urlsafe(12)
+            path = Path(settings.DATA_DIR) / "admin_password"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(password + "\n")
+            source = str(path)
+            self.stdout.write(self.style.WARNING(f"Created user 'admin' with password: {password}"))
+            self.stdout.write(f"(shown once; it is also kept in {path})")
+        users.objects.create_superuser("admin", "", password)
+        if source == "TEAMCLAW_ADMIN_PASSWORD":
+            self.stdout.write(self.style.SUCCESS("Created user 'admin' with the password from TEAMCLAW_ADMIN_PASSWORD."))

@@ -1,0 +1,134 @@
+"""Build the runtime's immutable ``ConfigSnapshot`` from the database (DESIGN.md §3.1).
+
+Effective values = project override else global (PRD §4.7), for invoke cells, tool cells
+and constraint fields; prompts carry the global layer and the project layer (PRD §4.5).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from capabilities.config import current_version
+from capabilities.models import (
+    AgentRole,
+    CapabilityCard,
+    InvokePermission,
+    Project,
+    ToolPermission,
+)
+from teamclaw.runtime.config import (
+    CapabilityType,
+    CardSpec,
+    ConfigSnapshot,
+    Constraints,
+    RoleSpec,
+    ToolMode,
+)
+
+CONSTRAINT_FIELDS = ("timeout_s", "max_retries", "file_scope", "token_budget", "max_concurrent_instances")
+
+
+def project_directory(project: Project | None) -> Path:
+    """The working directory file tools are confined to (created on demand)."""
+    root = Path(settings.TEAMCLAW["PROJECTS_ROOT"])
+    if project is None:
+        return root / "_global"
+    if project.working_directory:
+        return Path(project.working_directory)
+    return root / project.slug
+
+
+def effective_constraints(role: AgentRole, project: Project | None) -> Constraints:
+    """The role's constraints for ``project``: each project field, where set, else global."""
+    rows = {c.project_id: c for c in role.constraints.all()}
+    values = Constraints().as_dict()
+    for row in (rows.get(None), rows.get(project.pk) if project else None):
+        if row is None:
+            continue
+        for name in CONSTRAINT_FIELDS:
+            value = getattr(row, name)
+            if value is not None:
+                values[name] = value
+    return Constraints(**values)
+
+
+def card_spec(card: CapabilityCard) -> CardSpec:
+    """The runtime's view of one card."""
+    return CardSpec(
+        capability_id=card.capability_id,
+        name=card.name,
+        description=card.description,
+        category=card.category,
+        input_schema=card.input_schema,
+        output_schema=card.output_schema,
+        version=card.version,
+        owner_roles=tuple(r.role for r in card.owner_roles.all()),
+        required_tools=tuple(card.required_tools),
+        timeout_s=card.timeout_s,
+        tags=tuple(card.tags),
+        enabled=card.enabled,
+        executor=card.executor,
+        executor_config=card.executor_config,
+        skill_id=card.skill.skill_id if card.skill_id else None,
+        capability_type=CapabilityType(card.capability_type),
+        address=card.address or None,
+    )
+
+
+def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
+    """The effective configuration for ``project_slug`` (None = global) at the current version.
+
+    Raises Project.DoesNotExist for an unknown slug. Safe to call from a worker thread.
+    """
+    close_old_connections()
+    from prompts.layers import layered_prompts  # prompts depends on capabilities, not the reverse
+
+    project = Project.objects.get(slug=project_slug) if project_slug else None
+    version = current_version()
+    roles = list(AgentRole.objects.prefetch_related("constraints", "capabilities"))
+    role_specs = [
+        RoleSpec(
+            role=r.role,
+            display_name=r.display_name,
+            emoji=r.emoji,
+            description=r.description,
+            enabled=r.enabled,
+            is_builtin=r.is_builtin,
+            constraints=effective_constraints(r, project),
+            executor=r.executor or None,
+            capabilities=tuple(c.capability_id for c in r.capabilities.all()),
+        )
+        for r in roles
+    ]
+    cards = [card_spec(c) for c in CapabilityCard.objects.prefetch_related("owner_roles").select_related("skill")]
+
+    cells: dict[tuple[str, str], bool] = {}
+    invoke_rows = InvokePermission.objects.select_related("caller", "target").filter(project__isnull=True)
+    for row in invoke_rows:
+        cells[(row.caller.role, row.target.role)] = row.allowed
+    tool_cells: dict[tuple[str, str], str] = {
+        (row.role.role, row.tool): row.mode
+        for row in ToolPermission.objects.select_related("role").filter(project__isnull=True)
+    }
+    if project is not None:
+        for row in InvokePermission.objects.select_related("caller", "target").filter(project=project):
+            cells[(row.caller.role, row.target.role)] = row.allowed
+        for row in ToolPermission.objects.select_related("role").filter(project=project):
+            tool_cells[(row.role.role, row.tool)] = row.mode
+
+    return ConfigSnapshot.build(
+        version=version,
+        project_id=project.slug if project else None,
+        roles=role_specs,
+        cards=cards,
+        invoke_allowed=[pair for pair, allowed in cells.items() if allowed],
+        tool_modes={pair: ToolMode(mode) for pair, mode in tool_cells.items()},
+        prompts=layered_prompts(project),
+        project_dir=str(project_directory(project)),
+        project_name=project.name if project else "TeamClaw",
+        project_description=project.description if project else "",
+        tech_stack=project.tech_stack if project else "",
+    )

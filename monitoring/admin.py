@@ -1,0 +1,64 @@
+from django.contrib import admin
+
+from monitoring.models import (
+    AgentInstance,
+    Alert,
+    Artifact,
+    ExecutionContext,
+    Message,
+    Snapshot,
+    Task,
+    ToolConfirmation,
+)
+
+
+@admin.register(Task)
+class TaskAdmin(admin.ModelAdmin):
+    list_display = ["id", "title", "kind", "workflow", "status", "project", "tokens_used", "created_at"]
+    list_filter = ["status", "kind", "workflow", "project"]
+    search_fields = ["id", "title", "description"]
+
+
+@admin.register(Artifact)
+class ArtifactAdmin(admin.ModelAdmin):
+    list_display = ["name", "task", "role", "content_type", "created_at"]
+    list_filter = ["content_type", "role"]
+    search_fields = ["name", "task__id"]
+
+
+@admin.register(AgentInstance)
+class AgentInstanceAdmin(admin.ModelAdmin):
+    list_display = ["instance_id", "role", "status", "healthy", "queued", "processed", "last_heartbeat"]
+    list_filter = ["role", "status", "healthy"]
+
+
+@admin.register(ExecutionContext)
+class ExecutionContextAdmin(admin.ModelAdmin):
+    list_display = ["id", "role", "instance_id", "task", "status", "progress", "total_tokens", "updated_at"]
+    list_filter = ["status", "role"]
+    search_fields = ["id", "instance_id", "task__id"]
+
+
+@admin.register(Snapshot)
+class SnapshotAdmin(admin.ModelAdmin):
+    list_display = ["id", "context", "type", "trigger", "label", "sequence", "created_at"]
+    list_filter = ["type"]
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    list_display = ["seq", "type", "from_role", "to_role", "capability_id", "status", "priority", "task_id"]
+    list_filter = ["type", "status", "priority", "from_role", "to_role"]
+    search_fields = ["id", "task_id", "capability_id", "correlation_id"]
+
+
+@admin.register(ToolConfirmation)
+class ToolConfirmationAdmin(admin.ModelAdmin):
+    list_display = ["id", "tool", "role", "status", "decided_by", "created_at"]
+    list_filter = ["status", "tool", "role"]
+
+
+@admin.register(Alert)
+class AlertAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "severity", "kind", "message", "resolved_at"]
+    list_filter = ["severity", "kind"]

@@ -1,0 +1,150 @@
+"""REST API: tasks and their artifacts and contexts (seed 002 demo workflow, US-02)."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.authtoken.models import Token
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import AnonRateThrottle
+from rest_framework.views import APIView
+
+from capabilities.models import Project
+from monitoring.models import Task
+from monitoring.tasks import DocumentError, start_task
+from teamclaw.workflows import WORKFLOWS
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
+
+
+class LoginThrottle(AnonRateThrottle):
+    rate = "20/min"
+
+
+class TokenView(APIView):
+    """Exchange a username and password for an API token (``Authorization: Token <token>``)."""
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+    throttle_classes = [LoginThrottle]
+
+    @extend_schema(request=TokenRequestSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        from django.contrib.auth import authenticate
+
+        data = TokenRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        user = authenticate(request, username=data.validated_data["username"], password=data.validated_data["password"])
+        if user is None or not user.is_active:
+            return Response({"detail": "wrong username or password"}, status=status.HTTP_400_BAD_REQUEST)
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
+
+
+class TaskCreateSerializer(serializers.Serializer):
+    workflow = serializers.ChoiceField(choices=WORKFLOWS)
+    input_markdown = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    task_description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    title = serializers.CharField(required=False, allow_blank=True, max_length=300)
+    project = serializers.SlugField(required=False, allow_blank=True)
+    prompt_enhancement = serializers.CharField(required=False, allow_blank=True, max_length=20_000)
+
+    def validate_project(self, value: str) -> Project | None:
+        if not value:
+            return None
+        try:
+            return Project.objects.get(slug=value)
+        except Project.DoesNotExist:
+            raise serializers.ValidationError(f"project '{value}' does not exist") from None
+
+
+def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
+    """A task in the API's shape: status, contexts (one per agent instance) and artifacts."""
+    body: dict[str, object] = {
+        "task_id": task.id,
+        "kind": task.kind,
+        "workflow": task.workflow,
+        "title": task.title,
+        "status": task.status,
+        "project": task.project_id,
+        "executor": task.executor,
+        "tokens_used": task.tokens_used,
+        "token_budget": task.token_budget,
+        "error": task.error,
+        "created_at": task.created_at,
+        "finished_at": task.finished_at,
+    }
+    if full:
+        body["contexts"] = [
+            {
+                "id": c.id,
+                "instance_id": c.instance_id,
+                "role": c.role,
+                "status": c.status,
+                "progress": c.progress,
+                "current_step": c.current_step,
+                "resource_usage": c.resource_usage,
+            }
+            for c in task.contexts.all()
+        ]
+        body["artifacts"] = [
+            {"name": a.name, "content_type": a.content_type, "role": a.role, "content": a.content}
+            for a in task.artifacts.all()
+        ]
+    return body
+
+
+class TaskListView(APIView):
+    """Start a task (``requirement_review`` with ``input_markdown``, or ``generic`` with a
+    ``task_description``) and list recent tasks."""
+
+    @extend_schema(request=TaskCreateSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        data = TaskCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        try:
+            task = start_task(
+                workflow=values["workflow"],
+                input_markdown=values.get("input_markdown"),
+                task_description=values.get("task_description", ""),
+                title=values.get("title", ""),
+                project=values.get("project"),
+                user=request.user,
+                prompt_enhancement=values.get("prompt_enhancement", ""),
+            )
+        except DocumentError as exc:
+            return Response(
+                {"detail": f"{exc.field}: {exc.reason}", "errors": {exc.field: [exc.reason]}},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        queryset = Task.objects.select_related("project")
+        if status_filter := request.query_params.get("status"):
+            queryset = queryset.filter(status=status_filter)
+        if kind := request.query_params.get("kind"):
+            queryset = queryset.filter(kind=kind)
+        from rest_framework.pagination import PageNumberPagination
+
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response([task_document(t, full=False) for t in page])
+
+
+class TaskDetailView(APIView):
+    """A task's status, its contexts and its artifacts (with content)."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, task_id: str) -> Response:
+        task = get_object_or_404(Task.objects.prefetch_related("contexts", "artifacts"), pk=task_id)
+        return Response(task_document(task))

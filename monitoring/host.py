@@ -1,0 +1,142 @@
+"""The runtime host: one ``Runtime`` per process, on its own thread and event loop.
+
+Django views are synchronous and daphne's consumers live on the server's loop; the runtime
+gets a loop of its own so both (and management commands, and tests) reach it the same way:
+``host.call(coro)`` from sync code, ``await host.acall(coro)`` from another loop. The host
+also owns the recorder (database sink) and subscribes the runtime to ConfigChangeEvents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from django.conf import settings
+
+from teamclaw.runtime import ExecutorRegistry, OfflineExecutor, Runtime
+from teamclaw.runtime.events import EventSink
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
+    """A Runtime wired to the database config, the prompts renderer, the offline brains
+    and the built-in workflows, with limits from ``settings.TEAMCLAW``."""
+    from capabilities.snapshot import build_snapshot
+    from prompts.render import system_prompt
+    from teamclaw.workflows import register_offline_handlers
+
+    conf = settings.TEAMCLAW
+    offline = OfflineExecutor()
+    register_offline_handlers(offline)
+    options: dict[str, Any] = {
+        "config_source": build_snapshot,
+        "executors": ExecutorRegistry({"offline": offline}),
+        "sinks": sinks,
+        "mailbox_capacity": conf["MAILBOX_CAPACITY"],
+        "heartbeat_interval_s": conf["HEARTBEAT_INTERVAL_S"],
+        "heartbeat_timeout_s": conf["HEARTBEAT_TIMEOUT_S"],
+        "confirmation_timeout_s": conf["CONFIRMATION_TIMEOUT_S"],
+        "task_timeout_s": conf["TASK_TIMEOUT_S"],
+        "prompt_renderer": system_prompt,
+        "default_project_dir": conf["PROJECTS_ROOT"],
+    }
+    options.update(overrides)
+    return Runtime(**options)
+
+
+class RuntimeHost:
+    """Runs a Runtime on a dedicated thread; see module docstring."""
+
+    def __init__(self, name: str = "server", **runtime_overrides: Any) -> None:
+        from monitoring.recorder import Recorder
+
+        self.name = name
+        self.recorder = Recorder()
+        self.loop = asyncio.new_event_loop()
+        self.runtime: Runtime | None = None
+        self._overrides = runtime_overrides
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"teamclaw-runtime-{name}", daemon=True)
+
+    def start(self) -> RuntimeHost:
+        from capabilities.config import add_listener
+
+        self.recorder.start()
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            raise RuntimeError("the runtime failed to start") from self._error
+        add_listener(self.on_config_change)
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.runtime = build_runtime([self.recorder], **self._overrides)
+            self.loop.run_until_complete(self.runtime.start())
+        except BaseException as exc:  # reported to start()
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+
+    def stop(self) -> None:
+        from capabilities.config import remove_listener
+
+        remove_listener(self.on_config_change)
+        if self.runtime is not None and self.loop.is_running():
+            self.call(self.runtime.stop(), timeout=30)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+        self.recorder.flush()
+        self.recorder.stop()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Schedule ``coro`` on the runtime loop; returns a concurrent Future."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the runtime loop and wait (from synchronous code) for its result."""
+        return self.submit(coro).result(timeout)
+
+    async def acall(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the runtime loop and await it from another event loop."""
+        return await asyncio.wrap_future(self.submit(coro))
+
+    def call_soon(self, fn: Any, *args: Any) -> None:
+        """Run a plain function on the runtime loop, without waiting."""
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def on_config_change(self, event: dict[str, Any]) -> None:
+        if self.runtime is not None:
+            self.call_soon(self.runtime.apply_config_change, event)
+
+
+_host: RuntimeHost | None = None
+_host_lock = threading.Lock()
+
+
+def get_host() -> RuntimeHost:
+    """The process's RuntimeHost, started on first use."""
+    global _host
+    with _host_lock:
+        if _host is None:
+            _host = RuntimeHost().start()
+        return _host
+
+
+def reset_host() -> None:
+    """Stop and forget the process's host (tests, management commands)."""
+    global _host
+    with _host_lock:
+        if _host is not None:
+            _host.stop()
+            _host = None

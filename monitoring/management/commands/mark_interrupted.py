@@ -1,0 +1,20 @@
+"""``python manage.py mark_interrupted``: close what a stopped server left open.
+
+A server that stops (or crashes) leaves tasks ``running``, contexts executing, instances
+alive and confirmations pending in the database. Run before the server starts (``make run``
+does): tasks become ``failed`` with the reason, contexts ``terminated``, instances
+``terminated``, confirmations ``expired``. Recorded history is otherwise untouched.
+"""
+
+from django.core.management.base import BaseCommand
+
+from monitoring.recovery import mark_interrupted
+
+
+class Command(BaseCommand):
+    help = "Mark tasks, contexts, instances and confirmations left open by a stopped server as ended."
+
+    def handle(self, *args, **options):
+        counts = mark_interrupted()
+        if any(counts.values()):
+            self.stdout.write(", ".join(f"{n} {kind}" for kind, n in counts.items() if n) + " marked as interrupted.")

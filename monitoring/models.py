@@ -1,0 +1,215 @@
+"""What the recorder stores from the runtime's events; replay reads only these (DESIGN.md §3.4).
+
+Ids are the runtime's 32-hex ids, so a row can be written the moment its event arrives.
+Times of runtime origin are stored as datetimes (UTC); message times also keep the PRD's
+epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from capabilities.models import Project
+
+
+class Task(models.Model):
+    """A unit of work: a workflow run, or the short task around a standalone invoke/hook."""
+
+    STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
+    KINDS = [("task", "task"), ("invoke", "invoke"), ("hook", "hook")]
+
+    id = models.CharField(max_length=64, primary_key=True)
+    kind = models.CharField(max_length=8, choices=KINDS, default="task")
+    workflow = models.CharField(max_length=64, blank=True)
+    title = models.CharField(max_length=300, blank=True)
+    description = models.TextField(blank=True)
+    input_markdown = models.TextField(blank=True)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, to_field="slug")
+    status = models.CharField(max_length=12, choices=STATUSES, default="running", db_index=True)
+    error = models.JSONField(null=True, blank=True)
+    executor = models.CharField(max_length=40, blank=True)
+    config_version = models.PositiveBigIntegerField(default=0)
+    token_budget = models.PositiveIntegerField(default=0)
+    tokens_used = models.PositiveIntegerField(default=0)
+    prompt_enhancement = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.title or self.id
+
+
+class Artifact(models.Model):
+    """A named output of a task (review_dev.json, requirement_final.md, ...)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="artifacts")
+    name = models.CharField(max_length=120)
+    content = models.TextField()
+    content_type = models.CharField(max_length=100, default="application/json")
+    role = models.CharField(max_length=40, blank=True)
+    context_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "name"], name="artifact_name_per_task")]
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentInstance(models.Model):
+    """A runtime agent instance as last reported (US-02)."""
+
+    instance_id = models.CharField(max_length=64, primary_key=True)
+    role = models.CharField(max_length=40, db_index=True)
+    status = models.CharField(max_length=12, db_index=True)
+    healthy = models.BooleanField(default=True)
+    queued = models.PositiveIntegerField(default=0)
+    processed = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    last_heartbeat = models.DateTimeField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["role", "created_at"]
+
+    def __str__(self) -> str:
+        return self.instance_id
+
+
+class ExecutionContext(models.Model):
+    """AgentExecutionContext of PRD §4.6: one per (agent instance, task)."""
+
+    id = models.CharField(max_length=64, primary_key=True)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="contexts")
+    instance_id = models.CharField(max_length=64, db_index=True)
+    role = models.CharField(max_length=40, db_index=True)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, to_field="slug")
+    status = models.CharField(max_length=20, db_index=True)
+    progress = models.PositiveSmallIntegerField(default=0)
+    current_step = models.CharField(max_length=200, blank=True)
+    task_description = models.TextField(blank=True)
+    conversation_id = models.CharField(max_length=64, blank=True)
+    config_version = models.PositiveBigIntegerField(default=0)
+    input_context = models.JSONField(default=dict)
+    output_state = models.JSONField(default=dict)
+    resource_usage = models.JSONField(default=dict)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    total_tokens = models.PositiveIntegerField(default=0)
+    api_calls = models.PositiveIntegerField(default=0)
+    tokens_estimated = models.BooleanField(default=False)
+    created_at = models.DateTimeField(db_index=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.role} {self.instance_id} / {self.task_id}"
+
+
+class Snapshot(models.Model):
+    """A context snapshot (PRD §4.6): type auto/error/manual, its trigger and the full state."""
+
+    id = models.CharField(max_length=64, primary_key=True)
+    context = models.ForeignKey(ExecutionContext, on_delete=models.CASCADE, related_name="snapshots")
+    type = models.CharField(max_length=8, db_index=True)
+    trigger = models.CharField(max_length=200)
+    label = models.CharField(max_length=300, blank=True)
+    sequence = models.PositiveIntegerField()
+    state = models.JSONField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["context", "sequence"]
+        indexes = [models.Index(fields=["context", "sequence"], name="snapshot_ctx_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.trigger} #{self.sequence}"
+
+
+class Message(models.Model):
+    """One AgentMessage (PRD §4.3) and what became of it: delivered, dropped, expired, denied."""
+
+    id = models.CharField(max_length=64, primary_key=True)
+    seq = models.BigIntegerField(db_index=True)
+    type = models.CharField(max_length=24, db_index=True)
+    from_role = models.CharField(max_length=40, blank=True)
+    from_instance = models.CharField(max_length=64, blank=True)
+    to_role = models.CharField(max_length=40, blank=True)
+    to_instance = models.CharField(max_length=64, blank=True)
+    capability_id = models.CharField(max_length=300, blank=True)
+    task_id = models.CharField(max_length=64, db_index=True)
+    conversation_id = models.CharField(max_length=64, blank=True)
+    correlation_id = models.CharField(max_length=80, blank=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, to_field="slug", db_constraint=False
+    )
+    payload = models.JSONField(default=dict)
+    priority = models.CharField(max_length=8)
+    ttl_ms = models.PositiveIntegerField()
+    timestamp_ms = models.BigIntegerField(db_index=True)
+    status = models.CharField(max_length=10, db_index=True)
+    reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["-seq"]
+        indexes = [
+            models.Index(fields=["task_id", "seq"], name="message_task_seq"),
+            models.Index(fields=["from_role", "to_role"], name="message_roles"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.from_role}->{self.to_role} ({self.status})"
+
+
+class ToolConfirmation(models.Model):
+    """A tool use waiting for (or decided by) an operator (PRD §4.7 ⚠️)."""
+
+    STATUSES = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("expired", "expired")]
+
+    id = models.CharField(max_length=64, primary_key=True)
+    context_id = models.CharField(max_length=64, db_index=True)
+    instance_id = models.CharField(max_length=64)
+    role = models.CharField(max_length=40)
+    task_id = models.CharField(max_length=64, db_index=True)
+    project = models.ForeignKey(
+        Project, null=True, blank=True, on_delete=models.SET_NULL, to_field="slug", db_constraint=False
+    )
+    tool = models.CharField(max_length=32)
+    args = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=STATUSES, default="pending", db_index=True)
+    decided_by = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.tool} for {self.role} ({self.status})"
+
+
+class Alert(models.Model):
+    """An alert raised by the runtime (queue drop, health, budget) or an alert rule."""
+
+    kind = models.CharField(max_length=32, db_index=True)
+    severity = models.CharField(max_length=10)
+    message = models.TextField()
+    details = models.JSONField(default=dict)
+    created_at = models.DateTimeField(db_index=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.severity} {self.kind}: {self.message[:60]}"

@@ -1,0 +1,391 @@
+"""The recorder: the runtime's database sink (DESIGN.md §3.3).
+
+``publish`` only appends the event to a queue, so the runtime never waits on the database.
+A writer thread drains the queue in batches (up to ``BATCH_SIZE`` events or ``BATCH_WAIT_S``
+seconds), coalesces them (a message queued then delivered in one batch is one row with its
+final status; a context changed ten times is written once with its latest state) and writes
+the batch in one transaction. After the commit it hands the batch to the live sink, so the
+browser never sees something the database does not hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import close_old_connections, connection, transaction
+
+from monitoring.models import (
+    AgentInstance,
+    Alert,
+    Artifact,
+    ExecutionContext,
+    Message,
+    Snapshot,
+    Task,
+    ToolConfirmation,
+)
+from teamclaw.runtime.events import EventKind, RuntimeEvent
+from teamclaw.runtime.messages import AgentMessage
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 2000
+BATCH_WAIT_S = 0.05
+
+BatchListener = Callable[[list[RuntimeEvent]], None]
+
+
+def _dt(seconds: float | None) -> datetime | None:
+    return datetime.fromtimestamp(seconds, tz=UTC) if seconds is not None else None
+
+
+class _Flush:
+    """A marker put on the queue; set once every event before it is written."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+def message_row(message: AgentMessage, status: str, reason: str | None, project_id: str | None) -> Message:
+    """The Message row for an AgentMessage in ``status``."""
+    payload = message.payload
+    return Message(
+        id=message.id,
+        seq=message.seq,
+        type=str(message.type),
+        from_role=message.sender.role or "",
+        from_instance=message.sender.instance_id or "",
+        to_role=message.recipient.role or "",
+        to_instance=message.recipient.instance_id or "",
+        capability_id=str(payload.get("capability_id") or payload.get("event_type") or "")[:300],
+        task_id=message.context.task_id,
+        conversation_id=message.context.conversation_id,
+        correlation_id=message.context.correlation_id or "",
+        project_id=project_id,
+        payload=payload,
+        priority=message.priority.label,
+        ttl_ms=message.ttl,
+        timestamp_ms=message.timestamp,
+        status=status,
+        reason=(reason or "")[:300],
+    )
+
+
+class Recorder:
+    """Event sink that writes batches to the database from its own thread."""
+
+    def __init__(self, *, batch_size: int = BATCH_SIZE, batch_wait_s: float = BATCH_WAIT_S) -> None:
+        self._queue: queue.SimpleQueue[RuntimeEvent | _Flush | None] = queue.SimpleQueue()
+        self.batch_size = batch_size
+        self.batch_wait_s = batch_wait_s
+        self._listeners: list[BatchListener] = []
+        self._thread: threading.Thread | None = None
+        self.written_events = 0
+        self.failed_batches = 0
+
+    # -- sink -------------------------------------------------------------------------
+    def publish(self, event: RuntimeEvent) -> None:
+        self._queue.put(event)
+
+    def add_listener(self, listener: BatchListener) -> None:
+        """Call ``listener(events)`` after each committed batch (the live sink)."""
+        self._listeners.append(listener)
+
+    # -- thread -----------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="teamclaw-recorder", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 10) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout)
+            self._thread = None
+
+    def flush(self, timeout: float = 30) -> bool:
+        """Block until everything published before this call is committed; False on timeout."""
+        if self._thread is None:
+            return True
+        marker = _Flush()
+        self._queue.put(marker)
+        return marker.done.wait(timeout)
+
+    def _run(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                break
+            batch: list[RuntimeEvent] = []
+            markers: list[_Flush] = []
+            stop = False
+            deadline = time.monotonic() + self.batch_wait_s
+            item: RuntimeEvent | _Flush | None = first
+            while True:
+                if item is None:
+                    stop = True
+                    break
+                if isinstance(item, _Flush):
+                    markers.append(item)
+                    break  # write now: someone is waiting
+                batch.append(item)
+                if len(batch) >= self.batch_size:
+                    break
+                remaining = deadline - time.monotonic()
+                try:
+                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                self._write_with_retry(batch)
+            for marker in markers:
+                marker.done.set()
+            if stop:
+                break
+        close_old_connections()
+        connection.close()
+
+    def _write_with_retry(self, batch: list[RuntimeEvent]) -> None:
+        for attempt in range(3):
+            try:
+                close_old_connections()
+                self.write(batch)
+                self.written_events += len(batch)
+                break
+            except Exception:
+                log.exception("recorder batch of %d events failed (attempt %d)", len(batch), attempt + 1)
+                self.failed_batches += 1
+                time.sleep(0.2 * (attempt + 1))
+        else:
+            return
+        for listener in self._listeners:
+            try:
+                listener(batch)
+            except Exception:
+                log.exception("recorder listener failed")
+
+    # -- writing ----------------------------------------------------------------------
+    def write(self, batch: list[RuntimeEvent]) -> None:
+        """Write one batch of events in a single transaction (coalesced, see module doc)."""
+        tasks: dict[str, dict[str, Any]] = {}
+        instances: dict[str, dict[str, Any]] = {}
+        contexts: dict[str, Any] = {}
+        snapshots: list[Snapshot] = []
+        new_messages: dict[str, Message] = {}
+        status_updates: dict[str, tuple[str, str]] = {}
+        artifacts: dict[tuple[str, str], Artifact] = {}
+        confirmations: dict[str, dict[str, Any]] = {}
+        alerts: list[Alert] = []
+
+        for event in batch:
+            data = event.data
+            kind = event.kind
+            if kind == EventKind.MESSAGE:
+                message = data["message"]
+                new_messages[message.id] = message_row(
+                    message, str(data["status"]), data.get("reason"), data.get("project_id")
+                )
+            elif kind == EventKind.MESSAGE_STATUS:
+                message = data["message"]
+                row = new_messages.get(message.id)
+                if row is not None:
+                    row.status = str(data["status"])
+                    row.reason = (data.get("reason") or "")[:300]
+                else:
+                    status_updates[message.id] = (str(data["status"]), (data.get("reason") or "")[:300])
+            elif kind == EventKind.CONTEXT:
+                contexts[data["context"].id] = data["context"]
+            elif kind == EventKind.SNAPSHOT:
+                snap = data["snapshot"]
+                snapshots.append(
+                    Snapshot(
+                        id=snap["id"],
+                        context_id=snap["context_id"],
+                        type=snap["type"],
+                        trigger=snap["trigger"][:200],
+                        label=(snap.get("label") or "")[:300],
+                        sequence=snap["sequence"],
+                        state=snap["state"],
+                        created_at=_dt(snap["created_at"]),
+                    )
+                )
+            elif kind == EventKind.TASK:
+                tasks.setdefault(data["task_id"], {}).update(data)
+            elif kind == EventKind.INSTANCE:
+                info = data["instance"]
+                instances[info["instance_id"]] = info
+            elif kind == EventKind.ARTIFACT:
+                artifacts[(data["task_id"], data["name"])] = Artifact(
+                    task_id=data["task_id"],
+                    name=data["name"],
+                    content=data["content"],
+                    content_type=data["content_type"],
+                    role=data.get("role", ""),
+                    context_id=data.get("context_id") or "",
+                    created_at=_dt(event.at),
+                )
+            elif kind == EventKind.CONFIRMATION:
+                info = data["confirmation"]
+                confirmations[info["id"]] = info
+            elif kind == EventKind.ALERT:
+                info = data["alert"]
+                alerts.append(
+                    Alert(
+                        kind=info["kind"][:32],
+                        severity=info["severity"][:10],
+                        message=info["message"],
+                        details=info.get("details", {}),
+                        created_at=_dt(info.get("at", event.at)),
+                    )
+                )
+
+        with transaction.atomic():
+            self._write_tasks(tasks)
+            self._write_instances(instances)
+            self._write_contexts(contexts)
+            if snapshots:
+                Snapshot.objects.bulk_create(snapshots, ignore_conflicts=True)
+            if new_messages:
+                Message.objects.bulk_create(new_messages.values(), ignore_conflicts=True)
+            if status_updates:
+                with connection.cursor() as cursor:
+                    cursor.executemany(
+                        f"UPDATE {Message._meta.db_table} SET status = %s, reason = %s WHERE id = %s",
+                        [(status, reason, message_id) for message_id, (status, reason) in status_updates.items()],
+                    )
+            if artifacts:
+                Artifact.objects.bulk_create(
+                    artifacts.values(),
+                    update_conflicts=True,
+                    unique_fields=["task", "name"],
+                    update_fields=["content", "content_type", "role", "context_id", "created_at"],
+                )
+            self._write_confirmations(confirmations)
+            if alerts:
+                Alert.objects.bulk_create(alerts)
+
+    @staticmethod
+    def _write_tasks(tasks: dict[str, dict[str, Any]]) -> None:
+        for task_id, info in tasks.items():
+            fields: dict[str, Any] = {"status": info["status"]}
+            for key in ("config_version", "token_budget", "tokens_used"):
+                if key in info and info[key] is not None:
+                    fields[key] = info[key]
+            if "error" in info:
+                fields["error"] = info["error"]
+            if info.get("finished_at"):
+                fields["finished_at"] = _dt(info["finished_at"])
+            updated = Task.objects.filter(pk=task_id).update(**fields)
+            if not updated:
+                Task.objects.create(
+                    id=task_id,
+                    kind=info.get("kind", "task"),
+                    title=(info.get("description") or "")[:300],
+                    description=info.get("description") or "",
+                    project_id=info.get("project_id"),
+                    **fields,
+                )
+
+    @staticmethod
+    def _write_instances(instances: dict[str, dict[str, Any]]) -> None:
+        if not instances:
+            return
+        rows = [
+            AgentInstance(
+                instance_id=info["instance_id"],
+                role=info["role"],
+                status=info["status"],
+                healthy=info["healthy"],
+                queued=info["queued"],
+                processed=info["processed"],
+                created_at=_dt(info["created_at"]),
+                last_heartbeat=_dt(info["last_heartbeat"]),
+            )
+            for info in instances.values()
+        ]
+        AgentInstance.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["instance_id"],
+            update_fields=["status", "healthy", "queued", "processed", "last_heartbeat"],
+        )
+
+    @staticmethod
+    def _write_contexts(contexts: dict[str, Any]) -> None:
+        if not contexts:
+            return
+        rows = []
+        for context in contexts.values():
+            state = context.state()
+            usage = state["resource_usage"]
+            rows.append(
+                ExecutionContext(
+                    id=state["id"],
+                    task_id=state["task_id"],
+                    instance_id=state["instance_id"],
+                    role=state["role"],
+                    project_id=state["project_id"],
+                    status=state["status"],
+                    progress=state["progress"],
+                    current_step=state["current_step"][:200],
+                    task_description=state["task_description"],
+                    conversation_id=state["conversation_id"],
+                    config_version=state["config_version"],
+                    input_context=state["input_context"],
+                    output_state=state["output_state"],
+                    resource_usage=usage,
+                    input_tokens=usage["input_tokens"],
+                    output_tokens=usage["output_tokens"],
+                    total_tokens=usage["total_tokens"],
+                    api_calls=usage["api_calls"],
+                    tokens_estimated=usage["estimated"],
+                    created_at=_dt(state["created_at"]),
+                    updated_at=_dt(state["updated_at"] or state["created_at"]),
+                )
+            )
+        ExecutionContext.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["id"],
+            update_fields=[
+                "status",
+                "progress",
+                "current_step",
+                "input_context",
+                "output_state",
+                "resource_usage",
+                "input_tokens",
+                "output_tokens",
+                "total_tokens",
+                "api_calls",
+                "tokens_estimated",
+                "updated_at",
+            ],
+        )
+
+    @staticmethod
+    def _write_confirmations(confirmations: dict[str, dict[str, Any]]) -> None:
+        for info in confirmations.values():
+            ToolConfirmation.objects.update_or_create(
+                id=info["id"],
+                defaults={
+                    "context_id": info["context_id"],
+                    "instance_id": info["instance_id"],
+                    "role": info["role"],
+                    "task_id": info["task_id"],
+                    "project_id": info.get("project_id"),
+                    "tool": info["tool"],
+                    "args": info["args"],
+                    "status": info["status"],
+                    "decided_by": info.get("decided_by") or "",
+                    "created_at": _dt(info["created_at"]),
+                    "expires_at": _dt(info["expires_at"]),
+                    "decided_at": _dt(time.time()) if info["status"] != "pending" else None,
+                },
+            )

@@ -1,0 +1,129 @@
+"""Starting tasks: document checks and handing a task to the runtime (US-02, seed 002 demo).
+
+``start_task`` records the task, then runs it on the runtime host in the background; the
+recorder fills in contexts, messages, snapshots and artifacts as the agents work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from capabilities.models import Project
+from monitoring.models import Task
+from teamclaw.runtime.messages import new_id
+
+SAMPLE_REQUIREMENT = Path(__file__).resolve().parent / "samples" / "online_bookstore.md"
+
+
+class DocumentError(ValueError):
+    """A requirement document that cannot be used; ``reason`` says why, for the operator."""
+
+    def __init__(self, reason: str, field: str = "input_markdown") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.field = field
+
+
+def max_document_bytes() -> int:
+    return int(settings.TEAMCLAW["MAX_DOCUMENT_BYTES"])
+
+
+def validate_document(raw: bytes | str | None) -> str:
+    """Return the document as text, or raise DocumentError: empty, larger than the limit
+    (1 MB by default, TEAMCLAW_MAX_DOCUMENT_BYTES), binary (NUL bytes, not UTF-8, mostly
+    control characters)."""
+    if raw is None:
+        raise DocumentError("a Markdown document is required")
+    limit = max_document_bytes()
+    if isinstance(raw, bytes):
+        if len(raw) > limit:
+            raise DocumentError(f"the document is {len(raw):,} bytes; the limit is {limit:,} bytes")
+        if b"\x00" in raw:
+            raise DocumentError("the document is binary, not Markdown text")
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise DocumentError("the document is not UTF-8 text") from None
+    elif isinstance(raw, str):
+        text = raw
+        size = len(text.encode("utf-8", errors="replace"))
+        if size > limit:
+            raise DocumentError(f"the document is {size:,} bytes; the limit is {limit:,} bytes")
+        if "\x00" in text:
+            raise DocumentError("the document is binary, not Markdown text")
+    else:
+        raise DocumentError("the document must be a string of Markdown")
+    if not text.strip():
+        raise DocumentError("the document is empty")
+    control = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\r\t\f")
+    if control > max(8, len(text) // 100):
+        raise DocumentError("the document is binary, not Markdown text")
+    return text
+
+
+def sample_requirement() -> str:
+    """The demo requirement shipped with TeamClaw (an online bookstore)."""
+    return SAMPLE_REQUIREMENT.read_text(encoding="utf-8")
+
+
+def start_task(
+    *,
+    workflow: str,
+    input_markdown: str | None = None,
+    task_description: str = "",
+    title: str = "",
+    project: Project | None = None,
+    user: Any = None,
+    prompt_enhancement: str = "",
+) -> Task:
+    """Record a task and start it on the runtime (returns at once, status ``running``).
+
+    Raises DocumentError for a bad document (requirement_review) or missing description.
+    """
+    from monitoring.host import get_host
+
+    params: dict[str, Any] = {"workflow": workflow}
+    if workflow == "requirement_review":
+        text = validate_document(input_markdown)
+        first_heading = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), "")
+        title = title or first_heading[:200] or "Requirement review"
+        params.update(
+            input_markdown=text, document_name="requirement.md", task_description=f"Review the requirement '{title}'"
+        )
+    else:
+        if not task_description.strip():
+            raise DocumentError("a task description is required", "task_description")
+        if len(task_description) > 2000:
+            raise DocumentError("the task description is longer than 2,000 characters", "task_description")
+        text = ""
+        params["task_description"] = task_description.strip()
+        title = title or task_description.strip()[:200]
+    task = Task.objects.create(
+        id=new_id(),
+        kind="task",
+        workflow=workflow,
+        title=title[:300],
+        description=params["task_description"],
+        input_markdown=text,
+        project=project,
+        status="running",
+        created_by=user if getattr(user, "pk", None) else None,
+        executor="offline",
+        prompt_enhancement=prompt_enhancement,
+    )
+    host = get_host()
+    assert host.runtime is not None
+    host.submit(
+        host.runtime.run_task(
+            capability_id="task_orchestration",
+            params=params,
+            task_id=task.id,
+            project_id=project.slug if project else None,
+            description=params["task_description"],
+            prompt_enhancement=prompt_enhancement,
+        )
+    )
+    return task

@@ -1,0 +1,98 @@
+"""Pages: dashboard (US-01, US-02), tasks, a task's progress and artifacts, starting tasks."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from capabilities.models import AgentRole, Project
+from monitoring.models import AgentInstance, Task
+from monitoring.tasks import DocumentError, max_document_bytes, sample_requirement, start_task
+
+
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """The team with its capabilities, active instances and recent tasks."""
+    roles = AgentRole.objects.prefetch_related("capabilities")
+    instances = AgentInstance.objects.exclude(status="terminated")
+    tasks = Task.objects.filter(kind="task").select_related("project")[:10]
+    return render(
+        request,
+        "monitoring/dashboard.html",
+        {"nav": "dashboard", "roles": roles, "instances": instances, "tasks": tasks},
+    )
+
+
+def task_list(request: HttpRequest) -> HttpResponse:
+    """Every task, newest first, 25 a page; ``?kind=all`` includes standalone invokes/hooks."""
+    queryset = Task.objects.select_related("project")
+    if request.GET.get("kind") != "all":
+        queryset = queryset.filter(kind="task")
+    page = Paginator(queryset, 25).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "monitoring/task_list.html",
+        {"nav": "tasks", "page": page, "show_all": request.GET.get("kind") == "all"},
+    )
+
+
+def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
+    """A task: status, per-agent progress, artifacts. While running, htmx refreshes the
+    ``progress`` partial every second."""
+    task = get_object_or_404(Task.objects.select_related("project"), pk=task_id)
+    contexts = task.contexts.order_by("created_at")
+    artifacts = task.artifacts.order_by("created_at", "id")
+    context = {"nav": "tasks", "task": task, "contexts": contexts, "artifacts": artifacts}
+    if request.htmx:
+        return render(request, "monitoring/task_detail.html#progress", context)
+    return render(request, "monitoring/task_detail.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def task_new(request: HttpRequest) -> HttpResponse:
+    """Start a requirement review on a pasted or uploaded Markdown document."""
+    projects = Project.objects.all()
+    form = {"title": "", "input_markdown": "", "project": ""}
+    error = ""
+    if request.method == "POST":
+        form = {key: request.POST.get(key, "") for key in form}
+        upload = request.FILES.get("document")
+        raw: bytes | str | None = upload.read(max_document_bytes() + 1) if upload else form["input_markdown"]
+        project = Project.objects.filter(slug=form["project"]).first() if form["project"] else None
+        if form["project"] and project is None:
+            error = f"project '{form['project']}' does not exist"
+        else:
+            try:
+                task = start_task(
+                    workflow="requirement_review",
+                    input_markdown=raw,
+                    title=form["title"],
+                    project=project,
+                    user=request.user,
+                )
+            except DocumentError as exc:
+                error = exc.reason
+            else:
+                messages.success(request, "Review started; the experts are on it.")
+                return redirect("task-detail", task_id=task.id)
+    return render(
+        request,
+        "monitoring/task_new.html",
+        {"nav": "tasks", "form": form, "error": error, "projects": projects, "limit": max_document_bytes()},
+        status=400 if error else 200,
+    )
+
+
+@require_POST
+def run_demo(request: HttpRequest) -> HttpResponse:
+    """ "Run demo": review the bundled sample requirement (an online bookstore)."""
+    task = start_task(
+        workflow="requirement_review",
+        input_markdown=sample_requirement(),
+        title="Demo: online bookstore order tracking",
+        user=request.user,
+    )
+    messages.success(request, "Demo started: four experts are reviewing the sample requirement.")
+    return redirect("task-detail", task_id=task.id)

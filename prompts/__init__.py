@@ -1,0 +1,2 @@
+"""Prompt templates: six types per role, SemVer versions, diff, rollback and layered,
+sandboxed rendering (PRD §4.5)."""

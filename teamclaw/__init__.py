@@ -1,0 +1,1 @@
+"""TeamClaw Capability System: Django project package (settings, urls, asgi, runtime)."""

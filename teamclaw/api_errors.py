@@ -1,0 +1,63 @@
+"""One error shape for the whole REST API.
+
+Every 4xx/5xx body is ``{"detail": str, "errors": {field: [reason, ...]}}`` (``errors`` only
+when fields are at fault), so a client can always show the field and the reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def _flatten(detail: Any) -> dict[str, list[str]]:
+    if isinstance(detail, dict):
+        out: dict[str, list[str]] = {}
+        for key, value in detail.items():
+            if isinstance(value, dict):
+                for sub, reasons in _flatten(value).items():
+                    out[f"{key}.{sub}"] = reasons
+            elif isinstance(value, list) and value and isinstance(value[0], dict):
+                for index, item in enumerate(value):
+                    for sub, reasons in _flatten(item).items():
+                        out[f"{key}[{index}].{sub}"] = reasons
+            else:
+                out[str(key)] = [str(v) for v in (value if isinstance(value, list) else [value])]
+        return out
+    if isinstance(detail, list):
+        return {"non_field_errors": [str(v) for v in detail]}
+    return {"non_field_errors": [str(detail)]}
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """DRF exception handler producing ``{"detail", "errors"}``; Django ValidationErrors
+    become 400s instead of 500s."""
+    if isinstance(exc, DjangoValidationError):
+        exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ValidationError):
+        errors = _flatten(exc.detail)
+        first = next(iter(errors.items()), ("", [""]))
+        detail = f"{first[0]}: {first[1][0]}" if first[0] and first[0] != "non_field_errors" else first[1][0]
+        response.data = {"detail": detail or "Invalid input.", "errors": errors}
+    elif isinstance(response.data, dict) and "detail" in response.data:
+        response.data = {"detail": str(response.data["detail"])}
+    return response
+
+
+def error_response(
+    detail: str, errors: dict[str, list[str]] | None = None, code: int = status.HTTP_400_BAD_REQUEST, **extra: Any
+) -> Response:
+    """A response in the API's error shape, for views that refuse input themselves."""
+    body: dict[str, Any] = {"detail": detail}
+    if errors:
+        body["errors"] = errors
+    body.update(extra)
+    return Response(body, status=code)

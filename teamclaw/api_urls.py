@@ -1,0 +1,16 @@
+"""/api/v1/ routes of every app."""
+
+from django.urls import path
+
+from capabilities import api as capabilities_api
+from monitoring import api as monitoring_api
+
+urlpatterns = [
+    path("auth/token", monitoring_api.TokenView.as_view(), name="api-token"),
+    path("roles", capabilities_api.RoleListView.as_view(), name="api-roles"),
+    path("roles/<str:role>", capabilities_api.RoleDetailView.as_view(), name="api-role"),
+    path("capabilities", capabilities_api.CapabilityListView.as_view(), name="api-capabilities"),
+    path("capabilities/<str:capability_id>", capabilities_api.CapabilityDetailView.as_view(), name="api-capability"),
+    path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
+    path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
+]

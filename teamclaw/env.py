@@ -1,0 +1,106 @@
+"""Environment readers for settings that refuse bad values at start-up.
+
+Each helper reads one variable, applies a safe default when it is unset, and raises
+``django.core.exceptions.ImproperlyConfigured`` naming the variable and the reason when
+the value cannot be used, so a typo stops the server instead of running it wrongly.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str = "") -> str:
+    """Return ``$name`` stripped, or ``default`` when unset."""
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    """Return ``$name`` as a boolean (1/true/yes/on or 0/false/no/off).
+
+    Raises ImproperlyConfigured for any other value.
+    """
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use 1/0, true/false, yes/no or on/off")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``$name`` as an integer within ``[minimum, maximum]``.
+
+    Raises ImproperlyConfigured when it is not an integer or out of bounds.
+    """
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} is below the minimum {minimum}")
+    if maximum is not None and value > maximum:
+        raise ImproperlyConfigured(f"{name}={value} is above the maximum {maximum}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """Return ``$name`` split on commas (blank items dropped), or ``default`` when unset."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_url(name: str, schemes: set[str]) -> str:
+    """Return ``$name`` when it is a URL with one of ``schemes``, '' when unset.
+
+    Raises ImproperlyConfigured for another scheme or a URL without a host/path.
+    """
+    raw = env_str(name)
+    if not raw:
+        return ""
+    parsed = urlparse(raw)
+    if parsed.scheme not in schemes:
+        allowed = ", ".join(sorted(schemes))
+        raise ImproperlyConfigured(f"{name} must start with one of {allowed}; got {parsed.scheme or 'no scheme'!r}")
+    if not (parsed.netloc or parsed.path):
+        raise ImproperlyConfigured(f"{name}={raw!r} names no server or database")
+    return raw
+
+
+def data_dir(base_dir: Path) -> Path:
+    """Return the git-ignored data folder (``$TEAMCLAW_DATA_DIR`` or ``<base>/data``), created 0700."""
+    path = Path(env_str("TEAMCLAW_DATA_DIR") or base_dir / "data").resolve()
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ImproperlyConfigured(f"cannot create the data folder {path}: {exc}") from exc
+    return path
+
+
+def persistent_secret(path: Path, nbytes: int = 50) -> str:
+    """Return the secret kept in ``path``, generating it (mode 600) on first use."""
+    if path.exists():
+        value = path.read_text().strip()
+        if value:
+            return value
+    value = secrets.token_urlsafe(nbytes)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value + "\n")
+    return value

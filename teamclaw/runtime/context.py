@@ -1,0 +1,162 @@
+"""Execution contexts and task state held by the runtime (PRD §4.6).
+
+An ``ExecutionContext`` exists per (agent instance, task): the instance's view of the task
+with status, progress (0-100), input context, output state and resource usage. Its
+``state()`` is what a snapshot stores, so a replay can show exactly what the agent had.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from teamclaw.runtime.config import ConfigSnapshot
+from teamclaw.runtime.messages import new_id
+
+MAX_CONTEXT_MESSAGES = 500
+"""Context message references kept per context (older ones are summarised away)."""
+
+
+class ContextStatus(StrEnum):
+    """``AgentStatus`` of PRD §4.6."""
+
+    INITIALIZING = "initializing"
+    READY = "ready"
+    EXECUTING = "executing"
+    WAITING_RESPONSE = "waiting_response"
+    WAITING_USER = "waiting_user"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TERMINATED = "terminated"
+
+
+FINAL_STATUSES = frozenset({ContextStatus.COMPLETED, ContextStatus.FAILED, ContextStatus.TERMINATED})
+
+
+class SnapshotType(StrEnum):
+    """Snapshot kinds of PRD §4.6: auto (start, invoke boundaries, user instruction), error, manual."""
+
+    AUTO = "auto"
+    ERROR = "error"
+    MANUAL = "manual"
+
+
+@dataclass(slots=True)
+class ExecutionContext:
+    """``AgentExecutionContext`` of PRD §4.6 (snapshots are stored by the recorder)."""
+
+    instance_id: str
+    role: str
+    task_id: str
+    task_description: str
+    conversation_id: str
+    project_id: str | None
+    config_version: int
+    created_at: float
+    id: str = field(default_factory=new_id)
+    status: ContextStatus = ContextStatus.INITIALIZING
+    progress: int = 0
+    current_step: str = ""
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    user_instructions: list[str] = field(default_factory=list)
+    generated_artifacts: list[dict[str, Any]] = field(default_factory=list)
+    pending_questions: list[str] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    api_calls: int = 0
+    tokens_estimated: bool = False
+    snapshot_count: int = 0
+    updated_at: float = 0.0
+
+    def add_message(self, summary: dict[str, Any]) -> None:
+        """Append a message reference, keeping at most MAX_CONTEXT_MESSAGES."""
+        self.messages.append(summary)
+        if len(self.messages) > MAX_CONTEXT_MESSAGES:
+            del self.messages[: len(self.messages) - MAX_CONTEXT_MESSAGES]
+
+    @property
+    def resource_usage(self) -> dict[str, Any]:
+        """``{total_tokens, input_tokens, output_tokens, api_calls, estimated}`` (tokens)."""
+        return {
+            "total_tokens": self.input_tokens + self.output_tokens,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "api_calls": self.api_calls,
+            "estimated": self.tokens_estimated,
+        }
+
+    def state(self) -> dict[str, Any]:
+        """The whole context as JSON-ready data (what a snapshot holds)."""
+        return {
+            "id": self.id,
+            "instance_id": self.instance_id,
+            "role": self.role,
+            "task_id": self.task_id,
+            "task_description": self.task_description,
+            "conversation_id": self.conversation_id,
+            "project_id": self.project_id,
+            "config_version": self.config_version,
+            "status": str(self.status),
+            "progress": self.progress,
+            "current_step": self.current_step,
+            "input_context": {
+                "artifacts": list(self.artifacts),
+                "messages": list(self.messages),
+                "user_instructions": list(self.user_instructions),
+            },
+            "output_state": {
+                "generated_artifacts": list(self.generated_artifacts),
+                "pending_questions": list(self.pending_questions),
+                "errors": list(self.errors),
+            },
+            "resource_usage": self.resource_usage,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+@dataclass(slots=True)
+class Artifact:
+    """A named output of a task (``review_dev.json``, ``requirement_final.md``...)."""
+
+    name: str
+    content: str
+    content_type: str
+    role: str
+    context_id: str | None
+    created_at: float
+
+
+class TaskStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+@dataclass(slots=True)
+class TaskState:
+    """A task in flight: its pinned config snapshot (PRD §4.8), token budget and artifacts.
+
+    ``token_budget`` and ``tokens_used`` are tokens; the budget is the entry role's
+    ``token_budget`` constraint (PRD §4.7, 50,000 by default) unless given explicitly.
+    """
+
+    task_id: str
+    project_id: str | None
+    description: str
+    snapshot: ConfigSnapshot
+    token_budget: int
+    started_at: float
+    entry_role: str = "main"
+    prompt_enhancement: str = ""
+    tokens_used: int = 0
+    status: TaskStatus = TaskStatus.RUNNING
+    artifacts: dict[str, Artifact] = field(default_factory=dict)
+    contexts: dict[str, ExecutionContext] = field(default_factory=dict)
+    """instance_id -> that instance's context for this task."""
+    ephemeral: bool = False
+    """True for the implicit task around a standalone invoke (no task record is kept open)."""

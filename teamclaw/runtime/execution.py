@@ -1,0 +1,288 @@
+"""What an executor gets for one capability call: ``ExecutionCall`` (DESIGN.md §5).
+
+It carries the card, params, the agent's execution context and task, and is the only way
+an executor reaches the rest of the system: invoke and hook other agents, use tools under
+the tool matrix, charge tokens against the task budget, report progress, read and write
+task artifacts, and get the role's rendered prompt. Every such act is recorded.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from teamclaw.runtime.config import CardSpec, ConfigSnapshot, ToolMode
+from teamclaw.runtime.context import Artifact, ContextStatus, ExecutionContext, SnapshotType, TaskState
+from teamclaw.runtime.errors import AgentFailure, ErrorCode
+from teamclaw.runtime.events import EventKind
+from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult, RoutingStrategy
+from teamclaw.runtime.messages import AgentMessage, Party, Priority
+
+if TYPE_CHECKING:
+    from teamclaw.runtime.instance import AgentInstance
+    from teamclaw.runtime.runtime import PendingCall, Runtime
+
+ARTIFACT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,119}$")
+MAX_ARTIFACT_BYTES = 5_000_000
+
+
+class ExecutionCall:
+    """One capability call being executed by ``instance`` for ``task``."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        instance: AgentInstance,
+        context: ExecutionContext,
+        task: TaskState,
+        card: CardSpec,
+        params: dict[str, Any],
+        message: AgentMessage,
+        pending: PendingCall | None,
+    ) -> None:
+        self.runtime = runtime
+        self.instance = instance
+        self.context = context
+        self.task = task
+        self.card = card
+        self.params = params
+        self.message = message
+        self.pending = pending
+        self.progress_reported = False
+        self._outstanding = 0
+
+    # -- identity -------------------------------------------------------------
+    @property
+    def role(self) -> str:
+        return self.instance.role
+
+    @property
+    def snapshot(self) -> ConfigSnapshot:
+        """The config pinned by the task at its start (PRD §4.8)."""
+        return self.task.snapshot
+
+    @property
+    def project_dir(self) -> Path | None:
+        directory = self.snapshot.project_dir or self.runtime.default_project_dir
+        return Path(directory) if directory else None
+
+    # -- talking to other agents ----------------------------------------------
+    async def invoke(
+        self,
+        capability_id: str,
+        params: dict[str, Any] | None = None,
+        *,
+        target_role: str | None = None,
+        target_instance_id: str | None = None,
+        routing: str | None = None,
+        timeout: float | None = None,
+        priority: str = "normal",
+    ) -> InvokeResult:
+        """Invoke another agent's capability as this agent (matrix, schemas, routing apply).
+
+        The context is snapshotted before and after (PRD §4.6) and shows
+        ``waiting_response`` while calls are outstanding. Never raises for runtime failures:
+        inspect ``result.success`` / ``result.error``.
+        """
+        request = InvokeRequest(
+            capability_id,
+            dict(params or {}),
+            target_role=target_role,
+            target_instance_id=target_instance_id,
+            routing=RoutingStrategy(routing)
+            if routing
+            else (RoutingStrategy.BY_INSTANCE if target_instance_id else None),
+            timeout=timeout,
+            priority=Priority.parse(priority),
+        )
+        runtime = self.runtime
+        runtime.take_snapshot(self.context, SnapshotType.AUTO, f"before invoke {capability_id}")
+        self._outstanding += 1
+        self.context.status = ContextStatus.WAITING_RESPONSE
+        runtime._emit_context(self.context)
+        try:
+            result = await runtime._invoke(
+                request,
+                caller=Party(role=self.role, instance_id=self.instance.instance_id),
+                task=self.task,
+                caller_context=self.context,
+                caller_instance=self.instance,
+                caller_skill=self.card.skill_id,
+            )
+        finally:
+            self._outstanding -= 1
+            if not self._outstanding and self.context.status == ContextStatus.WAITING_RESPONSE:
+                self.context.status = ContextStatus.EXECUTING
+        label = "ok" if result.success else f"{result.error.code if result.error else 'failed'}"
+        runtime.take_snapshot(self.context, SnapshotType.AUTO, f"after invoke {capability_id}", label)
+        runtime._emit_context(self.context)
+        return result
+
+    async def hook(
+        self,
+        event_type: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        target_roles: list[str] | None = None,
+        broadcast: bool = False,
+        capability_id: str | None = None,
+    ) -> list[HookAck]:
+        """Fire a hook from this agent; returns the receivers' acks (PRD §4.3)."""
+        return await self.runtime._hook(
+            HookEvent(event_type, dict(payload or {}), broadcast, target_roles, capability_id),
+            caller=Party(role=self.role, instance_id=self.instance.instance_id),
+            task=self.task,
+            caller_context=self.context,
+        )
+
+    # -- tools ----------------------------------------------------------------
+    async def use_tool(self, tool: str, **args: Any) -> Any:
+        """Use ``tool`` under the tool matrix (PRD §4.7): ``deny`` raises
+        AgentFailure(tool_denied); ``confirm`` waits for an operator (``waiting_user``)."""
+        mode = self.snapshot.tool_mode(self.role, tool)
+        if mode == ToolMode.DENY:
+            raise AgentFailure(
+                ErrorCode.TOOL_DENIED,
+                f"{self.role} may not use {tool} (tool permission matrix)",
+                {"tool": tool, "role": self.role},
+                retryable=False,
+            )
+        if mode == ToolMode.CONFIRM:
+            approved = await self.runtime.request_confirmation(self, tool, args)
+            if not approved:
+                raise AgentFailure(
+                    ErrorCode.TOOL_DENIED,
+                    f"the operator did not approve {tool}",
+                    {"tool": tool, "role": self.role},
+                    retryable=False,
+                )
+        handler = self.runtime.tools.get(tool)
+        if handler is None:
+            raise AgentFailure(
+                ErrorCode.EXECUTOR_ERROR,
+                f"tool {tool} has no implementation on this server",
+                {"tool": tool},
+                retryable=False,
+            )
+        root = self.project_dir
+        if root is None:
+            raise AgentFailure(
+                ErrorCode.TOOL_DENIED, "this project has no working directory", {"tool": tool}, retryable=False
+            )
+        scope = self.snapshot.constraints_for(self.role).file_scope or "."
+        scoped_root = root if scope in (".", "") else root / scope
+        scoped_root.mkdir(parents=True, exist_ok=True)
+        result = await handler(scoped_root, args)
+        self.context.add_message(
+            {"type": "tool", "tool": tool, "args": {k: v for k, v in args.items() if k != "content"}}
+        )
+        return result
+
+    # -- budget ---------------------------------------------------------------
+    def ensure_budget(self, expected_tokens: int = 0) -> None:
+        """Before a model call: raise AgentFailure(budget_exceeded) when the task's budget
+        (tokens, PRD §4.7) cannot cover ``expected_tokens`` more."""
+        task = self.task
+        if task.tokens_used + expected_tokens > task.token_budget:
+            self._budget_stop(expected_tokens)
+
+    def charge_tokens(self, input_tokens: int, output_tokens: int, *, estimated: bool = False) -> None:
+        """After a model call: add usage to the context and the task; raise
+        AgentFailure(budget_exceeded) once the task has spent more than its budget."""
+        context = self.context
+        context.input_tokens += max(0, int(input_tokens))
+        context.output_tokens += max(0, int(output_tokens))
+        context.api_calls += 1
+        context.tokens_estimated = context.tokens_estimated or estimated
+        self.task.tokens_used += max(0, int(input_tokens)) + max(0, int(output_tokens))
+        self.runtime._emit_context(context)
+        if self.task.tokens_used > self.task.token_budget:
+            self._budget_stop(0)
+
+    def _budget_stop(self, expected: int) -> None:
+        task = self.task
+        self.runtime.alert(
+            "budget",
+            "warning",
+            f"task {task.task_id} reached its token budget ({task.tokens_used}/{task.token_budget})",
+            task_id=task.task_id,
+            role=self.role,
+            tokens_used=task.tokens_used,
+            token_budget=task.token_budget,
+        )
+        raise AgentFailure(
+            ErrorCode.BUDGET_EXCEEDED,
+            f"token budget of {task.token_budget} exhausted ({task.tokens_used} used"
+            + (f", {expected} more needed)" if expected else ")"),
+            {"token_budget": task.token_budget, "tokens_used": task.tokens_used, "expected_tokens": expected},
+            retryable=False,
+        )
+
+    # -- progress, questions, artifacts --------------------------------------
+    def progress(self, percent: int, step: str = "") -> None:
+        """Report progress 0-100 and the current step (shown live, PRD §4.6)."""
+        self.progress_reported = True
+        self.context.progress = max(0, min(100, int(percent)))
+        if step:
+            self.context.current_step = step
+        self.runtime._emit_context(self.context)
+
+    def ask(self, question: str) -> None:
+        """Add a pending question for the operator to the context's output state."""
+        self.context.pending_questions.append(question)
+        self.runtime._emit_context(self.context)
+
+    def write_artifact(self, name: str, content: str, content_type: str = "application/json") -> None:
+        """Store a task artifact (``review_dev.json``...); a later write replaces it.
+        Raises AgentFailure(executor_error) for a bad name or content over 5 MB."""
+        if not ARTIFACT_NAME.match(name or ""):
+            raise AgentFailure(ErrorCode.EXECUTOR_ERROR, f"bad artifact name {name!r}", retryable=False)
+        if len(content.encode("utf-8")) > MAX_ARTIFACT_BYTES:
+            raise AgentFailure(
+                ErrorCode.EXECUTOR_ERROR, f"artifact {name} exceeds {MAX_ARTIFACT_BYTES} bytes", retryable=False
+            )
+        now = self.runtime.clock.now()
+        self.task.artifacts[name] = Artifact(name, content, content_type, self.role, self.context.id, now)
+        self.context.generated_artifacts = [a for a in self.context.generated_artifacts if a["name"] != name]
+        self.context.generated_artifacts.append(
+            {"name": name, "content_type": content_type, "bytes": len(content.encode("utf-8"))}
+        )
+        self.runtime._emit(
+            EventKind.ARTIFACT,
+            {
+                "task_id": self.task.task_id,
+                "project_id": self.task.project_id,
+                "name": name,
+                "content": content,
+                "content_type": content_type,
+                "context_id": self.context.id,
+                "role": self.role,
+                "instance_id": self.instance.instance_id,
+            },
+        )
+        self.runtime._emit_context(self.context)
+
+    def read_artifact(self, name: str) -> str | None:
+        """Content of a task artifact (None if absent); noted in the context's input artifacts."""
+        artifact = self.task.artifacts.get(name)
+        if artifact is None:
+            return None
+        if not any(a["name"] == name for a in self.context.artifacts):
+            self.context.artifacts.append(
+                {"name": name, "content_type": artifact.content_type, "produced_by": artifact.role}
+            )
+        return artifact.content
+
+    def artifact_names(self) -> list[str]:
+        return sorted(self.task.artifacts)
+
+    # -- prompt ---------------------------------------------------------------
+    def system_prompt(self, **variables: Any) -> str:
+        """The role's rendered, layered prompt (PRD §4.5) from the task's pinned config."""
+        renderer = self.runtime.prompt_renderer
+        if renderer is not None:
+            return renderer(self.snapshot, self.role, self.task, variables)
+        role = self.snapshot.roles.get(self.role)
+        name = role.display_name if role else self.role
+        return f"You are the {name} of this team. {role.description if role else ''}".strip()

@@ -1,0 +1,66 @@
+"""Agent instances: a role's runtime worker with its own mailbox (PRD §2.1 AgentInstance)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from teamclaw.runtime.mailbox import Mailbox
+
+
+class InstanceStatus(StrEnum):
+    IDLE = "idle"
+    BUSY = "busy"
+    TERMINATED = "terminated"
+
+
+@dataclass(slots=True, eq=False)
+class AgentInstance:
+    """A running agent of ``role``.
+
+    ``load`` (queued + in flight) drives ``least_busy``; ``healthy`` turns False after the
+    heartbeat timeout (PRD §4.2, 90 s) and back on the next heartbeat. ``waiting_on`` holds
+    the instances this one's current execution is waiting for (deadlock detection).
+    """
+
+    instance_id: str
+    role: str
+    mailbox: Mailbox
+    created_at: float
+    last_heartbeat: float
+    status: InstanceStatus = InstanceStatus.IDLE
+    healthy: bool = True
+    auto_heartbeat: bool = True
+    busy_with: str | None = None
+    waiting_on: set[str] = field(default_factory=set)
+    processed: int = 0
+    worker: asyncio.Task[None] | None = None
+    executing: Any = None
+    """The PendingCall whose executor is running right now, if any."""
+
+    @property
+    def load(self) -> int:
+        return len(self.mailbox) + (1 if self.busy_with else 0)
+
+    @property
+    def alive(self) -> bool:
+        return self.status != InstanceStatus.TERMINATED
+
+    @property
+    def idle(self) -> bool:
+        return self.alive and self.busy_with is None and not len(self.mailbox)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "instance_id": self.instance_id,
+            "role": self.role,
+            "status": str(self.status),
+            "healthy": self.healthy,
+            "queued": len(self.mailbox),
+            "busy_with": self.busy_with,
+            "processed": self.processed,
+            "created_at": self.created_at,
+            "last_heartbeat": self.last_heartbeat,
+        }

@@ -1,0 +1,145 @@
+"""The agent message of PRD §4.3: ``AgentMessage``, its ten ``MessageType``s and priorities.
+
+Units: ``timestamp`` is epoch milliseconds, ``ttl`` is milliseconds; a message is expired
+when ``now_ms > timestamp + ttl`` and is then never delivered (DESIGN.md §4 Mailbox).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from typing import Any
+
+
+class MessageType(StrEnum):
+    """The ten message types of PRD §4.3."""
+
+    INVOKE_REQUEST = "invoke_request"
+    INVOKE_RESPONSE = "invoke_response"
+    INVOKE_ERROR = "invoke_error"
+    HOOK_EVENT = "hook_event"
+    HOOK_ACK = "hook_ack"
+    STATUS_UPDATE = "status_update"
+    PROGRESS_REPORT = "progress_report"
+    QUESTION_BROADCAST = "question_broadcast"
+    ARTIFACT_SHARE = "artifact_share"
+    CONTEXT_SYNC = "context_sync"
+
+
+class Priority(IntEnum):
+    """Mailbox priority, higher value delivered first: urgent > high > normal > low."""
+
+    LOW = 0
+    NORMAL = 1
+    HIGH = 2
+    URGENT = 3
+
+    @classmethod
+    def parse(cls, value: str | int | Priority | None) -> Priority:
+        """Accept ``'low'|'normal'|'high'|'urgent'`` (or a Priority); None means normal.
+
+        Raises ValueError naming the accepted values for anything else.
+        """
+        if value is None:
+            return cls.NORMAL
+        if isinstance(value, Priority):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls[value.upper()]
+            except KeyError:
+                pass
+        raise ValueError(f"priority must be one of low, normal, high, urgent; got {value!r}")
+
+    @property
+    def label(self) -> str:
+        """The PRD spelling: ``'low'``, ``'normal'``, ``'high'`` or ``'urgent'``."""
+        return self.name.lower()
+
+
+class DeliveryStatus(StrEnum):
+    """What became of a message; the recorder stores the latest one per message."""
+
+    QUEUED = "queued"
+    DELIVERED = "delivered"
+    DROPPED = "dropped"
+    EXPIRED = "expired"
+    DENIED = "denied"
+
+
+@dataclass(frozen=True, slots=True)
+class Party:
+    """A message end: ``{instance_id?, role?}`` (PRD §4.3 ``from``/``to``)."""
+
+    role: str | None = None
+    instance_id: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"instance_id": self.instance_id, "role": self.role}
+
+
+@dataclass(frozen=True, slots=True)
+class MessageContext:
+    """``context.{task_id, conversation_id, correlation_id}`` of PRD §4.3."""
+
+    task_id: str
+    conversation_id: str
+    correlation_id: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {
+            "task_id": self.task_id,
+            "conversation_id": self.conversation_id,
+            "correlation_id": self.correlation_id,
+        }
+
+
+_sequence = itertools.count(1)
+
+
+def new_id() -> str:
+    """A random 128-bit id as 32 hex digits (same space as uuid4().hex, cheaper)."""
+    return os.urandom(16).hex()
+
+
+DEFAULT_TTL_MS = 60_000
+
+
+@dataclass(slots=True)
+class AgentMessage:
+    """One message between agents (PRD §4.3).
+
+    ``seq`` is a process-wide send order used to record messages in the order they were sent.
+    """
+
+    type: MessageType
+    sender: Party
+    recipient: Party
+    payload: dict[str, Any]
+    context: MessageContext
+    timestamp: int
+    priority: Priority = Priority.NORMAL
+    ttl: int = DEFAULT_TTL_MS
+    id: str = field(default_factory=new_id)
+    seq: int = field(default_factory=lambda: next(_sequence))
+
+    def expired(self, now_ms: int) -> bool:
+        """True when ``now_ms`` is past ``timestamp + ttl``."""
+        return now_ms > self.timestamp + self.ttl
+
+    def as_dict(self) -> dict[str, Any]:
+        """The PRD JSON shape (``from``/``to`` keys, priority as its label)."""
+        return {
+            "id": self.id,
+            "from": self.sender.as_dict(),
+            "to": self.recipient.as_dict(),
+            "type": str(self.type),
+            "payload": self.payload,
+            "context": self.context.as_dict(),
+            "timestamp": self.timestamp,
+            "priority": self.priority.label,
+            "ttl": self.ttl,
+            "seq": self.seq,
+        }

@@ -1,0 +1,284 @@
+"""JSON Schema 2020-12 validation for capability params, results and card registration.
+
+- ``SchemaValidators`` compiles one validator per card version and schema content with
+  jsonschema-rs (a compiled 2020-12 implementation, ``format`` enforced), because params and
+  results are checked on every invoke: about 0.3 us a check instead of 15-30 us. Every
+  error is reported with the JSON pointer of the offending value (PRD §4.4).
+- ``validate_card`` is the registry's check before a card joins the index (PRD §4.2 注册流程):
+  it returns every problem at once, including unknown keywords such as ``mininum`` and
+  ``required`` names that no property defines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema_rs
+import semver
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from teamclaw.runtime.config import CATEGORIES, TOOLS, CardSpec
+
+KNOWN_KEYWORDS: frozenset[str] = frozenset(
+    {
+        # core
+        "$schema",
+        "$id",
+        "$ref",
+        "$anchor",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$vocabulary",
+        "$comment",
+        "$defs",
+        # applicator
+        "prefixItems",
+        "items",
+        "contains",
+        "additionalProperties",
+        "properties",
+        "patternProperties",
+        "dependentSchemas",
+        "propertyNames",
+        "if",
+        "then",
+        "else",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        # unevaluated
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        # validation
+        "type",
+        "const",
+        "enum",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+        # meta-data, format, content
+        "title",
+        "description",
+        "default",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "examples",
+        "format",
+        "contentEncoding",
+        "contentMediaType",
+        "contentSchema",
+    }
+)
+_SUBSCHEMA = (
+    "items",
+    "contains",
+    "additionalProperties",
+    "propertyNames",
+    "if",
+    "then",
+    "else",
+    "not",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+)
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "dependentSchemas")
+_SUBSCHEMA_LISTS = ("prefixItems", "allOf", "anyOf", "oneOf")
+
+
+def pointer(parts: Any) -> str:
+    """RFC 6901 JSON pointer for a path of keys/indexes ('' is the whole document)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _keyword(error: Any) -> str:
+    name = type(error.kind).__name__
+    return {
+        "AdditionalProperties": "additionalProperties",
+        "MinItems": "minItems",
+        "MaxItems": "maxItems",
+        "MinLength": "minLength",
+        "MaxLength": "maxLength",
+        "UniqueItems": "uniqueItems",
+        "MultipleOf": "multipleOf",
+        "AnyOf": "anyOf",
+        "OneOfNotValid": "oneOf",
+        "OneOfMultipleValid": "oneOf",
+        "Required": "required",
+        "Type": "type",
+        "Enum": "enum",
+        "Constant": "const",
+        "Format": "format",
+        "Pattern": "pattern",
+        "Minimum": "minimum",
+        "Maximum": "maximum",
+        "ExclusiveMinimum": "exclusiveMinimum",
+        "ExclusiveMaximum": "exclusiveMaximum",
+    }.get(name, name[:1].lower() + name[1:])
+
+
+def schema_errors(validator: Any, instance: Any) -> list[dict[str, str]]:
+    """Every validation error as ``{"pointer", "message", "keyword"}``, sorted by pointer
+    (empty when ``instance`` is valid). ``validator`` comes from ``SchemaValidators``."""
+    if validator.is_valid(instance):
+        return []
+    errors = [
+        {"pointer": pointer(err.instance_path), "message": err.message, "keyword": _keyword(err)}
+        for err in validator.iter_errors(instance)
+    ]
+    errors.sort(key=lambda e: (e["pointer"], e["keyword"]))
+    return errors
+
+
+class SchemaValidators:
+    """Compiled validators for cards, keyed by ``(capability_id, version, schema_digest)``."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+    def for_card(self, card: CardSpec) -> tuple[Any, Any]:
+        """``(input_validator, output_validator)`` for ``card``, compiled on first use."""
+        key = (card.capability_id, card.version, card.schema_digest)
+        pair = self._cache.get(key)
+        if pair is None:
+            pair = (compile_schema(card.input_schema), compile_schema(card.output_schema))
+            self._cache[key] = pair
+        return pair
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+
+def compile_schema(schema: Mapping[str, Any]) -> Any:
+    """A compiled 2020-12 validator for ``schema`` with ``format`` enforced."""
+    return jsonschema_rs.Draft202012Validator(_plain(schema), validate_formats=True)
+
+
+def _plain(value: Any) -> Any:
+    """Mapping proxies and tuples become dicts and lists (what the compiler accepts)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def lint_schema(schema: Any, path: str = "") -> list[str]:
+    """Problems a meta-schema check lets through: unknown keywords (e.g. ``mininum``) and
+    ``required`` names with no matching property. Returns messages with their pointer."""
+    problems: list[str] = []
+    if isinstance(schema, bool):
+        return problems
+    if not isinstance(schema, Mapping):
+        return [f"{path or '/'}: a schema must be an object or a boolean"]
+    for key in schema:
+        if key not in KNOWN_KEYWORDS and not str(key).startswith("x-"):
+            problems.append(f"{path}/{key}: unknown JSON Schema keyword {key!r}")
+    properties = schema.get("properties")
+    required = schema.get("required")
+    if isinstance(required, list) and isinstance(properties, Mapping) and not schema.get("patternProperties"):
+        for name in required:
+            if name not in properties:
+                problems.append(f"{path}/required: {name!r} is required but no property defines it")
+    for key in _SUBSCHEMA:
+        if key in schema:
+            problems += lint_schema(schema[key], f"{path}/{key}")
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(schema.get(key), Mapping):
+            for name, sub in schema[key].items():
+                problems += lint_schema(sub, f"{path}/{key}/{name}")
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(schema.get(key), list):
+            for index, sub in enumerate(schema[key]):
+                problems += lint_schema(sub, f"{path}/{key}/{index}")
+    return problems
+
+
+_CAPABILITY_ID = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
+CARD_REQUIRED = ("id", "name", "description", "category", "input_schema", "output_schema", "version", "owner_roles")
+
+
+def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) -> dict[str, list[str]]:
+    """Check a capability card document (PRD §2.2 fields) before registration.
+
+    Returns ``{field: [reasons]}`` with every problem found (empty when the card is valid):
+    required fields, id syntax, SemVer version, category (PRD §4.2), owner roles, tools
+    (PRD §4.7), timeout (s, 1..3600), schemas valid under the 2020-12 meta-schema, of type
+    object, without unknown keywords or dangling ``required`` names.
+    """
+    errors: dict[str, list[str]] = {}
+
+    def add(name: str, reason: str) -> None:
+        errors.setdefault(name, []).append(reason)
+
+    for name in CARD_REQUIRED:
+        if card.get(name) in (None, "", [], {}):
+            add(name, "this field is required")
+    cap_id = card.get("id")
+    if cap_id and (not isinstance(cap_id, str) or not _CAPABILITY_ID.match(cap_id)):
+        add("id", "use 2-64 lowercase letters, digits or '_', starting with a letter")
+    version = card.get("version")
+    if version:
+        if not isinstance(version, str) or not semver.Version.is_valid(version):
+            add("version", f"{version!r} is not a semantic version such as 1.0.0")
+    category = card.get("category")
+    if category and category not in CATEGORIES:
+        add("category", f"{category!r} is not one of {', '.join(CATEGORIES)}")
+    owners = card.get("owner_roles")
+    if owners:
+        if not isinstance(owners, list) or not all(isinstance(o, str) for o in owners):
+            add("owner_roles", "must be a list of role slugs")
+        elif known_roles is not None:
+            for owner in owners:
+                if owner not in known_roles:
+                    add("owner_roles", f"unknown role {owner!r}")
+    tools = card.get("required_tools", [])
+    if not isinstance(tools, list):
+        add("required_tools", "must be a list of tool names")
+    else:
+        for tool in tools:
+            if tool not in TOOLS:
+                add("required_tools", f"unknown tool {tool!r}; tools are {', '.join(TOOLS)}")
+    timeout = card.get("timeout", 60)
+    if not isinstance(timeout, int) or isinstance(timeout, bool) or not 1 <= timeout <= 3600:
+        add("timeout", "must be a whole number of seconds between 1 and 3600")
+    tags = card.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        add("tags", "must be a list of strings")
+    for name in ("input_schema", "output_schema"):
+        schema = card.get(name)
+        if schema in (None, "", [], {}):
+            continue
+        if not isinstance(schema, Mapping):
+            add(name, "must be a JSON Schema object")
+            continue
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            add(name, f"{pointer(exc.absolute_path) or '/'}: {exc.message}")
+        if schema.get("type") != "object":
+            add(name, "the top level must be {'type': 'object', ...}")
+        elif not isinstance(schema.get("properties"), Mapping) or not schema.get("properties"):
+            add(name, "must declare its properties")
+        for problem in lint_schema(schema):
+            add(name, problem)
+    return errors

@@ -1,0 +1,100 @@
+"""Tools agents use through the runtime, under the tool permission matrix (PRD §4.7).
+
+``ToolBox.use`` applies the matrix cell for (role, tool): ``allow`` runs the tool, ``deny``
+fails with ``tool_denied``, ``confirm`` asks an operator first (the context goes
+``waiting_user`` until the request is approved, rejected or times out).
+
+File tools are confined to the project working directory and the role's ``file_scope``
+inside it: no absolute paths outside it, no ``..``, no symlink that leads out (PRD §4.7
+文件范围: 项目目录内).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from teamclaw.runtime.errors import AgentFailure, ErrorCode
+
+MAX_FILE_BYTES = 2_000_000
+"""Largest file a file tool reads or writes (bytes)."""
+
+ToolHandler = Callable[[Path, dict[str, Any]], Awaitable[Any]]
+"""A tool implementation: ``(scope_root, args) -> result``; raises AgentFailure on bad input."""
+
+
+def confine(root: Path, relative: str) -> Path:
+    """Resolve ``relative`` inside ``root`` or raise AgentFailure(tool_denied).
+
+    Refuses absolute paths, any ``..`` component, NUL bytes, and paths whose real location
+    (after following symlinks) is outside ``root``.
+    """
+    if not isinstance(relative, str) or not relative or "\x00" in relative:
+        raise AgentFailure(ErrorCode.TOOL_DENIED, "a file path is required", {"path": relative}, retryable=False)
+    candidate = Path(relative)
+    if candidate.is_absolute():
+        raise AgentFailure(
+            ErrorCode.TOOL_DENIED,
+            "absolute paths are outside the project directory",
+            {"path": relative},
+            retryable=False,
+        )
+    if ".." in candidate.parts:
+        raise AgentFailure(ErrorCode.TOOL_DENIED, "'..' may not appear in a path", {"path": relative}, retryable=False)
+    real_root = Path(os.path.realpath(root))
+    target = Path(os.path.realpath(real_root / candidate))
+    if target != real_root and real_root not in target.parents:
+        raise AgentFailure(
+            ErrorCode.TOOL_DENIED,
+            "the path leads outside the project directory (symlink)",
+            {"path": relative},
+            retryable=False,
+        )
+    return target
+
+
+async def file_read(root: Path, args: dict[str, Any]) -> dict[str, Any]:
+    """Read a UTF-8 text file: ``{path}`` -> ``{path, content, bytes}``."""
+    target = confine(root, args.get("path", ""))
+    if not target.is_file():
+        raise AgentFailure(
+            ErrorCode.EXECUTOR_ERROR, f"no file {args.get('path')!r}", {"path": args.get("path")}, retryable=False
+        )
+    size = target.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise AgentFailure(
+            ErrorCode.EXECUTOR_ERROR,
+            f"file is {size} bytes; the limit is {MAX_FILE_BYTES}",
+            {"path": args.get("path")},
+            retryable=False,
+        )
+    return {"path": args["path"], "content": target.read_text(encoding="utf-8", errors="replace"), "bytes": size}
+
+
+async def file_write(root: Path, args: dict[str, Any]) -> dict[str, Any]:
+    """Write UTF-8 text: ``{path, content}`` -> ``{path, bytes}``; parents are created inside root."""
+    content = args.get("content", "")
+    if not isinstance(content, str):
+        raise AgentFailure(ErrorCode.EXECUTOR_ERROR, "content must be text", {}, retryable=False)
+    data = content.encode("utf-8")
+    if len(data) > MAX_FILE_BYTES:
+        raise AgentFailure(
+            ErrorCode.EXECUTOR_ERROR,
+            f"content is {len(data)} bytes; the limit is {MAX_FILE_BYTES}",
+            {"path": args.get("path")},
+            retryable=False,
+        )
+    target = confine(root, args.get("path", ""))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    confine(root, str(target.parent.relative_to(os.path.realpath(root))) or ".")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(target, flags, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return {"path": args["path"], "bytes": len(data)}
+
+
+BUILTIN_TOOLS: dict[str, ToolHandler] = {"file_read": file_read, "file_write": file_write}
+"""Tools with an implementation in every runtime; others are registered by the host."""

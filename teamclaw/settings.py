@@ -1,0 +1,204 @@
+"""Django settings for TeamClaw, read from the environment (see README "Configuration").
+
+Every variable has a safe default for the embedded single-process run; a bad value stops
+start-up with ImproperlyConfigured naming the variable (teamclaw.env).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from teamclaw.env import (
+    data_dir,
+    env_bool,
+    env_int,
+    env_list,
+    env_str,
+    env_url,
+    persistent_secret,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = data_dir(BASE_DIR)
+
+SECRET_KEY = env_str("SECRET_KEY") or persistent_secret(DATA_DIR / "secret_key")
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "capabilities",
+    "prompts",
+    "monitoring",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "teamclaw.middleware.LoginRequiredForPagesMiddleware",
+]
+
+ROOT_URLCONF = "teamclaw.urls"
+ASGI_APPLICATION = "teamclaw.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: DATABASE_URL, else a SQLite file in the data folder (WAL, busy timeout). ---
+_database_url = env_url("DATABASE_URL", {"sqlite", "postgres", "postgresql", "pgsql"})
+if _database_url:
+    try:
+        DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL cannot be used: {exc}") from exc
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "teamclaw.sqlite3",
+        }
+    }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            # WAL lets readers work while the recorder writes; IMMEDIATE takes the write
+            # lock at BEGIN so two writers queue on the busy timeout instead of failing.
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        }
+    )
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+# Uploads: requirement documents and config files are text; 5 MB is the hard ceiling.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
+
+# --- Channels: Redis when REDIS_URL is set, else the in-process layer. ---
+REDIS_URL = env_url("REDIS_URL", {"redis", "rediss", "unix"})
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "teamclaw.api_errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "TeamClaw Capability System API",
+    "DESCRIPTION": "Roles, capability cards, invoke/hook, permissions, prompts, contexts and skills.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI is served from the installed sidecar package, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- TeamClaw runtime defaults (PRD §4.7 constraint table; DESIGN.md §4 and §6). ---
+TEAMCLAW = {
+    "MAILBOX_CAPACITY": env_int("TEAMCLAW_MAILBOX_CAPACITY", 1000, minimum=1, maximum=1_000_000),
+    "HEARTBEAT_INTERVAL_S": env_int("TEAMCLAW_HEARTBEAT_INTERVAL_S", 30, minimum=1, maximum=3600),
+    "HEARTBEAT_TIMEOUT_S": env_int("TEAMCLAW_HEARTBEAT_TIMEOUT_S", 90, minimum=2, maximum=86400),
+    "TASK_TIMEOUT_S": env_int("TEAMCLAW_TASK_TIMEOUT_S", 3600, minimum=1, maximum=7 * 86400),
+    "CONFIRMATION_TIMEOUT_S": env_int("TEAMCLAW_CONFIRMATION_TIMEOUT_S", 600, minimum=1, maximum=86400),
+    "MAX_DOCUMENT_BYTES": env_int("TEAMCLAW_MAX_DOCUMENT_BYTES", 1_000_000, minimum=1, maximum=5_000_000),
+    "PROJECTS_ROOT": Path(env_str("TEAMCLAW_PROJECTS_ROOT") or DATA_DIR / "projects"),
+    "SNAPSHOT_RETENTION_COUNT": env_int("TEAMCLAW_SNAPSHOT_RETENTION_COUNT", 500, minimum=1),
+    "SNAPSHOT_RETENTION_DAYS": env_int("TEAMCLAW_SNAPSHOT_RETENTION_DAYS", 30, minimum=1),
+    "HTTP_EXECUTOR_ALLOWED_HOSTS": env_list("TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS", []),
+    "OPENAI_BASE_URL": env_url("OPENAI_BASE_URL", {"http", "https"}),
+    "OPENAI_API_KEY": env_str("OPENAI_API_KEY"),
+    "MODEL": env_str("TEAMCLAW_MODEL") or "gpt-4o-mini",
+    "RUNTIME_AUTOSTART": env_bool("TEAMCLAW_RUNTIME_AUTOSTART", True),
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
+    "loggers": {"django.channels.server": {"level": "WARNING"}},
+}
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True

@@ -1,0 +1,153 @@
+"""The two debate rounds of seed 002: evaluate (§6.3) and respond (§6.4).
+
+Evaluate: each expert reads the other three reviews and comments only where it agrees from
+its own evidence, objects, or has something to add; every comment names its target
+(``target_expert``, ``target_file``, ``target_location`` = ``issues[i]``).
+
+Respond: each expert reads the comments aimed at it and settles its final position:
+``final_issues`` with ``consensus_level`` (unanimous / majority / contested),
+``withdrawn_issues`` and ``new_issues_from_debate``. Original reviews are never changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from teamclaw.workflows.review_rules import PERSPECTIVES, label_of
+
+
+def _lines(review: dict[str, Any]) -> set[int]:
+    return {issue["location"]["line"] for issue in review.get("issues", []) if issue["location"]["line"]}
+
+
+def _categories(review: dict[str, Any]) -> set[str]:
+    return {issue["category"] for issue in review.get("issues", [])}
+
+
+def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Comments of expert ``me`` on ``others`` (``perspective -> (file name, review)``).
+
+    Stances: ``agree`` (I found a problem on the same line, or it is in my field and
+    major/critical), ``challenge`` (the product manager objects to anything that weakens
+    what the user asked for; the domain expert to rewriting the user's own wording into a
+    hard requirement), ``supplement`` (I add a consequence from my field).
+    """
+    affinity = PERSPECTIVES.get(me, {}).get("affinity", set())
+    my_lines = _lines(my_review)
+    my_categories = _categories(my_review)
+    responses = []
+    for perspective, (file_name, review) in sorted(others.items()):
+        for index, issue in enumerate(review.get("issues", [])):
+            line = issue["location"]["line"]
+            action = issue.get("change", {}).get("action")
+            stance, comment, reasoning = None, "", ""
+            if action == "scope_reduction" and me == "pm":
+                stance = "challenge"
+                comment = "This drops or weakens something the user explicitly asked for."
+                reasoning = "The user's original requirement is the highest authority (seed 002 principle 4)."
+            elif issue.get("change", {}).get("strengthens") and me == "domain":
+                stance = "challenge"
+                comment = "Turning the user's wording into a hard requirement changes its meaning."
+                reasoning = "Only the requirement owner may decide whether this is mandatory."
+            elif line and line in my_lines:
+                stance = "agree"
+                comment = f"Agreed: I found a problem on line {line} too, from the {label_of(me).lower()}'s side."
+                reasoning = "Two independent reviews point at the same sentence."
+            elif issue["category"] in affinity and issue["severity"] in ("major", "critical"):
+                stance = "agree"
+                comment = f"Agreed; this matters for {PERSPECTIVES[me]['focus'].split(',')[0]}."
+                reasoning = f"It is in my field ({issue['category']}) and rated {issue['severity']}."
+            elif (
+                me == "pm"
+                and issue["category"] in ("performance", "units", "evaluation")
+                and ("acceptance" in my_categories)
+            ):
+                stance = "supplement"
+                comment = "Once the target is set, add it to the acceptance criteria so it is tested."
+                reasoning = "A target that is not in the acceptance criteria is not verified."
+            elif me == "dev" and issue["category"] in ("privacy", "compliance"):
+                stance = "supplement"
+                comment = "This needs technical design: encryption, audit logging and deletion jobs."
+                reasoning = "Compliance requirements have an implementation and operating cost."
+            if stance is None:
+                continue
+            responses.append(
+                {
+                    "target_expert": label_of(perspective),
+                    "target_perspective": perspective,
+                    "target_file": file_name,
+                    "target_location": f"issues[{index}]",
+                    "target_issue": issue["id"],
+                    "target_content": issue["problem"],
+                    "stance": stance,
+                    "my_comment": comment,
+                    "reasoning": reasoning,
+                }
+            )
+    return {"expert": label_of(me), "perspective": me, "mode": "evaluate", "responses": responses}
+
+
+def consensus(agrees: int, challenges: int, others: int = 3) -> str:
+    """unanimous: every other expert agreed; majority: supporters (author + agrees) outnumber
+    challengers, or nobody objected; contested otherwise."""
+    if agrees >= others:
+        return "unanimous"
+    if challenges == 0 or 1 + agrees > challenges:
+        return "majority"
+    return "contested"
+
+
+def respond(me: str, my_review: dict[str, Any], evaluations: list[dict[str, Any]]) -> dict[str, Any]:
+    """The final position of expert ``me`` after reading ``evaluations`` aimed at it."""
+    comments: dict[str, list[dict[str, Any]]] = {}
+    for evaluation in evaluations:
+        for response in evaluation.get("responses", []):
+            if response.get("target_perspective") == me:
+                comments.setdefault(response["target_issue"], []).append({**response, "from": evaluation["expert"]})
+    final_issues, withdrawn, new_issues = [], [], []
+    for issue in my_review.get("issues", []):
+        received = comments.get(issue["id"], [])
+        agrees = [c for c in received if c["stance"] == "agree"]
+        challenges = [c for c in received if c["stance"] == "challenge"]
+        supplements = [c for c in received if c["stance"] == "supplement"]
+        if len(challenges) >= 2 and not agrees:
+            withdrawn.append(
+                {
+                    "id": issue["id"],
+                    "problem": issue["problem"],
+                    "reason": "Withdrawn after objections from " + ", ".join(c["from"] for c in challenges) + ".",
+                }
+            )
+            continue
+        level = consensus(len(agrees), len(challenges))
+        final_issues.append(
+            {
+                **issue,
+                "consensus_level": level,
+                "supporters": [c["from"] for c in agrees],
+                "challengers": [c["from"] for c in challenges],
+            }
+        )
+        for number, supplement in enumerate(supplements, start=1):
+            new_issues.append(
+                {
+                    "id": f"{issue['id']}-s{number}",
+                    "derived_from": issue["id"],
+                    "raised_by": supplement["from"],
+                    "category": issue["category"],
+                    "severity": "minor",
+                    "location": issue["location"],
+                    "problem": supplement["my_comment"],
+                    "suggestion": supplement["reasoning"],
+                    "consensus_level": "majority",
+                    "change": {"action": "open_point", "question": supplement["my_comment"]},
+                }
+            )
+    return {
+        "expert": label_of(me),
+        "perspective": me,
+        "mode": "respond",
+        "final_issues": final_issues,
+        "withdrawn_issues": withdrawn,
+        "new_issues_from_debate": new_issues,
+    }

@@ -1,0 +1,79 @@
+"""A requirement document read line by line: headings, statements and their sections.
+
+The offline reviewers (``review_rules``) work on this structure so every finding can point at
+a line and a section of the user's own text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One content line: ``number`` (1-based), the raw ``line``, its ``text`` without list
+    markers, and the ``section`` heading it sits under ('' before the first heading)."""
+
+    number: int
+    line: str
+    text: str
+    section: str
+
+
+@dataclass(slots=True)
+class RequirementDocument:
+    """``title``, ``headings`` as ``(level, title, line)`` and the content ``statements``."""
+
+    source: str
+    title: str = ""
+    headings: list[tuple[int, str, int]] = field(default_factory=list)
+    statements: list[Statement] = field(default_factory=list)
+
+    @property
+    def lines(self) -> list[str]:
+        return self.source.splitlines()
+
+    def has_section(self, *keywords: str) -> bool:
+        """True when a heading contains one of ``keywords`` (case-insensitive)."""
+        return any(any(k.lower() in title.lower() for k in keywords) for _, title, _ in self.headings)
+
+    def mentions(self, pattern: re.Pattern[str]) -> bool:
+        return bool(pattern.search(self.source))
+
+    def section_titles(self) -> list[str]:
+        return [title for _, title, _ in self.headings]
+
+
+def parse_document(source: str) -> RequirementDocument:
+    """Split Markdown into headings and statements, skipping code blocks and blank lines."""
+    document = RequirementDocument(source=source)
+    section = ""
+    in_code = False
+    for number, line in enumerate(source.splitlines(), start=1):
+        if _FENCE.match(line):
+            in_code = not in_code
+            continue
+        if in_code or not line.strip():
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            level, title = len(heading.group(1)), heading.group(2).strip()
+            document.headings.append((level, title, number))
+            if level == 1 and not document.title:
+                document.title = title
+            section = title
+            continue
+        text = _CHECKBOX.sub("", _BULLET.sub("", line)).strip()
+        if text.startswith("|") and set(text) <= set("|-: "):
+            continue  # table rule line
+        document.statements.append(Statement(number, line, text, section))
+    if not document.title:
+        first = next((s.text for s in document.statements), "")
+        document.title = first[:80]
+    return document

@@ -1,0 +1,290 @@
+"""The built-in ``requirement_review`` workflow (seed 002, phase 6) on the runtime.
+
+The main agent (``task_orchestration``, workflow ``requirement_review``) takes a Markdown
+requirement and runs the multi-expert review, every step an invoke through the runtime:
+
+1. writes ``requirement.md``, ``interview_result.json`` (the user's baseline statements)
+   and ``domain_role.md`` (the domain expert it identified, §6.1);
+2. four experts review in parallel (``expert_review`` mode ``review`` -> ``review_*.json``);
+3. each evaluates the other three (mode ``evaluate`` -> ``evaluate_*.json``, §6.3);
+4. each responds to the comments aimed at it (mode ``respond`` -> ``response_*.json``, §6.4);
+5. main consolidates (``requirement_consolidation`` -> ``requirement_final.md`` and
+   ``consolidation_report.json``, §6.6, auto mode);
+6. the product manager runs the quality check (``requirement_quality_check`` ->
+   ``quality_report.json``, §6.7).
+
+Experts hand work to each other through task artifacts, as the seed's ``temp/*.json`` files.
+The handlers below are the ``offline`` executor's brains for these capabilities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+from teamclaw.runtime.errors import AgentFailure, ErrorCode
+from teamclaw.runtime.execution import ExecutionCall
+from teamclaw.workflows.consolidation import consolidate, quality_check
+from teamclaw.workflows.debate import evaluate, respond
+from teamclaw.workflows.document import parse_document
+from teamclaw.workflows.review_rules import label_of, perspective_of, requirement_statements, review
+
+REVIEWER_ROLES = ("architect", "pm", "ai_expert", "domain_expert")
+"""Preferred reviewers: development expert, product manager, AI expert, domain expert."""
+
+DOMAINS: dict[str, dict[str, Any]] = {
+    "e-commerce": {
+        "keywords": r"cart|checkout|product|order|sku|catalog|shop|store|商品|订单|购物车|电商",
+        "norms": ["consumer protection and return rights", "PCI-DSS for card payments", "price and tax display rules"],
+    },
+    "finance": {
+        "keywords": r"bank|loan|account balance|transaction|ledger|invest|credit|金融|贷款|账户|理财",
+        "norms": ["KYC and anti-money-laundering checks", "audit trails", "data residency"],
+    },
+    "healthcare": {
+        "keywords": r"patient|doctor|clinic|medical|diagnos|prescription|患者|医生|医疗|病历",
+        "norms": ["HIPAA / health-data protection", "clinical safety", "consent for data sharing"],
+    },
+    "education": {
+        "keywords": r"student|course|teacher|lesson|grade|exam|学生|课程|教师|考试",
+        "norms": ["children's data protection (COPPA/FERPA)", "accessibility (WCAG)"],
+    },
+    "human resources": {
+        "keywords": r"employee|leave|payroll|recruit|hiring|salary|员工|请假|薪资|招聘",
+        "norms": ["labour law", "employee data protection", "equal-opportunity rules"],
+    },
+    "logistics": {
+        "keywords": r"shipment|delivery|warehouse|tracking|courier|物流|仓库|配送",
+        "norms": ["customs and dangerous-goods rules", "delivery time commitments"],
+    },
+}
+
+
+def identify_domain(text: str) -> tuple[str, list[str]]:
+    """The domain whose keywords occur most often in ``text`` (seed 002 §6.1), and its norms."""
+    lowered = text.lower()
+    scores = {name: len(re.findall(spec["keywords"], lowered)) for name, spec in DOMAINS.items()}
+    best = max(scores, key=lambda name: scores[name])
+    if scores[best] == 0:
+        return "general software", ["data protection (GDPR/PIPL)", "accessibility (WCAG)"]
+    return best, DOMAINS[best]["norms"]
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2)
+
+
+def _load(call: ExecutionCall, name: str) -> Any:
+    text = call.read_artifact(name)
+    if text is None:
+        raise AgentFailure(ErrorCode.EXECUTOR_ERROR, f"artifact {name} is missing", {"artifact": name}, retryable=False)
+    return json.loads(text) if name.endswith(".json") else text
+
+
+def _artifacts(call: ExecutionCall, prefix: str) -> dict[str, tuple[str, Any]]:
+    """``perspective -> (file name, parsed JSON)`` for every ``<prefix>_<perspective>.json``."""
+    found = {}
+    for name in call.artifact_names():
+        match = re.fullmatch(rf"{prefix}_(.+)\.json", name)
+        if match:
+            found[match.group(1)] = (name, _load(call, name))
+    return found
+
+
+async def expert_review(call: ExecutionCall) -> dict[str, Any]:
+    """``expert_review``: review, evaluate or respond, by ``params.mode`` (seed 002 modes)."""
+    mode = call.params["mode"]
+    me = perspective_of(call.role)
+    source = _load(call, call.params["requirement_artifact"])
+    if mode == "review":
+        call.progress(10, "reviewing the requirement")
+        issues = review(parse_document(source), me)
+        data = {
+            "expert": label_of(me),
+            "perspective": me,
+            "role": call.role,
+            "mode": "review",
+            "document": call.params["requirement_artifact"],
+            "issues": issues,
+            "summary": f"{len(issues)} issue(s) from the {label_of(me).lower()}'s perspective",
+        }
+        name, count, summary = f"review_{me}.json", len(issues), data["summary"]
+        call.progress(33, "review written")
+    elif mode == "evaluate":
+        call.progress(40, "evaluating the other reviews")
+        reviews = _artifacts(call, "review")
+        mine = reviews.pop(me, (None, {"issues": []}))[1]
+        data = evaluate(me, mine, reviews)
+        name, count = f"evaluate_{me}.json", len(data["responses"])
+        summary = f"{count} comment(s) on {len(reviews)} other review(s)"
+        call.progress(66, "evaluation written")
+    else:
+        call.progress(70, "responding to the evaluations")
+        mine = _artifacts(call, "review").get(me, (None, {"issues": []}))[1]
+        evaluations = [data for _, data in _artifacts(call, "evaluate").values()]
+        data = respond(me, mine, evaluations)
+        name, count = f"response_{me}.json", len(data["final_issues"])
+        summary = (
+            f"{count} final issue(s), {len(data['withdrawn_issues'])} withdrawn, "
+            f"{len(data['new_issues_from_debate'])} new from the debate"
+        )
+        call.progress(100, "response written")
+    call.write_artifact(name, _json(data))
+    return {"artifact": name, "perspective": me, "summary": summary, "issue_count": count}
+
+
+async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
+    """Merge the 14 files of §6.6 into requirement_final.md and consolidation_report.json."""
+    original = _load(call, call.params["requirement_artifact"])
+    baseline = _load(call, "interview_result.json").get("baseline_statements", [])
+    responses = {p: data for p, (_, data) in _artifacts(call, "response").items()}
+    call.progress(30, f"read {3 + 3 * len(responses)} files")
+    final, report = consolidate(original, responses, baseline)
+    debate_files = sorted(n for n in call.artifact_names() if n.startswith(("review_", "evaluate_", "response_")))
+    report["inputs"] = [*debate_files, "interview_result.json", call.params["requirement_artifact"]]
+    call.write_artifact("requirement_final.md", final, "text/markdown")
+    call.write_artifact("consolidation_report.json", _json(report))
+    counts = report["counts"]
+    return {
+        "final_artifact": "requirement_final.md",
+        "report_artifact": "consolidation_report.json",
+        "adopted": counts["adopted"],
+        "rejected": counts["rejected"],
+        "contested": counts["contested"],
+    }
+
+
+async def requirement_quality_check(call: ExecutionCall) -> dict[str, Any]:
+    """The §6.7 quality check of the final document; writes quality_report.json."""
+    final = _load(call, call.params["document_artifact"])
+    original = _load(call, call.params.get("original_artifact") or "requirement.md")
+    result = quality_check(final, original)
+    call.write_artifact("quality_report.json", _json(result))
+    return result
+
+
+async def _step(call: ExecutionCall, step: str, invocations: list[tuple[str, dict[str, Any], str]]) -> list[Any]:
+    results = await asyncio.gather(
+        *(call.invoke(capability_id, params, target_role=role) for capability_id, params, role in invocations)
+    )
+    for (capability_id, _, role), result in zip(invocations, results, strict=True):
+        if not result.success:
+            error = result.error
+            assert error is not None
+            raise AgentFailure(
+                error.code,
+                f"{step}: {capability_id} on {role} failed: {error.message}",
+                {"step": step, "role": role, **error.details},
+                retryable=False,
+            )
+    return [r.data for r in results]
+
+
+async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
+    """Main's orchestration of the whole review (see module docstring)."""
+    text = call.params.get("input_markdown") or ""
+    if not text.strip():
+        raise AgentFailure(
+            ErrorCode.INVALID_PARAMS,
+            "the requirement document is empty",
+            {"errors": [{"pointer": "/input_markdown", "message": "empty", "keyword": "minLength"}]},
+            retryable=False,
+        )
+    document = parse_document(text)
+    call.write_artifact("requirement.md", text, "text/markdown")
+    baseline = [s.text for s in requirement_statements(document)]
+    call.write_artifact(
+        "interview_result.json",
+        _json(
+            {
+                "source": "requirement.md",
+                "title": document.title,
+                "baseline_statements": baseline,
+                "note": "The user's explicit requirements: the highest authority when consolidating "
+                "(seed 002 principle 4).",
+            }
+        ),
+    )
+    domain, norms = identify_domain(text)
+    call.write_artifact(
+        "domain_role.md",
+        f"# Domain expert: {domain}\n\nReviews '{document.title}' for:\n" + "".join(f"- {norm}\n" for norm in norms),
+        "text/markdown",
+    )
+    snapshot = call.snapshot
+    owners = set(snapshot.cards["expert_review"].owner_roles) if "expert_review" in snapshot.cards else set()
+    reviewers = [r for r in REVIEWER_ROLES if r in owners and r in snapshot.roles and snapshot.roles[r].enabled]
+    reviewers += sorted(r for r in owners - set(REVIEWER_ROLES) if r in snapshot.roles and snapshot.roles[r].enabled)
+    if len(reviewers) < 2:
+        raise AgentFailure(
+            ErrorCode.UNAVAILABLE,
+            "at least two enabled reviewer roles are needed",
+            {"reviewers": reviewers},
+            retryable=False,
+        )
+    subtasks: list[dict[str, Any]] = []
+    for percent, mode in ((10, "review"), (35, "evaluate"), (60, "respond")):
+        call.progress(percent, f"{mode} by {len(reviewers)} experts")
+        params = {"mode": mode, "requirement_artifact": "requirement.md"}
+        await _step(call, mode, [("expert_review", params, role) for role in reviewers])
+        subtasks += [{"capability_id": "expert_review", "role": role, "success": True} for role in reviewers]
+    call.progress(80, "consolidating")
+    (consolidation,) = await _step(
+        call,
+        "consolidation",
+        [("requirement_consolidation", {"requirement_artifact": "requirement.md", "decision_mode": "auto"}, "main")],
+    )
+    subtasks.append({"capability_id": "requirement_consolidation", "role": "main", "success": True})
+    call.progress(90, "quality check")
+    (quality,) = await _step(
+        call,
+        "quality check",
+        [
+            (
+                "requirement_quality_check",
+                {"document_artifact": "requirement_final.md", "original_artifact": "requirement.md"},
+                "pm",
+            )
+        ],
+    )
+    subtasks.append({"capability_id": "requirement_quality_check", "role": "pm", "success": True})
+    call.progress(100, "done")
+    failed = [c["name"] for c in quality["checks"] if not c["passed"]]
+    summary = (
+        f"{len(reviewers)} experts reviewed '{document.title}': {consolidation['adopted']} change(s) adopted, "
+        f"{consolidation['rejected']} rejected, {consolidation['contested']} contested. Quality check "
+        + ("passed." if quality["passed"] else f"flags: {', '.join(failed)}.")
+    )
+    return {"status": "completed", "summary": summary, "subtasks": subtasks, "artifacts": call.artifact_names()}
+
+
+async def run_generic_task(call: ExecutionCall) -> dict[str, Any]:
+    """A plain task: the product manager analyses it and main reports the analysis."""
+    description = call.params["task_description"]
+    call.progress(20, "analysis by the product manager")
+    (analysis,) = await _step(call, "analysis", [("requirement_analysis", {"requirement": description}, "pm")])
+    call.write_artifact("analysis.json", _json(analysis))
+    call.progress(100, "done")
+    return {
+        "status": "completed",
+        "summary": f"Analysed: {description[:120]}",
+        "subtasks": [{"capability_id": "requirement_analysis", "role": "pm", "success": True}],
+        "artifacts": call.artifact_names(),
+    }
+
+
+async def task_orchestration(call: ExecutionCall) -> dict[str, Any]:
+    """Main's ``task_orchestration``: run the named workflow."""
+    if call.params.get("workflow") == "requirement_review":
+        return await run_requirement_review(call)
+    return await run_generic_task(call)
+
+
+HANDLERS = {
+    "task_orchestration": task_orchestration,
+    "expert_review": expert_review,
+    "requirement_consolidation": requirement_consolidation,
+    "requirement_quality_check": requirement_quality_check,
+}

@@ -1,0 +1,58 @@
+"""Shared fixtures: users and clients, the built-in team in the test database, a fresh
+runtime host per test that needs one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.fixture
+def builtin(db):
+    """The built-in team loaded into the test database."""
+    from capabilities.builtin import load_builtin
+
+    return load_builtin()
+
+
+@pytest.fixture
+def staff_user(db):
+    return get_user_model().objects.create_user("operator", password=PASSWORD, is_staff=True)
+
+
+@pytest.fixture
+def viewer_user(db):
+    return get_user_model().objects.create_user("viewer", password=PASSWORD)
+
+
+@pytest.fixture
+def page_client(staff_user) -> Client:
+    client = Client()
+    client.force_login(staff_user)
+    return client
+
+
+@pytest.fixture
+def api(staff_user) -> APIClient:
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=staff_user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def runtime_host(transactional_db, builtin) -> Iterator[object]:
+    """A fresh RuntimeHost (runtime thread + recorder) for this test, stopped afterwards."""
+    from monitoring import host as host_module
+
+    host_module.reset_host()
+    host = host_module.get_host()
+    yield host
+    host_module.reset_host()
