@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections
 
 from capabilities.config import current_version
 from capabilities.models import (
@@ -81,9 +80,8 @@ def card_spec(card: CapabilityCard) -> CardSpec:
 def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
     """The effective configuration for ``project_slug`` (None = global) at the current version.
 
-    Raises Project.DoesNotExist for an unknown slug. Safe to call from a worker thread.
+    Raises Project.DoesNotExist for an unknown slug.
     """
-    close_old_connections()
     from prompts.layers import layered_prompts  # prompts depends on capabilities, not the reverse
 
     project = Project.objects.get(slug=project_slug) if project_slug else None

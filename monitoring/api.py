@@ -48,9 +48,18 @@ class TokenView(APIView):
         return Response({"token": token.key})
 
 
+class DocumentField(serializers.CharField):
+    """Markdown text whose checks (empty, size, binary) are monitoring.tasks.validate_document's,
+    so the operator gets one clear reason instead of DRF's generic null-character message."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.validators = []
+
+
 class TaskCreateSerializer(serializers.Serializer):
     workflow = serializers.ChoiceField(choices=WORKFLOWS)
-    input_markdown = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    input_markdown = DocumentField(required=False, allow_blank=True, trim_whitespace=False)
     task_description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
     title = serializers.CharField(required=False, allow_blank=True, max_length=300)
     project = serializers.SlugField(required=False, allow_blank=True)

@@ -16,8 +16,9 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.db import close_old_connections
 
-from teamclaw.runtime import ExecutorRegistry, OfflineExecutor, Runtime
+from teamclaw.runtime import ConfigSnapshot, ExecutorRegistry, OfflineExecutor, Runtime
 from teamclaw.runtime.events import EventSink
 
 log = logging.getLogger(__name__)
@@ -31,11 +32,16 @@ def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
     from prompts.render import system_prompt
     from teamclaw.workflows import register_offline_handlers
 
+    def config_source(project_id: str | None) -> ConfigSnapshot:
+        # Runs in asyncio.to_thread's pool: drop connections past their age first.
+        close_old_connections()
+        return build_snapshot(project_id)
+
     conf = settings.TEAMCLAW
     offline = OfflineExecutor()
     register_offline_handlers(offline)
     options: dict[str, Any] = {
-        "config_source": build_snapshot,
+        "config_source": config_source,
         "executors": ExecutorRegistry({"offline": offline}),
         "sinks": sinks,
         "mailbox_capacity": conf["MAILBOX_CAPACITY"],

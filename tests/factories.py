@@ -13,18 +13,29 @@ def builtin_snapshot(version: int = 1, **constraint_overrides: Any) -> ConfigSna
     team, cards = read_builtin()
     constraints = Constraints(**{**team["constraints"], **constraint_overrides})
     roles = [
-        RoleSpec(r["role"], r["display_name"], r["emoji"], r["description"], constraints=constraints,
-                 is_builtin=True)
+        RoleSpec(r["role"], r["display_name"], r["emoji"], r["description"], constraints=constraints, is_builtin=True)
         for r in team["roles"] + team["custom_roles"]
     ]
     specs = [
-        CardSpec(c["id"], c["name"], c["description"], c["category"], c["input_schema"], c["output_schema"],
-                 c.get("version", "1.0.0"), tuple(c["owner_roles"]), tuple(c.get("required_tools", [])),
-                 c.get("timeout", 60), tuple(c.get("tags", [])))
+        CardSpec(
+            c["id"],
+            c["name"],
+            c["description"],
+            c["category"],
+            c["input_schema"],
+            c["output_schema"],
+            c.get("version", "1.0.0"),
+            tuple(c["owner_roles"]),
+            tuple(c.get("required_tools", [])),
+            c.get("timeout", 60),
+            tuple(c.get("tags", [])),
+        )
         for c in cards
     ]
     allowed = [(caller, target) for caller, targets in team["invoke_matrix"].items() for target in targets]
-    tools = {(role, tool): ToolMode(mode) for role, cells in team["tool_matrix"].items() for tool, mode in cells.items()}
+    tools = {
+        (role, tool): ToolMode(mode) for role, cells in team["tool_matrix"].items() for tool, mode in cells.items()
+    }
     return ConfigSnapshot.build(version=version, roles=roles, cards=specs, invoke_allowed=allowed, tool_modes=tools)
 
 
@@ -33,24 +44,46 @@ def object_schema(**properties: Any) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties)}
 
 
-def small_snapshot(*, version: int = 1, cards: list[CardSpec] | None = None, roles: list[str] | None = None,
-                   allowed: list[tuple[str, str]] | None = None, tool_modes: dict[tuple[str, str], str] | None = None,
-                   constraints: Constraints | None = None, project_dir: str | None = None) -> ConfigSnapshot:
+def small_snapshot(
+    *,
+    version: int = 1,
+    cards: list[CardSpec] | None = None,
+    roles: list[str] | None = None,
+    allowed: list[tuple[str, str]] | None = None,
+    tool_modes: dict[tuple[str, str], str] | None = None,
+    constraints: Constraints | None = None,
+    project_dir: str | None = None,
+) -> ConfigSnapshot:
     """A minimal team for focused runtime tests (roles a, b by default; a may invoke b)."""
     role_names = roles or ["a", "b"]
     specs = [RoleSpec(r, r.upper(), constraints=constraints or Constraints()) for r in role_names]
     return ConfigSnapshot.build(
-        version=version, roles=specs, cards=cards or [echo_card()],
+        version=version,
+        roles=specs,
+        cards=cards or [echo_card()],
         invoke_allowed=allowed if allowed is not None else [("a", "b")],
-        tool_modes={k: ToolMode(v) for k, v in (tool_modes or {}).items()}, project_dir=project_dir,
+        tool_modes={k: ToolMode(v) for k, v in (tool_modes or {}).items()},
+        project_dir=project_dir,
     )
 
 
-def echo_card(capability_id: str = "echo", owners: tuple[str, ...] = ("b",), timeout_s: int = 60,
-              output_schema: dict[str, Any] | None = None, **extra: Any) -> CardSpec:
+def echo_card(
+    capability_id: str = "echo",
+    owners: tuple[str, ...] = ("b",),
+    timeout_s: int = 60,
+    output_schema: dict[str, Any] | None = None,
+    **extra: Any,
+) -> CardSpec:
     """A card taking ``{text}`` and returning ``{text}``."""
     return CardSpec(
-        capability_id, capability_id.title(), "echoes its input", "communication",
-        object_schema(text={"type": "string"}), output_schema or object_schema(text={"type": "string"}),
-        "1.0.0", owners, timeout_s=timeout_s, **extra,
+        capability_id,
+        capability_id.title(),
+        "echoes its input",
+        "communication",
+        object_schema(text={"type": "string"}),
+        output_schema or object_schema(text={"type": "string"}),
+        "1.0.0",
+        owners,
+        timeout_s=timeout_s,
+        **extra,
     )

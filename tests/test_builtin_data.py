@@ -94,8 +94,13 @@ def test_tool_matrix_equals_prd_cell_by_cell(team):
 
 def test_constraint_defaults_are_the_prd_values(team):
     for constraint in RoleConstraint.objects.filter(project=None):
-        assert (constraint.timeout_s, constraint.max_retries, constraint.token_budget,
-                constraint.max_concurrent_instances, constraint.file_scope) == (60, 3, 50_000, 4, ".")
+        assert (
+            constraint.timeout_s,
+            constraint.max_retries,
+            constraint.token_budget,
+            constraint.max_concurrent_instances,
+            constraint.file_scope,
+        ) == (60, 3, 50_000, 4, ".")
     assert RoleConstraint.objects.filter(project=None).count() == AgentRole.objects.count()
 
 

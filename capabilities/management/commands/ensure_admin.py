@@ -35,4 +35,6 @@ class Command(BaseCommand):
             self.stdout.write(f"(shown once; it is also kept in {path})")
         users.objects.create_superuser("admin", "", password)
         if source == "TEAMCLAW_ADMIN_PASSWORD":
-            self.stdout.write(self.style.SUCCESS("Created user 'admin' with the password from TEAMCLAW_ADMIN_PASSWORD."))
+            self.stdout.write(
+                self.style.SUCCESS("Created user 'admin' with the password from TEAMCLAW_ADMIN_PASSWORD.")
+            )

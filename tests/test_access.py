@@ -1,0 +1,70 @@
+"""Login is required everywhere: pages redirect to the login page, the API answers 401."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from tests.conftest import PASSWORD
+
+PAGES = ["/", "/tasks/", "/tasks/new/", "/roles/", "/roles/main/", "/capabilities/", "/capabilities/schema_query/"]
+API = [
+    "/api/v1/roles",
+    "/api/v1/roles/main",
+    "/api/v1/capabilities",
+    "/api/v1/capabilities/schema_query",
+    "/api/v1/tasks",
+    "/api/v1/schema/",
+    "/api/v1/docs/",
+]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_redirect_anonymous_users_to_login(builtin, path):
+    response = Client().get(path)
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=")
+
+
+@pytest.mark.parametrize("path", API)
+def test_api_refuses_anonymous_clients_with_401(builtin, path):
+    response = APIClient().get(path)
+    assert response.status_code == 401
+
+
+def test_posting_a_task_anonymously_is_refused(builtin):
+    assert APIClient().post("/api/v1/tasks", {"workflow": "generic"}, format="json").status_code == 401
+    assert Client().post("/tasks/demo/").status_code == 302
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_logged_in_users_see_every_page(page_client, builtin, path):
+    assert page_client.get(path).status_code == 200
+
+
+def test_token_endpoint_exchanges_credentials_for_a_working_token(staff_user, builtin):
+    client = APIClient()
+    bad = client.post("/api/v1/auth/token", {"username": "operator", "password": "wrong"}, format="json")
+    assert bad.status_code == 400
+    missing = client.post("/api/v1/auth/token", {"username": "operator"}, format="json")
+    assert missing.status_code == 400 and "password" in missing.json()["errors"]
+    good = client.post("/api/v1/auth/token", {"username": "operator", "password": PASSWORD}, format="json")
+    assert good.status_code == 200
+    client.credentials(HTTP_AUTHORIZATION=f"Token {good.json()['token']}")
+    assert client.get("/api/v1/roles").status_code == 200
+
+
+def test_login_page_logs_in(staff_user, builtin):
+    client = Client()
+    response = client.post("/login/", {"username": "operator", "password": PASSWORD})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert client.get("/").status_code == 200
+
+
+def test_api_docs_are_served_without_any_cdn(api, builtin):
+    page = api.get("/api/v1/docs/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "cdn" not in html.lower() and "unpkg" not in html.lower()
+    assert api.get("/api/v1/schema/").status_code == 200

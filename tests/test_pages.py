@@ -1,0 +1,63 @@
+"""The dashboard, the run-demo button and the review form (server-rendered pages)."""
+
+from __future__ import annotations
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from monitoring.models import Task
+from tests.helpers import wait_for_task
+
+
+def test_dashboard_shows_the_team_with_emoji_names_and_capabilities(page_client, builtin):
+    html = page_client.get("/").content.decode()
+    for text in ("🏗️", "Architect", "architecture_design", "🗄️", "schema_query", "AI Expert", "Run demo"):
+        assert text in html
+    assert "No tasks yet" in html
+
+
+def test_run_demo_starts_a_review_and_the_task_page_shows_its_artifacts(page_client, runtime_host):
+    response = page_client.post("/tasks/demo/")
+    assert response.status_code == 302
+    task = Task.objects.get()
+    assert response["Location"] == f"/tasks/{task.id}/"
+    wait_for_task(runtime_host, task.id)
+    html = page_client.get(response["Location"]).content.decode()
+    assert "completed" in html and "requirement_final.md" in html and "review_dev.json" in html
+    assert "offline executor" in html
+
+
+def test_review_form_refuses_bad_uploads_with_the_reason(page_client, builtin):
+    binary = SimpleUploadedFile("x.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    response = page_client.post("/tasks/new/", {"document": binary})
+    assert response.status_code == 400
+    assert "binary" in response.content.decode()
+    response = page_client.post("/tasks/new/", {"input_markdown": "  "})
+    assert response.status_code == 400 and "empty" in response.content.decode()
+    latin1 = SimpleUploadedFile("x.md", "# Café crème".encode("latin-1"))
+    response = page_client.post("/tasks/new/", {"document": latin1})
+    assert "not UTF-8" in response.content.decode()
+    assert not Task.objects.exists()
+
+
+def test_review_form_keeps_what_was_typed_when_it_refuses(page_client, builtin):
+    response = page_client.post("/tasks/new/", {"title": "Mine", "input_markdown": "x", "project": "ghost"})
+    html = response.content.decode()
+    assert response.status_code == 400 and "ghost" in html and 'value="Mine"' in html
+
+
+def test_task_page_escapes_document_content(page_client, runtime_host):
+    response = page_client.post("/tasks/new/", {"input_markdown": "# <script>alert(1)</script>\n- must work"})
+    task = Task.objects.get()
+    wait_for_task(runtime_host, task.id)
+    html = page_client.get(response["Location"]).content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;" in html
+
+
+def test_role_and_capability_pages(page_client, builtin):
+    html = page_client.get("/roles/dba/").content.decode()
+    assert "schema_query" in html and "database" in html and "50000 tokens" in html
+    assert page_client.get("/roles/ghost/").status_code == 404
+    html = page_client.get("/capabilities/?q=schema").content.decode()
+    assert "schema_query" in html and "schema_design" in html and "ui_design" not in html
+    assert page_client.get("/capabilities/nope/").status_code == 404

@@ -1,0 +1,143 @@
+"""The offline reviewers find problems in the document itself (seed 002 §6.2), and the
+consolidator applies the merge rules of §6.6."""
+
+from __future__ import annotations
+
+from teamclaw.workflows.consolidation import consolidate, decide, quality_check
+from teamclaw.workflows.debate import consensus, evaluate, respond
+from teamclaw.workflows.document import parse_document
+from teamclaw.workflows.review_rules import review
+from tests.documents import BOOKSTORE, CLINIC, PLAIN_TOOL
+
+
+def rules(text: str, perspective: str) -> set[tuple[str, int | None]]:
+    return {(issue["rule"], issue["location"]["line"]) for issue in review(parse_document(text), perspective)}
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), start=1) if fragment in line)
+
+
+def test_vague_performance_word_is_flagged_on_its_own_line():
+    assert ("no_measurable_target", line_of(BOOKSTORE, "load fast")) in rules(BOOKSTORE, "dev")
+
+
+def test_a_number_without_a_unit_is_flagged_and_a_number_with_one_is_not():
+    assert ("number_without_unit", line_of(BOOKSTORE, "within 300")) in rules(BOOKSTORE, "dev")
+    assert not any(rule == "number_without_unit" for rule, _ in rules(PLAIN_TOOL, "dev"))
+
+
+def test_missing_acceptance_criteria_is_a_pm_finding_only_when_absent():
+    assert ("missing_acceptance_criteria", None) in rules(BOOKSTORE, "pm")
+    assert not any(rule == "missing_acceptance_criteria" for rule, _ in rules(CLINIC, "pm"))
+
+
+def test_undefined_acronym_is_a_domain_finding_and_a_defined_one_is_not():
+    assert ("undefined_term", line_of(BOOKSTORE, "ERP")) in rules(BOOKSTORE, "domain")
+    defined = BOOKSTORE.replace("the ERP", "the ERP (enterprise resource planning system)")
+    assert not any(rule == "undefined_term" for rule, _ in rules(defined, "domain"))
+
+
+def test_ai_feature_without_evaluation_or_fallback_is_an_ai_finding():
+    found = rules(BOOKSTORE, "ai")
+    assert ("ai_without_evaluation", line_of(BOOKSTORE, "using AI")) in found
+    assert any(rule == "ai_without_fallback" for rule, _ in found)
+    assert rules(PLAIN_TOOL, "ai") == set()
+
+
+def test_personal_data_without_privacy_rules_is_critical():
+    issues = review(parse_document(CLINIC), "domain")
+    privacy = [i for i in issues if i["rule"] == "personal_data_without_privacy"]
+    assert privacy and privacy[0]["severity"] == "critical"
+    assert "date of birth" in privacy[0]["problem"]
+
+
+def test_different_documents_give_different_findings():
+    per_doc = [
+        {(p, rule) for p in ("dev", "pm", "ai", "domain") for rule, _ in rules(text, p)}
+        for text in (BOOKSTORE, CLINIC, PLAIN_TOOL)
+    ]
+    assert per_doc[0] != per_doc[1] != per_doc[2] != per_doc[0]
+
+
+def test_chinese_wording_is_recognised():
+    text = "# 需求\n- 页面必须快速加载。\n- 系统应该支持实时通知。\n"
+    found = rules(text, "dev")
+    assert ("no_measurable_target", 2) in found
+
+
+def test_consensus_levels():
+    assert consensus(agrees=3, challenges=0) == "unanimous"
+    assert consensus(agrees=1, challenges=0) == "majority"
+    assert consensus(agrees=0, challenges=0) == "majority"
+    assert consensus(agrees=0, challenges=1) == "contested"
+    assert consensus(agrees=1, challenges=2) == "contested"
+
+
+def issue(rule="x", category="performance", action="replace", line=3, level="majority", **change):
+    return {
+        "id": f"dev-{line}",
+        "rule": rule,
+        "category": category,
+        "severity": "major",
+        "location": {"line": line, "section": ""},
+        "problem": "p",
+        "suggestion": "s",
+        "change": {"action": action, **change},
+        "consensus_level": level,
+    }
+
+
+def test_a_change_that_weakens_the_requirement_is_never_adopted_even_when_unanimous():
+    decision, rule, _ = decide(issue(action="scope_reduction", level="unanimous"))
+    assert (decision, rule) == ("rejected", "rule_3_forbidden")
+
+
+def test_rewording_the_users_text_needs_unanimity():
+    assert decide(issue(level="unanimous", strengthens=True))[0] == "adopted"
+    assert decide(issue(level="majority", strengthens=True))[0] == "rejected"
+
+
+def test_contested_compliance_is_adopted_by_arbitration_and_contested_user_value_is_deferred():
+    assert decide(issue(category="privacy", level="contested", action="append_section"))[1] == "arbitration_compliance"
+    assert decide(issue(category="goals", level="contested", action="append_section"))[0] == "deferred"
+
+
+def test_consolidation_rewrites_the_users_line_and_keeps_the_rest():
+    original = "# T\n\n## Requirements\n- The page must load fast.\n- Keep it.\n"
+    responses = {"dev": {"final_issues": [issue(line=4, old="fast", new="fast (p95 at most 2 s)")]}}
+    final, report = consolidate(original, responses, ["The page must load fast."])
+    assert "- The page must load fast (p95 at most 2 s)." in final
+    assert "- Keep it." in final and final.startswith("# T")
+    assert report["counts"]["adopted"] == 1 and report["decisions"][0]["applied"]
+
+
+def test_debate_round_trip_produces_the_seed_fields():
+    doc = parse_document(BOOKSTORE)
+    reviews = {p: (f"review_{p}.json", {"issues": review(doc, p)}) for p in ("dev", "pm", "ai", "domain")}
+    evaluations = [evaluate(p, reviews[p][1], {k: v for k, v in reviews.items() if k != p}) for p in reviews]
+    for evaluation in evaluations:
+        for response in evaluation["responses"]:
+            assert {
+                "target_expert",
+                "target_file",
+                "target_location",
+                "target_content",
+                "my_comment",
+                "reasoning",
+            } <= set(response)
+            assert response["target_location"].startswith("issues[")
+    answer = respond("dev", reviews["dev"][1], evaluations)
+    assert {"final_issues", "withdrawn_issues", "new_issues_from_debate"} <= set(answer)
+    assert all(i["consensus_level"] in ("unanimous", "majority", "contested") for i in answer["final_issues"])
+    scope = [i for i in answer["final_issues"] if i["rule"] == "scope_simplification"]
+    assert scope and scope[0]["consensus_level"] == "contested"
+
+
+def test_quality_check_flags_leftover_undecided_wording_and_missing_criteria():
+    result = quality_check("# T\n\n## Requirements\n- Maybe export to CSV.\n", "# T\n\n## Requirements\n- x\n")
+    by_name = {c["name"]: c for c in result["checks"]}
+    assert not result["passed"]
+    assert not by_name["closure"]["passed"]
+    assert not by_name["completeness"]["passed"]
+    assert by_name["structure"]["passed"]
