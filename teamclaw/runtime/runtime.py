@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +59,7 @@ from teamclaw.runtime.messages import (
     Priority,
     new_id,
 )
+from teamclaw.runtime.routing import InstancePool
 from teamclaw.runtime.schemas import SchemaValidators, schema_errors
 from teamclaw.runtime.tools import BUILTIN_TOOLS, ToolHandler
 from teamclaw.runtime.transport import InProcessTransport, Transport
@@ -203,8 +203,7 @@ class Runtime:
         self.backoff_base_s = backoff_base_s
         self.auto_heartbeat = auto_heartbeat
 
-        self.instances: dict[str, AgentInstance] = {}
-        self._by_role: dict[str, list[AgentInstance]] = defaultdict(list)
+        self.pool = InstancePool()
         self.tasks: dict[str, TaskState] = {}
         self.contexts: dict[str, ExecutionContext] = {}
         self.subscriptions: dict[str, EventSubscription] = {}
@@ -214,6 +213,11 @@ class Runtime:
         self._background: list[asyncio.Task[None]] = []
         self._detached: set[asyncio.Future[Any]] = set()
         self._snapshot_lock: asyncio.Lock | None = None
+
+    @property
+    def instances(self) -> dict[str, AgentInstance]:
+        """Every instance by id (terminated ones included)."""
+        return self.pool.by_id
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -231,10 +235,10 @@ class Runtime:
             except asyncio.CancelledError:
                 pass
         self._background.clear()
-        for instance in list(self.instances.values()):
+        for instance in list(self.pool):
             if instance.alive:
                 self.terminate(instance.instance_id, reason="runtime stopped")
-        workers = [i.worker for i in self.instances.values() if i.worker is not None]
+        workers = [i.worker for i in self.pool if i.worker is not None]
         if workers:
             await asyncio.gather(*workers, return_exceptions=True)
 
@@ -243,11 +247,11 @@ class Runtime:
             await self.clock.sleep(self.heartbeat_interval_s)
             try:
                 if self.auto_heartbeat:
-                    for instance in list(self.instances.values()):
+                    for instance in list(self.pool):
                         if instance.alive and instance.auto_heartbeat:
                             self.heartbeat(instance.instance_id)
                 self.check_health()
-                for instance in list(self.instances.values()):
+                for instance in list(self.pool):
                     if instance.alive:
                         instance.mailbox.sweep_expired()
                 self._expire_confirmations()
@@ -539,7 +543,7 @@ class Runtime:
         caller: Party,
     ) -> tuple[str, AgentInstance | None]:
         if request.target_instance_id:
-            instance = self.instances.get(request.target_instance_id)
+            instance = self.pool.get(request.target_instance_id)
             if instance is None or not instance.alive:
                 state = "unknown" if instance is None else "terminated"
                 raise AgentFailure(
@@ -576,7 +580,7 @@ class Runtime:
         usable = [r for r in owners if snapshot.roles[r].enabled and snapshot.can_invoke(caller.role or "", r)]
         if not usable:
             return owners[0], None
-        return min(usable, key=lambda r: sum(i.load for i in self._by_role.get(r, ()) if i.alive)), None
+        return min(usable, key=self.pool.load), None
 
     def _check_policy(
         self,
@@ -663,7 +667,7 @@ class Runtime:
             if instance is None:
                 strategy = request.routing or RoutingStrategy.BY_ROLE
                 instance = self._route(snapshot, target_role, strategy, caller_instance)
-            elif self._would_deadlock(caller_instance, instance):
+            elif self.pool.would_deadlock(caller_instance, instance):
                 raise AgentFailure(
                     ErrorCode.UNAVAILABLE,
                     f"instance {instance.instance_id} is waiting on the caller (deadlock)",
@@ -888,58 +892,12 @@ class Runtime:
         pending.future.set_result((None, error, instance_id))
 
     # ------------------------------------------------------------------ routing
-    def _would_deadlock(self, caller: AgentInstance | None, target: AgentInstance) -> bool:
-        """True when ``target`` is (transitively) waiting on ``caller``'s current execution."""
-        if caller is None:
-            return False
-        stack, seen = [target], set()
-        while stack:
-            node = stack.pop()
-            if node is caller:
-                return node.busy_with is not None
-            if node.instance_id in seen or node.busy_with is None:
-                continue
-            seen.add(node.instance_id)
-            stack.extend(self.instances[i] for i in node.waiting_on if i in self.instances)
-        return False
-
     def _route(
         self, snapshot: ConfigSnapshot, role: str, strategy: RoutingStrategy, caller_instance: AgentInstance | None
     ) -> AgentInstance:
-        """Pick the instance of ``role`` for a message (PRD §4.4 routing).
-
-        ``by_role``: an idle healthy instance, else spawn one below the role's limit
-        (``max_concurrent_instances``, 4 by default), else the least loaded.
-        ``least_busy``: the healthy instance with the fewest queued + in-flight messages
-        (spawning only when there is none). Instances that would close a wait cycle with
-        the caller are skipped. Raises AgentFailure(unavailable) when nothing can take it.
-        """
-        alive = [i for i in self._by_role.get(role, ()) if i.alive]
-        healthy = [i for i in alive if i.healthy]
-        candidates = [i for i in healthy if not self._would_deadlock(caller_instance, i)]
+        """Pick the instance of ``role`` (routing.InstancePool.choose, PRD §4.4)."""
         limit = snapshot.constraints_for(role).max_concurrent_instances
-        if strategy == RoutingStrategy.BY_ROLE:
-            for instance in candidates:
-                if instance.idle:
-                    return instance
-            if len(alive) < limit:
-                return self.spawn(role)
-        elif not candidates and len(alive) < limit:
-            return self.spawn(role)
-        if candidates:
-            return min(candidates, key=lambda i: i.load)
-        if healthy:
-            raise AgentFailure(
-                ErrorCode.UNAVAILABLE,
-                f"every {role} instance is waiting on this caller (deadlock avoided)",
-                {"target_role": role, "reason": "deadlock"},
-                retryable=False,
-            )
-        raise AgentFailure(
-            ErrorCode.UNAVAILABLE,
-            f"no healthy {role} instance (heartbeat lost) and the limit of {limit} is reached",
-            {"target_role": role, "reason": "no_healthy_instance"},
-        )
+        return self.pool.choose(role, strategy, limit, caller_instance, self.spawn)
 
     # ------------------------------------------------------------------ instances
     def spawn(self, role: str) -> AgentInstance:
@@ -952,8 +910,7 @@ class Runtime:
             on_expired=lambda m: self._undeliverable(m, DeliveryStatus.EXPIRED, "ttl passed while queued"),
         )
         instance = AgentInstance(instance_id, role, mailbox, created_at=now, last_heartbeat=now)
-        self.instances[instance_id] = instance
-        self._by_role[role].append(instance)
+        self.pool.add(instance)
         instance.worker = asyncio.get_running_loop().create_task(self._worker(instance), name=instance_id)
         self._emit_instance(instance)
         return instance
@@ -961,7 +918,7 @@ class Runtime:
     def terminate(self, instance_id: str, reason: str = "terminated by operator") -> AgentInstance:
         """Stop an instance: its queued messages are dropped (callers get ``unavailable``
         and may retry elsewhere), its contexts end as ``terminated``. KeyError if unknown."""
-        instance = self.instances[instance_id]
+        instance = self.pool.by_id[instance_id]
         if not instance.alive:
             return instance
         instance.status = InstanceStatus.TERMINATED
@@ -974,13 +931,13 @@ class Runtime:
                 self._emit_context(context)
         if instance.worker is not None:
             instance.worker.cancel()
-        self._by_role[instance.role] = [i for i in self._by_role[instance.role] if i is not instance]
+        self.pool.retire(instance)
         self._emit_instance(instance)
         return instance
 
     def heartbeat(self, instance_id: str) -> None:
         """Record a heartbeat (PRD §4.2); an unhealthy instance becomes available again."""
-        instance = self.instances.get(instance_id)
+        instance = self.pool.get(instance_id)
         if instance is None or not instance.alive:
             return
         instance.last_heartbeat = self.clock.now()
@@ -1000,7 +957,7 @@ class Runtime:
         """Mark instances silent for more than ``heartbeat_timeout_s`` unhealthy; returns them."""
         now = self.clock.now()
         changed = []
-        for instance in self.instances.values():
+        for instance in self.pool:
             if instance.alive and instance.healthy and now - instance.last_heartbeat > self.heartbeat_timeout_s:
                 instance.healthy = False
                 changed.append(instance)
@@ -1025,10 +982,9 @@ class Runtime:
         card = snapshot.cards.get(capability_id)
         if card is None:
             raise KeyError(capability_id)
-        instances = [i for role in card.owner_roles for i in self._by_role.get(role, ()) if i.alive]
+        instances = [i for role in card.owner_roles for i in self.pool.alive(role)]
         spawnable = any(
-            len([i for i in self._by_role.get(role, ()) if i.alive])
-            < snapshot.constraints_for(role).max_concurrent_instances
+            len(self.pool.alive(role)) < snapshot.constraints_for(role).max_concurrent_instances
             for role in card.owner_roles
             if role in snapshot.roles
         )
@@ -1205,7 +1161,7 @@ class Runtime:
     # ------------------------------------------------------------------ hook
     def subscribe(self, subscription: EventSubscription) -> EventSubscription:
         """Add an EventSubscription (PRD §4.3); KeyError for an unknown subscriber."""
-        if subscription.subscriber_instance_id not in self.instances:
+        if subscription.subscriber_instance_id not in self.pool.by_id:
             raise KeyError(subscription.subscriber_instance_id)
         self.subscriptions[subscription.id] = subscription
         return subscription
@@ -1271,7 +1227,7 @@ class Runtime:
                 for s in self.subscriptions.values()
                 if s.matches(event.event_type, caller.role, task.task_id)
             }
-            targets = [i for i in self.instances.values() if i.instance_id in wanted and i.alive]
+            targets = [i for i in self.pool if i.instance_id in wanted and i.alive]
         else:
             for role in event.target_roles or ():
                 if role not in snapshot.roles:
@@ -1426,7 +1382,7 @@ class Runtime:
         To a live instance it goes through that instance's mailbox; to the operator or a
         gone instance it is recorded as delivered.
         """
-        target = self.instances.get(message.recipient.instance_id or "")
+        target = self.pool.get(message.recipient.instance_id or "")
         if target is None or not target.alive:
             self._emit_message(message, DeliveryStatus.DELIVERED, project_id)
             return
