@@ -14,6 +14,7 @@ from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
 from capabilities.models import Project
+from monitoring.access import visible_tasks
 from monitoring.models import Task
 from monitoring.tasks import DocumentError, start_task
 from teamclaw.workflows import WORKFLOWS
@@ -138,7 +139,7 @@ class TaskListView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
-        queryset = Task.objects.select_related("project")
+        queryset = visible_tasks(request.user).select_related("project")
         if status_filter := request.query_params.get("status"):
             queryset = queryset.filter(status=status_filter)
         if kind := request.query_params.get("kind"):
@@ -155,5 +156,5 @@ class TaskDetailView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, task_id: str) -> Response:
-        task = get_object_or_404(Task.objects.prefetch_related("contexts", "artifacts"), pk=task_id)
+        task = get_object_or_404(visible_tasks(request.user).prefetch_related("contexts", "artifacts"), pk=task_id)
         return Response(task_document(task))

@@ -110,6 +110,8 @@ class ExecutionContext(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        # The live page's cards: the most recently updated contexts (monitoring.live_state).
+        indexes = [models.Index(fields=["status", "updated_at"], name="context_status_updated")]
 
     def __str__(self) -> str:
         return f"{self.role} {self.instance_id} / {self.task_id}"
@@ -164,6 +166,10 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["task_id", "seq"], name="message_task_seq"),
             models.Index(fields=["from_role", "to_role"], name="message_roles"),
+            # Newest-first log pages filtered by type or by role (US-04; monitoring.message_log).
+            models.Index(fields=["type", "seq"], name="message_type_seq"),
+            models.Index(fields=["from_role", "seq"], name="message_from_seq"),
+            models.Index(fields=["to_role", "seq"], name="message_to_seq"),
         ]
 
     def __str__(self) -> str:

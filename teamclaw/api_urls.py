@@ -4,6 +4,7 @@ from django.urls import path
 
 from capabilities import api as capabilities_api
 from monitoring import api as monitoring_api
+from monitoring import live_api
 
 urlpatterns = [
     path("auth/token", monitoring_api.TokenView.as_view(), name="api-token"),
@@ -13,4 +14,9 @@ urlpatterns = [
     path("capabilities/<str:capability_id>", capabilities_api.CapabilityDetailView.as_view(), name="api-capability"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
+    path("contexts", live_api.ContextListView.as_view(), name="api-contexts"),
+    path("contexts/<str:context_id>", live_api.ContextDetailView.as_view(), name="api-context"),
+    path("contexts/<str:context_id>/snapshots", live_api.SnapshotListView.as_view(), name="api-context-snapshots"),
+    path("contexts/<str:context_id>/instructions", live_api.InstructionView.as_view(), name="api-context-instructions"),
+    path("stats/tokens", live_api.TokenStatsView.as_view(), name="api-stats-tokens"),
 ]

@@ -1,0 +1,260 @@
+"""The live sink: committed runtime events -> Channels groups (DESIGN.md §3.3, PRD §4.6).
+
+The recorder calls ``LiveSink.on_batch`` with every batch right after its transaction
+commits ("publish after the database commit"), so a browser never sees something the
+database does not hold. ``on_batch`` only extracts the batch's live things
+(``live_events.extract``) and hands them to the sink's own thread through a bounded queue;
+when that queue is full the batch is dropped and every client is told to resynchronise from
+the database, so neither the runtime nor the recorder ever waits on a browser.
+
+The sink thread renders each live thing's fragment once, looks up each task's owner (for
+per-user filtering, ``monitoring.access``) and sends one ``live.batch`` message per group:
+
+- ``live``: everything (the ``/ws/live/`` sockets; each consumer filters for its user);
+- ``project.<slug>``: the events of that project's tasks;
+- ``task.<task_id>``: the events of one task.
+
+Event loops: the runtime has its own thread and loop (``monitoring.host``), the recorder
+and this sink their own threads, and websocket consumers run on the ASGI server's loop.
+Channels' ``InMemoryChannelLayer`` keeps asyncio queues bound to the loop its consumers
+wait on, so with it ``group_send`` is scheduled onto the server's loop, captured by
+``bind_loop`` when a consumer connects. With ``REDIS_URL`` (channels-redis) any loop works:
+the sink sends from a loop of its own, which also lets a runtime in another process (the
+``run_workflow`` command) reach the server's browsers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections import OrderedDict
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.db import close_old_connections, connection
+
+from monitoring import live_events
+from monitoring.live_events import LiveItem
+from teamclaw.runtime.events import RuntimeEvent
+
+log = logging.getLogger(__name__)
+
+LIVE_GROUP = "live"
+QUEUE_BATCHES = 200
+"""Committed batches waiting to be rendered; beyond that the sink drops and asks for a resync."""
+SEND_TIMEOUT_S = 5.0
+OWNER_CACHE_SIZE = 10_000
+
+
+def task_group(task_id: str) -> str:
+    """The Channels group of one task's live events."""
+    return f"task.{task_id}"
+
+
+def project_group(slug: str) -> str:
+    """The Channels group of one project's live events."""
+    return f"project.{slug}"
+
+
+class _Flush:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+
+class LiveSink:
+    """See module docstring. One per process: ``get_live_sink()``."""
+
+    def __init__(self, *, queue_batches: int = QUEUE_BATCHES) -> None:
+        self._queue: queue.Queue[list[LiveItem] | _Flush | None] = queue.Queue(maxsize=queue_batches)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._server_loop: asyncio.AbstractEventLoop | None = None
+        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self._lost = threading.Event()
+        self._tasks: OrderedDict[str, tuple[int | None, str]] = OrderedDict()
+        self.clients = 0
+        self.batches = 0
+        self.events = 0
+        self.group_sends = 0
+        self.dropped_batches = 0
+        self.failed_sends = 0
+
+    # -- wiring ------------------------------------------------------------------------------
+    def start(self) -> LiveSink:
+        """Start the sink's thread (idempotent)."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="teamclaw-live-sink", daemon=True)
+                self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5) -> None:
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join(timeout)
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Remember the ASGI server's event loop (called by consumers on connect)."""
+        self._server_loop = loop
+
+    def client_connected(self) -> None:
+        with self._lock:
+            self.clients += 1
+
+    def client_disconnected(self) -> None:
+        with self._lock:
+            self.clients = max(0, self.clients - 1)
+
+    @staticmethod
+    def _in_memory() -> bool:
+        return isinstance(get_channel_layer(), InMemoryChannelLayer)
+
+    def _listening(self) -> bool:
+        """Whether anyone can receive: with the in-memory layer, a consumer of this process."""
+        if not self._in_memory():
+            return True
+        loop = self._server_loop
+        return self.clients > 0 and loop is not None and loop.is_running()
+
+    # -- the recorder's listener ---------------------------------------------------------
+    def on_batch(self, batch: list[RuntimeEvent]) -> None:
+        """Recorder listener: extract the committed batch and queue it; never blocks."""
+        if self._thread is None or not self._listening():
+            return
+        items = live_events.extract(batch)
+        if not items:
+            return
+        try:
+            self._queue.put_nowait(items)
+        except queue.Full:
+            self.dropped_batches += 1
+            self._lost.set()
+
+    def publish_items(self, items: list[LiveItem]) -> None:
+        """Publish live things an action committed outside the runtime (a snapshot taken from
+        the database); call it from ``transaction.on_commit``. Never blocks."""
+        if self._thread is None or not self._listening() or not items:
+            return
+        try:
+            self._queue.put_nowait(items)
+        except queue.Full:
+            self.dropped_batches += 1
+            self._lost.set()
+
+    def flush(self, timeout: float = 10) -> bool:
+        """Block until every batch queued before this call was sent; False on timeout."""
+        if self._thread is None:
+            return True
+        marker = _Flush()
+        self._queue.put(marker, timeout=timeout)
+        return marker.done.wait(timeout)
+
+    # -- the sink's thread ----------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            if isinstance(item, _Flush):
+                item.done.set()
+                continue
+            try:
+                self._publish(item)
+            except Exception:
+                log.exception("live sink failed on a batch of %d items", len(item))
+        if self._own_loop is not None:
+            self._own_loop.close()
+            self._own_loop = None
+        connection.close()
+
+    def _publish(self, items: list[LiveItem]) -> None:
+        close_old_connections()
+        tasks = self._task_info(live_events.task_ids(items))
+        events = live_events.render(items, tasks)
+        sends: dict[str, list[list[Any]]] = {}
+        for event in events:
+            wire = event.wire()
+            sends.setdefault(LIVE_GROUP, []).append(wire)
+            if event.task_id:
+                sends.setdefault(task_group(event.task_id), []).append(wire)
+            if event.project_id:
+                sends.setdefault(project_group(event.project_id), []).append(wire)
+        messages = [(group, {"type": "live.batch", "events": wires}) for group, wires in sends.items()]
+        if self._lost.is_set():
+            self._lost.clear()
+            messages.append((LIVE_GROUP, {"type": "live.resync"}))
+        self._send(messages)
+        self.batches += 1
+        self.events += len(events)
+
+    def _send(self, messages: list[tuple[str, dict[str, Any]]]) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+
+        async def send_all() -> None:
+            for group, message in messages:
+                await layer.group_send(group, message)
+
+        if isinstance(layer, InMemoryChannelLayer):
+            loop = self._server_loop
+            if loop is None or not loop.is_running():
+                return
+            future = asyncio.run_coroutine_threadsafe(send_all(), loop)
+            try:
+                future.result(SEND_TIMEOUT_S)
+            except FutureTimeout:
+                # The server loop is swamped: give up on this batch, resync everyone later.
+                future.cancel()
+                self.failed_sends += 1
+                self._lost.set()
+                return
+            except Exception:
+                log.exception("live group_send failed")
+                self.failed_sends += 1
+                self._lost.set()
+                return
+        else:
+            if self._own_loop is None:
+                self._own_loop = asyncio.new_event_loop()
+            try:
+                self._own_loop.run_until_complete(asyncio.wait_for(send_all(), SEND_TIMEOUT_S))
+            except Exception:
+                log.exception("live group_send failed")
+                self.failed_sends += 1
+                self._lost.set()
+                return
+        self.group_sends += len(messages)
+
+    def _task_info(self, task_ids: set[str]) -> dict[str, tuple[int | None, str]]:
+        """task id -> (id of the user who started it or None, title), cached (neither changes)."""
+        from monitoring.models import Task
+
+        known = {t: self._tasks[t] for t in task_ids if t in self._tasks}
+        missing = task_ids - known.keys()
+        if missing:
+            rows = Task.objects.filter(pk__in=missing).values_list("id", "created_by_id", "title")
+            for task_id, owner, title in rows:
+                known[task_id] = (owner, title or task_id)
+                self._tasks[task_id] = known[task_id]
+            while len(self._tasks) > OWNER_CACHE_SIZE:
+                self._tasks.popitem(last=False)
+        return known
+
+
+_sink: LiveSink | None = None
+_sink_lock = threading.Lock()
+
+
+def get_live_sink() -> LiveSink:
+    """The process's live sink, started on first use."""
+    global _sink
+    with _sink_lock:
+        if _sink is None:
+            _sink = LiveSink().start()
+        return _sink
