@@ -128,6 +128,9 @@ class Snapshot(models.Model):
     sequence = models.PositiveIntegerField()
     state = models.JSONField()
     created_at = models.DateTimeField()
+    event_seq = models.BigIntegerField(null=True, blank=True)
+    """Emit order of its runtime event (one counter with messages' ``event_seq``): replay
+    orders a context's snapshots and messages by it, exactly, even within a millisecond."""
 
     class Meta:
         ordering = ["context", "sequence"]
@@ -160,6 +163,8 @@ class Message(models.Model):
     timestamp_ms = models.BigIntegerField(db_index=True)
     status = models.CharField(max_length=10, db_index=True)
     reason = models.CharField(max_length=300, blank=True)
+    event_seq = models.BigIntegerField(null=True, blank=True)
+    """Emit order of the event that first recorded it (see Snapshot.event_seq)."""
 
     class Meta:
         ordering = ["-seq"]

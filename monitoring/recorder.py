@@ -188,9 +188,10 @@ class Recorder:
             kind = event.kind
             if kind == EventKind.MESSAGE:
                 message = data["message"]
-                new_messages[message.id] = message_row(
+                new_messages[message.id] = row = message_row(
                     message, str(data["status"]), data.get("reason"), data.get("project_id")
                 )
+                row.event_seq = event.seq
             elif kind == EventKind.MESSAGE_STATUS:
                 message = data["message"]
                 row = new_messages.get(message.id)
@@ -213,6 +214,7 @@ class Recorder:
                         sequence=snap["sequence"],
                         state=snap["state"],
                         created_at=_dt(snap["created_at"]),
+                        event_seq=event.seq,
                     )
                 )
             elif kind == EventKind.TASK:

@@ -39,6 +39,7 @@ MESSAGE_FIELDS = (
     "reason",
     "timestamp_ms",
     "task_id",
+    "event_seq",
 )
 
 
@@ -88,11 +89,22 @@ class Timeline:
         return None
 
 
-def _rank(snapshot: Snapshot) -> int:
-    # Within one millisecond: "start" and "before ..." snapshots precede the messages they
-    # bound; "after ...", error, instruction and manual snapshots follow them.
-    trigger = snapshot.trigger
-    return 0 if trigger == "start" or trigger.startswith("before ") else 2
+def _ordered(keyed: list[tuple[Any, str, datetime, Any]]) -> list[tuple[Any, str, datetime, Any]]:
+    """Order entries by their runtime events' emit order (``event_seq``: exact, even within a
+    millisecond); entries recorded without one (manual snapshots taken from the database,
+    rows from older versions) are merged in by time."""
+    exact = sorted((k for k in keyed if k[3].event_seq is not None), key=lambda k: k[3].event_seq)
+    loose = sorted((k for k in keyed if k[3].event_seq is None), key=lambda k: k[0])
+    merged: list[tuple[Any, str, datetime, Any]] = []
+    i = j = 0
+    while i < len(exact) or j < len(loose):
+        if j >= len(loose) or (i < len(exact) and exact[i][0] <= loose[j][0]):
+            merged.append(exact[i])
+            i += 1
+        else:
+            merged.append(loose[j])
+            j += 1
+    return merged
 
 
 def context_messages(context: ExecutionContext) -> Any:
@@ -109,15 +121,14 @@ def build_timeline(context: ExecutionContext) -> Timeline:
     """Snapshots and messages of ``context`` in the order they happened (see module docstring)."""
     snapshots = list(context.snapshots.defer("state").order_by("sequence", "created_at"))
     messages = list(context_messages(context)[: MAX_TIMELINE + 1])
-    keyed: list[tuple[tuple[int, int, int], str, datetime, Any]] = []
+    keyed: list[tuple[Any, str, datetime, Any]] = []
     for snap in snapshots:
-        ms = int(snap.created_at.timestamp() * 1000)
-        keyed.append(((ms, _rank(snap), snap.sequence), "snapshot", snap.created_at, snap))
+        keyed.append(((snap.created_at.timestamp(), 1, snap.sequence), "snapshot", snap.created_at, snap))
     for message in messages[:MAX_TIMELINE]:
         at = from_epoch(message.timestamp_ms / 1000)
         assert at is not None
-        keyed.append(((message.timestamp_ms, 1, message.seq), "message", at, message))
-    keyed.sort(key=lambda item: item[0])
+        keyed.append(((message.timestamp_ms / 1000, 0, message.seq), "message", at, message))
+    keyed = _ordered(keyed)
     truncated = len(messages) > MAX_TIMELINE or len(keyed) > MAX_TIMELINE
     entries = [Entry(i, kind, at, ref) for i, (_, kind, at, ref) in enumerate(keyed[:MAX_TIMELINE])]
     return Timeline(context, entries, snapshots, truncated)

@@ -46,6 +46,11 @@ def test_timeline_interleaves_snapshots_and_messages_in_the_order_they_happened(
     )
     after = labels.index(("snapshot", "after invoke requirement_analysis"))
     assert before < request < response < after
+    # Exact emit order (one counter for messages and snapshots), not just time.
+    order = [e.ref.event_seq for e in timeline.entries]
+    assert None not in order and order == sorted(order) and len(set(order)) == len(order)
+    final = timeline.entries[-1]
+    assert (final.kind, final.ref.type, final.ref.to_role) == ("message", "invoke_response", "user")
     stored = Message.objects.filter(task_id=main_context.task_id).filter(
         to_instance=main_context.instance_id
     ) | Message.objects.filter(task_id=main_context.task_id, from_instance=main_context.instance_id)
