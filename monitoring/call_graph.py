@@ -35,16 +35,28 @@ class Edge:
     denied: int
 
 
-def call_edges(user: Any, filters: LiveFilters) -> list[Edge]:
-    """The graph's edges for what ``user`` may see under ``filters`` (type filter ignored)."""
+WINDOW = 5000
+"""Without a task filter the graph counts the latest WINDOW invokes and hooks, so the live
+page stays fast however long the history grows (a task's graph counts all of its calls)."""
+
+
+def call_edges(user: Any, filters: LiveFilters, *, window: int = WINDOW) -> tuple[list[Edge], bool]:
+    """The graph's edges for what ``user`` may see under ``filters`` (type filter ignored),
+    and whether they were cut to the latest ``window`` calls (never when filtered by task)."""
     queryset = filtered_messages(user, LiveFilters(role=filters.role, task=filters.task, project=filters.project))
+    queryset = queryset.filter(type__in=("invoke_request", "hook_event"))
+    windowed = False
+    if not filters.task:
+        start = list(queryset.order_by("-seq").values_list("seq", flat=True)[window - 1 : window])
+        if start:
+            queryset = queryset.filter(seq__gte=start[0])
+            windowed = True
     rows = (
-        queryset.filter(type__in=("invoke_request", "hook_event"))
-        .values("from_role", "to_role", "type")
+        queryset.values("from_role", "to_role", "type")
         .annotate(total=Count("id"), denied=Count("id", filter=Q(status="denied")))
         .order_by()
     )
-    return [
+    edges = [
         Edge(
             r["from_role"] or "user",
             r["to_role"] or "?",
@@ -54,6 +66,7 @@ def call_edges(user: Any, filters: LiveFilters) -> list[Edge]:
         )
         for r in rows
     ]
+    return edges, windowed
 
 
 def layout(edges: list[Edge]) -> dict[str, Any]:
@@ -112,5 +125,7 @@ def _edge_dict(edge: Edge, width: float) -> dict[str, Any]:
 
 
 def call_graph(user: Any, filters: LiveFilters) -> dict[str, Any]:
-    """Everything ``_call_graph.html`` needs: ``{width, height, nodes, edges, node_r, filters}``."""
-    return {**layout(call_edges(user, filters)), "filters": filters}
+    """Everything ``_call_graph.html`` needs: ``{width, height, nodes, edges, node_r, filters,
+    window}`` (``window``: the number of latest calls counted, or None for all)."""
+    edges, windowed = call_edges(user, filters)
+    return {**layout(edges), "filters": filters, "window": WINDOW if windowed else None}

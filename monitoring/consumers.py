@@ -32,7 +32,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from monitoring import live_state
 from monitoring.access import Viewer, can_view_task
-from monitoring.live_events import LiveEvent
+from monitoring.live_events import LiveEvent, unpack
 from monitoring.live_filters import FilterError, LiveFilters
 from monitoring.live_sink import LIVE_GROUP, get_live_sink, project_group, task_group
 from monitoring.models import Task
@@ -129,8 +129,7 @@ class LiveSocket(AsyncWebsocketConsumer):
     # -- group messages ------------------------------------------------------------------
     async def live_batch(self, message: dict[str, Any]) -> None:
         fell_behind = False
-        for raw in message["events"]:
-            event = LiveEvent.from_wire(raw)
+        for event in unpack(message):
             if self.wants(event):
                 fell_behind = self.outbox.push(event.key, event.text) or fell_behind
         if fell_behind:

@@ -29,7 +29,9 @@ import asyncio
 import logging
 import queue
 import threading
-from collections import OrderedDict
+import time
+from collections import OrderedDict, deque
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -37,7 +39,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import close_old_connections, connection
 
 from monitoring import live_events
-from monitoring.live_events import LiveItem
+from monitoring.live_events import LiveEvent, LiveItem
 from teamclaw.runtime.events import RuntimeEvent
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,9 @@ LIVE_GROUP = "live"
 QUEUE_BATCHES = 200
 """Committed batches waiting to be rendered; beyond that the sink drops and asks for a resync."""
 SEND_TIMEOUT_S = 5.0
+SENDS_IN_FLIGHT = 4
+MERGE_ITEMS = 2000
+"""Most live things published at once when batches queue up (see ``_run``)."""
 OWNER_CACHE_SIZE = 10_000
 
 
@@ -81,6 +86,10 @@ class LiveSink:
         self.group_sends = 0
         self.dropped_batches = 0
         self.failed_sends = 0
+        self.busy_s = 0.0
+        self._in_flight: deque[Future[None]] = deque()
+        self._send_lock: asyncio.Lock | None = None
+        self._send_lock_loop: asyncio.AbstractEventLoop | None = None
 
     # -- wiring ------------------------------------------------------------------------------
     def start(self) -> LiveSink:
@@ -146,6 +155,11 @@ class LiveSink:
             self.dropped_batches += 1
             self._lost.set()
 
+    @property
+    def backlog(self) -> int:
+        """Batches waiting to be rendered and sent."""
+        return self._queue.qsize()
+
     def flush(self, timeout: float = 10) -> bool:
         """Block until every batch queued before this call was sent; False on timeout."""
         if self._thread is None:
@@ -157,16 +171,42 @@ class LiveSink:
     # -- the sink's thread ----------------------------------------------------------------
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            first = self._queue.get()
+            if first is None:
                 break
-            if isinstance(item, _Flush):
-                item.done.set()
-                continue
-            try:
-                self._publish(item)
-            except Exception:
-                log.exception("live sink failed on a batch of %d items", len(item))
+            # Under load, take every batch already waiting and publish them as one: a
+            # context changed in five batches is rendered and sent once, and each browser
+            # gets one message per group instead of five.
+            items, markers, stop = [], [], False
+            item: list[LiveItem] | _Flush | None = first
+            while True:
+                if item is None:
+                    stop = True
+                    break
+                if isinstance(item, _Flush):
+                    markers.append(item)
+                else:
+                    items.extend(item)
+                if len(items) >= MERGE_ITEMS:
+                    break
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            began = time.perf_counter()
+            if items:
+                try:
+                    self._publish(live_events.merge(items))
+                except Exception:
+                    log.exception("live sink failed on %d items", len(items))
+            if markers:
+                self._drain_sends()
+                for marker in markers:
+                    marker.done.set()
+            self.busy_s += time.perf_counter() - began
+            if stop:
+                break
+        self._drain_sends()
         if self._own_loop is not None:
             self._own_loop.close()
             self._own_loop = None
@@ -176,15 +216,14 @@ class LiveSink:
         close_old_connections()
         tasks = self._task_info(live_events.task_ids(items))
         events = live_events.render(items, tasks)
-        sends: dict[str, list[list[Any]]] = {}
+        sends: dict[str, list[LiveEvent]] = {}
         for event in events:
-            wire = event.wire()
-            sends.setdefault(LIVE_GROUP, []).append(wire)
+            sends.setdefault(LIVE_GROUP, []).append(event)
             if event.task_id:
-                sends.setdefault(task_group(event.task_id), []).append(wire)
+                sends.setdefault(task_group(event.task_id), []).append(event)
             if event.project_id:
-                sends.setdefault(project_group(event.project_id), []).append(wire)
-        messages = [(group, {"type": "live.batch", "events": wires}) for group, wires in sends.items()]
+                sends.setdefault(project_group(event.project_id), []).append(event)
+        messages = [(group, {"type": "live.batch", **live_events.pack(batch)}) for group, batch in sends.items()]
         if self._lost.is_set():
             self._lost.clear()
             messages.append((LIVE_GROUP, {"type": "live.resync"}))
@@ -196,40 +235,54 @@ class LiveSink:
         layer = get_channel_layer()
         if layer is None:
             return
-
-        async def send_all() -> None:
-            for group, message in messages:
-                await layer.group_send(group, message)
-
-        if isinstance(layer, InMemoryChannelLayer):
-            loop = self._server_loop
-            if loop is None or not loop.is_running():
-                return
-            future = asyncio.run_coroutine_threadsafe(send_all(), loop)
-            try:
-                future.result(SEND_TIMEOUT_S)
-            except FutureTimeout:
-                # The server loop is swamped: give up on this batch, resync everyone later.
-                future.cancel()
-                self.failed_sends += 1
-                self._lost.set()
-                return
-            except Exception:
-                log.exception("live group_send failed")
-                self.failed_sends += 1
-                self._lost.set()
-                return
-        else:
+        if not isinstance(layer, InMemoryChannelLayer):
             if self._own_loop is None:
                 self._own_loop = asyncio.new_event_loop()
             try:
-                self._own_loop.run_until_complete(asyncio.wait_for(send_all(), SEND_TIMEOUT_S))
+                self._own_loop.run_until_complete(asyncio.wait_for(self._send_all(layer, messages), SEND_TIMEOUT_S))
             except Exception:
                 log.exception("live group_send failed")
-                self.failed_sends += 1
-                self._lost.set()
+                self._failed()
                 return
+            self.group_sends += len(messages)
+            return
+        loop = self._server_loop
+        if loop is None or not loop.is_running():
+            return
+        # Rendering the next batch overlaps with sending this one; at most SENDS_IN_FLIGHT
+        # wait on the server's loop, and _send_all keeps them in order there.
+        while len(self._in_flight) >= SENDS_IN_FLIGHT:
+            self._wait_oldest()
+        self._in_flight.append(asyncio.run_coroutine_threadsafe(self._send_all(layer, messages), loop))
         self.group_sends += len(messages)
+
+    async def _send_all(self, layer: Any, messages: list[tuple[str, dict[str, Any]]]) -> None:
+        loop = asyncio.get_running_loop()
+        if self._send_lock is None or self._send_lock_loop is not loop:
+            self._send_lock, self._send_lock_loop = asyncio.Lock(), loop
+        async with self._send_lock:  # FIFO: batches reach each group in the order they committed
+            for group, message in messages:
+                await layer.group_send(group, message)
+
+    def _wait_oldest(self) -> None:
+        future = self._in_flight.popleft()
+        try:
+            future.result(SEND_TIMEOUT_S)
+        except FutureTimeout:
+            # The server loop is swamped: give up on this batch, resync everyone later.
+            future.cancel()
+            self._failed()
+        except Exception:
+            log.exception("live group_send failed")
+            self._failed()
+
+    def _drain_sends(self) -> None:
+        while self._in_flight:
+            self._wait_oldest()
+
+    def _failed(self) -> None:
+        self.failed_sends += 1
+        self._lost.set()
 
     def _task_info(self, task_ids: set[str]) -> dict[str, tuple[int | None, str]]:
         """task id -> (id of the user who started it or None, title), cached (neither changes)."""

@@ -259,7 +259,7 @@ def token_stats_page(request: HttpRequest) -> HttpResponse:
     except token_stats.StatsError as exc:
         errors[exc.field], since = exc.reason, None
     stats = token_stats.token_stats(request.user, group_by, since)
-    series = token_stats.token_series(request.user, group_by, since)
+    series = token_stats.token_series(request.user, group_by, since, {r["key"]: r["label"] for r in stats.rows})
     return render(
         request,
         "monitoring/token_stats.html",

@@ -78,12 +78,23 @@ class MessagePage:
 def message_page(user: Any, filters: LiveFilters, before: int | None = None, size: int = PAGE_SIZE) -> MessagePage:
     """The page of messages older than ``before`` (newest when None). ``size`` rows, 1-200."""
     size = max(1, min(MAX_PAGE_SIZE, int(size)))
-    queryset = filtered_messages(user, filters).only(*ROW_FIELDS).order_by("-seq")
-    if before is not None:
-        queryset = queryset.filter(seq__lt=before)
-    rows = list(queryset[: size + 1])
+    if filters.role:
+        # "sender or receiver" as two index range scans merged here: an OR would make the
+        # database gather and sort every message of the role before taking one page.
+        rest = LiveFilters(type=filters.type, task=filters.task, project=filters.project)
+        base = _page_query(filtered_messages(user, rest), before)
+        sent = list(base.filter(from_role=filters.role)[: size + 1])
+        received = list(base.filter(to_role=filters.role).exclude(from_role=filters.role)[: size + 1])
+        rows = sorted(sent + received, key=lambda r: r.seq, reverse=True)[: size + 1]
+    else:
+        rows = list(_page_query(filtered_messages(user, filters), before)[: size + 1])
     older = rows[size - 1].seq if len(rows) > size else None
     return MessagePage([message_item_from_row(r) for r in rows[:size]], older, before)
+
+
+def _page_query(queryset: QuerySet[Message], before: int | None) -> QuerySet[Message]:
+    queryset = queryset.only(*ROW_FIELDS).order_by("-seq")
+    return queryset.filter(seq__lt=before) if before is not None else queryset
 
 
 def parse_before(raw: str | None) -> int | None:

@@ -148,9 +148,12 @@ def token_stats(user: Any, group_by: str, since: datetime | None = None) -> Toke
     return TokenStats(group_by, since, rows, totals(rows))
 
 
-def token_series(user: Any, group_by: str, since: datetime | None = None) -> dict[str, Any]:
+def token_series(
+    user: Any, group_by: str, since: datetime | None = None, labels: dict[Any, str] | None = None
+) -> dict[str, Any]:
     """Total tokens per time bucket and group: ``{buckets: [datetime], unit: hour|day,
-    series: {label: [tokens per bucket]}}`` (contexts counted in the bucket they started in)."""
+    series: {label: [tokens per bucket]}}`` (contexts counted in the bucket they started in).
+    ``labels`` (key -> label, from ``token_rows``) saves looking them up again."""
     queryset = _contexts(user, since)
     first = since or queryset.order_by("created_at").values_list("created_at", flat=True).first()
     if first is None:
@@ -169,7 +172,8 @@ def token_series(user: Any, group_by: str, since: datetime | None = None) -> dic
         buckets.add(bucket)
     top = sorted(by_key, key=lambda k: -by_key[k])[:SERIES_KEYS]
     ordered = sorted(buckets)
-    labels = {r["key"]: r["label"] for r in token_rows(user, group_by, since)}
+    if labels is None:
+        labels = {r["key"]: r["label"] for r in token_rows(user, group_by, since)}
     series: dict[str, list[int]] = {}
     for key in top:
         series[labels.get(key, str(key))] = [cells.get((b, key), 0) for b in ordered]

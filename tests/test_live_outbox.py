@@ -111,3 +111,37 @@ def test_a_batch_coalesces_to_one_item_per_live_thing_with_its_latest_state():
     assert items[0].item["status"] == "delivered"
     assert items[1].item["progress"] == 70 and items[1].item["status"] == "executing"
     assert items[0].item["summary"] == "params {requirement}"
+
+
+def test_merging_queued_batches_keeps_first_positions_and_latest_fields():
+    from monitoring.live_events import LiveItem, merge
+
+    items = [
+        LiveItem("message", "message:a", {"status": "queued"}),
+        LiveItem("context", "context:c", {"progress": 10}),
+        LiveItem("message", "message:b", {"status": "delivered"}),
+        LiveItem("message", "message:a", {"status": "delivered"}),
+        LiveItem("context", "context:c", {"progress": 60}),
+    ]
+    merged = merge(items)
+    assert [(i.key, i.item) for i in merged] == [
+        ("message:a", {"status": "delivered"}),
+        ("context:c", {"progress": 60}),
+        ("message:b", {"status": "delivered"}),
+    ]
+
+
+def test_a_packed_batch_travels_as_strings_and_unpacks_whole():
+    from copy import deepcopy
+
+    from monitoring.live_events import LiveEvent, pack, unpack
+
+    texts = [json.dumps({"html": "<p>naïve \x00 \n 🦀</p>"}), json.dumps({"x": 1})]
+    events = [
+        LiveEvent("message:1", "message", "t1", "", 7, False, ["main", "pm"], "invoke_request", True, texts[0]),
+        LiveEvent("config_change:9", "config_change", "", "shop", None, True, [], "", False, texts[1]),
+    ]
+    message = {"type": "live.batch", **pack(events)}
+    assert all(isinstance(v, str) for v in message.values())
+    assert unpack(deepcopy(message)) == events
+    assert unpack({"meta": "[]", "texts": ""}) == []

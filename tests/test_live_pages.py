@@ -217,3 +217,34 @@ def test_task_page_uses_the_live_fragments(finished_task, staff_user):
     assert f'id="artifact-{finished_task.id}-analysis.json"' in html
     for context in finished_task.contexts.all():
         assert f'id="ctx-{context.id}"' in html
+
+
+def test_role_filter_pages_match_sender_or_receiver_in_send_order(finished_task, staff_user):
+    from django.db.models import Q
+
+    from monitoring.live_filters import LiveFilters
+    from monitoring.message_log import message_page
+
+    make_messages(finished_task, 90, start_seq=20_000)  # every third one is from pm
+    expected = list(
+        Message.objects.filter(Q(from_role="pm") | Q(to_role="pm")).order_by("-seq").values_list("id", flat=True)
+    )
+    assert len(expected) > 30
+    first = message_page(staff_user, LiveFilters(role="pm"), size=15)
+    second = message_page(staff_user, LiveFilters(role="pm"), before=first.older, size=15)
+    assert first.older is not None and second.older is not None
+    assert [r["id"] for r in first.rows] + [r["id"] for r in second.rows] == expected[:30]
+
+
+def test_call_graph_counts_the_latest_window_unless_filtered_by_task(finished_task, staff_user):
+    from monitoring.call_graph import call_edges
+    from monitoring.live_filters import LiveFilters
+
+    make_messages(finished_task, 10, start_seq=30_000)  # odd i: invoke_request, main|pm -> dba
+    edges, windowed = call_edges(staff_user, LiveFilters(), window=3)
+    assert windowed and sum(e.count for e in edges) == 3
+    newest = Message.objects.filter(type="invoke_request").order_by("-seq")[:3]
+    assert {(e.source, e.target) for e in edges} == {(m.from_role, m.to_role) for m in newest}
+    edges, windowed = call_edges(staff_user, LiveFilters(task=finished_task.id), window=3)
+    everything = Message.objects.filter(task_id=finished_task.id, type__in=("invoke_request", "hook_event"))
+    assert not windowed and sum(e.count for e in edges) == everything.count()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime
+from urllib.parse import quote
 
 from django import template
+from django.urls import reverse
 
 from monitoring.role_labels import role_labels
 
@@ -51,3 +54,50 @@ def thousands(value: int | None) -> str:
 def pretty_json(value: object) -> str:
     """Indented JSON (autoescaped by the template like any string)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+_PLACEHOLDER = "00placeholder00"
+
+
+@functools.cache
+def _pattern(name: str, arity: int) -> str:
+    return reverse(name, args=[_PLACEHOLDER] * arity)
+
+
+def _url(name: str, *ids: str) -> str:
+    # ``{% url %}`` resolves the pattern on every call; the live sink renders hundreds of
+    # fragments a second, so each pattern is reversed once and the ids substituted.
+    pattern = _pattern(name, len(ids))
+    for value in ids:
+        pattern = pattern.replace(_PLACEHOLDER, quote(str(value), safe=""), 1)
+    return pattern
+
+
+@register.filter
+def task_url(task_id: str) -> str:
+    """URL of a task's page."""
+    return _url("task-detail", task_id)
+
+
+@register.filter
+def replay_url(context_id: str) -> str:
+    """URL of a context's replay."""
+    return _url("replay", context_id)
+
+
+@register.filter
+def inspect_url(context_id: str) -> str:
+    """URL of a context's inspector fragment."""
+    return _url("live-context", context_id)
+
+
+@register.filter
+def decide_url(confirmation_id: str) -> str:
+    """URL that approves or rejects a tool confirmation."""
+    return _url("live-confirmation", confirmation_id)
+
+
+@register.filter
+def artifact_url(artifact: dict) -> str:
+    """URL of an artifact's whole content (``artifact`` is a live_items artifact dict)."""
+    return _url("task-artifact", artifact["task_id"], artifact["name"])
