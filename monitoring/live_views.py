@@ -44,6 +44,10 @@ def live(request: HttpRequest) -> HttpResponse:
     """``/live/``: agent cards, communication log, call graph, confirmations, alerts, config
     changes, context inspector; updated over ``/ws/live/`` with the same filters."""
     filters, errors = _filters(request)
+    if filters.task and not visible_tasks(request.user).filter(pk=filters.task).exists():
+        # The socket would refuse it too; say so instead of showing an empty page that never connects.
+        errors = {**errors, "task": [f"there is no task {filters.task}"]}
+        filters = LiveFilters(role=filters.role, type=filters.type, project=filters.project)
     context = live_state.live_page_context(request.user, filters)
     context.update(nav="live", filter_errors=errors, filter_choices=_filter_choices())
     inspect = request.GET.get("inspect")

@@ -248,3 +248,31 @@ def test_call_graph_counts_the_latest_window_unless_filtered_by_task(finished_ta
     edges, windowed = call_edges(staff_user, LiveFilters(task=finished_task.id), window=3)
     everything = Message.objects.filter(task_id=finished_task.id, type__in=("invoke_request", "hook_event"))
     assert not windowed and sum(e.count for e in edges) == everything.count()
+
+
+def test_live_page_with_a_task_the_user_may_not_see_says_so(finished_task, viewer_user):
+    response = login(viewer_user).get(f"/live/?task={finished_task.id}")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert f"task: there is no task {finished_task.id}" in html
+    assert 'data-live-socket="/ws/live/"' in html  # the page falls back to what the user may see
+
+
+def test_operator_text_is_escaped_everywhere_it_is_shown(runtime_host, staff_user):
+    task = start_deploying_task(runtime_host, staff_user)
+    confirmation = wait_for_confirmation(runtime_host, task.id)
+    client = login(staff_user)
+    evil = "<img src=x onerror=alert(1)>"
+    assert client.post(f"/live/contexts/{confirmation.context_id}/instructions", {"text": evil}).status_code == 200
+    assert client.post(f"/live/contexts/{confirmation.context_id}/snapshots", {"label": evil}).status_code == 200
+    pages = [
+        client.get(f"/live/contexts/{confirmation.context_id}/").content.decode(),
+        client.get(f"/live/?task={task.id}").content.decode(),
+        client.get(f"/replay/{confirmation.context_id}/").content.decode(),
+        client.get(f"/live/log/?task={task.id}").content.decode(),
+    ]
+    for html in pages:
+        assert evil not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in pages[0] and "&lt;img" in pages[2] and "&lt;img" in pages[3]
+    client.post(f"/live/confirmations/{confirmation.id}", {"approve": "false"})
+    wait_for_task(runtime_host, task.id)

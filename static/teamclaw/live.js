@@ -148,8 +148,9 @@
       socket = null;
       if (closedByPage) return;
       attempt += 1;
-      const delay = Math.min(30, 2 ** Math.min(attempt, 5)) * 1000;
-      setStatus("offline · retrying in " + delay / 1000 + " s", "bad");
+      // Exponential back-off with jitter, so a restarted server is not hit by every tab at once.
+      const delay = Math.round(Math.min(30, 2 ** Math.min(attempt, 5)) * (0.5 + Math.random()) * 1000);
+      setStatus("offline · retrying in " + Math.round(delay / 1000) + " s", "bad");
       window.setTimeout(connect, delay);
     };
   }
