@@ -241,3 +241,18 @@ def test_a_tool_waiting_for_confirmation_resumes_when_an_operator_approves_over_
     caller.join(30)
     assert outcome["body"]["success"] is True
     assert ToolConfirmation.objects.get(pk=pending.id).status == "approved"
+
+
+def test_a_saved_matrix_change_applies_from_the_next_task(api, runtime_host):
+    from django.db import transaction
+
+    from capabilities.config import record_change
+    from capabilities.models import InvokePermission
+
+    body = dict(capability_id="schema_query", from_role="coderA", target_role="dba", params={"table": "t"})
+    assert invoke(api, **body)["success"]
+    with transaction.atomic():
+        InvokePermission.objects.filter(project=None, caller__role="coderA", target__role="dba").update(allowed=False)
+        record_change("permission", role="coderA", changed_fields=["can_invoke"])
+    after = invoke(api, **body)
+    assert after["success"] is False and after["error"]["code"] == "permission_denied"
