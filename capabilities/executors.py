@@ -32,7 +32,7 @@ def model_settings() -> ModelSettings:
 
 
 def default_executor() -> str:
-    """The server's default brain: TEAMCLAW_EXECUTOR, ``openai`` once a model is configured."""
+    """The server's default brain: TEAMCLAW_EXECUTOR, else ``openai`` when OPENAI_BASE_URL is set."""
     return str(settings.TEAMCLAW["EXECUTOR"])
 
 

@@ -188,11 +188,11 @@ TEAMCLAW = {
     "OPENAI_BASE_URL": env_url("OPENAI_BASE_URL", {"http", "https"}),
     "OPENAI_API_KEY": env_str("OPENAI_API_KEY"),
     "MODEL": env_str("TEAMCLAW_MODEL") or "gpt-4o-mini",
-    # Model executor (README "Real models"): the default brain is `openai` once a model is configured.
+    # Model executor (README "Real models"): the default brain is `openai` once OPENAI_BASE_URL is set.
     "EXECUTOR": env_choice(
         "TEAMCLAW_EXECUTOR",
         {"offline", "openai"},
-        "openai" if env_str("OPENAI_BASE_URL") or env_str("OPENAI_API_KEY") else "offline",
+        "openai" if env_str("OPENAI_BASE_URL") else "offline",
     ),
     "MODEL_ENDPOINTS": env_model_endpoints(),
     "MODEL_MAX_ROUNDS": env_int("TEAMCLAW_MODEL_MAX_ROUNDS", 8, minimum=1, maximum=50),

@@ -15,7 +15,7 @@ Choosing the executor for one call (``choose_kind``), PRD §4.7 "可在项目级
 1. a card bound to a plugin kind always runs on it;
 2. else the role's effective executor (project override, else the role's own), if set;
 3. else the card's own kind, except that ``offline`` (the card default) follows the
-   server's default brain (``TEAMCLAW_EXECUTOR``; ``openai`` when a model is configured).
+   server's default brain (``TEAMCLAW_EXECUTOR``; ``openai`` when OPENAI_BASE_URL is set).
 """
 
 from __future__ import annotations

@@ -128,8 +128,16 @@ class ModelSettings:
         return bool(self.endpoints)
 
     def secrets(self) -> list[str]:
-        """Every API key (for redaction)."""
-        return [e.api_key for e in self.endpoints.values() if e.api_key]
+        """Every API key, and any password or query in an endpoint URL (for redaction)."""
+        found = []
+        for endpoint in self.endpoints.values():
+            found.append(endpoint.api_key)
+            try:
+                parts = urlsplit(endpoint.base_url)
+            except ValueError:
+                continue
+            found += [parts.password or "", parts.query]
+        return sorted({s for s in found if s}, key=len, reverse=True)
 
 
 @dataclass(frozen=True)

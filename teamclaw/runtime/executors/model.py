@@ -26,8 +26,11 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import httpx2
+import openai
+
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
-from teamclaw.runtime.executors.chat import ModelChat, ModelOptions, ModelSettings, resolve_options
+from teamclaw.runtime.executors.chat import ModelChat, ModelOptions, ModelSettings, redact, resolve_options
 from teamclaw.runtime.executors.function_tools import FunctionTools
 from teamclaw.runtime.schemas import compile_schema, schema_errors
 
@@ -285,11 +288,18 @@ class OpenAIExecutor:
         self.handlers[capability_id] = handler
 
     async def execute(self, call: ExecutionCall) -> dict[str, Any]:
+        """Run ``call`` on the model; AgentFailure as ``ModelSession.answer`` raises. Any
+        other error of the client becomes ``executor_error`` with keys redacted."""
         session = ModelSession(call, self.settings)
         try:
             handler = self.handlers.get(call.card.capability_id)
             if handler is not None:
                 return await handler(call, session)
             return await session.run_capability()
+        except (openai.OpenAIError, httpx2.HTTPError, ValueError, TypeError) as exc:
+            message = redact(f"{type(exc).__name__}: {exc}", self.settings.secrets())
+            raise AgentFailure(
+                ErrorCode.EXECUTOR_ERROR, f"the model call failed: {message[:500]}", {}, retryable=False
+            ) from None
         finally:
             await session.close()
