@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,7 +39,15 @@ class Failure:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-Reply = Completion | Failure
+@dataclass
+class Trickle:
+    """A stream that never finishes: a piece of text every ``interval_s`` for ``seconds``."""
+
+    seconds: float = 10.0
+    interval_s: float = 0.05
+
+
+Reply = Completion | Failure | Trickle
 Brain = Callable[[dict[str, Any]], Reply]
 
 
@@ -58,6 +67,7 @@ class ModelServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.replies: list[Reply] = []
+        self.disconnects = 0
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._httpd.daemon_threads = True
@@ -117,6 +127,8 @@ class ModelServer:
                 reply = server._next(body)
                 if isinstance(reply, Failure):
                     self._json(reply.status, {"error": {"message": reply.message}}, reply.headers)
+                elif isinstance(reply, Trickle):
+                    self._trickle(body, reply)
                 elif body.get("stream"):
                     self._stream(body, reply)
                 else:
@@ -160,6 +172,22 @@ class ModelServer:
                         "total_tokens": sum(reply.usage),
                     }
                 return data
+
+            def _trickle(self, body: dict[str, Any], reply: Trickle) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                chunk = {"id": "t", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+                chunk["choices"] = [{"index": 0, "delta": {"content": "and "}, "finish_reason": None}]
+                deadline = time.monotonic() + reply.seconds
+                try:
+                    while time.monotonic() < deadline:
+                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                        self.wfile.flush()
+                        time.sleep(reply.interval_s)
+                except (BrokenPipeError, ConnectionResetError):
+                    with server._lock:
+                        server.disconnects += 1
 
             def _stream(self, body: dict[str, Any], reply: Completion) -> None:
                 self.send_response(200)

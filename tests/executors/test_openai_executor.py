@@ -16,6 +16,7 @@ from teamclaw.runtime import (
     Constraints,
     EventKind,
     ExecutorRegistry,
+    InvokeRequest,
     OfflineExecutor,
     Runtime,
 )
@@ -23,7 +24,7 @@ from teamclaw.runtime.executors.chat import STREAM_PROGRESS_CHARS, ModelEndpoint
 from teamclaw.runtime.executors.model import OpenAIExecutor
 from teamclaw.runtime.messages import DeliveryStatus, MessageType
 from tests.factories import echo_card, object_schema, small_snapshot
-from tests.model_server import Completion, Failure, ModelServer
+from tests.model_server import Completion, Failure, ModelServer, Trickle
 
 API_KEY = "sk-test-0123456789abcdef"
 PLAN_OUTPUT = {
@@ -247,7 +248,8 @@ async def test_malformed_tool_call_json_is_reported_to_the_model_once():
     assert told["success"] is False and "not valid JSON" in told["error"]["message"]
     (fixed,) = tool_messages(server.requests[2])[1:]
     assert fixed == {"success": True, "data": {"text": "fixed"}}
-    assert any(e["code"] == "malformed_tool_call" for e in context_of(sink, "a").errors)
+    (note,) = context_of(sink, "a").errors
+    assert note["code"] == "executor_error" and note["details"]["reason"] == "malformed_tool_call"
 
 
 async def test_malformed_tool_call_json_twice_is_an_executor_error():
@@ -275,7 +277,7 @@ async def test_a_model_that_never_stops_calling_tools_is_cut_off_after_max_round
 async def test_an_invalid_answer_gets_one_repair_attempt_with_the_errors():
     script = [Completion(json.dumps({"summary": "no steps"})), answer(summary="repaired")]
     with ModelServer(script) as server:
-        runtime, _ = runtime_for(server)
+        runtime, sink = runtime_for(server)
         result = await run_plan(runtime)
     assert result.success, result.error
     assert result.data["summary"] == "repaired"
@@ -283,6 +285,8 @@ async def test_an_invalid_answer_gets_one_repair_attempt_with_the_errors():
     assert repair["role"] == "user" and "steps" in repair["content"]
     assert server.requests[1]["messages"][-2] == {"role": "assistant", "content": script[0].content}
     assert server.requests[1].get("tool_choice") == "none"
+    (note,) = context_of(sink, "a").errors
+    assert note["code"] == "output_invalid" and note["details"]["reason"] == "answer_repair"
 
 
 async def test_an_answer_still_invalid_after_the_repair_is_output_invalid():
@@ -352,3 +356,21 @@ async def test_the_model_server_being_down_is_unavailable(stream):
     result = await run_plan(runtime)
     assert not result.success and result.error.code == "unavailable"
     assert result.error.details["attempts"] == 2
+
+
+async def test_a_stream_that_never_ends_is_stopped_at_the_invoke_deadline():
+    snapshot = small_snapshot(
+        cards=list(team().cards.values()),
+        roles=["a", "b", "c"],
+        allowed=[("b", "a")],
+        constraints=Constraints(timeout_s=1, max_retries=0),
+    )
+    with ModelServer([Trickle(seconds=30)]) as server:
+        runtime, sink = runtime_for(server, snapshot, stream=True)
+        try:
+            result = await runtime.invoke(InvokeRequest("plan", {"goal": "forever"}, target_role="a"), from_role="b")
+        finally:
+            await runtime.stop()
+    assert not result.success and result.error.code == "timeout"
+    assert len(server.requests) == 1
+    assert context_of(sink, "a").api_calls == 0  # nothing was charged for an answer never finished

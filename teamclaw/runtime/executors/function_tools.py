@@ -218,9 +218,9 @@ class FunctionTools:
             )
         self.call.context.errors.append(
             {
-                "code": "malformed_tool_call",
+                "code": str(ErrorCode.EXECUTOR_ERROR),
                 "message": f"{request.name}: {reason}; the model was told once",
-                "details": {"arguments": request.arguments[:500]},
+                "details": {"reason": "malformed_tool_call", "recovered": True, "arguments": request.arguments[:500]},
             }
         )
         return f"{reason}. Call the function again with a single JSON object as its arguments."

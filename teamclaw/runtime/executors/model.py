@@ -204,9 +204,9 @@ class ModelSession:
             repairing = True
             self.call.context.errors.append(
                 {
-                    "code": "answer_repair",
+                    "code": str(ErrorCode.OUTPUT_INVALID),
                     "message": f"{what}: the model's answer was invalid; asked once to repair it",
-                    "details": {"errors": errors[:20]},
+                    "details": {"reason": "answer_repair", "recovered": True, "errors": errors[:20]},
                 }
             )
             messages.append({"role": "assistant", "content": reply.content[:MAX_ANSWER_ECHO_CHARS]})
