@@ -229,3 +229,26 @@ def test_plugin_urls_are_checked_before_registration():
 def test_malformed_allowed_host_entries_are_refused(entry):
     with pytest.raises(ValueError, match=r"not a host|no host|host or host:port"):
         parse_allowed_hosts([entry])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9000\\@evil.example/run",  # backslash: hosts differ between URL parsers
+        "http://evil.example#@127.0.0.1:9000/run",
+        "http://127.0.0.1:9000@evil.example/run",
+        "http://evil.example/run?next=http://127.0.0.1:9000/",
+    ],
+)
+def test_urls_that_parsers_read_differently_are_refused(url):
+    assert check_plugin_url(url, parse_allowed_hosts(["127.0.0.1:9000"]))
+
+
+async def test_plain_http_is_sent_to_the_address_that_was_checked():
+    executor = HttpExecutor(["localhost"], resolver=resolving_to("127.0.0.1"))
+    target = await executor.target("http://localhost:8080/run?q=1#fragment")
+    assert (target.url, target.host_header, target.address) == (
+        "http://127.0.0.1:8080/run?q=1",
+        "localhost:8080",
+        "127.0.0.1",
+    )
