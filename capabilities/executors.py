@@ -16,7 +16,8 @@ from capabilities.config import record_change
 from capabilities.models import AgentRole, Project, RoleExecutor
 from teamclaw.runtime.config import ConfigSnapshot
 from teamclaw.runtime.executors import BUILTIN_KINDS, choose_kind
-from teamclaw.runtime.executors.chat import MODEL_NAME, ModelSettings
+from teamclaw.runtime.executors.chat import MODEL_NAME, ModelSettings, option_errors
+from teamclaw.runtime.executors.http import check_plugin_url, parse_allowed_hosts
 from teamclaw.runtime.executors.plugins import entry_point_kinds
 
 KIND_LABELS = {
@@ -165,3 +166,18 @@ def workflow_executors(snapshot: ConfigSnapshot, capability_ids: tuple[str, ...]
         for owner in card.owner_roles
     }
     return "+".join(sorted(kinds))[:40] or default
+
+
+def plugin_url_errors(url: Any) -> list[str]:
+    """Why ``url`` cannot be a plugin capability's ``executor_config.url`` (US-12) under
+    TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS: scheme, credentials in the URL, host or port not
+    allowed. Empty when it may be registered. No DNS lookup (the executor checks addresses
+    on every call)."""
+    return check_plugin_url(url, parse_allowed_hosts(settings.TEAMCLAW["HTTP_EXECUTOR_ALLOWED_HOSTS"]))
+
+
+def model_option_errors(config: dict[str, Any]) -> dict[str, list[str]]:
+    """Problems with the model options in a card's ``executor_config`` (``model``,
+    ``endpoint``, ``max_rounds``, ``stream``, ``max_output_tokens``, ``temperature``) as
+    ``{key: [reason]}``; endpoints must be configured on this server."""
+    return option_errors(config, model_settings().endpoints.keys())

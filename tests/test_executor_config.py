@@ -130,3 +130,13 @@ def test_a_model_default_without_a_server_is_flagged(page_client, builtin, setti
     settings.TEAMCLAW = {**settings.TEAMCLAW, "EXECUTOR": "openai", "OPENAI_BASE_URL": "", "OPENAI_API_KEY": ""}
     page = page_client.get("/").content.decode()
     assert "no model configured" in page
+
+
+def test_registration_helpers_check_plugin_urls_and_model_options(model_settings):
+    from capabilities.executors import model_option_errors, plugin_url_errors
+
+    model_settings.TEAMCLAW = {**model_settings.TEAMCLAW, "HTTP_EXECUTOR_ALLOWED_HOSTS": ["plugins.example.com"]}
+    assert plugin_url_errors("https://plugins.example.com/translate") == []
+    assert "not in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS" in plugin_url_errors("https://169.254.169.254/")[0]
+    assert model_option_errors({"model": "m", "endpoint": "local"}) == {}
+    assert set(model_option_errors({"endpoint": "gone", "max_rounds": 99})) == {"endpoint", "max_rounds"}
