@@ -197,6 +197,7 @@ TEAMCLAW = {
     "MODEL_ENDPOINTS": env_model_endpoints(),
     "MODEL_MAX_ROUNDS": env_int("TEAMCLAW_MODEL_MAX_ROUNDS", 8, minimum=1, maximum=50),
     "MODEL_STREAM": env_bool("TEAMCLAW_MODEL_STREAM", True),
+    "MODEL_FUNCTIONS": env_bool("TEAMCLAW_MODEL_FUNCTIONS", True),
     "MODEL_MAX_RETRIES": env_int("TEAMCLAW_MODEL_MAX_RETRIES", 3, minimum=0, maximum=10),
     "MODEL_REQUEST_TIMEOUT_S": env_int("TEAMCLAW_MODEL_REQUEST_TIMEOUT_S", 120, minimum=1, maximum=3600),
     "MODEL_MAX_OUTPUT_TOKENS": env_int("TEAMCLAW_MODEL_MAX_OUTPUT_TOKENS", 4096, minimum=16, maximum=1_000_000),

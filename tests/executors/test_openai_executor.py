@@ -374,3 +374,11 @@ async def test_a_stream_that_never_ends_is_stopped_at_the_invoke_deadline():
     assert not result.success and result.error.code == "timeout"
     assert len(server.requests) == 1
     assert context_of(sink, "a").api_calls == 0  # nothing was charged for an answer never finished
+
+
+async def test_with_functions_off_the_model_is_offered_none():
+    with ModelServer([answer()]) as server:
+        runtime, _ = runtime_for(server, functions=False)
+        result = await run_plan(runtime)
+    assert result.success, result.error
+    assert "tools" not in server.requests[0] and "functions offered" not in server.requests[0]["messages"][1]["content"]

@@ -94,6 +94,7 @@ class ModelSettings:
     model: str = "gpt-4o-mini"
     max_rounds: int = 8
     stream: bool = True
+    functions: bool = True
     max_retries: int = 3
     request_timeout_s: float = 120.0
     max_output_tokens: int = 4096
@@ -102,7 +103,7 @@ class ModelSettings:
     @classmethod
     def from_mapping(cls, conf: Mapping[str, Any]) -> ModelSettings:
         """Build from ``settings.TEAMCLAW`` (keys OPENAI_BASE_URL, OPENAI_API_KEY, MODEL,
-        MODEL_ENDPOINTS, MODEL_MAX_ROUNDS, MODEL_STREAM, MODEL_MAX_RETRIES,
+        MODEL_ENDPOINTS, MODEL_MAX_ROUNDS, MODEL_STREAM, MODEL_FUNCTIONS, MODEL_MAX_RETRIES,
         MODEL_REQUEST_TIMEOUT_S, MODEL_MAX_OUTPUT_TOKENS, MODEL_TOKEN_LIMIT_FIELD)."""
         endpoints: dict[str, ModelEndpoint] = {}
         if conf.get("OPENAI_BASE_URL") or conf.get("OPENAI_API_KEY"):
@@ -116,6 +117,7 @@ class ModelSettings:
             model=conf.get("MODEL") or cls.model,
             max_rounds=int(conf.get("MODEL_MAX_ROUNDS", cls.max_rounds)),
             stream=bool(conf.get("MODEL_STREAM", cls.stream)),
+            functions=bool(conf.get("MODEL_FUNCTIONS", cls.functions)),
             max_retries=int(conf.get("MODEL_MAX_RETRIES", cls.max_retries)),
             request_timeout_s=float(conf.get("MODEL_REQUEST_TIMEOUT_S", cls.request_timeout_s)),
             max_output_tokens=int(conf.get("MODEL_MAX_OUTPUT_TOKENS", cls.max_output_tokens)),
@@ -150,6 +152,7 @@ class ModelOptions:
     stream: bool
     max_output_tokens: int
     temperature: float | None = None
+    functions: bool = True
 
 
 OPTION_TYPES: dict[str, tuple[type, ...]] = {
@@ -157,6 +160,7 @@ OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "endpoint": (str,),
     "max_rounds": (int,),
     "stream": (bool,),
+    "functions": (bool,),
     "max_output_tokens": (int,),
     "temperature": (int, float),
 }
@@ -227,6 +231,7 @@ def resolve_options(settings: ModelSettings, card: CardSpec, role: RoleSpec | No
         model=merged.get("model", settings.model),
         max_rounds=merged.get("max_rounds", settings.max_rounds),
         stream=merged.get("stream", settings.stream),
+        functions=merged.get("functions", settings.functions),
         max_output_tokens=merged.get("max_output_tokens", settings.max_output_tokens),
         temperature=float(merged["temperature"]) if "temperature" in merged else None,
     )

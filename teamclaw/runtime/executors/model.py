@@ -225,12 +225,13 @@ class ModelSession:
         return errors
 
     async def run_capability(self) -> dict[str, Any]:
-        """The generic brain: the capability's task, the role's functions, a schema-valid answer."""
+        """The generic brain: the capability's task, the role's functions (unless the
+        ``functions`` option is off, for servers without function calling), a schema-valid answer."""
         call = self.call
-        tools = FunctionTools(call)
+        tools = FunctionTools(call) if self.options.functions else None
         messages = [
             {"role": "system", "content": self.system_prompt()},
-            {"role": "user", "content": task_message(call, bool(tools.specs()))},
+            {"role": "user", "content": task_message(call, bool(tools and tools.specs()))},
         ]
         _, output_validator = call.runtime.validators.for_card(call.card)
         return await self.answer(messages, call.card.output_schema, tools=tools, validator=output_validator)
