@@ -5,8 +5,10 @@ private to the people responsible for them:
 
 - **see every task**: staff, superusers and users holding ``monitoring.view_task``;
 - **see a task**: the above, and the user who started it (``Task.created_by``);
-- **operate a task** (approve or reject its tool confirmations, send a user instruction,
-  take a manual snapshot): staff, superusers and the user who started it.
+- **operate a task** (send a user instruction, take a manual snapshot): staff, superusers
+  and the user who started it;
+- **decide tool confirmations** (PRD §4.7 ⚠️: code execution, deployment, network...): staff
+  and superusers only, as ``POST /api/v1/confirmations/{id}`` requires.
 
 A task nobody started (a standalone invoke or hook from the API, a command-line run) is
 visible to the see-every-task group only. A task, context or snapshot the user may not see
@@ -58,6 +60,11 @@ def can_operate_task(user: Any, task: Task) -> bool:
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
     return bool(user.is_staff or user.is_superuser or task.created_by_id == user.pk)
+
+
+def can_decide_confirmations(user: Any) -> bool:
+    """Whether ``user`` may approve or reject tool confirmations (staff and superusers)."""
+    return bool(getattr(user, "is_authenticated", False) and user.is_active and (user.is_staff or user.is_superuser))
 
 
 @dataclass(frozen=True, slots=True)

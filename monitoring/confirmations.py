@@ -1,58 +1,56 @@
-"""Deciding tool confirmations (PRD §4.7 ⚠️ 需要用户确认后才能执行).
+"""Operators deciding tool confirmations (PRD §4.7 ⚠️ 需要用户确认).
 
-``decide(confirmation_id, approve, user)`` is the one way an operator approves or rejects a
-tool use waiting in ``waiting_user``: the runtime resumes (approved) or fails the tool use
-with ``tool_denied`` (rejected), records the decision and the recorder writes it.
+The runtime holds the waiting tool call; the database holds the record. ``decide`` checks the
+record, hands the decision to the runtime and reports what happened.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
+
+from django.utils import timezone
 
 from monitoring.models import ToolConfirmation
 
-DECIDE_TIMEOUT_S = 10.0
-
 
 class ConfirmationError(Exception):
-    """A decision refused: ``status`` 404 (unknown) or 409 (not waiting any more), ``reason``."""
+    """A decision that cannot be applied; ``status`` is the HTTP status that fits (404/409)."""
 
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
         self.status = status
-        self.reason = reason
-
-
-async def _resolve(runtime: Any, confirmation_id: str, approve: bool, decided_by: str) -> dict[str, Any]:
-    return runtime.resolve_confirmation(confirmation_id, approve, decided_by)
 
 
 def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
-    """Approve or reject a pending tool confirmation as ``user``; returns the decided
-    confirmation ``{id, context_id, instance_id, role, task_id, project_id, tool, args,
-    status, created_at, expires_at, decided_by}`` once the recorder committed it.
+    """Approve or reject a pending confirmation; the waiting agent resumes or fails with
+    ``tool_denied``. Returns the confirmation as the runtime reports it.
 
-    Raises ConfirmationError 404 for an unknown id, 409 when it is no longer pending or no
-    runtime of this server is waiting for it (e.g. after a restart).
+    Raises ConfirmationError: 404 unknown id; 409 already decided, expired, or no longer
+    waiting in this server's runtime (it restarted or the request timed out).
     """
-    from monitoring.host import current_host
+    from monitoring.host import get_host
 
-    row = ToolConfirmation.objects.filter(pk=confirmation_id).first()
-    if row is None:
-        raise ConfirmationError(404, f"there is no tool confirmation {confirmation_id}")
-    if row.status != "pending":
-        raise ConfirmationError(409, f"this confirmation was already {row.status}")
-    host = current_host()
-    if host is None or host.runtime is None:
-        raise ConfirmationError(409, "no agent is waiting for this confirmation any more (the server restarted)")
-    decided_by = user.get_username() if hasattr(user, "get_username") else str(user)
-    future = asyncio.run_coroutine_threadsafe(
-        _resolve(host.runtime, confirmation_id, bool(approve), decided_by), host.loop
-    )
+    record = ToolConfirmation.objects.filter(pk=confirmation_id).first()
+    if record is None:
+        raise ConfirmationError(f"confirmation {confirmation_id} does not exist", 404)
+    if record.status != "pending":
+        raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
+    host = get_host()
+    assert host.runtime is not None
+    runtime = host.runtime
+
+    async def resolve() -> dict[str, Any]:
+        return runtime.resolve_confirmation(confirmation_id, approve, decided_by=user.get_username())
+
     try:
-        result = future.result(DECIDE_TIMEOUT_S)
+        result = host.call(resolve(), timeout=10)
     except KeyError:
-        raise ConfirmationError(409, "no agent is waiting for this confirmation any more") from None
-    host.recorder.flush(DECIDE_TIMEOUT_S)
+        ToolConfirmation.objects.filter(pk=confirmation_id, status="pending").update(
+            status="expired", decided_at=timezone.now()
+        )
+        raise ConfirmationError(
+            f"confirmation {confirmation_id} is no longer waiting (it timed out or the server restarted)", 409
+        ) from None
+    host.recorder.flush()
     return result

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from capabilities.models import Project
 from monitoring import context_actions, live_items, live_state, replay, token_stats
-from monitoring.access import can_operate_task, visible_contexts, visible_tasks
+from monitoring.access import can_decide_confirmations, can_operate_task, visible_contexts, visible_tasks
 from monitoring.call_graph import call_graph
 from monitoring.confirmations import ConfirmationError, decide
 from monitoring.context_actions import ContextActionError, state_from_row
@@ -165,8 +165,8 @@ def live_confirmation(request: HttpRequest, confirmation_id: str) -> HttpRespons
         return render(
             request, "monitoring/_confirmation.html", {"cf": item, "error": "approve: say true or false"}, status=400
         )
-    if not can_operate_task(request.user, task):
-        error = "only staff or the user who started this task may decide its tool confirmations"
+    if not can_decide_confirmations(request.user):
+        error = "only staff may approve or reject tool use"
         return render(request, "monitoring/_confirmation.html", {"cf": item, "error": error}, status=403)
     try:
         decided = decide(confirmation_id, raw in ("true", "1"), request.user)
@@ -175,7 +175,7 @@ def live_confirmation(request: HttpRequest, confirmation_id: str) -> HttpRespons
         return render(
             request,
             "monitoring/_confirmation.html",
-            {"cf": live_items.confirmation_item(row), "error": exc.reason},
+            {"cf": live_items.confirmation_item(row), "error": exc.message},
             status=exc.status,
         )
     return render(request, "monitoring/_confirmation.html", {"cf": live_items.confirmation_item(decided)})

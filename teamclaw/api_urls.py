@@ -4,13 +4,20 @@ from django.urls import path
 
 from capabilities import api as capabilities_api
 from monitoring import api as monitoring_api
-from monitoring import live_api
+from monitoring import live_api, runtime_api
 
 urlpatterns = [
     path("auth/token", monitoring_api.TokenView.as_view(), name="api-token"),
     path("roles", capabilities_api.RoleListView.as_view(), name="api-roles"),
     path("roles/<str:role>", capabilities_api.RoleDetailView.as_view(), name="api-role"),
+    path("roles/<str:role>/executor", capabilities_api.RoleExecutorView.as_view(), name="api-role-executor"),
     path("capabilities", capabilities_api.CapabilityListView.as_view(), name="api-capabilities"),
+    path("capabilities/invoke", runtime_api.InvokeView.as_view(), name="api-invoke"),
+    path(
+        "capabilities/<str:capability_id>/health",
+        runtime_api.CapabilityHealthView.as_view(),
+        name="api-capability-health",
+    ),
     path("capabilities/<str:capability_id>", capabilities_api.CapabilityDetailView.as_view(), name="api-capability"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
@@ -19,4 +26,7 @@ urlpatterns = [
     path("contexts/<str:context_id>/snapshots", live_api.SnapshotListView.as_view(), name="api-context-snapshots"),
     path("contexts/<str:context_id>/instructions", live_api.InstructionView.as_view(), name="api-context-instructions"),
     path("stats/tokens", live_api.TokenStatsView.as_view(), name="api-stats-tokens"),
+    path("hooks", runtime_api.HookView.as_view(), name="api-hooks"),
+    path("messages", monitoring_api.MessageListView.as_view(), name="api-messages"),
+    path("confirmations/<str:confirmation_id>", runtime_api.ConfirmationView.as_view(), name="api-confirmation"),
 ]

@@ -180,7 +180,7 @@ def test_rejecting_a_tool_fails_the_task_with_tool_denied(runtime_host, staff_us
     assert task.status == "failed" and task.error["code"] == "tool_denied"
 
 
-def test_only_people_who_may_operate_a_task_decide_its_confirmations(runtime_host, staff_user, viewer_user):
+def test_only_staff_decide_tool_confirmations(runtime_host, staff_user, viewer_user):
     from django.contrib.auth.models import Permission
 
     task = start_deploying_task(runtime_host, staff_user)
@@ -189,6 +189,9 @@ def test_only_people_who_may_operate_a_task_decide_its_confirmations(runtime_hos
     viewer_user.user_permissions.add(Permission.objects.get(codename="view_task"))
     refused = login(viewer_user).post(f"/live/confirmations/{confirmation.id}", {"approve": "true"})
     assert refused.status_code == 403 and "only staff" in refused.content.decode()
+    task.created_by = viewer_user  # starting a task does not make one an approver of its tools
+    task.save(update_fields=["created_by"])
+    assert login(viewer_user).post(f"/live/confirmations/{confirmation.id}", {"approve": "true"}).status_code == 403
     assert ToolConfirmation.objects.get(pk=confirmation.id).status == "pending"
     assert login(staff_user).post(f"/live/confirmations/{confirmation.id}", {"approve": "false"}).status_code == 200
     wait_for_task(runtime_host, task.id)
