@@ -71,12 +71,15 @@ def capability_detail(request: HttpRequest, capability_id: str) -> HttpResponse:
     if card is None:
         raise Http404(f"no capability {capability_id}")
     document = card_document(card)
+    from monitoring.health import capability_health  # the runtime's view of availability
+
     return render(
         request,
         "capabilities/capability_detail.html",
         {
             "nav": "capabilities",
             "card": document,
+            "health": capability_health(snapshot, capability_id),
             "input_schema": json.dumps(document["input_schema"], indent=2, ensure_ascii=False),
             "output_schema": json.dumps(document["output_schema"], indent=2, ensure_ascii=False),
         },
