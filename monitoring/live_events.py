@@ -237,18 +237,20 @@ def _json_default(value: Any) -> Any:
 
 
 def render_one(
-    kind: str, key: str, item: dict[str, Any], owner_id: int | None = None, extra: dict[str, Any] | None = None
+    kind: str, key: str, item: dict[str, Any], owner_id: int | None = None, *, insert: bool = True
 ) -> LiveEvent:
-    """Render one live thing's fragment and wrap it as a LiveEvent (see module docstring)."""
+    """Render one live thing's fragment and wrap it as a LiveEvent (see module docstring).
+    With ``insert`` False the page only replaces the thing where it is already shown."""
     fragment = FRAGMENTS[kind]
-    html = render_to_string(fragment.template, {fragment.var: item, **(extra or {})})
+    html = render_to_string(fragment.template, {fragment.var: item})
     task_id = item.get("task_id") or (item.get("id") if kind == "task" else "") or ""
+    into = container_id(kind, item) if insert else ""
     payload = {
         "kind": kind,
         "key": key,
         "task_id": task_id,
         "data": item,
-        "swap": {"id": dom_id(kind, item), "into": container_id(kind, item), "where": fragment.where, "html": html},
+        "swap": {"id": dom_id(kind, item), "into": into, "where": fragment.where, "html": html},
     }
     return LiveEvent(
         key=key,
@@ -264,15 +266,18 @@ def render_one(
     )
 
 
-def render(items: list[LiveItem], tasks: dict[str, tuple[int | None, str]]) -> list[LiveEvent]:
-    """Render every item; ``tasks`` maps task id -> (owner user id or None, title)."""
+def render(items: list[LiveItem], tasks: dict[str, tuple[int | None, str, str]]) -> list[LiveEvent]:
+    """Render every item; ``tasks`` maps task id -> (owner user id or None, title, kind).
+
+    The short tasks around a standalone invoke or hook (kind ``invoke``/``hook``) update their
+    own page but are not added to the live page's list of tasks."""
     events = []
     for kind, key, item in items:
         task_id = item.get("task_id") or (item.get("id") if kind == "task" else "")
-        owner, title = tasks.get(task_id, (None, "")) if task_id else (None, "")
+        owner, title, task_kind = tasks.get(task_id, (None, "", "task")) if task_id else (None, "", "task")
         if kind == "task" and title:
             item["title"] = title
-        events.append(render_one(kind, key, item, owner))
+        events.append(render_one(kind, key, item, owner, insert=kind != "task" or task_kind == "task"))
     return events
 
 

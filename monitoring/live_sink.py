@@ -79,7 +79,7 @@ class LiveSink:
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
         self._lost = threading.Event()
-        self._tasks: OrderedDict[str, tuple[int | None, str]] = OrderedDict()
+        self._tasks: OrderedDict[str, tuple[int | None, str, str]] = OrderedDict()
         self.clients = 0
         self.batches = 0
         self.events = 0
@@ -284,16 +284,17 @@ class LiveSink:
         self.failed_sends += 1
         self._lost.set()
 
-    def _task_info(self, task_ids: set[str]) -> dict[str, tuple[int | None, str]]:
-        """task id -> (id of the user who started it or None, title), cached (neither changes)."""
+    def _task_info(self, task_ids: set[str]) -> dict[str, tuple[int | None, str, str]]:
+        """task id -> (id of the user who started it or None, title, kind), cached (none of
+        them changes)."""
         from monitoring.models import Task
 
         known = {t: self._tasks[t] for t in task_ids if t in self._tasks}
         missing = task_ids - known.keys()
         if missing:
-            rows = Task.objects.filter(pk__in=missing).values_list("id", "created_by_id", "title")
-            for task_id, owner, title in rows:
-                known[task_id] = (owner, title or task_id)
+            rows = Task.objects.filter(pk__in=missing).values_list("id", "created_by_id", "title", "kind")
+            for task_id, owner, title, kind in rows:
+                known[task_id] = (owner, title or task_id, kind)
                 self._tasks[task_id] = known[task_id]
             while len(self._tasks) > OWNER_CACHE_SIZE:
                 self._tasks.popitem(last=False)

@@ -210,3 +210,18 @@ async def test_a_confirmation_request_and_its_decision_are_pushed(runtime_host, 
     assert final["data"]["status"] == "completed"
     assert (await sync_to_async(Task.objects.get)(pk=task.id)).status == "completed"
     await close(socket)
+
+
+async def test_a_standalone_invoke_updates_but_does_not_join_the_task_list(runtime_host, staff_user):
+    from teamclaw.runtime.invocation import InvokeRequest
+
+    socket, _, _ = await open_socket("/ws/live/", staff_user)
+    await next_frame(socket)
+    request = InvokeRequest("schema_query", {"table": "users"}, target_role="dba")
+    result = await runtime_host.acall(runtime_host.runtime.invoke(request, from_role="main"))
+    assert result.success, result.error
+    events = await collect_until(socket, task_finished(result.task_id))
+    task_events = [e for e in events if e["kind"] == "task"]
+    assert task_events and all(e["swap"]["into"] == "" for e in task_events)
+    assert any(e["kind"] == "message" and e["data"]["capability_id"] == "schema_query" for e in events)
+    await close(socket)
