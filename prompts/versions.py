@@ -15,8 +15,8 @@ import semver
 BUMPS = ("patch", "minor", "major", "prerelease")
 """How a new version is derived from the highest one. ``patch`` of a pre-release releases it
 (``1.1.0-rc.2`` -> ``1.1.0``), as does ``minor``/``major`` when the pre-release is already
-that kind of bump (``2.0.0-rc.1`` -> ``2.0.0``); ``prerelease`` starts or continues one
-(``1.0.0`` -> ``1.0.1-rc.1`` -> ``1.0.1-rc.2``)."""
+that kind of bump (``2.0.0-rc.1`` -> ``2.0.0``); ``prerelease`` starts one (``1.0.0`` -> ``1.0.1-rc.1``) or continues the
+series in hand (``1.0.1-rc.1`` -> ``1.0.1-rc.2``, ``2.0.0-beta.3`` -> ``2.0.0-beta.4``)."""
 
 FIRST_VERSION = "1.0.0"
 """The version of a template's first version (the built-in defaults and new overrides)."""
@@ -70,4 +70,11 @@ def next_version(existing: Iterable[str], bump: str = "patch", explicit: str | N
         return str(wanted)
     if top is None:
         return FIRST_VERSION
-    return str(top.next_version(bump))
+    if bump == "prerelease" and top.prerelease:
+        # continue the pre-release series in hand (beta.3 -> beta.4), whatever its token
+        bumped = top.next_version("prerelease", prerelease_token=top.prerelease.split(".")[0])
+    else:
+        bumped = top.next_version(bump)
+    if bumped.compare(top) <= 0:  # cannot happen with SemVer rules; refuse rather than go backwards
+        raise VersionError(f"bumping {top} by {bump} does not give a greater version")
+    return str(bumped)
