@@ -188,7 +188,7 @@ def measure(value: Any, *, printable: bool = False, limit: int = MAX_VALUE_SIZE)
             stack.extend((child, depth + 1) for child in children)
         elif printable:
             raise SecurityError(
-                f"only text, numbers, lists and dicts can be printed, not a {_kind(item)}"
+                f"only text, numbers, lists and dicts can be printed, not {_kind(item)}"
                 " (use |list or |join for sequences)"
             )
         else:
@@ -204,14 +204,14 @@ def _kind(value: Any) -> str:
     from jinja2.runtime import LoopContext, Macro
 
     if isinstance(value, LoopContext):
-        return "loop"
+        return "a loop"
     if isinstance(value, Macro):
-        return "macro"
+        return "a macro"
     if isinstance(value, range):
-        return "range"
+        return "a range"
     if isinstance(value, Iterator):
-        return "generator"
-    return "function" if callable(value) else "object"
+        return "a generator"
+    return "a function" if callable(value) else "an object"
 
 
 def _materialize(iterable: Any, what: str) -> list[Any]:

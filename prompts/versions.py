@@ -15,8 +15,9 @@ import semver
 BUMPS = ("patch", "minor", "major", "prerelease")
 """How a new version is derived from the highest one. ``patch`` of a pre-release releases it
 (``1.1.0-rc.2`` -> ``1.1.0``), as does ``minor``/``major`` when the pre-release is already
-that kind of bump (``2.0.0-rc.1`` -> ``2.0.0``); ``prerelease`` starts one (``1.0.0`` -> ``1.0.1-rc.1``) or continues the
-series in hand (``1.0.1-rc.1`` -> ``1.0.1-rc.2``, ``2.0.0-beta.3`` -> ``2.0.0-beta.4``)."""
+that kind of bump (``2.0.0-rc.1`` -> ``2.0.0``); ``prerelease`` starts one (``1.0.0`` ->
+``1.0.1-rc.1``) or continues the series in hand (``1.0.1-rc.1`` -> ``1.0.1-rc.2``,
+``2.0.0-beta.3`` -> ``2.0.0-beta.4``)."""
 
 FIRST_VERSION = "1.0.0"
 """The version of a template's first version (the built-in defaults and new overrides)."""
