@@ -2,7 +2,8 @@
 
 Templates are Jinja2, compiled once per distinct content by ``prompts.sandbox.PromptSandbox``
 (``StrictUndefined``, no internals, no mutation, size limits on every value) and rendered
-with a time limit (0.5 s) and an output limit (200,000 characters):
+with a time limit (0.5 s, checked on every loop iteration and call) and an output limit
+(200,000 characters):
 
 - a declared variable that is required, not given and without a default is an error naming
   it; declared defaults apply; any other undefined name is an error naming it;
@@ -21,8 +22,6 @@ calls ``system_prompt`` on its own thread with the task's pinned ConfigSnapshot.
 from __future__ import annotations
 
 import re
-import sys
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,7 +31,15 @@ from typing import Any
 from jinja2 import Template, TemplateSyntaxError, UndefinedError, meta, nodes
 from jinja2.exceptions import SecurityError
 
-from prompts.sandbox import REMOVED_FILTERS, PromptSandbox, SandboxLimitError, measure
+from prompts.sandbox import (
+    REMOVED_FILTERS,
+    PromptSandbox,
+    RenderTimeout,
+    SandboxLimitError,
+    deadline,
+    guard_loops,
+    measure,
+)
 from teamclaw.runtime.config import ConfigSnapshot, LayeredPrompt
 
 MAX_TEMPLATE_CHARS = 50_000
@@ -104,10 +111,6 @@ class PromptRenderError(ValueError):
         return self.kind in ("syntax", "security", "limit")
 
 
-class _RenderTimeout(BaseException):
-    """Raised inside template frames past the deadline (a BaseException, so nothing swallows it)."""
-
-
 # ---------------------------------------------------------------------------- compiling
 def _policy_errors(ast: nodes.Template) -> None:
     """Refuse what a prompt template may never do, before it runs."""
@@ -138,7 +141,7 @@ def _compiled(content: str) -> tuple[Template, frozenset[str]]:
         ast = ENV.parse(content)
         _policy_errors(ast)
         used = frozenset(meta.find_undeclared_variables(ast)) - set(ENV.globals)
-        return ENV.from_string(ast), used
+        return ENV.from_string(guard_loops(ast)), used
     except TemplateSyntaxError as exc:
         raise PromptRenderError(f"syntax error: {_safe(exc.message or '')}", kind="syntax", line=exc.lineno) from None
     except RecursionError:
@@ -245,20 +248,18 @@ def render(content: str, variables: Iterable[Mapping[str, Any]] = (), values: Ma
 
 
 def _run(template: Template, context: dict[str, Any]) -> str:
-    deadline = time.perf_counter() + MAX_RENDER_SECONDS
-    previous = sys.gettrace()
-    sys.settrace(_tracer(deadline))
     chunks: list[str] = []
     size = 0
     try:
-        for chunk in template.generate(context):
-            size += len(chunk)
-            if size > MAX_OUTPUT_CHARS:
-                raise PromptRenderError(f"the rendered prompt exceeds {MAX_OUTPUT_CHARS:,} characters", kind="limit")
-            chunks.append(chunk)
-        if time.perf_counter() > deadline:
-            raise _RenderTimeout
-    except _RenderTimeout:
+        with deadline(MAX_RENDER_SECONDS):
+            for chunk in template.generate(context):
+                size += len(chunk)
+                if size > MAX_OUTPUT_CHARS:
+                    raise PromptRenderError(
+                        f"the rendered prompt exceeds {MAX_OUTPUT_CHARS:,} characters", kind="limit"
+                    )
+                chunks.append(chunk)
+    except RenderTimeout:
         raise PromptRenderError(f"rendering took longer than {MAX_RENDER_SECONDS} s", kind="limit") from None
     except PromptRenderError:
         raise
@@ -275,27 +276,7 @@ def _run(template: Template, context: dict[str, Any]) -> str:
     except Exception as exc:  # any other failure of the template's own logic, told without internals
         line = _line(exc.__traceback__)
         raise PromptRenderError(f"{type(exc).__name__}: {_safe(str(exc))}", kind="error", line=line) from None
-    finally:
-        sys.settrace(previous)
     return "".join(chunks)
-
-
-def _tracer(deadline: float) -> Any:
-    """A trace function that stops template code running past ``deadline`` (perf_counter s)."""
-
-    def local(frame: Any, event: str, arg: Any) -> Any:
-        if event == "line" and time.perf_counter() > deadline:
-            raise _RenderTimeout
-        return local
-
-    def global_trace(frame: Any, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename == "<template>":
-            if time.perf_counter() > deadline:
-                raise _RenderTimeout
-            return local
-        return None
-
-    return global_trace
 
 
 def _line(tb: TracebackType | None) -> int | None:

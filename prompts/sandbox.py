@@ -29,16 +29,18 @@ refused and never includes an object's repr; ``prompts.render`` turns it into a
 from __future__ import annotations
 
 import re
+import threading
+import time
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import update_wrapper
 from itertools import islice
 from typing import Any
 
-from jinja2 import StrictUndefined, Undefined
+from jinja2 import StrictUndefined, Undefined, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
-from jinja2.nodes import Concat
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import _PassArg
 
@@ -167,6 +169,13 @@ def measure(value: Any, *, printable: bool = False, limit: int = MAX_VALUE_SIZE)
     but plain data (such objects would print as reprs). An undefined value inside a
     container raises its UndefinedError.
     """
+    kind = type(value)
+    if kind is str:
+        if len(value) > limit:
+            raise too_large()
+        return len(value)
+    if kind is int or kind is float or kind is bool:
+        return 1
     total = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -266,10 +275,50 @@ def check_replace(text: str, old: Any, new: Any, count: Any = -1) -> None:
         raise too_large("the replaced text")
 
 
+# ---------------------------------------------------------------------------- time limit
+class RenderTimeout(BaseException):
+    """Raised inside a render that ran past its deadline."""
+
+
+_clock = threading.local()
+
+
+@contextmanager
+def deadline(seconds: float) -> Generator[None, None, None]:
+    """Give renders in this thread ``seconds`` (wall clock) from now; nested calls keep the
+    earlier deadline."""
+    previous = getattr(_clock, "deadline", None)
+    limit = time.perf_counter() + seconds
+    _clock.deadline = limit if previous is None else min(previous, limit)
+    try:
+        yield
+    finally:
+        _clock.deadline = previous
+
+
+def check_deadline() -> None:
+    """RenderTimeout when this thread's render is past its deadline. Templates call it on
+    every loop iteration and every call (macros, ``loop()``, methods), which are the only
+    ways a template can run long, so no tracing hook is needed."""
+    limit = getattr(_clock, "deadline", None)
+    if limit is not None and time.perf_counter() > limit:
+        raise RenderTimeout
+
+
+def guard_loops(ast: nodes.Template) -> nodes.Template:
+    """Make every ``{% for %}`` of ``ast`` iterate through ``PromptSandbox.guarded_iter``,
+    which checks the deadline on each iteration."""
+    for loop in ast.find_all(nodes.For):
+        guard = nodes.EnvironmentAttribute("guarded_iter", lineno=loop.iter.lineno)
+        loop.iter = nodes.Call(guard, [loop.iter], [], None, None, lineno=loop.iter.lineno)
+        loop.iter.set_environment(ast.environment)
+    return ast
+
+
 class _GuardedCodeGenerator(CodeGenerator):
     """Compiles ``a ~ b`` to a size-checked concatenation (Jinja's own is unchecked)."""
 
-    def visit_Concat(self, node: Concat, frame: Frame) -> None:
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         self.write("environment.checked_concat((")
         for arg in node.nodes:
             self.visit(arg, frame)
@@ -334,6 +383,7 @@ class PromptSandbox(ImmutableSandboxedEnvironment):
         )
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # Jinja's signature
+        check_deadline()
         if not __self.is_safe_callable(__obj):
             raise SecurityError("this object cannot be called in prompt templates")
         owner = getattr(__obj, "__self__", None)
@@ -375,6 +425,13 @@ class PromptSandbox(ImmutableSandboxedEnvironment):
         _check_int(result)
         measure(result)
         return result
+
+    @staticmethod
+    def guarded_iter(iterable: Any) -> Iterator[Any]:
+        """The items of a ``{% for %}`` loop, checking the render deadline before each."""
+        for item in iterable:
+            check_deadline()
+            yield item
 
     def checked_concat(self, values: Iterable[Any]) -> str:
         """``a ~ b ~ ...``: each part must be printable data; the result within limits."""
