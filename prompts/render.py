@@ -164,6 +164,13 @@ def compile_template(content: str) -> Template:
     return _compiled(content)[0]
 
 
+def parse(content: str) -> nodes.Template:
+    """Check ``content`` as ``compile_template`` does and return its syntax tree (for
+    validating imported templates). Raises PromptRenderError."""
+    compile_template(content)
+    return ENV.parse(content)
+
+
 def used_variables(content: str) -> set[str]:
     """Names ``content`` reads from its context (PromptRenderError if it does not compile)."""
     compile_template(content)
