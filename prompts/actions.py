@@ -110,6 +110,8 @@ def check_content(
     then ``values``. Other failures of the sample render (an undefined name, a type error)
     are returned in ``error`` for the caller to show.
     """
+    if isinstance(content, str) and "\x00" in content:
+        raise PromptChangeError("content contains a NUL character", "content")
     try:
         clean = validate_variables(variables)
         compile_template(content)
@@ -238,17 +240,18 @@ def save_version(
     declared = variables if variables is not None else (inherited.variables if inherited else [])
     checked = check_content(content, declared, role=role, project=project)
     lang = _language(language, inherited.language if inherited else "en")
-    if active and (content, checked.variables, lang) == (active.content, active.variables, active.language):
-        raise PromptChangeError(
-            f"nothing to save: content, variables and language are those of the active version {active.version}",
-            "content",
-        )
     try:
         with transaction.atomic():
             _lock(role)
             template, _ = PromptTemplate.objects.get_or_create(role=role, template_type=template_type, project=project)
             active = _active(template)
             _check_base(base_version, active)
+            if active and (content, checked.variables, lang) == (active.content, active.variables, active.language):
+                raise PromptChangeError(
+                    f"nothing to save: content, variables and language are those of the active version "
+                    f"{active.version}",
+                    "content",
+                )
             existing = list(template.versions.values_list("version", flat=True))
             try:
                 number = next_version(existing, bump, version)

@@ -13,8 +13,8 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
-from rest_framework.exceptions import NotFound
+from rest_framework import parsers, serializers, status
+from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
 from rest_framework.request import Request
@@ -60,6 +60,19 @@ class CanEditPrompts(BasePermission):
         if request.method in SAFE_METHODS:
             return bool(request.user and request.user.is_authenticated)
         return can_edit_prompts(request.user)
+
+
+class SafeJSONParser(parsers.JSONParser):
+    """DRF's JSON parser, answering 400 instead of 500 for a body nested too deeply to parse."""
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - the document nests too deeply") from None
+
+
+PARSERS = [SafeJSONParser, parsers.FormParser, parsers.MultiPartParser]
 
 
 class StrictSerializer(serializers.Serializer):
@@ -120,10 +133,10 @@ def _change_error(exc: PromptChangeError) -> Response:
 
 
 def _render_error(exc: PromptRenderError, content_field: str = "content") -> Response:
-    if exc.kind in ("missing", "undefined") and exc.field != "content":
+    if exc.field not in ("content", "variables"):
         key = f"variables.{exc.field}"
     elif exc.template_type:
-        key = f"{exc.template_type}.content"
+        key = f"{exc.template_type}.{exc.field}"
     else:
         key = content_field
     extra = {"kind": exc.kind, "line": exc.line}
@@ -141,10 +154,13 @@ def _lookup(role: str, template_type: str | None = None) -> AgentRole:
         raise NotFound(exc.reason) from None
 
 
-def _project(slug: str | None) -> Any:
+def _project(slug: str | None, *, query: bool = False) -> Any:
+    """The project ``slug`` names: unknown is a 404 in a query string, a 400 in a body."""
     try:
         return get_project(slug)
     except NotFoundError as exc:
+        if query:
+            raise NotFound(exc.reason) from None
         raise serializers.ValidationError({"project": [exc.reason]}) from None
 
 
@@ -165,7 +181,7 @@ class PromptRoleListView(APIView):
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
-        project = _project(request.query_params.get("project"))
+        project = _project(request.query_params.get("project"), query=True)
         roles = [
             {
                 "role": role.role,
@@ -186,7 +202,7 @@ class PromptRoleView(APIView):
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str) -> Response:
         obj = _lookup(role)
-        project = _project(request.query_params.get("project"))
+        project = _project(request.query_params.get("project"), query=True)
         rows = role_overview(obj, project)
         return Response(
             {
@@ -205,11 +221,12 @@ class PromptVersionsView(APIView):
     ``config_version``."""
 
     permission_classes = [CanEditPrompts]
+    parser_classes = PARSERS
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str, template_type: str) -> Response:
         obj = _lookup(role, template_type)
-        project = _project(request.query_params.get("project"))
+        project = _project(request.query_params.get("project"), query=True)
         template = find_template(obj, template_type, project)
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(versions_of(template), request, view=self)
@@ -255,7 +272,7 @@ class PromptVersionView(APIView):
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str, template_type: str, version: str) -> Response:
         obj = _lookup(role, template_type)
-        template = find_template(obj, template_type, _project(request.query_params.get("project")))
+        template = find_template(obj, template_type, _project(request.query_params.get("project"), query=True))
         try:
             return Response(version_document(get_version(template, version)))
         except NotFoundError as exc:
@@ -278,7 +295,7 @@ class PromptDiffView(APIView):
     )
     def get(self, request: Request, role: str, template_type: str) -> Response:
         obj = _lookup(role, template_type)
-        project = _project(request.query_params.get("project"))
+        project = _project(request.query_params.get("project"), query=True)
         missing = {
             name: ["this query parameter is required"] for name in ("from", "to") if not request.query_params.get(name)
         }
@@ -317,6 +334,7 @@ class PromptRollbackView(APIView):
     ``version``'s content, marked as a rollback to it -> 201."""
 
     permission_classes = [CanEditPrompts]
+    parser_classes = PARSERS
 
     @extend_schema(request=RollbackSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, role: str, template_type: str) -> Response:
@@ -346,6 +364,7 @@ class PromptActivateView(APIView):
     active -> 200."""
 
     permission_classes = [CanEditPrompts]
+    parser_classes = PARSERS
 
     @extend_schema(request=ActivateSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, role: str, template_type: str) -> Response:
@@ -373,6 +392,7 @@ class PromptPreviewView(APIView):
     ``{text, undeclared_variables, warnings}``; refused content is a 400 naming the reason."""
 
     permission_classes = [IsAuthenticated]
+    parser_classes = PARSERS
 
     @extend_schema(request=PreviewSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, role: str, template_type: str) -> Response:
@@ -401,6 +421,7 @@ class PromptRenderView(APIView):
     description and prompt enhancement (explicit fields win)."""
 
     permission_classes = [IsAuthenticated]
+    parser_classes = PARSERS
 
     @extend_schema(request=RenderSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, role: str) -> Response:

@@ -14,7 +14,7 @@ from typing import Any
 from capabilities.models import Project
 from capabilities.snapshot import build_snapshot
 from prompts.models import PromptVersion
-from prompts.render import LayerPreview, assemble, render_layers, standard_variables
+from prompts.render import LayerPreview, assemble, check_values, render_layers, standard_variables
 from teamclaw.runtime.config import LayeredPrompt, PromptSpec
 
 
@@ -89,7 +89,7 @@ def preview_role(
     """
     snapshot = build_snapshot(project.slug if project else None)
     merged = standard_variables(snapshot, role, task_description)
-    merged.update(values or {})
+    merged.update(check_values(values or {}))
     layers = render_layers(snapshot.prompts.get(role, {}), merged)
     return RolePreview(
         role=role,

@@ -239,19 +239,30 @@ def render(content: str, variables: Iterable[Mapping[str, Any]] = (), values: Ma
     """
     template = compile_template(content)
     variables = list(variables)
+    for variable in variables:
+        if not isinstance(variable, Mapping) or not isinstance(variable.get("name"), str):
+            raise PromptRenderError("a declared variable has no name", "variables", kind="error")
     context: dict[str, Any] = {v["name"]: v["default"] for v in variables if v.get("default") is not None}
-    for name, value in (values or {}).items():
+    context.update(check_values(values or {}))
+    for variable in variables:
+        if variable.get("required") and variable["name"] not in context:
+            raise PromptRenderError(f"missing required variable '{variable['name']}'", variable["name"], kind="missing")
+    return _run(template, context)
+
+
+def check_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` without the None ones, each checked to be plain data of at most 100,000
+    characters or items nested at most 32 deep. Raises PromptRenderError naming the variable."""
+    out = {}
+    for name, value in values.items():
         if value is None:
             continue
         try:
             measure(value, printable=True)
         except SecurityError as exc:
-            raise PromptRenderError(f"variable '{name}': {exc}", name, kind="limit") from None
-        context[name] = value
-    for variable in variables:
-        if variable.get("required") and variable["name"] not in context:
-            raise PromptRenderError(f"missing required variable '{variable['name']}'", variable["name"], kind="missing")
-    return _run(template, context)
+            raise PromptRenderError(f"variable '{name}': {exc}", str(name), kind="limit") from None
+        out[name] = value
+    return out
 
 
 def _run(template: Template, context: dict[str, Any]) -> str:
