@@ -10,12 +10,13 @@ from typing import Any
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.models import AgentRole, Project
+from capabilities.registration import RegistrationError, register_capability
 from capabilities.registry import card_document, filter_capabilities, role_definition
 from capabilities.snapshot import build_snapshot
 from teamclaw.runtime.config import CATEGORIES, CapabilityType, ConfigSnapshot
@@ -52,7 +53,7 @@ class RoleDetailView(APIView):
 
 class CapabilityListView(APIView):
     """The registry: every capability card, filtered by ``role``, ``category``, ``q`` (search),
-    ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL)."""
+    ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL); POST registers a plugin card (US-12, staff)."""
 
     @extend_schema(
         parameters=[
@@ -83,6 +84,19 @@ class CapabilityListView(APIView):
             capability_type=capability_type,
         )
         return Response({"count": len(cards), "capabilities": [card_document(c) for c in cards]})
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        if not request.user.is_staff:
+            raise PermissionDenied("registering capabilities needs a staff account")
+        if not isinstance(request.data, dict):
+            raise ValidationError({"non_field_errors": ["send a JSON object (a capability card)"]})
+        try:
+            card = register_capability(dict(request.data), actor=request.user)
+        except RegistrationError as exc:
+            first_field, reasons = next(iter(exc.errors.items()))
+            return Response({"detail": f"{first_field}: {reasons[0]}", "errors": exc.errors}, status=exc.status)
+        return Response(card_document(card), status=201)
 
 
 class CapabilityDetailView(APIView):

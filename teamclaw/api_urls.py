@@ -4,6 +4,7 @@ from django.urls import path
 
 from capabilities import api as capabilities_api
 from monitoring import api as monitoring_api
+from monitoring import runtime_api
 from prompts import api as prompts_api
 
 urlpatterns = [
@@ -11,6 +12,12 @@ urlpatterns = [
     path("roles", capabilities_api.RoleListView.as_view(), name="api-roles"),
     path("roles/<str:role>", capabilities_api.RoleDetailView.as_view(), name="api-role"),
     path("capabilities", capabilities_api.CapabilityListView.as_view(), name="api-capabilities"),
+    path("capabilities/invoke", runtime_api.InvokeView.as_view(), name="api-invoke"),
+    path(
+        "capabilities/<str:capability_id>/health",
+        runtime_api.CapabilityHealthView.as_view(),
+        name="api-capability-health",
+    ),
     path("capabilities/<str:capability_id>", capabilities_api.CapabilityDetailView.as_view(), name="api-capability"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
@@ -44,4 +51,7 @@ urlpatterns = [
         prompts_api.PromptPreviewView.as_view(),
         name="api-prompt-preview",
     ),
+    path("hooks", runtime_api.HookView.as_view(), name="api-hooks"),
+    path("messages", monitoring_api.MessageListView.as_view(), name="api-messages"),
+    path("confirmations/<str:confirmation_id>", runtime_api.ConfirmationView.as_view(), name="api-confirmation"),
 ]

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "adrf",
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",

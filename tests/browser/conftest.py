@@ -34,8 +34,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """One Chromium per test module: Playwright's sync API keeps an event loop running in this
+    thread while it is open, which must be closed again before asyncio tests run."""
     if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
         if os.environ.get("TEAMCLAW_REQUIRE_BROWSER") == "1":
             pytest.fail(f"Chromium not found at {CHROMIUM}; install Debian's chromium package")
