@@ -22,10 +22,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.models import AgentRole
-from monitoring.models import Task
 from prompts.actions import PromptChangeError, activate, check_content, rollback, save_version
 from prompts.diff import diff_texts
-from prompts.layers import preview_role
+from prompts.layers import TaskInputError, preview_role, task_inputs
 from prompts.queries import (
     NotFoundError,
     check_template_type,
@@ -433,16 +432,10 @@ class PromptRenderView(APIView):
         description = values.get("task_description", "")
         enhancement = values.get("prompt_enhancement")
         if values.get("task_id"):
-            task = Task.objects.select_related("project").filter(pk=values["task_id"]).first()
-            if task is None:
-                reason = f"task '{values['task_id']}' does not exist"
-                return error_response(f"task_id: {reason}", {"task_id": [reason]})
-            if project is not None and task.project_id not in (None, project.pk):
-                reason = f"task '{task.id}' belongs to project '{task.project.slug}'"
-                return error_response(f"project: {reason}", {"project": [reason]})
-            project = project or task.project
-            description = description or task.description
-            enhancement = task.prompt_enhancement if enhancement is None else enhancement
+            try:
+                project, description, enhancement = task_inputs(values["task_id"], project, description, enhancement)
+            except TaskInputError as exc:
+                return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]})
         try:
             preview = preview_role(
                 obj.role,

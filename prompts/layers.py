@@ -47,6 +47,37 @@ def layered_prompts(project: Project | None) -> dict[str, dict[str, LayeredPromp
     return out
 
 
+class TaskInputError(ValueError):
+    """A ``task_id`` that cannot be previewed; ``field`` names the input at fault."""
+
+    def __init__(self, reason: str, field: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.field = field
+
+
+def task_inputs(
+    task_id: str, project: Project | None, description: str, enhancement: str | None
+) -> tuple[Project | None, str, str]:
+    """``(project, task_description, prompt_enhancement)`` for previewing with task ``task_id``:
+    the task's own values where the caller gave none (PRD §4.5 任务级 Prompt 增强).
+
+    Raises TaskInputError for an unknown task or a ``project`` other than the task's.
+    """
+    from monitoring.models import Task  # monitoring depends on capabilities; prompts reads it only here
+
+    task = Task.objects.select_related("project").filter(pk=task_id).first()
+    if task is None:
+        raise TaskInputError(f"task '{task_id[:64]}' does not exist", "task_id")
+    if project is not None and task.project_id not in (None, project.pk):
+        raise TaskInputError(f"task '{task.id}' belongs to project '{task.project.slug}'", "project")
+    return (
+        project or task.project,
+        description or task.description,
+        task.prompt_enhancement if enhancement is None else enhancement,
+    )
+
+
 @dataclass
 class RolePreview:
     """A role's prompt as an agent would get it (PRD §4.5): each template type's layers, the

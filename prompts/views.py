@@ -25,7 +25,7 @@ from capabilities.models import AgentRole, Project
 from prompts.actions import PromptChangeError, activate, check_content, rollback, sample_values, save_version
 from prompts.api import can_edit_prompts
 from prompts.diff import diff_texts
-from prompts.layers import preview_role
+from prompts.layers import TaskInputError, preview_role, task_inputs
 from prompts.models import TEMPLATE_TYPES
 from prompts.queries import (
     NotFoundError,
@@ -325,18 +325,22 @@ def prompt_layers(request: HttpRequest, role: str) -> HttpResponse:
     enhancement and the final prompt, for a chosen project and task text (htmx refreshes
     the result as the form changes)."""
     scope = _scope(request, role)
-    form = {key: request.GET.get(key, "") for key in ("task_description", "prompt_enhancement", "variables")}
+    keys = ("task_id", "task_description", "prompt_enhancement", "variables")
+    form = {key: request.GET.get(key, "").strip() if key == "task_id" else request.GET.get(key, "") for key in keys}
     result: dict[str, Any] = {}
+    project, description, enhancement = scope["project"], form["task_description"], form["prompt_enhancement"]
     try:
         values = _json_field(form["variables"], "variables", dict)
+        if form["task_id"]:
+            project, description, enhancement = task_inputs(form["task_id"], project, description, enhancement or None)
         result["preview"] = preview_role(
             scope["role"].role,
-            project=scope["project"],
+            project=project,
             values=values,
-            task_description=form["task_description"][:2000],
-            prompt_enhancement=form["prompt_enhancement"][:20_000],
+            task_description=description[:2000],
+            prompt_enhancement=enhancement[:20_000],
         )
-    except PromptChangeError as exc:
+    except (PromptChangeError, TaskInputError) as exc:
         result["error"] = f"{exc.field}: {exc.reason}"
     except PromptRenderError as exc:
         result["error"] = exc.message

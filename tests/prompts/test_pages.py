@@ -248,3 +248,29 @@ def test_a_project_without_an_override_says_so_and_offers_to_add_one(page_client
     html = page_client.get("/prompts/pm/persona/?project=shop").content.decode()
     assert "No override for Online shop" in html and "Add project override" in html
     assert page_client.get("/prompts/pm/persona/edit/?project=shop").status_code == 200
+
+
+def test_the_layered_preview_can_start_from_an_existing_task(page_client, builtin, shop, api):
+    from monitoring.models import Task
+
+    api.post("/api/v1/prompts/pm/persona/versions", {"content": "Shop rule.", "project": "shop"}, format="json")
+    Task.objects.create(
+        id="t-layers", workflow="generic", description="Price the books", project=shop, prompt_enhancement="Cite ISBNs."
+    )
+    html = page_client.get("/prompts/pm/preview/?task_id=t-layers").content.decode()
+    assert "Shop rule." in html and "Current task: Price the books" in html and "Cite ISBNs." in html
+    missing = page_client.get("/prompts/pm/preview/?task_id=nope").content.decode()
+    assert "task_id: task &#x27;nope&#x27; does not exist" in missing
+
+
+def test_the_admin_shows_prompts_read_only(builtin):
+    admin_user = get_user_model().objects.create_superuser("root", password=PASSWORD)
+    page_client = Client()
+    page_client.force_login(admin_user)
+    version = active()
+    assert page_client.get("/admin/prompts/promptversion/").status_code == 200
+    assert page_client.get("/admin/prompts/promptversion/add/").status_code == 403
+    page = page_client.get(f"/admin/prompts/promptversion/{version.pk}/change/")
+    assert page.status_code == 200 and 'name="content"' not in page.content.decode()
+    page_client.post(f"/admin/prompts/promptversion/{version.pk}/change/", {"content": "edited in admin"})
+    assert active().content == version.content
