@@ -21,7 +21,7 @@ from django.utils import timezone
 from capabilities.config import record_change
 from capabilities.models import AgentRole, ConfigChange, Project
 from capabilities.snapshot import build_snapshot
-from prompts.models import PromptTemplate, PromptVersion
+from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
 from prompts.queries import find_template, get_version
 from prompts.render import (
     STANDARD_VARIABLES,
@@ -131,6 +131,11 @@ def check_content(
     return check
 
 
+def _check_type(template_type: str) -> None:
+    if template_type not in TEMPLATE_TYPES:
+        raise PromptChangeError(f"template type '{template_type[:40]}' does not exist", "template_type", 404)
+
+
 def _lock(role: AgentRole) -> None:
     AgentRole.objects.select_for_update().filter(pk=role.pk).first()
 
@@ -231,6 +236,7 @@ def save_version(
     Raises PromptChangeError: bad content, variables, version, bump, language or note (400);
     nothing changed (400); ``base_version`` out of date or a concurrent save (409).
     """
+    _check_type(template_type)
     note = _note(note)
     if not isinstance(content, str):
         raise PromptChangeError("content must be text", "content")
@@ -296,6 +302,7 @@ def rollback(
     Raises PromptChangeError: unknown version (404), it has the active content already (400),
     ``base_version`` out of date (409).
     """
+    _check_type(template_type)
     template = find_template(role, template_type, project)
     try:
         target = get_version(template, version)
@@ -359,6 +366,7 @@ def activate(
     Raises PromptChangeError: unknown version (404), already active or older than the
     active version (409).
     """
+    _check_type(template_type)
     template = find_template(role, template_type, project)
     try:
         target = get_version(template, version)
