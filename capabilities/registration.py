@@ -10,12 +10,11 @@ registration can never make the server call an arbitrary address.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlparse
 
-from django.conf import settings
 from django.db import transaction
 
 from capabilities.config import record_change
+from capabilities.executors import plugin_url_errors
 from capabilities.models import AgentRole, CapabilityCard
 from teamclaw.runtime.schemas import validate_card
 
@@ -27,26 +26,6 @@ class RegistrationError(Exception):
         super().__init__("; ".join(f"{k}: {v[0]}" for k, v in errors.items()))
         self.errors = errors
         self.status = status
-
-
-def allowed_hosts() -> list[str]:
-    return [h.lower() for h in settings.TEAMCLAW["HTTP_EXECUTOR_ALLOWED_HOSTS"]]
-
-
-def check_plugin_url(url: Any) -> list[str]:
-    """Reasons ``url`` cannot be a plugin endpoint (empty when it can)."""
-    if not isinstance(url, str) or not url:
-        return ["executor_config.url is required for an http capability"]
-    parsed = urlparse(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        return ["must be an http:// or https:// URL with a host"]
-    if parsed.username or parsed.password:
-        return ["must not carry credentials"]
-    hosts = allowed_hosts()
-    if parsed.hostname.lower() not in hosts:
-        listed = ", ".join(hosts) if hosts else "none are allowed yet"
-        return [f"host {parsed.hostname!r} is not in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS ({listed})"]
-    return []
 
 
 def register_capability(document: dict[str, Any], *, actor: Any = None, note: str = "") -> CapabilityCard:
@@ -63,8 +42,11 @@ def register_capability(document: dict[str, Any], *, actor: Any = None, note: st
     if not isinstance(config, dict):
         errors.setdefault("executor_config", []).append("must be an object with a url")
     else:
-        for reason in check_plugin_url(config.get("url")):
-            errors.setdefault("executor_config.url", []).append(reason)
+        if not config.get("url"):
+            errors.setdefault("executor_config.url", []).append("an http capability needs the URL to POST to")
+        else:
+            for reason in plugin_url_errors(config.get("url")):
+                errors.setdefault("executor_config.url", []).append(reason)
         extra = set(config) - {"url", "timeout_s"}
         if extra:
             errors.setdefault("executor_config", []).append(f"unknown keys: {', '.join(sorted(extra))}")

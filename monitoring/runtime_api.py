@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 
 from capabilities.models import AgentRole, Project
 from monitoring.confirmations import ConfirmationError, decide
+from monitoring.health import capability_health
 from monitoring.host import get_host
 from teamclaw.runtime import HookEvent, InvokeRequest, Priority, RoutingStrategy
 from teamclaw.runtime.address import AddressError, parse_address
@@ -175,19 +176,13 @@ class CapabilityHealthView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, capability_id: str) -> Response:
-        host = get_host()
-        runtime = host.runtime
-        assert runtime is not None
         project = request.query_params.get("project") or None
         if project and not Project.objects.filter(slug=project).exists():
             raise NotFound(f"project '{project}' does not exist")
-
-        async def health() -> dict[str, Any]:
-            snapshot = await runtime.snapshot_for(project)
-            return runtime.capability_health(snapshot, capability_id)
+        from capabilities.snapshot import build_snapshot
 
         try:
-            return Response(host.call(health(), timeout=30))
+            return Response(capability_health(build_snapshot(project), capability_id))
         except KeyError:
             raise NotFound(f"capability '{capability_id}' does not exist") from None
 

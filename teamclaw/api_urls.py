@@ -11,6 +11,7 @@ urlpatterns = [
     path("auth/token", monitoring_api.TokenView.as_view(), name="api-token"),
     path("roles", capabilities_api.RoleListView.as_view(), name="api-roles"),
     path("roles/<str:role>", capabilities_api.RoleDetailView.as_view(), name="api-role"),
+    path("roles/<str:role>/executor", capabilities_api.RoleExecutorView.as_view(), name="api-role-executor"),
     path("capabilities", capabilities_api.CapabilityListView.as_view(), name="api-capabilities"),
     path("capabilities/invoke", runtime_api.InvokeView.as_view(), name="api-invoke"),
     path(

@@ -143,7 +143,7 @@ def test_registration_lists_every_error_and_refuses_unlisted_hosts(api, builtin)
     assert response.status_code == 400
     errors = response.json()["errors"]
     assert {"version", "category", "output_schema", "executor_config.url"} <= set(errors)
-    assert "not in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS" in errors["executor_config.url"][0]
+    assert "TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS" in errors["executor_config.url"][0]
     assert not CapabilityCard.objects.filter(capability_id="invoice_total").exists()
 
 

@@ -32,6 +32,9 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/browser/" in str(item.fspath):
             item.add_marker(pytest.mark.browser)
+    # The session's Playwright loop stays running in this thread once started; browser tests go
+    # last so async tests (pytest-asyncio needs no running loop) never run after them.
+    items.sort(key=lambda item: "tests/browser/" in str(item.fspath))
 
 
 @pytest.fixture(scope="module")
