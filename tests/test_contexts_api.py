@@ -136,3 +136,11 @@ def test_an_instruction_to_a_running_agent_is_recorded_and_snapshotted(api, runt
 
     decide(confirmation.id, True, staff_user)
     assert wait_for_task(runtime_host, task.id).status == "completed"
+
+
+def test_the_message_log_api_lists_only_tasks_the_caller_may_see(api, finished_task, viewer_user):
+    everything = api.get(f"/api/v1/messages?task_id={finished_task.id}").json()
+    assert everything["count"] > 0
+    viewer = token_client(viewer_user)
+    assert viewer.get(f"/api/v1/messages?task_id={finished_task.id}").json()["count"] == 0
+    assert viewer.get("/api/v1/messages").json()["count"] == 0
