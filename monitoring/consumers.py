@@ -61,6 +61,7 @@ class LiveSocket(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         self.outbox = Outbox(**self.outbox_options)
+        self.last_numbers: dict[Any, Any] = {}
         self.joined = False
         self.counted = False
         user = self.scope.get("user")
@@ -128,13 +129,37 @@ class LiveSocket(AsyncWebsocketConsumer):
 
     # -- group messages ------------------------------------------------------------------
     async def live_batch(self, message: dict[str, Any]) -> None:
+        events = self._events_of(message)
+        if events is None:  # a batch was lost on the way: resynchronise
+            await self.live_resync(message)
+            return
         fell_behind = False
-        for event in unpack(message):
-            if self.wants(event):
+        for event in events:
+            if self.in_group(event) and self.wants(event):
                 fell_behind = self.outbox.push(event.key, event.text) or fell_behind
         if fell_behind:
             await self.send(text_data=self.outbox.behind_frame())
         await self.pump()
+
+    def _events_of(self, message: dict[str, Any]) -> list[LiveEvent] | None:
+        """The batch's events, or None when this consumer missed one (a number skipped, or the
+        shared batch already left the sink's ring)."""
+        sink, number = message.get("sink"), message.get("g")
+        last = self.last_numbers.get(sink)
+        self.last_numbers[sink] = number
+        if last is not None and number != last + 1:
+            return None
+        if "texts" in message:
+            return unpack(message)
+        return get_live_sink().published(message["n"])
+
+    def in_group(self, event: LiveEvent) -> bool:
+        """Whether ``event`` belongs to this socket's group (a shared batch holds every group's)."""
+        if self.group is None or self.group == LIVE_GROUP:
+            return True
+        if self.group.startswith("task."):
+            return event.task_id == self.group[5:]
+        return event.project_id == self.group[8:]
 
     async def live_resync(self, message: dict[str, Any]) -> None:
         """The sink dropped events (overload): resynchronise from the database."""

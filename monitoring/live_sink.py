@@ -8,7 +8,8 @@ when that queue is full the batch is dropped and every client is told to resynch
 the database, so neither the runtime nor the recorder ever waits on a browser.
 
 The sink thread renders each live thing's fragment once, looks up each task's owner (for
-per-user filtering, ``monitoring.access``) and sends one ``live.batch`` message per group:
+per-user filtering, ``monitoring.access``) and sends one numbered ``live.batch`` message per
+group (a consumer that sees a number skipped resynchronises):
 
 - ``live``: everything (the ``/ws/live/`` sockets; each consumer filters for its user);
 - ``project.<slug>``: the events of that project's tasks;
@@ -21,6 +22,12 @@ wait on, so with it ``group_send`` is scheduled onto the server's loop, captured
 ``bind_loop`` when a consumer connects. With ``REDIS_URL`` (channels-redis) any loop works:
 the sink sends from a loop of its own, which also lets a runtime in another process (the
 ``run_workflow`` command) reach the server's browsers.
+
+Memory: with the in-memory layer the rendered batch stays in a ring of the last
+``RING_BATCHES`` publishes shared by every consumer, and only its number crosses the layer
+(which deep-copies each message per receiver and queues up to its capacity per consumer), so
+a lagging consumer costs a few bytes per batch, not a copy of it. With Redis the batch itself
+travels, as two strings.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from django.db import close_old_connections, connection
 from monitoring import live_events
 from monitoring.live_events import LiveEvent, LiveItem
 from teamclaw.runtime.events import RuntimeEvent
+from teamclaw.runtime.messages import new_id
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +57,14 @@ QUEUE_BATCHES = 200
 """Committed batches waiting to be rendered; beyond that the sink drops and asks for a resync."""
 SEND_TIMEOUT_S = 5.0
 SENDS_IN_FLIGHT = 4
-MERGE_ITEMS = 2000
+MERGE_ITEMS = 500
 """Most live things published at once when batches queue up (see ``_run``)."""
 OWNER_CACHE_SIZE = 10_000
+RING_BATCHES = 128
+"""Published batches kept for this process's consumers (in-memory layer): a consumer further
+behind than that resynchronises from the database."""
+GROUP_SEQ_SIZE = 10_000
+RESYNC_EVERY_S = 0.5
 
 
 def task_group(task_id: str) -> str:
@@ -62,6 +75,16 @@ def task_group(task_id: str) -> str:
 def project_group(slug: str) -> str:
     """The Channels group of one project's live events."""
     return f"project.{slug}"
+
+
+def _groups_of(items: list[LiveItem]) -> set[str]:
+    groups = {LIVE_GROUP}
+    for _kind, _key, item in items:
+        if item.get("task_id"):
+            groups.add(task_group(item["task_id"]))
+        if item.get("project_id"):
+            groups.add(project_group(item["project_id"]))
+    return groups
 
 
 class _Flush:
@@ -78,7 +101,7 @@ class LiveSink:
         self._lock = threading.Lock()
         self._server_loop: asyncio.AbstractEventLoop | None = None
         self._own_loop: asyncio.AbstractEventLoop | None = None
-        self._lost = threading.Event()
+        self._lost_groups: set[str] = set()
         self._tasks: OrderedDict[str, tuple[int | None, str, str]] = OrderedDict()
         self.clients = 0
         self.batches = 0
@@ -87,9 +110,13 @@ class LiveSink:
         self.dropped_batches = 0
         self.failed_sends = 0
         self.busy_s = 0.0
-        self._in_flight: deque[Future[None]] = deque()
+        self._in_flight: deque[tuple[Future[None], set[str]]] = deque()
         self._send_lock: asyncio.Lock | None = None
         self._send_lock_loop: asyncio.AbstractEventLoop | None = None
+        self.sink_id = new_id()[:12]
+        self._published = 0
+        self._ring: dict[int, list[LiveEvent]] = {}
+        self._group_seq: OrderedDict[str, int] = OrderedDict()
 
     # -- wiring ------------------------------------------------------------------------------
     def start(self) -> LiveSink:
@@ -142,7 +169,7 @@ class LiveSink:
             self._queue.put_nowait(items)
         except queue.Full:
             self.dropped_batches += 1
-            self._lost.set()
+            self._lose(_groups_of(items))
 
     def publish_items(self, items: list[LiveItem]) -> None:
         """Publish live things an action committed outside the runtime (a snapshot taken from
@@ -153,7 +180,12 @@ class LiveSink:
             self._queue.put_nowait(items)
         except queue.Full:
             self.dropped_batches += 1
-            self._lost.set()
+            self._lose(_groups_of(items))
+
+    def _lose(self, groups: set[str]) -> None:
+        """Events for ``groups`` were dropped: their sockets must resynchronise."""
+        with self._lock:
+            self._lost_groups |= groups
 
     @property
     def backlog(self) -> int:
@@ -171,7 +203,13 @@ class LiveSink:
     # -- the sink's thread ----------------------------------------------------------------
     def _run(self) -> None:
         while True:
-            first = self._queue.get()
+            try:
+                first = self._queue.get(timeout=RESYNC_EVERY_S)
+            except queue.Empty:
+                # Nothing new to publish, but sockets that lost events must still hear of it.
+                if self._lost_groups:
+                    self._send(self._resyncs())
+                continue
             if first is None:
                 break
             # Under load, take every batch already waiting and publish them as one: a
@@ -223,13 +261,45 @@ class LiveSink:
                 sends.setdefault(task_group(event.task_id), []).append(event)
             if event.project_id:
                 sends.setdefault(project_group(event.project_id), []).append(event)
-        messages = [(group, {"type": "live.batch", **live_events.pack(batch)}) for group, batch in sends.items()]
-        if self._lost.is_set():
-            self._lost.clear()
-            messages.append((LIVE_GROUP, {"type": "live.resync"}))
+        shared = self._in_memory()
+        if shared:
+            number = self._keep(events)
+        messages = []
+        for group, batch in sends.items():
+            message: dict[str, Any] = {"type": "live.batch", "sink": self.sink_id, "g": self._next_in_group(group)}
+            if shared:
+                message["n"] = number  # the events stay here; only their number crosses the layer
+            else:
+                message.update(live_events.pack(batch))
+            messages.append((group, message))
+        messages += self._resyncs()
         self._send(messages)
         self.batches += 1
         self.events += len(events)
+
+    def _keep(self, events: list[LiveEvent]) -> int:
+        """Keep a published batch for this process's consumers; returns its number."""
+        with self._lock:
+            self._published += 1
+            self._ring[self._published] = events
+            while len(self._ring) > RING_BATCHES:
+                del self._ring[next(iter(self._ring))]
+            return self._published
+
+    def published(self, number: int) -> list[LiveEvent] | None:
+        """The events of published batch ``number``, or None once it left the ring (the
+        consumer asking has fallen that far behind and resynchronises)."""
+        with self._lock:
+            return self._ring.get(number)
+
+    def _next_in_group(self, group: str) -> int:
+        """Per-group message numbers: a consumer that sees one skipped knows it missed a batch
+        (the layer dropped it: capacity, expiry) and resynchronises."""
+        number = self._group_seq.pop(group, 0) + 1
+        self._group_seq[group] = number
+        while len(self._group_seq) > GROUP_SEQ_SIZE:
+            self._group_seq.popitem(last=False)
+        return number
 
     def _send(self, messages: list[tuple[str, dict[str, Any]]]) -> None:
         layer = get_channel_layer()
@@ -242,7 +312,7 @@ class LiveSink:
                 self._own_loop.run_until_complete(asyncio.wait_for(self._send_all(layer, messages), SEND_TIMEOUT_S))
             except Exception:
                 log.exception("live group_send failed")
-                self._failed()
+                self._failed({group for group, _ in messages})
                 return
             self.group_sends += len(messages)
             return
@@ -253,7 +323,8 @@ class LiveSink:
         # wait on the server's loop, and _send_all keeps them in order there.
         while len(self._in_flight) >= SENDS_IN_FLIGHT:
             self._wait_oldest()
-        self._in_flight.append(asyncio.run_coroutine_threadsafe(self._send_all(layer, messages), loop))
+        future = asyncio.run_coroutine_threadsafe(self._send_all(layer, messages), loop)
+        self._in_flight.append((future, {group for group, _ in messages}))
         self.group_sends += len(messages)
 
     async def _send_all(self, layer: Any, messages: list[tuple[str, dict[str, Any]]]) -> None:
@@ -265,24 +336,30 @@ class LiveSink:
                 await layer.group_send(group, message)
 
     def _wait_oldest(self) -> None:
-        future = self._in_flight.popleft()
+        future, groups = self._in_flight.popleft()
         try:
             future.result(SEND_TIMEOUT_S)
         except FutureTimeout:
-            # The server loop is swamped: give up on this batch, resync everyone later.
+            # The server loop is swamped: give up on this batch, resync its sockets later.
             future.cancel()
-            self._failed()
+            self._failed(groups)
         except Exception:
             log.exception("live group_send failed")
-            self._failed()
+            self._failed(groups)
 
     def _drain_sends(self) -> None:
         while self._in_flight:
             self._wait_oldest()
 
-    def _failed(self) -> None:
+    def _failed(self, groups: set[str]) -> None:
         self.failed_sends += 1
-        self._lost.set()
+        self._lose(groups)
+
+    def _resyncs(self) -> list[tuple[str, dict[str, Any]]]:
+        """``live.resync`` messages for every group that lost events since the last publish."""
+        with self._lock:
+            groups, self._lost_groups = self._lost_groups, set()
+        return [(group, {"type": "live.resync"}) for group in sorted(groups)]
 
     def _task_info(self, task_ids: set[str]) -> dict[str, tuple[int | None, str, str]]:
         """task id -> (id of the user who started it or None, title, kind), cached (none of

@@ -225,3 +225,34 @@ async def test_a_standalone_invoke_updates_but_does_not_join_the_task_list(runti
     assert task_events and all(e["swap"]["into"] == "" for e in task_events)
     assert any(e["kind"] == "message" and e["data"]["capability_id"] == "schema_query" for e in events)
     await close(socket)
+
+
+async def test_a_skipped_or_expired_batch_makes_the_socket_resynchronise(runtime_host, staff_user):
+    from channels.layers import get_channel_layer
+
+    socket, _, _ = await open_socket("/ws/live/", staff_user)
+    await next_frame(socket)
+    layer = get_channel_layer()
+    empty = {"type": "live.batch", "sink": "other-process", "meta": "[]", "texts": ""}
+    await layer.group_send("live", {**empty, "g": 1})
+    await layer.group_send("live", {**empty, "g": 2})
+    assert await socket.receive_nothing(timeout=0.3)  # consecutive: nothing to do
+    await layer.group_send("live", {**empty, "g": 4})  # number 3 never arrived
+    behind = await next_frame(socket)
+    assert behind["type"] == "behind"
+    state = await next_frame(socket)
+    assert state["type"] == "state" and state["resync"] is True
+    # A shared batch that already left the sink's ring: same treatment.
+    await layer.group_send("live", {"type": "live.batch", "sink": "gone", "g": 1, "n": 10**9})
+    assert (await next_frame(socket))["type"] == "behind"
+    assert (await next_frame(socket))["resync"] is True
+    await close(socket)
+
+
+async def test_events_the_sink_had_to_drop_resynchronise_their_sockets(runtime_host, staff_user):
+    socket, _, _ = await open_socket("/ws/live/", staff_user)
+    await next_frame(socket)
+    get_live_sink()._lose({"live"})  # what an overflowing queue or a failed send records
+    assert (await next_frame(socket))["type"] == "behind"
+    assert (await next_frame(socket))["resync"] is True
+    await close(socket)
