@@ -141,7 +141,7 @@ def unpack(message: dict[str, Any]) -> list[LiveEvent]:
     """The events of a ``pack``ed batch."""
     meta = json.loads(message["meta"])
     texts = message["texts"].split(SEPARATOR) if meta else []
-    return [LiveEvent(*fields, text) for fields, text in zip(meta, texts, strict=True)]
+    return [LiveEvent._make([*fields, text]) for fields, text in zip(meta, texts, strict=True)]
 
 
 # -- step 1: extract (recorder thread) --------------------------------------------------------

@@ -69,7 +69,7 @@ class Outbox:
         self.pending[key] = text
         return False
 
-    def ack(self, seq: int) -> None:
+    def ack(self, seq: object) -> None:
         """The client applied every frame up to ``seq`` (later or repeated acks are harmless)."""
         if isinstance(seq, int) and self.acked_seq < seq <= self.sent_seq:
             self.acked_seq = seq

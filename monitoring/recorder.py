@@ -218,10 +218,9 @@ class Recorder:
             kind = event.kind
             if kind == EventKind.MESSAGE:
                 message = data["message"]
-                new_messages[message.id] = row = message_row(
-                    message, str(data["status"]), data.get("reason"), data.get("project_id")
-                )
-                row[EVENT_SEQ] = event.seq
+                new_row = message_row(message, str(data["status"]), data.get("reason"), data.get("project_id"))
+                new_row[EVENT_SEQ] = event.seq
+                new_messages[message.id] = new_row
             elif kind == EventKind.MESSAGE_STATUS:
                 message = data["message"]
                 row = new_messages.get(message.id)
