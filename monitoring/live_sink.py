@@ -39,7 +39,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import wait as wait_futures
 from typing import Any
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
@@ -110,7 +110,7 @@ class LiveSink:
         self.dropped_batches = 0
         self.failed_sends = 0
         self.busy_s = 0.0
-        self._in_flight: deque[tuple[Future[None], set[str]]] = deque()
+        self._in_flight: deque[tuple[Future[None], set[str], asyncio.AbstractEventLoop, Any]] = deque()
         self._send_lock: asyncio.Lock | None = None
         self._send_lock_loop: asyncio.AbstractEventLoop | None = None
         self.sink_id = new_id()[:12]
@@ -202,53 +202,63 @@ class LiveSink:
 
     # -- the sink's thread ----------------------------------------------------------------
     def _run(self) -> None:
-        while True:
+        running = True
+        while running:
             try:
-                first = self._queue.get(timeout=RESYNC_EVERY_S)
-            except queue.Empty:
-                # Nothing new to publish, but sockets that lost events must still hear of it.
-                if self._lost_groups:
-                    self._send(self._resyncs())
-                continue
-            if first is None:
+                running = self._step()
+            except Exception:  # the sink's thread must outlive any one bad batch
+                log.exception("live sink step failed")
+        try:
+            self._drain_sends()
+        finally:
+            if self._own_loop is not None:
+                self._own_loop.close()
+                self._own_loop = None
+            connection.close()
+
+    def _step(self) -> bool:
+        """Publish what is queued (or pending resyncs); False when asked to stop."""
+        try:
+            first = self._queue.get(timeout=RESYNC_EVERY_S)
+        except queue.Empty:
+            # Nothing new to publish, but sockets that lost events must still hear of it.
+            if self._lost_groups:
+                self._send(self._resyncs())
+            return True
+        if first is None:
+            return False
+        # Under load, take every batch already waiting and publish them as one: a context
+        # changed in five batches is rendered and sent once, and each browser gets one message
+        # per group instead of five.
+        items: list[LiveItem] = []
+        markers: list[_Flush] = []
+        item: list[LiveItem] | _Flush | None = first
+        while item is not None:
+            if isinstance(item, _Flush):
+                markers.append(item)
+            else:
+                items.extend(item)
+            if len(items) >= MERGE_ITEMS:
                 break
-            # Under load, take every batch already waiting and publish them as one: a
-            # context changed in five batches is rendered and sent once, and each browser
-            # gets one message per group instead of five.
-            items, markers, stop = [], [], False
-            item: list[LiveItem] | _Flush | None = first
-            while True:
-                if item is None:
-                    stop = True
-                    break
-                if isinstance(item, _Flush):
-                    markers.append(item)
-                else:
-                    items.extend(item)
-                if len(items) >= MERGE_ITEMS:
-                    break
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            began = time.perf_counter()
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+        began = time.perf_counter()
+        try:
             if items:
                 try:
                     self._publish(live_events.merge(items))
                 except Exception:
-                    log.exception("live sink failed on %d items", len(items))
+                    log.exception("live sink failed to publish %d items", len(items))
+                    self._lose(_groups_of(items))  # never a silent drop: their sockets resync
             if markers:
                 self._drain_sends()
-                for marker in markers:
-                    marker.done.set()
+        finally:
+            for marker in markers:
+                marker.done.set()
             self.busy_s += time.perf_counter() - began
-            if stop:
-                break
-        self._drain_sends()
-        if self._own_loop is not None:
-            self._own_loop.close()
-            self._own_loop = None
-        connection.close()
+        return item is not None  # None: the stop marker was among the queued items
 
     def _publish(self, items: list[LiveItem]) -> None:
         close_old_connections()
@@ -323,8 +333,15 @@ class LiveSink:
         # wait on the server's loop, and _send_all keeps them in order there.
         while len(self._in_flight) >= SENDS_IN_FLIGHT:
             self._wait_oldest()
-        future = asyncio.run_coroutine_threadsafe(self._send_all(layer, messages), loop)
-        self._in_flight.append((future, {group for group, _ in messages}))
+        groups = {group for group, _ in messages}
+        coroutine = self._send_all(layer, messages)
+        try:
+            future = asyncio.run_coroutine_threadsafe(coroutine, loop)
+        except RuntimeError:  # the loop closed since we looked (a test's loop, a server stopping)
+            coroutine.close()
+            self._failed(groups)
+            return
+        self._in_flight.append((future, groups, loop, coroutine))
         self.group_sends += len(messages)
 
     async def _send_all(self, layer: Any, messages: list[tuple[str, dict[str, Any]]]) -> None:
@@ -336,15 +353,22 @@ class LiveSink:
                 await layer.group_send(group, message)
 
     def _wait_oldest(self) -> None:
-        future, groups = self._in_flight.popleft()
-        try:
-            future.result(SEND_TIMEOUT_S)
-        except FutureTimeout:
-            # The server loop is swamped: give up on this batch, resync its sockets later.
-            future.cancel()
-            self._failed(groups)
-        except Exception:
-            log.exception("live group_send failed")
+        future, groups, loop, coroutine = self._in_flight.popleft()
+        deadline = time.monotonic() + SEND_TIMEOUT_S
+        while not future.done():
+            stopped = not loop.is_running()
+            if stopped or time.monotonic() > deadline:
+                # The loop stopped (a test's loop, a server shutting down) or is swamped: give
+                # up on this batch; its sockets resynchronise.
+                future.cancel()
+                if stopped:
+                    coroutine.close()  # it will never run there
+                self._failed(groups)
+                return
+            wait_futures([future], timeout=0.05)
+        if future.cancelled() or future.exception() is not None:
+            if not future.cancelled():
+                log.error("live group_send failed", exc_info=future.exception())
             self._failed(groups)
 
     def _drain_sends(self) -> None:
@@ -387,5 +411,5 @@ def get_live_sink() -> LiveSink:
     global _sink
     with _sink_lock:
         if _sink is None:
-            _sink = LiveSink().start()
-        return _sink
+            _sink = LiveSink()
+        return _sink.start()  # (re)starts its thread if it is not running

@@ -256,3 +256,63 @@ async def test_events_the_sink_had_to_drop_resynchronise_their_sockets(runtime_h
     assert (await next_frame(socket))["type"] == "behind"
     assert (await next_frame(socket))["resync"] is True
     await close(socket)
+
+
+async def test_a_failing_batch_never_stops_the_sink(runtime_host, staff_user, monkeypatch):
+    from monitoring import live_events
+
+    real_render = live_events.render
+    calls = {"n": 0}
+
+    def render_failing_once(items, tasks):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("a template blew up")
+        return real_render(items, tasks)
+
+    monkeypatch.setattr(live_events, "render", render_failing_once)
+    socket, _, _ = await open_socket("/ws/live/", staff_user)
+    await next_frame(socket)
+    first = await sync_to_async(start_task)(workflow="generic", task_description="Survive", user=staff_user)
+    await sync_to_async(wait_for_task)(runtime_host, first.id)
+    # The batch that failed is not silently lost: the socket is resynchronised from the database.
+    frame = await next_frame(socket)
+    while frame["type"] != "state":
+        frame = await next_frame(socket)
+    assert frame["resync"] is True
+    contexts = await sync_to_async(list)(ExecutionContext.objects.filter(task=first))
+    cards = fills_of(frame)["context-cards"]
+    assert contexts and all(f'id="ctx-{c.id}"' in cards and "completed" in cards for c in contexts)
+    # ...and the sink's thread carries on with the next batches.
+    second = await sync_to_async(start_task)(workflow="generic", task_description="Next", user=staff_user)
+    await collect_until(socket, task_finished(second.id))
+    assert calls["n"] > 1 and get_live_sink()._thread.is_alive()
+    await close(socket)
+
+
+def test_sends_to_a_loop_that_stopped_are_given_up_and_resynchronised(monkeypatch):
+    import asyncio
+    import threading
+    import time
+
+    from channels.layers import InMemoryChannelLayer
+
+    from monitoring import live_sink
+
+    monkeypatch.setattr(live_sink, "SEND_TIMEOUT_S", 3600)  # only the stopped loop can end the wait
+    monkeypatch.setattr(live_sink, "get_channel_layer", lambda: InMemoryChannelLayer())
+    sink = live_sink.LiveSink()
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    sink.bind_loop(loop)
+    loop.call_soon_threadsafe(time.sleep, 0.5)  # the loop is busy: our send cannot run yet
+    sink._send([("task.t1", {"type": "live.batch"})])
+    loop.call_soon_threadsafe(loop.stop)
+    waiter = threading.Thread(target=sink._drain_sends)
+    waiter.start()
+    waiter.join(30)
+    assert not waiter.is_alive()
+    assert sink.failed_sends == 1 and sink._resyncs() == [("task.t1", {"type": "live.resync"})]
+    runner.join(5)
+    loop.close()
