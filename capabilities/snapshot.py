@@ -1,7 +1,8 @@
 """Build the runtime's immutable ``ConfigSnapshot`` from the database (DESIGN.md §3.1).
 
-Effective values = project override else global (PRD §4.7), for invoke cells, tool cells
-and constraint fields; prompts carry the global layer and the project layer (PRD §4.5).
+Effective values = project override else global (PRD §4.7), for invoke cells, tool cells,
+constraint fields and the enabled flags of roles and cards (PRD §4.1 角色启用/禁用, US-06);
+prompts carry the global layer and the project layer (PRD §4.5).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from capabilities.models import (
     CapabilityCard,
     InvokePermission,
     Project,
+    ProjectCapabilityOverride,
+    ProjectRoleOverride,
     ToolPermission,
 )
 from teamclaw.runtime.config import (
@@ -54,8 +57,17 @@ def effective_constraints(role: AgentRole, project: Project | None) -> Constrain
     return Constraints(**values)
 
 
-def card_spec(card: CapabilityCard) -> CardSpec:
-    """The runtime's view of one card."""
+def enabled_overrides(project: Project | None) -> tuple[dict[int, bool], dict[int, bool]]:
+    """``(role pk -> enabled, card pk -> enabled)`` of ``project``'s own switches (empty for global)."""
+    if project is None:
+        return {}, {}
+    roles = dict(ProjectRoleOverride.objects.filter(project=project).values_list("role_id", "enabled"))
+    cards = dict(ProjectCapabilityOverride.objects.filter(project=project).values_list("card_id", "enabled"))
+    return roles, cards
+
+
+def card_spec(card: CapabilityCard, enabled: bool | None = None) -> CardSpec:
+    """The runtime's view of one card; ``enabled`` (a project's switch) replaces the card's own."""
     return CardSpec(
         capability_id=card.capability_id,
         name=card.name,
@@ -68,7 +80,7 @@ def card_spec(card: CapabilityCard) -> CardSpec:
         required_tools=tuple(card.required_tools),
         timeout_s=card.timeout_s,
         tags=tuple(card.tags),
-        enabled=card.enabled,
+        enabled=card.enabled if enabled is None else enabled,
         executor=card.executor,
         executor_config=card.executor_config,
         skill_id=card.skill.skill_id if card.skill_id else None,
@@ -87,13 +99,14 @@ def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
     project = Project.objects.get(slug=project_slug) if project_slug else None
     version = current_version()
     roles = list(AgentRole.objects.prefetch_related("constraints", "capabilities"))
+    role_enabled, card_enabled = enabled_overrides(project)
     role_specs = [
         RoleSpec(
             role=r.role,
             display_name=r.display_name,
             emoji=r.emoji,
             description=r.description,
-            enabled=r.enabled,
+            enabled=role_enabled.get(r.pk, r.enabled),
             is_builtin=r.is_builtin,
             constraints=effective_constraints(r, project),
             executor=r.executor or None,
@@ -101,7 +114,10 @@ def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
         )
         for r in roles
     ]
-    cards = [card_spec(c) for c in CapabilityCard.objects.prefetch_related("owner_roles").select_related("skill")]
+    cards = [
+        card_spec(c, card_enabled.get(c.pk))
+        for c in CapabilityCard.objects.prefetch_related("owner_roles").select_related("skill")
+    ]
 
     cells: dict[tuple[str, str], bool] = {}
     invoke_rows = InvokePermission.objects.select_related("caller", "target").filter(project__isnull=True)
