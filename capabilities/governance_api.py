@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -24,12 +26,16 @@ from rest_framework.views import APIView
 from capabilities.access import CanChangeConfig
 from capabilities.audit import change_document, filter_changes
 from capabilities.card_settings import capability_document, update_capability
+from capabilities.config_export import dump, export_document
+from capabilities.config_import import import_config
+from capabilities.config_schema import config_document_schema
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, parse_cells, role_slugs, save_matrix
 from capabilities.models import AgentRole, CapabilityCard, Project
 from capabilities.projects import create_project, project_document, update_project
 from capabilities.role_constraints import constraints_document, save_constraints
 from capabilities.roles import create_role, delete_role, role_document, update_role
+from capabilities.safe_yaml import DocumentError, guess_format, load_document, max_config_bytes
 from capabilities.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
 from teamclaw.api_errors import error_response
 
@@ -404,3 +410,120 @@ class ConfigChangeListView(GovernanceView):
         paginator = ChangePagination()
         page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response([change_document(c) for c in page or []])
+
+
+def _flag(request: Request, name: str, default: bool) -> bool:
+    raw = (request.query_params.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in {"true", "1", "yes"}:
+        return True
+    if raw in {"false", "0", "no"}:
+        return False
+    raise ValidationError({name: ["must be true or false"]})
+
+
+class DocumentFormatNegotiation(DefaultContentNegotiation):
+    """Here ``?format=`` names the document format (yaml/json), not a DRF renderer:
+    answer with the default (JSON) renderer whatever it says."""
+
+    def select_renderer(self, request: Request, renderers: list[Any], format_suffix: str | None = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+class ConfigSchemaView(APIView):
+    """The JSON Schema (2020-12) of import/export documents (US-10)."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        return Response(config_document_schema())
+
+
+class ConfigExportView(APIView):
+    """Export roles, capabilities, matrices, constraints and prompts as YAML or JSON (US-10):
+    globally, or one project's overrides (``?project=``); ``history=true`` adds every prompt
+    version. Never contains executor settings or any secret."""
+
+    content_negotiation_class = DocumentFormatNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("format", str, enum=["yaml", "json"], description="default yaml"),
+            PROJECT_PARAM,
+            OpenApiParameter("history", bool, description="include every prompt version"),
+        ],
+        responses={(200, "application/yaml"): OpenApiTypes.STR, (200, "application/json"): OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request) -> HttpResponse:
+        fmt = request.query_params.get("format") or "yaml"
+        if fmt not in {"yaml", "json"}:
+            raise ValidationError({"format": ["must be yaml or json"]})
+        project = project_param(request)
+        document = export_document(project, history=_flag(request, "history", False))
+        name = f"teamclaw-config{'-' + project.slug if project else ''}-v{document['config_version']}.{fmt}"
+        response = HttpResponse(
+            dump(document, fmt),
+            content_type="application/json; charset=utf-8" if fmt == "json" else "application/yaml; charset=utf-8",
+        )
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class ConfigImportView(GovernanceView):
+    """Import a YAML or JSON document sent as the request body (US-10).
+
+    The whole document is validated against ``GET /api/v1/config/schema`` and the current
+    configuration first: every problem is listed by JSON pointer and nothing changes.
+    ``dry_run=true`` returns the exact change list without applying it; otherwise all
+    changes apply in one transaction as one config version. ``expected_version`` refuses
+    (409) when the configuration moved since a reviewed dry run. ``format`` overrides the
+    Content-Type; ``note`` goes to the audit trail.
+    """
+
+    config_actions = {"POST": "import"}
+    parser_classes: list[type] = []
+    content_negotiation_class = DocumentFormatNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("dry_run", bool, description="default false"),
+            OpenApiParameter("format", str, enum=["yaml", "json"]),
+            OpenApiParameter("expected_version", int),
+            OpenApiParameter("note", str),
+        ],
+        request={"application/yaml": OpenApiTypes.STR, "application/json": OpenApiTypes.OBJECT},
+        responses=OpenApiTypes.OBJECT,
+    )
+    def post(self, request: Request) -> Response:
+        params = request.query_params
+        dry_run = _flag(request, "dry_run", False)
+        fmt = params.get("format") or ""
+        if fmt and fmt not in {"yaml", "json"}:
+            raise ValidationError({"format": ["must be yaml or json"]})
+        expected = params.get("expected_version")
+        if expected is not None and not expected.isdigit():
+            raise ValidationError({"expected_version": ["must be a whole number"]})
+        note = params.get("note") or ""
+        if len(note) > NOTE_MAX:
+            raise ValidationError({"note": [f"must be at most {NOTE_MAX} characters"]})
+        limit = max_config_bytes()
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if length.isdigit() and int(length) > limit:
+            return error_response(
+                f"the document is {int(length):,} bytes; the limit is {limit:,} bytes",
+                {"document": [f"larger than {limit:,} bytes"]},
+                code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        try:
+            raw = request.body
+            data = load_document(raw, fmt or guess_format(raw[:64].decode("utf-8", "replace"), request.content_type))
+        except DocumentError as exc:
+            return error_response(f"the document cannot be read: {exc}", exc.errors)
+        result = import_config(
+            data,
+            dry_run=dry_run,
+            expected_version=int(expected) if expected is not None else None,
+            note=note.strip(),
+            actor=request.user,
+        )
+        return Response(result.as_dict())

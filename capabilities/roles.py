@@ -223,7 +223,13 @@ def check_new_role(data: Any) -> dict[str, Any]:
     return spec
 
 
-def _copy_prompts(role: AgentRole, source: str | None, actor: Any) -> dict[str, dict[str, Any]]:
+def seed_prompts(
+    role: AgentRole, *, source: str | None = None, actor: Any = None, skip: Any = ()
+) -> dict[str, dict[str, Any]]:
+    """Give a new ``role`` its six PRD §4.5 templates at version 1.0.0: copies of ``source``'s
+    active global versions where it has them, else the standard templates filled with the
+    role's responsibilities. Template types in ``skip`` are left alone. Returns the changes
+    (``prompts.<role>.<type>``)."""
     from prompts.builtin import default_templates
     from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
 
@@ -236,6 +242,8 @@ def _copy_prompts(role: AgentRole, source: str | None, actor: Any) -> dict[str, 
     defaults = default_templates(role.role, role.responsibilities, role.description or role.display_name)
     changes = {}
     for template_type in TEMPLATE_TYPES:
+        if template_type in skip:
+            continue
         template = PromptTemplate.objects.create(role=role, template_type=template_type, project=None)
         original = copied.get(template_type)
         if original is not None:
@@ -302,7 +310,7 @@ def create_role(data: Any, *, note: str = "", actor: Any = None) -> SaveResult:
             card.owner_roles.add(role)
             changes[f"capabilities.{card.capability_id}.owner_roles"] = {"old": old, "new": sorted([*old, slug])}
             documents.append(f"capability:{card.capability_id}")
-        changes.update(_copy_prompts(role, spec["copy_prompts_from"], actor))
+        changes.update(seed_prompts(role, source=spec["copy_prompts_from"], actor=actor))
         change = commit_change("role", documents=documents, changes=changes, role=slug, note=note, actor=actor)
     return SaveResult(change, role_document(role))
 

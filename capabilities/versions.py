@@ -179,3 +179,23 @@ def single_role(keys: Iterable[str]) -> str:
     """The role a set of change keys is about, when they all name one (``''`` otherwise)."""
     roles = {key.split(".")[1] for key in keys if key.count(".") >= 2}
     return roles.pop() if len(roles) == 1 else ""
+
+
+def documents_for(keys: Iterable[str]) -> set[str]:
+    """The documents a set of change keys touches (``constraints.coderA.timeout_s`` ->
+    ``constraints:coderA``); prompt keys name no document here."""
+    docs: set[str] = set()
+    for key in keys:
+        head, _, rest = key.partition(".")
+        name = rest.split(".", 1)[0]
+        if head in {"invoke_matrix", "tool_matrix"}:
+            docs.add(head)
+        elif head == "constraints":
+            docs.add(f"constraints:{name}")
+        elif head == "roles":
+            docs.add(f"role:{name}")
+        elif head == "capabilities":
+            docs.add(f"capability:{name}")
+        elif head == "projects":
+            docs.add("project")
+    return docs

@@ -20,6 +20,9 @@ urlpatterns = [
     path("projects", governance_api.ProjectListView.as_view(), name="api-projects"),
     path("projects/<str:slug>", governance_api.ProjectDetailView.as_view(), name="api-project"),
     path("config/changes", governance_api.ConfigChangeListView.as_view(), name="api-config-changes"),
+    path("config/schema", governance_api.ConfigSchemaView.as_view(), name="api-config-schema"),
+    path("config/export", governance_api.ConfigExportView.as_view(), name="api-config-export"),
+    path("config/import", governance_api.ConfigImportView.as_view(), name="api-config-import"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
 ]
