@@ -37,8 +37,9 @@ from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
 
-RESERVED_SLUGS = frozenset({"user", "system", "operator"})
-"""Slugs the runtime uses for parties that are not roles (the operator is ``user``)."""
+RESERVED_SLUGS = frozenset({"user", "system", "operator", "new"})
+"""Slugs the runtime uses for parties that are not roles (the operator is ``user``) and
+``new``, which the pages use for the creation form (``/roles/new/``)."""
 EDITABLE_FIELDS = ("display_name", "emoji", "description", "responsibilities", "enabled")
 MAX_RESPONSIBILITIES = 20
 DEFAULT_TOOLS = {"file_read": ToolMode.ALLOW.value}

@@ -7,7 +7,8 @@ import json
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from capabilities.models import AgentRole
+from capabilities.governance_views import capability_governance, role_governance
+from capabilities.models import AgentRole, CapabilityCard
 from capabilities.registry import card_document, filter_capabilities, role_definition
 from capabilities.snapshot import build_snapshot
 from teamclaw.runtime.config import CATEGORIES, TOOLS
@@ -29,7 +30,14 @@ def role_detail(request: HttpRequest, role: str) -> HttpResponse:
     return render(
         request,
         "capabilities/role_detail.html",
-        {"nav": "roles", "role": obj, "definition": definition, "cards": cards, "tools": TOOLS},
+        {
+            "nav": "roles",
+            "role": obj,
+            "definition": definition,
+            "cards": cards,
+            "tools": TOOLS,
+            **role_governance(request, obj),
+        },
     )
 
 
@@ -68,5 +76,6 @@ def capability_detail(request: HttpRequest, capability_id: str) -> HttpResponse:
             "card": document,
             "input_schema": json.dumps(document["input_schema"], indent=2, ensure_ascii=False),
             "output_schema": json.dumps(document["output_schema"], indent=2, ensure_ascii=False),
+            **capability_governance(request, get_object_or_404(CapabilityCard, capability_id=capability_id)),
         },
     )
