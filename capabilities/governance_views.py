@@ -75,6 +75,7 @@ def role_governance(request: HttpRequest, role: AgentRole) -> dict[str, Any]:
             {
                 "project": p,
                 "value": overrides.get(p.pk),
+                "effective": role.enabled if overrides.get(p.pk) is None else overrides[p.pk],
                 "version": document_version(f"role:{role.role}", p),
             }
             for p in Project.objects.all()
@@ -276,6 +277,7 @@ def capability_governance(request: HttpRequest, card: CapabilityCard) -> dict[st
             {
                 "project": p,
                 "value": overrides.get(p.pk),
+                "effective": card.enabled if overrides.get(p.pk) is None else overrides[p.pk],
                 "version": document_version(f"capability:{card.capability_id}", p),
             }
             for p in Project.objects.all()
@@ -379,7 +381,12 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     role_overrides = {o.role_id: o.enabled for o in ProjectRoleOverride.objects.filter(project=project)}
     card_overrides = {o.card_id: o.enabled for o in ProjectCapabilityOverride.objects.filter(project=project)}
     roles = [
-        {"role": r, "value": role_overrides.get(r.pk), "version": document_version(f"role:{r.role}", project)}
+        {
+            "role": r,
+            "value": role_overrides.get(r.pk),
+            "effective": r.enabled if role_overrides.get(r.pk) is None else role_overrides[r.pk],
+            "version": document_version(f"role:{r.role}", project),
+        }
         for r in AgentRole.objects.all()
     ]
     cards = [

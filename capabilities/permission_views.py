@@ -115,6 +115,7 @@ def matrix_editor(request: HttpRequest, which: str) -> HttpResponse:
         staged, desired = staged_cells(kind, request.POST, project)
     except ConfigInvalid as exc:
         return _editor(request, kind, project, errors=exc.errors, note=note, status=400)
+    desired = {cell: desired[cell] for cell in staged}  # only what the operator changed survives a refusal
     if not staged:
         messages.info(request, "Nothing to save: no cell was changed.")
         return redirect(scoped_url("matrix-editor", project, which=which))

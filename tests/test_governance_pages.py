@@ -136,6 +136,8 @@ def test_a_stale_save_shows_the_difference_and_keeps_the_staged_cells(page_clien
         r'<input type="checkbox" name="allow" value="pm:dba" checked',
         html,
     )
+    # the other operator's saved change shows as the current value, not undone by the stale form
+    assert re.search(r'value="coderA:dba"\s+data-base="0"', html)
     # and the current version is the one the next save will send
     assert f'name="version" value="{current_version()}"' in html
     assert not InvokePermission.objects.get(project=None, caller__role="pm", target__role="dba").allowed
