@@ -333,7 +333,7 @@ class ProjectListView(GovernanceView):
 
     config_actions = {"POST": "project_create"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="projects_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         projects = [project_document(p) for p in Project.objects.all()]
         return Response({"count": len(projects), "projects": projects})

@@ -8,8 +8,8 @@
   aliases are refused.
 - JSON goes through ``json.loads`` refusing duplicate keys and ``NaN``/``Infinity``.
 - Both refuse text over the size limit (``TEAMCLAW_MAX_CONFIG_BYTES``, 2 MB by default),
-  text that is not UTF-8, nesting deeper than the parser's recursion allows, and a top
-  level that is not a mapping.
+  text that is not UTF-8, nesting deeper than 64 levels (so no later check recurses too
+  deep), and a top level that is not a mapping.
 
 Every refusal is a ``DocumentError`` whose ``errors`` name a location (``line 3, column 5``).
 """
@@ -30,6 +30,8 @@ MAX_EXPANDED_NODES = 250_000
 MAX_EXPANDED_CHARS_FACTOR = 4
 """Expanded scalar text may be at most this many times the size limit."""
 MERGE_TAG = "tag:yaml.org,2002:merge"
+MAX_DEPTH = 64
+"""Deepest nesting of mappings and lists accepted (a JSON Schema inside a card needs ~10)."""
 
 
 class DocumentError(ValueError):
@@ -188,6 +190,26 @@ def load_json(text: str) -> Any:
         raise DocumentError({"document": [str(exc)]}) from None
 
 
+def depth(data: Any) -> int:
+    """How deeply mappings and lists nest in ``data`` (a scalar is 0), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(data, 0)]
+    seen: set[int] = set()
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            if id(value) in seen and level <= deepest:
+                continue
+            seen.add(id(value))
+            level += 1
+            deepest = max(deepest, level)
+            if deepest > MAX_DEPTH:
+                return deepest
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((child, level) for child in children)
+    return deepest
+
+
 def guess_format(text: str, content_type: str = "") -> str:
     """``json`` or ``yaml`` from the content type, else from the first character."""
     content_type = content_type.split(";")[0].strip().lower()
@@ -208,6 +230,8 @@ def load_document(raw: bytes | str, fmt: str = "") -> dict[str, Any]:
     if fmt not in {"yaml", "json"}:
         raise DocumentError({"format": ["must be yaml or json"]})
     data = load_json(text) if fmt == "json" else load_yaml(text)
+    if depth(data) > MAX_DEPTH:
+        raise DocumentError({"document": [f"is nested deeper than {MAX_DEPTH} levels"]})
     if not isinstance(data, dict):
         raise DocumentError({"document": ["the top level must be a mapping (format, roles, capabilities, ...)"]})
     return data

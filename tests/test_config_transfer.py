@@ -362,3 +362,13 @@ def test_bad_query_parameters_name_the_field(api, builtin):
     assert api.get(EXPORT, {"project": "ghost"}).status_code == 404
     assert "dry_run" in post(api, "format: x", dry_run="perhaps").json()["errors"]
     assert "expected_version" in post(api, "format: x", expected_version="v1").json()["errors"]
+
+
+def test_deep_nesting_is_refused_instead_of_crashing(api, builtin):
+    deep = '{"format": "teamclaw-config/1", "capabilities": {"code_review": {"input_schema": ' + "[" * 900 + "]" * 900
+    deep += "}}}"
+    response = post(api, deep, "application/json")
+    assert response.status_code == 400 and "nested deeper than 64 levels" in response.json()["errors"]["document"][0]
+    yaml_deep = "format: teamclaw-config/1\nx: " + "[" * 5000 + "]" * 5000 + "\n"
+    response = post(api, yaml_deep)
+    assert response.status_code == 400
