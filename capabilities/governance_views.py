@@ -7,6 +7,7 @@ carries the CSRF token and the version the operator saw.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from django.contrib import messages
@@ -448,7 +449,8 @@ def change_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def config_transfer(request: HttpRequest) -> HttpResponse:
     """Export (download links) and import: preview a dry run's change list, then apply
-    exactly that at the version it was previewed at (US-10)."""
+    exactly that: the same text (its SHA-256 travels with the preview) at the config version
+    it was previewed at (US-10)."""
     context: dict[str, Any] = {
         "nav": "transfer",
         "projects": Project.objects.all(),
@@ -472,6 +474,11 @@ def config_transfer(request: HttpRequest) -> HttpResponse:
         try:
             data = load_document(raw, request.POST.get("format") or "")
             context["text"] = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+            context["digest"] = hashlib.sha256(context["text"].encode()).hexdigest()
+            if apply and request.POST.get("digest") != context["digest"]:
+                raise ConfigInvalid(
+                    {"document": ["changed since the preview (or was never previewed): preview it again, then apply"]}
+                )
             result = import_config(
                 data,
                 dry_run=not apply,

@@ -101,7 +101,7 @@ def changes_since(name: str, project: Project | None, version: int) -> list[dict
     scope = Q(project__isnull=True) | Q(project=project) if project is not None else Q(project__isnull=True)
     rows = (
         ConfigChange.objects.filter(scope, new_version__gt=version)
-        .select_related("actor")
+        .select_related("actor", "project")
         .order_by("-new_version")[: CHANGES_SHOWN * 4]
     )
     out = []

@@ -362,6 +362,8 @@ def test_bad_query_parameters_name_the_field(api, builtin):
     assert api.get(EXPORT, {"project": "ghost"}).status_code == 404
     assert "dry_run" in post(api, "format: x", dry_run="perhaps").json()["errors"]
     assert "expected_version" in post(api, "format: x", expected_version="v1").json()["errors"]
+    forced = post(api, export(api, format="json"), "text/plain", format="json", dry_run="true")
+    assert forced.status_code == 200 and forced.json()["count"] == 0
 
 
 def test_deep_nesting_is_refused_instead_of_crashing(api, builtin):

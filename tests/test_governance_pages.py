@@ -313,12 +313,27 @@ def test_import_page_previews_then_applies_exactly_the_preview(page_client, buil
     html = preview.content.decode()
     assert preview.status_code == 200 and "invoke pm → dba" in html and "Apply 1 change" in html
     assert current_version() == version
+    digest = re.search(r'name="digest" value="([0-9a-f]{64})"', html).group(1)
+    edited = page_client.post(
+        "/config/transfer/",
+        {
+            "text": text.replace("dba: true", "dba: false"),
+            "action": "apply",
+            "expected_version": str(version),
+            "digest": digest,
+        },
+    )
+    assert edited.status_code == 400 and "changed since the preview" in edited.content.decode()
+    assert current_version() == version
     applied = page_client.post(
-        "/config/transfer/", {"text": text, "action": "apply", "expected_version": str(version), "note": "from file"}
+        "/config/transfer/",
+        {"text": text, "action": "apply", "expected_version": str(version), "note": "from file", "digest": digest},
     )
     assert applied.status_code == 302 and current_version() == version + 1
     assert ConfigChange.objects.get(new_version=version + 1).note == "from file"
-    again = page_client.post("/config/transfer/", {"text": text, "action": "apply", "expected_version": str(version)})
+    again = page_client.post(
+        "/config/transfer/", {"text": text, "action": "apply", "expected_version": str(version), "digest": digest}
+    )
     assert again.status_code == 409
     broken = page_client.post(
         "/config/transfer/", {"text": "format: teamclaw-config/1\nroles: 3\n", "action": "preview"}
