@@ -5,12 +5,20 @@ from django.urls import path
 from capabilities import api as capabilities_api
 from capabilities import governance_api
 from monitoring import api as monitoring_api
+from monitoring import runtime_api
 
 urlpatterns = [
     path("auth/token", monitoring_api.TokenView.as_view(), name="api-token"),
     path("roles", capabilities_api.RoleListView.as_view(), name="api-roles"),
     path("roles/<str:role>", capabilities_api.RoleDetailView.as_view(), name="api-role"),
+    path("roles/<str:role>/executor", capabilities_api.RoleExecutorView.as_view(), name="api-role-executor"),
     path("capabilities", capabilities_api.CapabilityListView.as_view(), name="api-capabilities"),
+    path("capabilities/invoke", runtime_api.InvokeView.as_view(), name="api-invoke"),
+    path(
+        "capabilities/<str:capability_id>/health",
+        runtime_api.CapabilityHealthView.as_view(),
+        name="api-capability-health",
+    ),
     path("capabilities/<str:capability_id>", capabilities_api.CapabilityDetailView.as_view(), name="api-capability"),
     path("permissions/invoke-matrix", governance_api.InvokeMatrixView.as_view(), name="api-invoke-matrix"),
     path("permissions/invoke-matrix/what-if", governance_api.InvokeWhatIfView.as_view(), name="api-invoke-what-if"),
@@ -25,4 +33,7 @@ urlpatterns = [
     path("config/import", governance_api.ConfigImportView.as_view(), name="api-config-import"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
+    path("hooks", runtime_api.HookView.as_view(), name="api-hooks"),
+    path("messages", monitoring_api.MessageListView.as_view(), name="api-messages"),
+    path("confirmations/<str:confirmation_id>", runtime_api.ConfirmationView.as_view(), name="api-confirmation"),
 ]
