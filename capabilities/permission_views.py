@@ -20,7 +20,7 @@ from capabilities.access import can_change, require_change
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, save_matrix
 from capabilities.matrix_forms import INHERIT, base_json, grid, nested, staged_cells
-from capabilities.models import AgentRole, Project
+from capabilities.models import AgentRole, Project, ProjectRoleOverride
 from capabilities.role_constraints import LABELS, UNITS, constraints_document, save_constraints
 from capabilities.snapshot import CONSTRAINT_FIELDS
 from capabilities.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
@@ -75,6 +75,9 @@ def _editor(
 ) -> HttpResponse:
     doc = matrix_document(kind, project)
     roles = {r.role: r for r in AgentRole.objects.all()}
+    switched = dict(ProjectRoleOverride.objects.filter(project=project).values_list("role__role", "enabled"))
+    for role in roles.values():
+        role.effective_enabled = switched.get(role.role, role.enabled)  # what the runtime sees here
     which = "invoke" if kind is INVOKE else "tools"
     context = {
         "nav": "permissions",

@@ -344,3 +344,11 @@ def test_import_page_previews_then_applies_exactly_the_preview(page_client, buil
     )
     assert bomb.status_code == 400 and "not allowed" in bomb.content.decode()
     assert json.loads(api.get("/api/v1/config/schema").content)["title"]
+
+
+def test_the_editor_marks_roles_disabled_in_the_scope_it_shows(page_client, builtin, shop):
+    ProjectRoleOverride.objects.create(project=shop, role=AgentRole.objects.get(role="dba"), enabled=False)
+    project_html = page_client.get("/permissions/invoke/?project=shop").content.decode()
+    assert "disabled here" in project_html and "<s>dba</s>" in project_html
+    global_html = page_client.get("/permissions/invoke/").content.decode()
+    assert "disabled" not in global_html.split("<tbody>")[1].split("</tbody>")[0] and "<s>dba</s>" not in global_html
