@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import semver
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from capabilities.audit import change_document
+from capabilities.config import current_version
 from capabilities.config_schema import pointer, schema_errors
 from capabilities.errors import ConfigInvalid, Problems, StaleVersion
 from capabilities.matrices import INVOKE, TOOL, apply_cells
@@ -185,7 +185,12 @@ class _Importer:
                     self.add([*path, name], reason)
 
     def _check_prompts(self) -> None:
+        """The prompts app's own rules (PRD §4.5): SemVer versions, templates that compile in
+        the sandbox, well-formed variable declarations, language codes."""
+        from prompts.actions import LANGUAGE
         from prompts.render import PromptRenderError, parse, validate_variables
+        from prompts.versions import VersionError
+        from prompts.versions import parse as parse_version
 
         for role, templates in (self.data.get("prompts") or {}).items():
             for template_type, spec in templates.items():
@@ -195,17 +200,24 @@ class _Importer:
                 ]
                 seen: dict[str, tuple[str, list[Any], str]] = {}
                 for where, entry in entries:
-                    if not semver.Version.is_valid(entry["version"]):
-                        self.add([*where, "version"], f"{entry['version']!r} is not a semantic version")
                     try:
-                        parse(entry["content"])
-                    except PromptRenderError as exc:
-                        self.add([*where, "content"], exc.reason)
+                        parse_version(entry["version"])
+                    except VersionError as exc:
+                        self.add([*where, "version"], str(exc))
+                    if "\x00" in entry["content"]:
+                        self.add([*where, "content"], "contains a NUL character")
+                    else:
+                        try:
+                            parse(entry["content"])
+                        except PromptRenderError as exc:
+                            self.add([*where, "content"], exc.message)
                     try:
                         if validate_variables(entry.get("variables") or []) != list(entry.get("variables") or []):
                             self.add([*where, "variables"], "each variable is {name, description, required, default}")
                     except PromptRenderError as exc:
-                        self.add([*where, "variables"], exc.reason)
+                        self.add([*where, "variables"], exc.message)
+                    if "language" in entry and not LANGUAGE.match(entry["language"]):
+                        self.add([*where, "language"], "must be a language code such as en, zh or pt-BR")
                     key = _prompt_key(entry)
                     if entry["version"] in seen and seen[entry["version"]] != key:
                         self.add(where, f"version {entry['version']} appears twice with different content")
@@ -339,6 +351,7 @@ class _Importer:
 
     def _apply_prompts(self) -> None:
         from prompts.models import PromptTemplate, PromptVersion
+        from prompts.versions import VersionError, next_version
 
         user = self.actor if getattr(self.actor, "is_authenticated", False) else None
         for slug, templates in (self.data.get("prompts") or {}).items():
@@ -374,6 +387,16 @@ class _Importer:
                         created_by=user,
                     )
                     added.append(item["version"])
+                if spec["version"] in added:
+                    earlier = [v for v in versions if v not in added]
+                    try:
+                        next_version(earlier, explicit=spec["version"])
+                    except VersionError as exc:
+                        self.add(
+                            ["prompts", slug, template_type, "version"],
+                            f"{exc} (prompt history only moves forward; to go back, name that existing version)",
+                        )
+                        continue
                 current = next((v for v in versions.values() if v.is_active), None)
                 wanted = versions[spec["version"]]
                 if current is None or current.pk != wanted.pk:
@@ -412,7 +435,25 @@ def import_config(
     if errors:
         count = sum(len(v) for v in errors.values())
         raise ConfigInvalid(errors, f"the document does not match the schema ({count} problem{'s' * (count != 1)})")
+    try:
+        return _import(data, dry_run=dry_run, expected_version=expected_version, note=note, actor=actor)
+    except IntegrityError:
+        raise StaleVersion(
+            "the configuration",
+            expected_version or 0,
+            current_version(),
+            [],
+        ) from None
+
+
+def _import(
+    data: dict[str, Any], *, dry_run: bool, expected_version: int | None, note: str, actor: Any
+) -> ImportResult:
     with transaction.atomic():
+        # Prompt saves lock their role's row, then the config row (prompts.actions); take the
+        # same locks in the same order so the two never deadlock on PostgreSQL.
+        prompt_roles = sorted(data.get("prompts") or {})
+        list(AgentRole.objects.select_for_update().filter(role__in=prompt_roles).order_by("pk"))
         state = lock_config()
         if expected_version is not None and state.version != expected_version:
             raise StaleVersion("the configuration", expected_version, state.version, _recent(expected_version))

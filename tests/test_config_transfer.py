@@ -374,3 +374,28 @@ def test_deep_nesting_is_refused_instead_of_crashing(api, builtin):
     yaml_deep = "format: teamclaw-config/1\nx: " + "[" * 5000 + "]" * 5000 + "\n"
     response = post(api, yaml_deep)
     assert response.status_code == 400
+
+
+def test_imported_prompts_follow_the_prompt_rules(api, builtin):
+    document = yaml.safe_load(export(api))
+    persona = document["prompts"]["pm"]["persona"]
+    api_doc = dict(persona, version="1.1.0", content="Newer persona.")
+    document["prompts"]["pm"]["persona"] = api_doc
+    assert post(api, yaml.safe_dump(document)).status_code == 200
+    document["prompts"]["pm"]["persona"] = dict(persona, version="1.0.5", content="Sneaking in below 1.1.0.")
+    document["prompts"]["pm"]["system_prompt"]["language"] = "english!"
+    response = post(api, yaml.safe_dump(document))
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert "language code" in errors["/prompts/pm/system_prompt/language"][0]
+    del document["prompts"]["pm"]["system_prompt"]["language"]
+    response = post(api, yaml.safe_dump(document))
+    assert response.status_code == 400
+    assert (
+        "greater than the highest existing version 1.1.0" in response.json()["errors"]["/prompts/pm/persona/version"][0]
+    )
+    # going back to an existing version is fine: it is activated, like a rollback
+    document["prompts"]["pm"]["persona"] = persona
+    back = post(api, yaml.safe_dump(document))
+    assert back.status_code == 200
+    assert back.json()["changes"] == [{"field": "prompts.pm.persona", "old": "1.1.0", "new": "1.0.0"}]
