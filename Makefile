@@ -38,6 +38,7 @@ test: lint
 
 bench: install
 	$(BIN)/python bench/runtime_bench.py
+	$(BIN)/python bench/governance_bench.py
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache
