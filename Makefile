@@ -38,6 +38,7 @@ test: lint
 
 bench: install
 	$(BIN)/python bench/runtime_bench.py
+	$(BIN)/python bench/governance_bench.py
 	$(BIN)/python bench/message_log_bench.py
 	$(BIN)/python bench/live_sink_bench.py
 

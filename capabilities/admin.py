@@ -4,30 +4,47 @@ from capabilities.models import (
     AgentRole,
     CapabilityCard,
     ConfigChange,
+    ConfigDocument,
     ConfigState,
     InvokePermission,
     Project,
+    ProjectCapabilityOverride,
+    ProjectRoleOverride,
     RoleConstraint,
     Skill,
     ToolPermission,
 )
 
 
+class AuditedConfigAdmin(admin.ModelAdmin):
+    """View-only: these rows change through the governance pages and API, which version,
+    audit and publish every change (PRD §4.8); an admin edit would do none of that."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(AuditedConfigAdmin):
     list_display = ["slug", "name", "tech_stack", "working_directory", "updated_at"]
     search_fields = ["slug", "name", "description"]
 
 
 @admin.register(AgentRole)
-class AgentRoleAdmin(admin.ModelAdmin):
+class AgentRoleAdmin(AuditedConfigAdmin):
     list_display = ["role", "display_name", "emoji", "is_builtin", "enabled", "executor", "sort_order"]
     list_filter = ["is_builtin", "enabled"]
     search_fields = ["role", "display_name", "description"]
 
 
 @admin.register(CapabilityCard)
-class CapabilityCardAdmin(admin.ModelAdmin):
+class CapabilityCardAdmin(AuditedConfigAdmin):
     list_display = ["capability_id", "name", "category", "version", "enabled", "executor", "capability_type", "skill"]
     list_filter = ["category", "enabled", "executor", "capability_type", "is_builtin"]
     search_fields = ["capability_id", "name", "description"]
@@ -35,35 +52,32 @@ class CapabilityCardAdmin(admin.ModelAdmin):
 
 
 @admin.register(InvokePermission)
-class InvokePermissionAdmin(admin.ModelAdmin):
+class InvokePermissionAdmin(AuditedConfigAdmin):
     list_display = ["caller", "target", "allowed", "project"]
     list_filter = ["allowed", "project", "caller"]
 
 
 @admin.register(ToolPermission)
-class ToolPermissionAdmin(admin.ModelAdmin):
+class ToolPermissionAdmin(AuditedConfigAdmin):
     list_display = ["role", "tool", "mode", "project"]
     list_filter = ["tool", "mode", "project"]
 
 
 @admin.register(RoleConstraint)
-class RoleConstraintAdmin(admin.ModelAdmin):
+class RoleConstraintAdmin(AuditedConfigAdmin):
     list_display = ["role", "project", "timeout_s", "max_retries", "token_budget", "max_concurrent_instances"]
     list_filter = ["project"]
 
 
 @admin.register(ConfigChange)
-class ConfigChangeAdmin(admin.ModelAdmin):
+class ConfigChangeAdmin(AuditedConfigAdmin):
     list_display = ["new_version", "config_type", "role", "project", "actor", "created_at", "note"]
     list_filter = ["config_type", "project"]
-    search_fields = ["role", "note"]
-
-    def has_change_permission(self, request, obj=None):
-        return False  # the audit trail is append-only
+    search_fields = ["role", "note"]  # the audit trail is append-only
 
 
 @admin.register(ConfigState)
-class ConfigStateAdmin(admin.ModelAdmin):
+class ConfigStateAdmin(AuditedConfigAdmin):
     list_display = ["version", "updated_at"]
 
 
@@ -71,3 +85,21 @@ class ConfigStateAdmin(admin.ModelAdmin):
 class SkillAdmin(admin.ModelAdmin):
     list_display = ["skill_id", "name", "version", "skill_form", "status"]
     list_filter = ["status", "skill_form"]
+
+
+@admin.register(ProjectRoleOverride)
+class ProjectRoleOverrideAdmin(AuditedConfigAdmin):
+    list_display = ["project", "role", "enabled"]
+    list_filter = ["project", "enabled"]
+
+
+@admin.register(ProjectCapabilityOverride)
+class ProjectCapabilityOverrideAdmin(AuditedConfigAdmin):
+    list_display = ["project", "card", "enabled"]
+    list_filter = ["project", "enabled"]
+
+
+@admin.register(ConfigDocument)
+class ConfigDocumentAdmin(AuditedConfigAdmin):
+    list_display = ["name", "project", "version"]
+    list_filter = ["project"]

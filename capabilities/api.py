@@ -15,6 +15,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from capabilities import governance_api
+from capabilities.access import CanChangeConfig
 from capabilities.executors import model_status, role_executor, role_kinds, set_role_executor
 from capabilities.models import AgentRole, Project, RoleExecutor
 from capabilities.registration import RegistrationError, register_capability
@@ -34,7 +36,10 @@ def snapshot_for_request(request: Request) -> ConfigSnapshot:
 
 
 class RoleListView(APIView):
-    """All roles as PRD §4.1 AgentRoleDefinitions."""
+    """All roles as PRD §4.1 AgentRoleDefinitions; POST creates a custom role (US-09)."""
+
+    permission_classes = [CanChangeConfig]
+    config_actions = {"POST": "role_create"}
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
@@ -42,14 +47,30 @@ class RoleListView(APIView):
         roles = [role_definition(snapshot, role) for role in AgentRole.objects.all()]
         return Response({"count": len(roles), "roles": roles, "config_version": snapshot.version})
 
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        return governance_api.role_post(request)
+
 
 class RoleDetailView(APIView):
-    """One role's AgentRoleDefinition: capabilities, permissions, constraints, prompt config."""
+    """One role's AgentRoleDefinition: capabilities, permissions, constraints, prompt config;
+    PATCH edits it (or switches it for ``?project=``), DELETE removes a custom role."""
+
+    permission_classes = [CanChangeConfig]
+    config_actions = {"PATCH": "role", "DELETE": "role_delete"}
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str) -> Response:
         obj = get_object_or_404(AgentRole, role=role)
-        return Response(role_definition(snapshot_for_request(request), obj))
+        return Response(governance_api.role_get(request, obj, role_definition(snapshot_for_request(request), obj)))
+
+    @extend_schema(parameters=[PROJECT_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def patch(self, request: Request, role: str) -> Response:
+        return governance_api.role_patch(request, role)
+
+    @extend_schema(parameters=[OpenApiParameter("version", int)], responses={204: None})
+    def delete(self, request: Request, role: str) -> Response:
+        return governance_api.role_delete(request, role)
 
 
 class CapabilityListView(APIView):
@@ -101,7 +122,10 @@ class CapabilityListView(APIView):
 
 
 class CapabilityDetailView(APIView):
-    """One capability card."""
+    """One capability card; PATCH edits it or switches it on/off (``?project=``, US-06)."""
+
+    permission_classes = [CanChangeConfig]
+    config_actions = {"PATCH": "capability"}
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, capability_id: str) -> Response:
@@ -110,7 +134,11 @@ class CapabilityDetailView(APIView):
         if card is None:
             raise NotFound(f"capability '{capability_id}' does not exist")
         body: dict[str, Any] = card_document(card)
-        return Response(body)
+        return Response(governance_api.capability_get(request, capability_id, body))
+
+    @extend_schema(parameters=[PROJECT_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def patch(self, request: Request, capability_id: str) -> Response:
+        return governance_api.capability_patch(request, capability_id)
 
 
 EXECUTOR_FIELDS = ("executor", "model", "endpoint")

@@ -227,6 +227,7 @@ class ConfigChange(models.Model):
         ("skill", "skill"),
         ("import", "import"),
         ("builtin", "builtin"),
+        ("project", "project"),
     ]
     config_type = models.CharField(max_length=16, choices=CONFIG_TYPES)
     role = models.CharField(max_length=40, blank=True)
@@ -241,6 +242,7 @@ class ConfigChange(models.Model):
 
     class Meta:
         ordering = ["-new_version", "-id"]
+        permissions = [("import_config", "Can import configuration documents (US-10)")]
 
     def __str__(self) -> str:
         return f"v{self.new_version} {self.config_type} {self.role}".strip()
@@ -255,3 +257,57 @@ class ConfigChange(models.Model):
             "new_version": str(self.new_version),
             "changed_fields": list(self.changed_fields),
         }
+
+
+class ProjectRoleOverride(models.Model):
+    """A project's own enabled/disabled switch for a role (PRD §4.1 角色启用/禁用, 项目级角色配置覆盖).
+
+    No row = the role's global ``enabled`` applies.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="role_overrides")
+    role = models.ForeignKey(AgentRole, on_delete=models.CASCADE, related_name="project_overrides")
+    enabled = models.BooleanField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "role"], name="project_role_override")]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.role.role}: {'enabled' if self.enabled else 'disabled'}"
+
+
+class ProjectCapabilityOverride(models.Model):
+    """A project's own enabled/disabled switch for a capability card (US-06, PRD §4.8 运行时启用/禁用).
+
+    No row = the card's global ``enabled`` applies.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="capability_overrides")
+    card = models.ForeignKey(CapabilityCard, on_delete=models.CASCADE, related_name="project_overrides")
+    enabled = models.BooleanField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "card"], name="project_capability_override")]
+
+    def __str__(self) -> str:
+        return f"{self.project.slug}/{self.card.capability_id}: {'enabled' if self.enabled else 'disabled'}"
+
+
+class ConfigDocument(models.Model):
+    """The edit version of one config document, for optimistic concurrency (issue 5).
+
+    ``name`` is ``invoke_matrix``, ``tool_matrix``, ``constraints:<role>``, ``role:<role>``,
+    ``capability:<id>`` or ``project``; ``project`` NULL is the global layer. ``version`` is
+    the config version (``ConfigState.version``, PRD §4.8) of the last change that touched
+    the document, 0 when it never changed. No row = version 0.
+    """
+
+    name = models.CharField(max_length=120)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
+    version = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = _scoped_unique("config_document", ["name"])
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.project.slug if self.project else 'global'}) v{self.version}"

@@ -47,6 +47,9 @@ def register_capability(document: dict[str, Any], *, actor: Any = None, note: st
         else:
             for reason in plugin_url_errors(config.get("url")):
                 errors.setdefault("executor_config.url", []).append(reason)
+        timeout = config.get("timeout_s", 60)
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or not 1 <= timeout <= 3600:
+            errors.setdefault("executor_config.timeout_s", []).append("must be a whole number of seconds, 1 to 3600")
         extra = set(config) - {"url", "timeout_s"}
         if extra:
             errors.setdefault("executor_config", []).append(f"unknown keys: {', '.join(sorted(extra))}")

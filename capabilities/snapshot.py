@@ -1,8 +1,8 @@
 """Build the runtime's immutable ``ConfigSnapshot`` from the database (DESIGN.md §3.1).
 
 Effective values = project override else global (PRD §4.7), for invoke cells, tool cells,
-constraint fields and the roles' executor choices; prompts carry the global layer and the
-project layer (PRD §4.5).
+constraint fields, the roles' executor choices and the enabled flags of roles and cards
+(PRD §4.1 角色启用/禁用, US-06); prompts carry the global layer and the project layer (PRD §4.5).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from capabilities.models import (
     CapabilityCard,
     InvokePermission,
     Project,
+    ProjectCapabilityOverride,
+    ProjectRoleOverride,
     ToolPermission,
 )
 from teamclaw.runtime.config import (
@@ -55,6 +57,15 @@ def effective_constraints(role: AgentRole, project: Project | None) -> Constrain
     return Constraints(**values)
 
 
+def enabled_overrides(project: Project | None) -> tuple[dict[int, bool], dict[int, bool]]:
+    """``(role pk -> enabled, card pk -> enabled)`` of ``project``'s own switches (empty for global)."""
+    if project is None:
+        return {}, {}
+    roles = dict(ProjectRoleOverride.objects.filter(project=project).values_list("role_id", "enabled"))
+    cards = dict(ProjectCapabilityOverride.objects.filter(project=project).values_list("card_id", "enabled"))
+    return roles, cards
+
+
 def effective_executor(role: AgentRole, project: Project | None) -> tuple[str | None, dict[str, str]]:
     """``(executor kind or None, {"model", "endpoint"} set)`` chosen for ``role`` in ``project``:
     each field from the project's RoleExecutor row if set, else the global row, else (for the
@@ -70,8 +81,8 @@ def effective_executor(role: AgentRole, project: Project | None) -> tuple[str | 
     return kind, options
 
 
-def card_spec(card: CapabilityCard) -> CardSpec:
-    """The runtime's view of one card."""
+def card_spec(card: CapabilityCard, enabled: bool | None = None) -> CardSpec:
+    """The runtime's view of one card; ``enabled`` (a project's switch) replaces the card's own."""
     return CardSpec(
         capability_id=card.capability_id,
         name=card.name,
@@ -84,7 +95,7 @@ def card_spec(card: CapabilityCard) -> CardSpec:
         required_tools=tuple(card.required_tools),
         timeout_s=card.timeout_s,
         tags=tuple(card.tags),
-        enabled=card.enabled,
+        enabled=card.enabled if enabled is None else enabled,
         executor=card.executor,
         executor_config=card.executor_config,
         skill_id=card.skill.skill_id if card.skill_id else None,
@@ -104,13 +115,14 @@ def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
     version = current_version()
     roles = list(AgentRole.objects.prefetch_related("constraints", "capabilities", "executor_choices"))
     executors = {r.pk: effective_executor(r, project) for r in roles}
+    role_enabled, card_enabled = enabled_overrides(project)
     role_specs = [
         RoleSpec(
             role=r.role,
             display_name=r.display_name,
             emoji=r.emoji,
             description=r.description,
-            enabled=r.enabled,
+            enabled=role_enabled.get(r.pk, r.enabled),
             is_builtin=r.is_builtin,
             constraints=effective_constraints(r, project),
             executor=executors[r.pk][0],
@@ -119,7 +131,10 @@ def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
         )
         for r in roles
     ]
-    cards = [card_spec(c) for c in CapabilityCard.objects.prefetch_related("owner_roles").select_related("skill")]
+    cards = [
+        card_spec(c, card_enabled.get(c.pk))
+        for c in CapabilityCard.objects.prefetch_related("owner_roles").select_related("skill")
+    ]
 
     cells: dict[tuple[str, str], bool] = {}
     invoke_rows = InvokePermission.objects.select_related("caller", "target").filter(project__isnull=True)

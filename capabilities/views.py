@@ -8,7 +8,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from capabilities.executors import model_status, role_executor
-from capabilities.models import AgentRole
+from capabilities.governance_views import capability_governance, role_governance
+from capabilities.models import AgentRole, CapabilityCard
 from capabilities.registry import card_document, filter_capabilities, role_definition
 from capabilities.snapshot import build_snapshot
 from teamclaw.runtime.config import CATEGORIES, TOOLS
@@ -40,6 +41,7 @@ def role_detail(request: HttpRequest, role: str) -> HttpResponse:
             "tools": TOOLS,
             "executor": executor,
             "model": model_status(),
+            **role_governance(request, obj),
         },
     )
 
@@ -82,5 +84,6 @@ def capability_detail(request: HttpRequest, capability_id: str) -> HttpResponse:
             "health": capability_health(snapshot, capability_id),
             "input_schema": json.dumps(document["input_schema"], indent=2, ensure_ascii=False),
             "output_schema": json.dumps(document["output_schema"], indent=2, ensure_ascii=False),
+            **capability_governance(request, get_object_or_404(CapabilityCard, capability_id=capability_id)),
         },
     )

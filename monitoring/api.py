@@ -45,7 +45,10 @@ class TokenView(APIView):
 
         data = TokenRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        user = authenticate(request, username=data.validated_data["username"], password=data.validated_data["password"])
+        # the Django request, not DRF's wrapper: login-failure tracking (django-axes) reads it
+        user = authenticate(
+            request._request, username=data.validated_data["username"], password=data.validated_data["password"]
+        )
         if user is None or not user.is_active:
             return Response({"detail": "wrong username or password"}, status=status.HTTP_400_BAD_REQUEST)
         token, _ = Token.objects.get_or_create(user=user)
@@ -59,6 +62,11 @@ class DocumentField(serializers.CharField):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)
         self.validators = []
+
+    def to_internal_value(self, data: object) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError("must be a string of Markdown")
+        return data
 
 
 class TaskCreateSerializer(serializers.Serializer):

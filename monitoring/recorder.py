@@ -118,6 +118,8 @@ class Recorder:
         self._thread: threading.Thread | None = None
         self.written_events = 0
         self.failed_batches = 0
+        self.lost_events = 0
+        """Events that could not be stored even alone (each one is also an Alert row)."""
 
     # -- sink -------------------------------------------------------------------------
     def publish(self, event: RuntimeEvent) -> None:
@@ -182,7 +184,10 @@ class Recorder:
         connection.close()
 
     def _write_with_retry(self, batch: list[RuntimeEvent]) -> None:
-        for attempt in range(3):
+        """Write the batch; on repeated failure write event by event so one bad event costs only
+        itself, and record each event that still cannot be stored as an Alert (never silently)."""
+        written = batch
+        for attempt in range(2):
             try:
                 close_old_connections()
                 self.write(batch)
@@ -193,12 +198,35 @@ class Recorder:
                 self.failed_batches += 1
                 time.sleep(0.2 * (attempt + 1))
         else:
-            return
+            written = self._write_one_by_one(batch)
         for listener in self._listeners:
             try:
-                listener(batch)
+                listener(written)
             except Exception:
                 log.exception("recorder listener failed")
+
+    def _write_one_by_one(self, batch: list[RuntimeEvent]) -> list[RuntimeEvent]:
+        written = []
+        for event in batch:
+            try:
+                close_old_connections()
+                self.write([event])
+                written.append(event)
+                self.written_events += 1
+            except Exception as exc:
+                self.lost_events += 1
+                log.exception("recorder could not store a %s event", event.kind)
+                try:
+                    Alert.objects.create(
+                        kind="recorder",
+                        severity="critical",
+                        created_at=_dt(event.at),
+                        message=f"a {event.kind} event could not be recorded: {type(exc).__name__}: {exc}"[:2000],
+                        details={"event_kind": str(event.kind), "seq": event.seq},
+                    )
+                except Exception:
+                    log.exception("recorder could not store the alert either")
+        return written
 
     # -- writing ----------------------------------------------------------------------
     def write(self, batch: list[RuntimeEvent]) -> None:

@@ -8,6 +8,7 @@ Runtime failures are HTTP 200 with ``success: false``; malformed requests are 4x
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from adrf.views import APIView as AsyncAPIView
@@ -28,6 +29,7 @@ from monitoring.health import capability_health
 from monitoring.host import get_host
 from teamclaw.runtime import HookEvent, InvokeRequest, Priority, RoutingStrategy
 from teamclaw.runtime.address import AddressError, parse_address
+from teamclaw.runtime.runtime import TaskNotRunning
 
 PRIORITIES = ["low", "normal", "high", "urgent"]
 
@@ -72,6 +74,7 @@ class InvokeSerializer(serializers.Serializer):
         return value
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        _bounded(attrs.get("params") or {}, "params")
         if bool(attrs.get("capability_id")) == bool(attrs.get("address")):
             raise serializers.ValidationError({"capability_id": ["give exactly one of capability_id or address"]})
         if attrs.get("routing") == RoutingStrategy.BY_INSTANCE and not attrs.get("target_instance_id"):
@@ -82,7 +85,7 @@ class InvokeSerializer(serializers.Serializer):
 class HookSerializer(serializers.Serializer):
     """``HookEvent`` (PRD §4.4) plus ``from_role``."""
 
-    event_type = serializers.RegexField(r"^[A-Za-z][A-Za-z0-9_.:-]{0,99}$")
+    event_type = serializers.RegexField(r"\A[A-Za-z][A-Za-z0-9_.:-]{0,99}\Z")
     from_role = _RoleField(max_length=40)
     payload = serializers.DictField(required=False, default=dict)
     broadcast = serializers.BooleanField(required=False, default=False)
@@ -92,9 +95,21 @@ class HookSerializer(serializers.Serializer):
     task_id = serializers.CharField(required=False, max_length=64)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        _bounded(attrs.get("payload") or {}, "payload")
         if not attrs.get("broadcast") and not attrs.get("target_roles"):
             raise serializers.ValidationError({"target_roles": ["name at least one role, or set broadcast"]})
         return attrs
+
+
+MAX_PARAMS_BYTES = 1_000_000
+"""Largest ``params`` / ``payload`` an API call may send (bytes of JSON)."""
+
+
+def _bounded(value: dict[str, Any], field: str) -> dict[str, Any]:
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_PARAMS_BYTES:
+        raise serializers.ValidationError({field: [f"is {size:,} bytes of JSON; the limit is {MAX_PARAMS_BYTES:,}"]})
+    return value
 
 
 async def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
@@ -104,12 +119,15 @@ async def _valid(serializer_class: type[serializers.Serializer], data: Any) -> d
 
 
 class InvokeView(AsyncAPIView):
-    """Invoke a capability through the runtime as ``from_role``.
+    """Invoke a capability through the runtime as ``from_role`` (staff only: the caller acts
+    for that agent, so the invoke matrix applies to the role it names).
 
     Returns the PRD §4.4 ``InvokeResult`` ``{success, data, error{code,message,details},
     latency_ms, from_instance, attempts, invoke_id, task_id}`` plus seed 003's ``result``
     (same as ``data``). HTTP 200 even when ``success`` is false.
     """
+
+    permission_classes = [IsAdminUser]
 
     @extend_schema(request=InvokeSerializer, responses={200: OpenApiTypes.OBJECT})
     async def post(self, request: Request) -> Response:
@@ -125,21 +143,27 @@ class InvokeView(AsyncAPIView):
         )
         host = await sync_to_async(get_host)()
         assert host.runtime is not None
-        result = await host.acall(
-            host.runtime.invoke(
-                invoke_request,
-                from_role=values["from_role"],
-                project_id=values.get("project"),
-                task_id=values.get("task_id"),
+        try:
+            result = await host.acall(
+                host.runtime.invoke(
+                    invoke_request,
+                    from_role=values["from_role"],
+                    project_id=values.get("project"),
+                    task_id=values.get("task_id"),
+                )
             )
-        )
+        except TaskNotRunning as exc:
+            return Response({"detail": str(exc), "errors": {"task_id": [str(exc)]}}, status=status.HTTP_400_BAD_REQUEST)
         body = result.as_dict()
         body["result"] = body["data"]
         return Response(body)
 
 
 class HookView(AsyncAPIView):
-    """Fire a hook; each receiver acks on enqueue: ``{"acks": [{instance_id, role, status}]}``."""
+    """Fire a hook as ``from_role`` (staff only); each receiver acks on enqueue:
+    ``{"acks": [{instance_id, role, status, reason?}]}``."""
+
+    permission_classes = [IsAdminUser]
 
     @extend_schema(request=HookSerializer, responses={200: OpenApiTypes.OBJECT})
     async def post(self, request: Request) -> Response:
@@ -168,6 +192,8 @@ class HookView(AsyncAPIView):
             return Response(
                 {"detail": failure.error.message, "error": failure.error.as_dict()}, status=status.HTTP_400_BAD_REQUEST
             )
+        except TaskNotRunning as exc:
+            return Response({"detail": str(exc), "errors": {"task_id": [str(exc)]}}, status=status.HTTP_400_BAD_REQUEST)
         return Response({"acks": [ack.as_dict() for ack in acks]})
 
 

@@ -59,12 +59,35 @@ def validate_document(raw: bytes | str | None) -> str:
             raise DocumentError("the document is binary, not Markdown text")
     else:
         raise DocumentError("the document must be a string of Markdown")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DocumentError("the document holds characters that are not valid Unicode (unpaired surrogates)") from None
     if not text.strip():
         raise DocumentError("the document is empty")
     control = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\r\t\f")
     if control > max(8, len(text) // 100):
         raise DocumentError("the document is binary, not Markdown text")
     return text
+
+
+def check_budget(text: str, project: Project | None) -> None:
+    """Refuse a document the task's token budget (main's ``token_budget``, PRD §4.7) cannot
+    even read once, instead of starting a task that fails at its first step."""
+    from capabilities.models import AgentRole
+    from capabilities.snapshot import effective_constraints
+    from teamclaw.runtime.executors.offline import estimate_tokens
+
+    main = AgentRole.objects.filter(role="main").prefetch_related("constraints").first()
+    if main is None:
+        return
+    budget = effective_constraints(main, project).token_budget
+    tokens = estimate_tokens(text)
+    if tokens >= budget:
+        raise DocumentError(
+            f"the document is about {tokens:,} tokens but a task's token budget is {budget:,} "
+            "(main's token_budget constraint); shorten the document or raise the budget"
+        )
 
 
 def sample_requirement() -> str:
@@ -91,6 +114,7 @@ def start_task(
     params: dict[str, Any] = {"workflow": workflow}
     if workflow == "requirement_review":
         text = validate_document(input_markdown)
+        check_budget(text, project)
         first_heading = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), "")
         title = title or first_heading[:200] or "Requirement review"
         params.update(

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from capabilities import api as capabilities_api
+from capabilities import governance_api
 from monitoring import api as monitoring_api
 from monitoring import live_api, runtime_api
 from prompts import api as prompts_api
@@ -20,6 +21,17 @@ urlpatterns = [
         name="api-capability-health",
     ),
     path("capabilities/<str:capability_id>", capabilities_api.CapabilityDetailView.as_view(), name="api-capability"),
+    path("permissions/invoke-matrix", governance_api.InvokeMatrixView.as_view(), name="api-invoke-matrix"),
+    path("permissions/invoke-matrix/what-if", governance_api.InvokeWhatIfView.as_view(), name="api-invoke-what-if"),
+    path("permissions/tool-matrix", governance_api.ToolMatrixView.as_view(), name="api-tool-matrix"),
+    path("permissions/tool-matrix/what-if", governance_api.ToolWhatIfView.as_view(), name="api-tool-what-if"),
+    path("constraints/<str:role>", governance_api.ConstraintsView.as_view(), name="api-constraints"),
+    path("projects", governance_api.ProjectListView.as_view(), name="api-projects"),
+    path("projects/<str:slug>", governance_api.ProjectDetailView.as_view(), name="api-project"),
+    path("config/changes", governance_api.ConfigChangeListView.as_view(), name="api-config-changes"),
+    path("config/schema", governance_api.ConfigSchemaView.as_view(), name="api-config-schema"),
+    path("config/export", governance_api.ConfigExportView.as_view(), name="api-config-export"),
+    path("config/import", governance_api.ConfigImportView.as_view(), name="api-config-import"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
     path("contexts", live_api.ContextListView.as_view(), name="api-contexts"),

@@ -67,10 +67,12 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-def env_url(name: str, schemes: set[str]) -> str:
+def env_url(name: str, schemes: set[str], *, credentials: bool = True, hint: str = "") -> str:
     """Return ``$name`` when it is a URL with one of ``schemes``, '' when unset.
 
-    Raises ImproperlyConfigured for another scheme or a URL without a host/path.
+    Raises ImproperlyConfigured for another scheme, a URL without a host/path, or (with
+    ``credentials=False``) a user or password in the URL. Messages never repeat the URL,
+    which may hold a password.
     """
     raw = env_str(name)
     if not raw:
@@ -80,7 +82,9 @@ def env_url(name: str, schemes: set[str]) -> str:
         allowed = ", ".join(sorted(schemes))
         raise ImproperlyConfigured(f"{name} must start with one of {allowed}; got {parsed.scheme or 'no scheme'!r}")
     if not (parsed.netloc or parsed.path):
-        raise ImproperlyConfigured(f"{name}={raw!r} names no server or database")
+        raise ImproperlyConfigured(f"{name} names no server or database")
+    if not credentials and (parsed.username or parsed.password):
+        raise ImproperlyConfigured(f"{name} must not carry a user or password{'; ' + hint if hint else ''}")
     return raw
 
 

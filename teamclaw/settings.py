@@ -6,6 +6,7 @@ start-up with ImproperlyConfigured naming the variable (teamclaw.env).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -48,6 +49,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "axes",
     "capabilities",
     "prompts",
     "monitoring",
@@ -64,7 +66,18 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "teamclaw.middleware.LoginRequiredForPagesMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Repeated failed logins (login page, admin, API token) lock that username from that address
+# for a while (django-axes); the address is the socket's, never a client-supplied header.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env_int("TEAMCLAW_LOGIN_FAILURE_LIMIT", 10, minimum=1, maximum=1000)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("TEAMCLAW_LOGIN_COOLOFF_MIN", 15, minimum=1, maximum=24 * 60))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+AXES_LOCKOUT_CALLABLE = "teamclaw.lockout.lockout_response"
 
 ROOT_URLCONF = "teamclaw.urls"
 ASGI_APPLICATION = "teamclaw.asgi.application"
@@ -166,6 +179,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "teamclaw.api_errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # Throttles key on the socket address: X-Forwarded-For is not trusted (no proxy in front).
+    "NUM_PROXIES": 0,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "TeamClaw Capability System API",
@@ -187,11 +202,14 @@ TEAMCLAW = {
     "TASK_TIMEOUT_S": env_int("TEAMCLAW_TASK_TIMEOUT_S", 3600, minimum=1, maximum=7 * 86400),
     "CONFIRMATION_TIMEOUT_S": env_int("TEAMCLAW_CONFIRMATION_TIMEOUT_S", 600, minimum=1, maximum=86400),
     "MAX_DOCUMENT_BYTES": env_int("TEAMCLAW_MAX_DOCUMENT_BYTES", 1_000_000, minimum=1, maximum=5_000_000),
+    "MAX_CONFIG_BYTES": env_int("TEAMCLAW_MAX_CONFIG_BYTES", 2_000_000, minimum=1_000, maximum=5_000_000),
     "PROJECTS_ROOT": Path(env_str("TEAMCLAW_PROJECTS_ROOT") or DATA_DIR / "projects"),
     "SNAPSHOT_RETENTION_COUNT": env_int("TEAMCLAW_SNAPSHOT_RETENTION_COUNT", 500, minimum=1),
     "SNAPSHOT_RETENTION_DAYS": env_int("TEAMCLAW_SNAPSHOT_RETENTION_DAYS", 30, minimum=1),
     "HTTP_EXECUTOR_ALLOWED_HOSTS": env_list("TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS", []),
-    "OPENAI_BASE_URL": env_url("OPENAI_BASE_URL", {"http", "https"}),
+    "OPENAI_BASE_URL": env_url(
+        "OPENAI_BASE_URL", {"http", "https"}, credentials=False, hint="put the key in OPENAI_API_KEY"
+    ),
     "OPENAI_API_KEY": env_str("OPENAI_API_KEY"),
     "MODEL": env_str("TEAMCLAW_MODEL") or "gpt-4o-mini",
     # Model executor (README "Real models"): the default brain is `openai` once OPENAI_BASE_URL is set.
@@ -221,6 +239,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},
+        "axes": {"level": "WARNING"},
         # HTTP clients log every request URL at INFO; a URL may carry credentials (user info,
         # a key in the query), so only their warnings are kept (keys never reach the logs).
         "httpx2": {"level": "WARNING"},

@@ -16,3 +16,8 @@ urlpatterns = [
     path("", include("capabilities.urls")),
     path("", include("prompts.urls")),
 ]
+
+handler400 = "teamclaw.error_views.bad_request"
+handler403 = "teamclaw.error_views.permission_denied"
+handler404 = "teamclaw.error_views.page_not_found"
+handler500 = "teamclaw.error_views.server_error"

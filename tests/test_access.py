@@ -74,3 +74,19 @@ def test_a_deeply_nested_json_body_is_a_400_not_a_500(api, builtin):
     body = "[" * 100_000 + "]" * 100_000
     response = api.generic("POST", "/api/v1/tasks", body, content_type="application/json")
     assert response.status_code == 400 and "nests too deeply" in response.json()["detail"]
+
+
+def test_repeated_wrong_passwords_lock_the_account_from_that_address(staff_user, builtin, settings):
+    client = APIClient()
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        response = client.post(
+            "/api/v1/auth/token",
+            {"username": "operator", "password": "wrong"},
+            format="json",
+            HTTP_X_FORWARDED_FOR=f"10.0.0.{_}",
+        )  # a spoofed header changes nothing
+        assert response.status_code in (400, 429)
+    locked = client.post("/api/v1/auth/token", {"username": "operator", "password": PASSWORD}, format="json")
+    assert locked.status_code == 429 and "too many failed logins" in locked.json()["detail"]
+    page = Client().post("/login/", {"username": "operator", "password": PASSWORD})
+    assert page.status_code == 429 and "Too many failed logins" in page.content.decode()

@@ -118,7 +118,7 @@ def test_every_prd_capability_has_a_real_card(team):
 
 
 def test_reviewer_custom_roles_exist_and_main_may_invoke_them(team):
-    for slug in ("ai_expert", "domain_expert"):
+    for slug in ("ai_expert", "domain_expert", "consolidator"):
         role = AgentRole.objects.get(role=slug)
         assert not role.is_builtin
         assert InvokePermission.objects.get(project=None, caller__role="main", target__role=slug).allowed

@@ -99,3 +99,35 @@ async def test_database_holds_every_message_in_send_order_with_its_final_status(
     )
     assert counts == ("completed", 1, 1)
     assert recorder.failed_batches == 0
+
+
+async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
+    from monitoring.models import Alert
+    from teamclaw.runtime import EventKind, RuntimeEvent
+
+    recorder = Recorder(batch_wait_s=0.001)
+    sink = CollectingSink()
+    runtime = Runtime(snapshot=small_snapshot(), sinks=[sink], clock=ManualClock())
+    try:
+        for _ in range(3):
+            await runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
+    finally:
+        await runtime.stop()
+    poisoned = RuntimeEvent(
+        EventKind.ARTIFACT,
+        {"task_id": "no-such-task", "name": "a.md", "content": "x", "content_type": "text/markdown"},
+        at=1.0,
+    )
+    batch = [*sink.events[:5], poisoned, *sink.events[5:]]
+    recorder.start()
+    for event in batch:
+        recorder.publish(event)
+    await asyncio.to_thread(recorder.flush)
+    await asyncio.to_thread(recorder.stop)
+    messages = {e.data["message"].id for e in sink.events if e.kind == "message"}
+    stored = await asyncio.to_thread(lambda: set(Message.objects.values_list("id", flat=True)))
+    alerts = await asyncio.to_thread(
+        lambda: list(Alert.objects.filter(kind="recorder").values_list("message", flat=True))
+    )
+    assert stored == messages
+    assert recorder.lost_events == 1 and len(alerts) == 1 and "artifact" in alerts[0]

@@ -8,7 +8,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from capabilities.models import CapabilityCard, ConfigChange
-from monitoring.models import Message, ToolConfirmation
+from monitoring.models import Message, Task, ToolConfirmation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -256,3 +256,101 @@ def test_a_saved_matrix_change_applies_from_the_next_task(api, runtime_host):
         record_change("permission", role="coderA", changed_fields=["can_invoke"])
     after = invoke(api, **body)
     assert after["success"] is False and after["error"]["code"] == "permission_denied"
+
+
+def test_only_staff_may_invoke_or_hook_as_a_role(runtime_host, viewer_user):
+    client = APIClient()
+    client.force_authenticate(viewer_user)
+    body = {
+        "capability_id": "environment_management",
+        "from_role": "main",
+        "params": {"environment": "production", "action": "destroy"},
+    }
+    assert client.post("/api/v1/capabilities/invoke", body, format="json").status_code == 403
+    hook = {"event_type": "x", "from_role": "main", "target_roles": ["devops"]}
+    assert client.post("/api/v1/hooks", hook, format="json").status_code == 403
+
+
+def test_a_finished_task_can_never_be_reopened_through_task_id(api, runtime_host):
+    from tests.helpers import wait_for_task
+
+    created = api.post(
+        "/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": "# T\n- must work\n"}, format="json"
+    ).json()
+    task = wait_for_task(runtime_host, created["task_id"])
+    before = (task.status, task.tokens_used, task.finished_at, task.error)
+    artifacts = dict(task.artifacts.values_list("name", "content"))
+    response = api.post(
+        "/api/v1/capabilities/invoke",
+        {
+            "capability_id": "task_orchestration",
+            "from_role": "main",
+            "task_id": task.id,
+            "params": {"workflow": "requirement_review", "task_description": "x", "input_markdown": "# EVIL\n- x\n"},
+        },
+        format="json",
+    )
+    assert response.status_code == 400 and "is not running" in response.json()["errors"]["task_id"][0]
+    hook = api.post(
+        "/api/v1/hooks",
+        {"event_type": "x", "from_role": "main", "target_roles": ["pm"], "task_id": task.id},
+        format="json",
+    )
+    assert hook.status_code == 400
+    runtime_host.recorder.flush()
+    task.refresh_from_db()
+    assert (task.status, task.tokens_used, task.finished_at, task.error) == before
+    assert dict(task.artifacts.values_list("name", "content")) == artifacts
+
+
+def test_a_hook_cannot_run_a_capability_the_matrix_denies(api, runtime_host):
+    response = api.post(
+        "/api/v1/hooks",
+        {
+            "event_type": "please_destroy",
+            "from_role": "dba",
+            "target_roles": ["devops"],
+            "capability_id": "environment_management",
+            "payload": {"environment": "production", "action": "destroy"},
+        },
+        format="json",
+    )
+    [ack] = response.json()["acks"]
+    assert ack["status"] == "rejected" and ack["reason"] == "permission_denied"
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ('{"event_type": "bad type!", "from_role": "main", "target_roles": ["pm"]}', "event_type"),
+        ('{"event_type": "x", "from_role": "main", "target_roles": ["pm"], "payload": {"k": "\\ud800"}}', None),
+    ],
+)
+def test_hook_input_is_checked(api, builtin, raw, field):
+    response = api.generic("POST", "/api/v1/hooks", raw, content_type="application/json")
+    assert response.status_code == 400
+    if field:
+        assert field in response.json()["errors"]
+
+
+def test_oversized_or_unwalkable_params_are_refused_cleanly(api, runtime_host):
+    big = api.post(
+        "/api/v1/capabilities/invoke",
+        {
+            "capability_id": "schema_query",
+            "from_role": "coderA",
+            "target_role": "dba",
+            "params": {"table": "x" * 1_100_000},
+        },
+        format="json",
+    )
+    assert big.status_code == 400 and "limit is 1,000,000" in big.json()["errors"]["params"][0]
+    deep: dict = {"table": "t"}
+    node = deep
+    for _ in range(700):
+        node["x"] = {}
+        node = node["x"]
+    walked = invoke(api, capability_id="schema_query", from_role="coderA", target_role="dba", params=deep)
+    assert walked["success"] is False and walked["error"]["code"] == "invalid_params"
+    runtime_host.recorder.flush()
+    assert not Task.objects.filter(status="running").exists()

@@ -58,6 +58,7 @@ def test_secret_is_generated_once_with_mode_600(tmp_path):
         ("DATABASE_URL", "oracle://db", "DATABASE_URL"),
         ("REDIS_URL", "http://x", "REDIS_URL"),
         ("TEAMCLAW_MAILBOX_CAPACITY", "0", "TEAMCLAW_MAILBOX_CAPACITY"),
+        ("OPENAI_BASE_URL", "http://user:pw@127.0.0.1:8080/v1", "must not carry a user or password"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_its_name(tmp_path, name, value, message):
@@ -96,3 +97,15 @@ def test_defaults_are_safe(tmp_path):
     assert layer.endswith("InMemoryChannelLayer")
     assert engine.endswith("sqlite3") and name == str(tmp_path / "teamclaw.sqlite3")
     assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_start_up_error_never_repeats_a_password(tmp_path):
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": "http://user:secret-pw@127.0.0.1:8080/v1",
+        "TEAMCLAW_DATA_DIR": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0 and "secret-pw" not in result.stderr + result.stdout

@@ -46,7 +46,7 @@ def test_requirement_review_runs_end_to_end_and_returns_every_artifact(api, runt
     names = {a["name"] for a in body["artifacts"]}
     assert EXPECTED_ARTIFACTS <= names
     roles = sorted(c["role"] for c in body["contexts"])
-    assert {"main", "architect", "pm", "ai_expert", "domain_expert"} <= set(roles)
+    assert {"main", "architect", "pm", "ai_expert", "domain_expert", "consolidator"} <= set(roles)
     assert all(c["status"] == "completed" for c in body["contexts"])
     final = next(a["content"] for a in body["artifacts"] if a["name"] == "requirement_final.md")
     assert final != BOOKSTORE
@@ -106,3 +106,48 @@ def test_unknown_workflow_and_project_are_refused(api, builtin):
 
 def test_unknown_task_is_404(api, builtin):
     assert api.get("/api/v1/tasks/doesnotexist").status_code == 404
+
+
+def test_a_document_that_is_not_text_or_not_unicode_is_refused(api, builtin):
+    number = api.post("/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": 12345}, format="json")
+    assert number.status_code == 400 and "string" in number.json()["errors"]["input_markdown"][0]
+    raw = '{"workflow": "requirement_review", "input_markdown": "# Title\\n\\ud800 hello"}'
+    surrogate = api.generic("POST", "/api/v1/tasks", raw, content_type="application/json")
+    assert surrogate.status_code == 400 and "surrogate" in surrogate.json()["detail"]
+    assert not Task.objects.exists()
+
+
+def test_many_reviews_at_once_all_complete(api, runtime_host):
+    ids = []
+    for n in range(12):  # three times main's instance limit
+        response = api.post(
+            "/api/v1/tasks",
+            {"workflow": "requirement_review", "input_markdown": f"# Doc {n}\n- The page must load fast.\n"},
+            format="json",
+        )
+        ids.append(response.json()["task_id"])
+    statuses = {wait_for_task(runtime_host, task_id, timeout=240).status for task_id in ids}
+    assert statuses == {"completed"}, [Task.objects.get(pk=i).error for i in ids]
+
+
+def test_a_document_larger_than_the_token_budget_is_refused_up_front(api, builtin):
+    from capabilities.models import RoleConstraint
+
+    RoleConstraint.objects.filter(project=None, role__role="main").update(token_budget=1000)
+    text = "# Big\n" + "- The system must do a thing.\n" * 200  # about 1,500 tokens
+    response = api.post("/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": text}, format="json")
+    assert response.status_code == 400
+    assert "token budget is 1,000" in response.json()["errors"]["input_markdown"][0]
+
+
+def test_an_oversized_body_gets_a_json_413(api, builtin, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = api.post(
+        "/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": "x" * 5000}, format="json"
+    )
+    assert response.status_code == 413 and "larger than 1,000 bytes" in response.json()["detail"]
+
+
+def test_unknown_api_urls_answer_json(api, builtin):
+    response = api.get("/api/v1/nothing-here")
+    assert response.status_code == 404 and response.json()["detail"]

@@ -134,6 +134,7 @@ class ExecutionCall:
             caller=Party(role=self.role, instance_id=self.instance.instance_id),
             task=self.task,
             caller_context=self.context,
+            caller_skill=self.card.skill_id,
         )
 
     # -- tools ----------------------------------------------------------------

@@ -70,6 +70,15 @@ log = logging.getLogger(__name__)
 USER = Party(role="user")
 """The operator (UI, API, command line) as a message end."""
 
+
+class TaskNotRunning(LookupError):
+    """A ``task_id`` that names no running task (unknown, or already finished)."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"task {task_id} is not running")
+        self.task_id = task_id
+
+
 PromptRenderer = Callable[[ConfigSnapshot, str, TaskState, dict[str, Any]], str]
 """``(snapshot, role, task, extra_variables) -> system prompt text`` (the prompts app)."""
 
@@ -456,14 +465,19 @@ class Runtime:
             prompt_enhancement=prompt_enhancement,
             extra=extra,
         )
-        result = await self._invoke(
-            InvokeRequest(capability_id, params, target_role=entry_role, timeout=self.task_timeout_s),
-            caller=USER,
-            task=task,
-            enforce_matrix=False,
-            timeout_cap=self.task_timeout_s,
-            retries=0,
-        )
+        result: InvokeResult | None = None
+        try:
+            result = await self._invoke(
+                InvokeRequest(capability_id, params, target_role=entry_role, timeout=self.task_timeout_s),
+                caller=USER,
+                task=task,
+                enforce_matrix=False,
+                timeout_cap=self.task_timeout_s,
+                retries=0,
+            )
+        finally:
+            if result is None:
+                self.end_task(task.task_id, TaskStatus.FAILED, AgentError(ErrorCode.EXECUTOR_ERROR, "internal error"))
         self.end_task(task.task_id, TaskStatus.COMPLETED if result.success else TaskStatus.FAILED, result.error)
         return result
 
@@ -479,22 +493,34 @@ class Runtime:
     ) -> InvokeResult:
         """Invoke a capability as ``from_role`` from outside any agent (API, tests, bench).
 
-        With ``task_id`` of a running task the call joins it; otherwise it runs in its own
-        short task. Returns an InvokeResult (never raises for runtime failures).
+        With ``task_id`` the call joins that running task; otherwise it runs in a short task of
+        its own. Returns an InvokeResult for every runtime failure; raises TaskNotRunning when
+        ``task_id`` names no running task (a finished task is never reopened).
         """
         caller = Party(role=from_role)
-        if task_id and task_id in self.tasks:
-            return await self._invoke(request, caller=caller, task=self.tasks[task_id])
+        if task_id:
+            return await self._invoke(request, caller=caller, task=self.running_task(task_id))
         task = await self.begin_task(
-            task_id,
             project_id=project_id,
             entry_role=from_role,
             description=description or f"invoke {request.capability_id}",
             kind="invoke",
         )
-        result = await self._invoke(request, caller=caller, task=task)
+        result: InvokeResult | None = None
+        try:
+            result = await self._invoke(request, caller=caller, task=task)
+        finally:
+            if result is None:  # an unexpected error: the task must not stay open
+                self.end_task(task.task_id, TaskStatus.FAILED, AgentError(ErrorCode.EXECUTOR_ERROR, "internal error"))
         self.end_task(task.task_id, TaskStatus.COMPLETED if result.success else TaskStatus.FAILED, result.error)
         return result
+
+    def running_task(self, task_id: str) -> TaskState:
+        """The running task ``task_id``; raises TaskNotRunning otherwise."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise TaskNotRunning(task_id)
+        return task
 
     async def _invoke(
         self,
@@ -1180,16 +1206,19 @@ class Runtime:
     ) -> list[HookAck]:
         """Fire a hook from outside any agent; see ``_hook``."""
         caller = Party(role=from_role)
-        if task_id and task_id in self.tasks:
-            return await self._hook(event, caller=caller, task=self.tasks[task_id])
+        if task_id:
+            return await self._hook(event, caller=caller, task=self.running_task(task_id))
         task = await self.begin_task(
-            task_id, project_id=project_id, entry_role=from_role, description=f"hook {event.event_type}", kind="hook"
+            project_id=project_id, entry_role=from_role, description=f"hook {event.event_type}", kind="hook"
         )
         waiters: list[asyncio.Future[None]] = []
         try:
             acks = await self._hook(event, caller=caller, task=task, waiters=waiters)
         except AgentFailure as failure:
             self.end_task(task.task_id, TaskStatus.FAILED, failure.error)
+            raise
+        except BaseException:
+            self.end_task(task.task_id, TaskStatus.FAILED, AgentError(ErrorCode.EXECUTOR_ERROR, "internal error"))
             raise
         self._background_task(self._end_when_done(task, waiters))
         return acks
@@ -1211,14 +1240,19 @@ class Runtime:
         caller: Party,
         task: TaskState,
         caller_context: ExecutionContext | None = None,
+        caller_skill: str | None = None,
         waiters: list[asyncio.Future[None]] | None = None,
     ) -> list[HookAck]:
         """Deliver a ``hook_event`` (PRD §4.3/§4.4) and collect each receiver's ``hook_ack``.
 
         ``broadcast``: every live instance with a matching subscription. Otherwise one
-        instance per named target role (routed by_role). Hooks are not governed by the invoke
-        matrix (DESIGN.md §4). A receiver acks ``received`` when the event is queued, or
-        ``rejected`` with the reason when its mailbox refuses it.
+        instance per named target role (routed by_role). A plain event is not governed by the
+        invoke matrix (DESIGN.md §4); a hook that names a ``capability_id`` asks the receiver
+        to run it, so it is an invoke in all but name: the receiver must own the capability,
+        the matrix must allow caller -> receiver and INTERNAL capabilities stay inside their
+        skill, else that receiver acks ``rejected`` (the event never reaches its mailbox). A
+        receiver acks ``received`` when the event is queued, or ``rejected`` with the reason
+        when its mailbox refuses it.
         """
         snapshot = task.snapshot
         targets: list[AgentInstance] = []
@@ -1248,6 +1282,23 @@ class Runtime:
                 targets.append(self._route(snapshot, role, RoutingStrategy.BY_ROLE, None))
         acks: list[HookAck] = []
         for instance in targets:
+            refusal = self._hook_refusal(snapshot, event, caller, instance, caller_skill)
+            if refusal is not None:
+                refused = AgentMessage(
+                    type=MessageType.HOOK_EVENT,
+                    sender=caller,
+                    recipient=Party(role=instance.role, instance_id=instance.instance_id),
+                    payload={
+                        "event_type": event.event_type,
+                        "capability_id": event.capability_id,
+                        "error": refusal.as_dict(),
+                    },
+                    context=MessageContext(task.task_id, task.task_id, new_id()),
+                    timestamp=self.clock.now_ms(),
+                )
+                self._emit_message(refused, DeliveryStatus.DENIED, task.project_id, str(refusal.code))
+                acks.append(HookAck(instance.instance_id, instance.role, "rejected", str(refusal.code)))
+                continue
             message = AgentMessage(
                 type=MessageType.HOOK_EVENT,
                 sender=caller,
@@ -1257,6 +1308,7 @@ class Runtime:
                     "payload": event.payload,
                     "capability_id": event.capability_id,
                     "broadcast": event.broadcast,
+                    **({"caller_skill": caller_skill} if caller_skill else {}),
                 },
                 context=MessageContext(task.task_id, task.task_id, new_id()),
                 timestamp=self.clock.now_ms(),
@@ -1296,6 +1348,24 @@ class Runtime:
             acks.append(HookAck(instance.instance_id, instance.role, "received"))
         return acks
 
+    def _hook_refusal(
+        self,
+        snapshot: ConfigSnapshot,
+        event: HookEvent,
+        caller: Party,
+        instance: AgentInstance,
+        caller_skill: str | None,
+    ) -> AgentError | None:
+        """Why ``instance`` may not run the capability a hook names (None when it may)."""
+        if not event.capability_id:
+            return None
+        try:
+            card, _ = snapshot.resolve(event.capability_id)
+            self._check_policy(snapshot, card, instance.role, caller, caller_skill, enforce_matrix=True)
+        except AgentFailure as failure:
+            return failure.error
+        return None
+
     async def _handle_hook(self, instance: AgentInstance, message: AgentMessage) -> None:
         task = self.tasks.get(message.context.task_id)
         status: dict[str, Any] = {"status": "processed", "event_type": message.payload.get("event_type")}
@@ -1331,10 +1401,8 @@ class Runtime:
         event_type = message.payload.get("event_type")
         try:
             card, defaults = task.snapshot.resolve(capability_id)
-            if instance.role not in card.owner_roles or not card.enabled:
-                raise AgentFailure(
-                    ErrorCode.CAPABILITY_NOT_FOUND, f"{instance.role} does not run {capability_id}", retryable=False
-                )
+            caller_skill = message.payload.get("caller_skill")
+            self._check_policy(task.snapshot, card, instance.role, message.sender, caller_skill, enforce_matrix=True)
             params = {**defaults, **(message.payload.get("payload") or {})}
             input_validator, output_validator = self.validators.for_card(card)
             errors = schema_errors(input_validator, params)
@@ -1348,7 +1416,18 @@ class Runtime:
             executor = self.executors.resolve(card, task.snapshot.roles.get(instance.role))
             call = ExecutionCall(self, instance, context, task, card, params, message, None)
             context.status = ContextStatus.EXECUTING
-            data = await executor.execute(call)
+            timeout = min(card.timeout_s, task.snapshot.constraints_for(instance.role).timeout_s)
+            run = asyncio.ensure_future(executor.execute(call))
+            await self.clock.wait_any([run], timeout)
+            if not run.done():
+                run.cancel()
+                raise AgentFailure(
+                    ErrorCode.TIMEOUT,
+                    f"{capability_id} did not finish within {timeout:g} s",
+                    {"timeout_s": timeout},
+                    retryable=False,
+                )
+            data = run.result()
             errors = schema_errors(output_validator, data) if isinstance(data, dict) else [{"pointer": ""}]
             if errors:
                 raise AgentFailure(

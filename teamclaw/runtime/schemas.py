@@ -21,6 +21,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from teamclaw.runtime.config import CATEGORIES, TOOLS, CardSpec
+from teamclaw.runtime.errors import AgentFailure, ErrorCode
 
 KNOWN_KEYWORDS: frozenset[str] = frozenset(
     {
@@ -88,6 +89,7 @@ KNOWN_KEYWORDS: frozenset[str] = frozenset(
         "contentSchema",
     }
 )
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 _SUBSCHEMA = (
     "items",
     "contains",
@@ -138,13 +140,21 @@ def _keyword(error: Any) -> str:
 
 def schema_errors(validator: Any, instance: Any) -> list[dict[str, str]]:
     """Every validation error as ``{"pointer", "message", "keyword"}``, sorted by pointer
-    (empty when ``instance`` is valid). ``validator`` comes from ``SchemaValidators``."""
-    if validator.is_valid(instance):
-        return []
-    errors = [
-        {"pointer": pointer(err.instance_path), "message": err.message, "keyword": _keyword(err)}
-        for err in validator.iter_errors(instance)
-    ]
+    (empty when ``instance`` is valid). ``validator`` comes from ``SchemaValidators``.
+
+    A value the validator cannot even walk (nested deeper than its recursion limit, keys that
+    are not strings) is one error at the root, never an exception.
+    """
+    try:
+        if validator.is_valid(instance):
+            return []
+        errors = [
+            {"pointer": pointer(err.instance_path), "message": err.message, "keyword": _keyword(err)}
+            for err in validator.iter_errors(instance)
+        ]
+    except (ValueError, TypeError, RecursionError, OverflowError) as exc:
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return [{"pointer": "", "message": f"the value cannot be validated: {reason}", "keyword": "invalid"}]
     errors.sort(key=lambda e: (e["pointer"], e["keyword"]))
     return errors
 
@@ -156,11 +166,24 @@ class SchemaValidators:
         self._cache: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
     def for_card(self, card: CardSpec) -> tuple[Any, Any]:
-        """``(input_validator, output_validator)`` for ``card``, compiled on first use."""
+        """``(input_validator, output_validator)`` for ``card``, compiled on first use.
+
+        Raises AgentFailure(executor_error, not retryable) when a schema cannot be compiled
+        (e.g. a ``$ref`` to anything but the schema itself).
+        """
         key = (card.capability_id, card.version, card.schema_digest)
         pair = self._cache.get(key)
         if pair is None:
-            pair = (compile_schema(card.input_schema), compile_schema(card.output_schema))
+            try:
+                pair = (compile_schema(card.input_schema), compile_schema(card.output_schema))
+            except Exception as exc:
+                reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                raise AgentFailure(
+                    ErrorCode.EXECUTOR_ERROR,
+                    f"the schemas of {card.capability_id} cannot be compiled: {reason}",
+                    {"capability_id": card.capability_id},
+                    retryable=False,
+                ) from None
             self._cache[key] = pair
         return pair
 
@@ -168,9 +191,17 @@ class SchemaValidators:
         return len(self._cache)
 
 
+def _refuse_retrieval(uri: str) -> Any:
+    raise ValueError(f"external $ref {uri!r} is not allowed: a card's schemas must be self-contained")
+
+
 def compile_schema(schema: Mapping[str, Any]) -> Any:
-    """A compiled 2020-12 validator for ``schema`` with ``format`` enforced."""
-    return jsonschema_rs.Draft202012Validator(_plain(schema), validate_formats=True)
+    """A compiled 2020-12 validator for ``schema`` with ``format`` enforced.
+
+    Never fetches anything: a ``$ref`` outside the schema (http://, file://...) fails to
+    compile instead of making the server read a URL or a local file.
+    """
+    return jsonschema_rs.Draft202012Validator(_plain(schema), validate_formats=True, retriever=_refuse_retrieval)
 
 
 def _plain(value: Any) -> Any:
@@ -193,6 +224,12 @@ def lint_schema(schema: Any, path: str = "") -> list[str]:
     for key in schema:
         if key not in KNOWN_KEYWORDS and not str(key).startswith("x-"):
             problems.append(f"{path}/{key}: unknown JSON Schema keyword {key!r}")
+    for key in ("$ref", "$dynamicRef"):
+        ref = schema.get(key)
+        if ref is not None and (not isinstance(ref, str) or not ref.startswith("#")):
+            problems.append(f"{path}/{key}: only references inside the schema ('#/...') are allowed")
+    if "$schema" in schema and schema["$schema"] != DRAFT_2020_12:
+        problems.append(f"{path}/$schema: cards use JSON Schema 2020-12 ({DRAFT_2020_12})")
     properties = schema.get("properties")
     required = schema.get("required")
     if isinstance(required, list) and isinstance(properties, Mapping) and not schema.get("patternProperties"):
@@ -211,6 +248,24 @@ def lint_schema(schema: Any, path: str = "") -> list[str]:
             for index, sub in enumerate(schema[key]):
                 problems += lint_schema(sub, f"{path}/{key}/{index}")
     return problems
+
+
+MAX_SCHEMA_DEPTH = 24
+"""Deepest nesting of objects/arrays a card schema may have."""
+RESERVED_IDS = frozenset({"invoke"})
+"""Ids that would clash with API routes under /api/v1/capabilities/."""
+TEXT_LIMITS = {"name": 200, "description": 2000}
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    """Nesting depth of a JSON value, stopping early once past MAX_SCHEMA_DEPTH."""
+    if level > MAX_SCHEMA_DEPTH:
+        return level
+    if isinstance(value, Mapping):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
 
 
 _CAPABILITY_ID = re.compile(r"^[a-z][a-z0-9_]{1,63}$")
@@ -236,6 +291,12 @@ def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) 
     cap_id = card.get("id")
     if cap_id and (not isinstance(cap_id, str) or not _CAPABILITY_ID.match(cap_id)):
         add("id", "use 2-64 lowercase letters, digits or '_', starting with a letter")
+    elif cap_id in RESERVED_IDS:
+        add("id", f"{cap_id!r} is reserved")
+    for name, limit in TEXT_LIMITS.items():
+        value = card.get(name)
+        if value not in (None, "") and (not isinstance(value, str) or len(value) > limit):
+            add(name, f"must be text of at most {limit} characters")
     version = card.get("version")
     if version:
         if not isinstance(version, str) or not semver.Version.is_valid(version):
@@ -271,10 +332,16 @@ def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) 
         if not isinstance(schema, Mapping):
             add(name, "must be a JSON Schema object")
             continue
+        if _depth(schema) > MAX_SCHEMA_DEPTH:
+            add(name, f"nests deeper than {MAX_SCHEMA_DEPTH} levels")
+            continue
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             add(name, f"{pointer(exc.absolute_path) or '/'}: {exc.message}")
+        except RecursionError:
+            add(name, "nests too deeply to check")
+            continue
         if schema.get("type") != "object":
             add(name, "the top level must be {'type': 'object', ...}")
         elif not isinstance(schema.get("properties"), Mapping) or not schema.get("properties"):

@@ -57,43 +57,72 @@ def confine(root: Path, relative: str) -> Path:
 
 async def file_read(root: Path, args: dict[str, Any]) -> dict[str, Any]:
     """Read a UTF-8 text file: ``{path}`` -> ``{path, content, bytes}``."""
-    target = confine(root, args.get("path", ""))
+    relative = args.get("path", "")
+    target = confine(root, relative)
     if not target.is_file():
-        raise AgentFailure(
-            ErrorCode.EXECUTOR_ERROR, f"no file {args.get('path')!r}", {"path": args.get("path")}, retryable=False
-        )
-    size = target.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise AgentFailure(
-            ErrorCode.EXECUTOR_ERROR,
-            f"file is {size} bytes; the limit is {MAX_FILE_BYTES}",
-            {"path": args.get("path")},
-            retryable=False,
-        )
-    return {"path": args["path"], "content": target.read_text(encoding="utf-8", errors="replace"), "bytes": size}
+        raise AgentFailure(ErrorCode.EXECUTOR_ERROR, f"no file {relative!r}", {"path": relative}, retryable=False)
+    try:
+        size = target.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise AgentFailure(
+                ErrorCode.EXECUTOR_ERROR,
+                f"{relative!r} is {size} bytes; the limit is {MAX_FILE_BYTES}",
+                {"path": relative},
+                retryable=False,
+            )
+        content = target.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise _os_failure("read", relative, exc) from None
+    return {"path": relative, "content": content, "bytes": size}
+
+
+def _os_failure(verb: str, relative: str, exc: OSError) -> AgentFailure:
+    """An OS error as a tool failure that names the project-relative path, never the server's."""
+    return AgentFailure(
+        ErrorCode.EXECUTOR_ERROR,
+        f"cannot {verb} {relative!r}: {exc.strerror or type(exc).__name__}",
+        {"path": relative},
+        retryable=False,
+    )
 
 
 async def file_write(root: Path, args: dict[str, Any]) -> dict[str, Any]:
     """Write UTF-8 text: ``{path, content}`` -> ``{path, bytes}``; parents are created inside root."""
+    relative = args.get("path", "")
     content = args.get("content", "")
     if not isinstance(content, str):
         raise AgentFailure(ErrorCode.EXECUTOR_ERROR, "content must be text", {}, retryable=False)
-    data = content.encode("utf-8")
+    data = content.encode("utf-8", errors="replace")
     if len(data) > MAX_FILE_BYTES:
         raise AgentFailure(
             ErrorCode.EXECUTOR_ERROR,
             f"content is {len(data)} bytes; the limit is {MAX_FILE_BYTES}",
-            {"path": args.get("path")},
+            {"path": relative},
             retryable=False,
         )
-    target = confine(root, args.get("path", ""))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    confine(root, str(target.parent.relative_to(os.path.realpath(root))) or ".")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(target, flags, 0o644)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    return {"path": args["path"], "bytes": len(data)}
+    target = confine(root, relative)
+    real_root = Path(os.path.realpath(root))
+    try:
+        if target == real_root or target.is_dir():
+            raise AgentFailure(
+                ErrorCode.EXECUTOR_ERROR, f"{relative!r} is a directory", {"path": relative}, retryable=False
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        parent = Path(os.path.realpath(target.parent))
+        if parent != real_root and real_root not in parent.parents:
+            raise AgentFailure(
+                ErrorCode.TOOL_DENIED,
+                "the path leads outside the project directory",
+                {"path": relative},
+                retryable=False,
+            )
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(target, flags, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise _os_failure("write", relative, exc) from None
+    return {"path": relative, "bytes": len(data)}
 
 
 BUILTIN_TOOLS: dict[str, ToolHandler] = {"file_read": file_read, "file_write": file_write}

@@ -8,8 +8,9 @@ requirement and runs the multi-expert review, every step an invoke through the r
 2. four experts review in parallel (``expert_review`` mode ``review`` -> ``review_*.json``);
 3. each evaluates the other three (mode ``evaluate`` -> ``evaluate_*.json``, §6.3);
 4. each responds to the comments aimed at it (mode ``respond`` -> ``response_*.json``, §6.4);
-5. main consolidates (``requirement_consolidation`` -> ``requirement_final.md`` and
-   ``consolidation_report.json``, §6.6, auto mode);
+5. the consolidator (a role of its own, seed 002's 汇总Agent) consolidates
+   (``requirement_consolidation`` -> ``requirement_final.md`` and ``consolidation_report.json``,
+   §6.6, auto mode);
 6. the product manager runs the quality check (``requirement_quality_check`` ->
    ``quality_report.json``, §6.7).
 
@@ -234,9 +235,15 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
     (consolidation,) = await _step(
         call,
         "consolidation",
-        [("requirement_consolidation", {"requirement_artifact": "requirement.md", "decision_mode": "auto"}, "main")],
+        [
+            (
+                "requirement_consolidation",
+                {"requirement_artifact": "requirement.md", "decision_mode": "auto"},
+                "consolidator",
+            )
+        ],
     )
-    subtasks.append({"capability_id": "requirement_consolidation", "role": "main", "success": True})
+    subtasks.append({"capability_id": "requirement_consolidation", "role": "consolidator", "success": True})
     call.progress(90, "quality check")
     (quality,) = await _step(
         call,

@@ -19,7 +19,7 @@ def test_login_is_required_and_the_dashboard_shows_the_team(page, live_server, b
     expect(page).to_have_url(f"{live_server.url}/roles/")
     page.goto(f"{live_server.url}/")
     roles = page.locator("#roles .role-card")
-    expect(roles).to_have_count(10)
+    expect(roles).to_have_count(11)
     expect(page.locator("#roles")).to_contain_text("Database Administrator")
     expect(page.locator("#roles")).to_contain_text("schema_query")
 

@@ -68,3 +68,36 @@ async def test_a_hook_with_bad_params_reports_failure_in_its_status_update(harne
     await settle()
     [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
     assert update.payload["status"] == "failed" and update.payload["error"]["code"] == "invalid_params"
+
+
+async def test_a_hook_naming_a_capability_obeys_the_invoke_matrix(harness_factory):
+    h = harness_factory(builtin_snapshot())
+    event = HookEvent(
+        "please_destroy",
+        {"environment": "production", "action": "destroy"},
+        target_roles=["devops"],
+        capability_id="environment_management",
+    )
+    [ack] = await h.runtime.hook(event, from_role="dba")  # dba may invoke nobody (PRD §4.7)
+    assert ack.status == "rejected" and ack.reason == "permission_denied"
+    await settle()
+    assert not [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
+    [(_, status)] = [(m, s) for m, s in h.messages() if m.type == MessageType.HOOK_EVENT]
+    assert status == "denied"
+    [ok] = await h.runtime.hook(event, from_role="main")
+    assert ok.status == "received"
+
+
+async def test_a_hooked_capability_is_bounded_by_its_timeout(harness_factory):
+    import asyncio
+
+    h = harness_factory(small_snapshot(cards=[echo_card(timeout_s=5)]))
+
+    async def hang(call):
+        await asyncio.Event().wait()
+
+    h.handle("echo", hang)
+    await h.runtime.hook(HookEvent("go", {"text": "x"}, target_roles=["b"], capability_id="echo"), from_role="a")
+    await h.advance(6)
+    [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
+    assert update.payload["status"] == "failed" and update.payload["error"]["code"] == "timeout"

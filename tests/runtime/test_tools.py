@@ -148,3 +148,16 @@ async def test_offline_token_counts_are_estimated_and_recorded_on_the_context(ha
     usage = context.resource_usage
     assert usage["estimated"] is True and usage["api_calls"] == 1
     assert usage["input_tokens"] >= 100 and usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [(".", "is a directory"), ("x" * 300 + ".txt", "File name too long"), ("f.txt/child", "cannot write")],
+)
+async def test_file_tool_errors_name_the_project_path_not_the_servers(tmp_path, path, reason):
+    from teamclaw.runtime.tools import file_write
+
+    (tmp_path / "f.txt").write_text("x")
+    with pytest.raises(AgentFailure) as failure:
+        await file_write(tmp_path, {"path": path, "content": "hello"})
+    assert reason in failure.value.error.message and str(tmp_path) not in failure.value.error.message

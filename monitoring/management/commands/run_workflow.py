@@ -59,8 +59,12 @@ class Command(BaseCommand):
         from monitoring.host import RuntimeHost
 
         path = Path(options["input"])
-        if not path.is_file():
+        if not path.exists():
             raise CommandError(f"no such file: {path}", returncode=2)
+        if not path.is_file():
+            raise CommandError(f"not a regular file: {path}", returncode=2)
+        if options["output"] and Path(options["output"]).exists() and not Path(options["output"]).is_dir():
+            raise CommandError(f"--output {options['output']} exists and is not a folder", returncode=2)
         try:
             text = validate_document(path.read_bytes()[: settings.TEAMCLAW["MAX_DOCUMENT_BYTES"] + 1])
         except DocumentError as exc:

@@ -1,0 +1,59 @@
+"""Why a config save is refused (issue 5): bad input, or a stale version.
+
+Both carry what the API and the pages show: ``ConfigInvalid.errors`` is
+``{field path: [reasons]}`` (every problem at once, nothing applied); ``StaleVersion``
+holds the current version and the changes made since the version the operator loaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ConfigInvalid(ValueError):
+    """The input is refused; ``errors`` maps each field path (``matrix.coderA.dba``) to its reasons."""
+
+    def __init__(self, errors: dict[str, list[str]], detail: str = "") -> None:
+        self.errors = errors
+        first = next(iter(errors.items()), ("", ["invalid input"]))
+        self.detail = detail or (f"{first[0]}: {first[1][0]}" if first[0] else first[1][0])
+        super().__init__(self.detail)
+
+
+class StaleVersion(Exception):
+    """A save based on ``expected`` while the document is at ``current`` (HTTP 409).
+
+    ``changes`` lists what was saved in between, newest last:
+    ``[{version, config_type, actor, at, note, changes: {field: {old, new}}}]`` restricted to
+    this document's fields, so the operator sees the difference before saving again.
+    """
+
+    def __init__(self, document: str, expected: int, current: int, changes: list[dict[str, Any]]) -> None:
+        self.document = document
+        self.expected = expected
+        self.current = current
+        self.changes = changes
+        who = sorted({c["actor"] or "an import or the system" for c in changes})
+        by = f" by {', '.join(who)}" if who else ""
+        super().__init__(
+            f"{document} was changed{by} since you loaded it (your version {expected}, now {current}); "
+            "review the difference and save again"
+        )
+
+
+class Problems:
+    """Collects ``{path: [reasons]}`` while checking input, then raises them all at once."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, list[str]] = {}
+
+    def add(self, path: str, reason: str) -> None:
+        self.errors.setdefault(path, []).append(reason)
+
+    def __bool__(self) -> bool:
+        return bool(self.errors)
+
+    def raise_if_any(self) -> None:
+        """Raise ConfigInvalid with everything collected, if anything was."""
+        if self.errors:
+            raise ConfigInvalid(self.errors)

@@ -1,0 +1,164 @@
+"""Projects: create and edit them, and count what each overrides (PRD §4.1, §4.5, §4.7).
+
+A project (name, description, tech stack, working directory) may override role and card
+switches, invoke and tool matrix cells, constraints and prompts; the effective value is the
+project's override else the global one. ``name``, ``description`` and ``tech_stack`` feed the
+PRD §4.5 prompt variables; ``working_directory`` is where file tools are confined (§4.7
+文件范围), blank = ``<data>/projects/<slug>``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import Any
+
+from django.db import transaction
+
+from capabilities.errors import ConfigInvalid, Problems
+from capabilities.matrices import SaveResult
+from capabilities.models import (
+    InvokePermission,
+    Project,
+    ProjectCapabilityOverride,
+    ProjectRoleOverride,
+    RoleConstraint,
+    ToolPermission,
+)
+from capabilities.versions import commit_change, document_version, expect_version, lock_config
+
+SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+FIELDS = {"name": 200, "description": 5000, "tech_stack": 500, "working_directory": 1000}
+
+
+def override_counts(project: Project) -> dict[str, int]:
+    """How many values ``project`` overrides, per kind."""
+    from prompts.models import PromptTemplate
+
+    return {
+        "roles": ProjectRoleOverride.objects.filter(project=project).count(),
+        "capabilities": ProjectCapabilityOverride.objects.filter(project=project).count(),
+        "invoke_matrix": InvokePermission.objects.filter(project=project).count(),
+        "tool_matrix": ToolPermission.objects.filter(project=project).count(),
+        "constraints": RoleConstraint.objects.filter(project=project).count(),
+        "prompts": PromptTemplate.objects.filter(project=project).count(),
+    }
+
+
+def project_document(project: Project, *, counts: bool = True) -> dict[str, Any]:
+    """``{slug, name, description, tech_stack, working_directory, version, created_at,
+    updated_at, overrides {kind: count}}``."""
+    doc: dict[str, Any] = {
+        "slug": project.slug,
+        "name": project.name,
+        "description": project.description,
+        "tech_stack": project.tech_stack,
+        "working_directory": project.working_directory,
+        "version": document_version("project", project),
+        "created_at": project.created_at.isoformat(),
+        "updated_at": project.updated_at.isoformat(),
+    }
+    if counts:
+        doc["overrides"] = override_counts(project)
+    return doc
+
+
+def working_directory_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a project's working directory, or None (blank is allowed)."""
+    if not value:
+        return None
+    if "\x00" in value:
+        return "must not contain NUL"
+    path = PurePosixPath(value)
+    if not path.is_absolute():
+        return "must be an absolute path such as /srv/projects/shop"
+    if ".." in path.parts:
+        return "must not contain '..'"
+    if len(path.parts) < 2:
+        return "must not be the filesystem root"
+    return None
+
+
+def check_fields(data: Any, *, creating: bool) -> dict[str, Any]:
+    """Validate project fields; ``slug`` only when creating. Raises ConfigInvalid."""
+    if not isinstance(data, dict):
+        raise ConfigInvalid({"non_field_errors": ["expected an object"]})
+    problems = Problems()
+    clean: dict[str, Any] = {}
+    for name in data:
+        if name not in FIELDS and name != "slug":
+            problems.add(name, f"unknown field; fields are slug, {', '.join(FIELDS)}")
+    if creating:
+        slug = data.get("slug")
+        if not isinstance(slug, str) or not slug:
+            problems.add("slug", "this field is required")
+        elif not SLUG.match(slug):
+            problems.add("slug", "use 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit")
+        elif Project.objects.filter(slug=slug).exists():
+            problems.add("slug", f"project {slug!r} already exists")
+        else:
+            clean["slug"] = slug
+        if "name" not in data:
+            problems.add("name", "this field is required")
+    elif "slug" in data:
+        problems.add("slug", "a project's slug cannot change")
+    for name, limit in FIELDS.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if not isinstance(value, str):
+            problems.add(name, "must be a string")
+            continue
+        value = value.strip()
+        if name == "name" and not value:
+            problems.add(name, "must not be blank")
+        elif len(value) > limit:
+            problems.add(name, f"must be at most {limit} characters")
+        elif name == "working_directory" and (reason := working_directory_problem(value)):
+            problems.add(name, reason)
+        else:
+            clean[name] = value
+    problems.raise_if_any()
+    return clean
+
+
+def create_project(data: Any, *, note: str = "", actor: Any = None) -> SaveResult:
+    """Create a project (audited as ``project``, one config version). Raises ConfigInvalid."""
+    with transaction.atomic():
+        lock_config()
+        clean = check_fields(data, creating=True)
+        project = Project.objects.create(**clean)
+        changes = {f"projects.{project.slug}.created": {"old": None, "new": project.name}}
+        changes.update(
+            {f"projects.{project.slug}.{k}": {"old": None, "new": v} for k, v in clean.items() if k != "slug" and v}
+        )
+        change = commit_change(
+            "project", documents=["project"], changes=changes, project=project, note=note, actor=actor
+        )
+    return SaveResult(change, project_document(project))
+
+
+def update_project(
+    project: Project, *, version: int | None, data: Any, note: str = "", actor: Any = None
+) -> SaveResult:
+    """Edit a project's fields as one change. Raises ConfigInvalid or StaleVersion."""
+    clean = check_fields(data, creating=False)
+    with transaction.atomic():
+        lock_config()
+        expect_version("project", project, version)
+        project = Project.objects.filter(pk=project.pk).first() or _gone(project)
+        changes = {}
+        for name, value in clean.items():
+            if getattr(project, name) != value:
+                changes[f"projects.{project.slug}.{name}"] = {"old": getattr(project, name), "new": value}
+                setattr(project, name, value)
+        if changes:
+            project.save()
+        change = commit_change(
+            "project", documents=["project"], changes=changes, project=project, note=note, actor=actor
+        )
+    return SaveResult(change, project_document(project))
+
+
+def _gone(project: Project) -> Project:
+    raise ConfigInvalid({"project": [f"project {project.slug!r} no longer exists"]})

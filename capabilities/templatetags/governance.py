@@ -1,0 +1,50 @@
+"""Template filters for the governance pages: config values and change keys for people."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+MODE_LABELS = {"allow": "✅ allow", "deny": "❌ deny", "confirm": "⚠️ confirm"}
+
+
+@register.filter
+def config_value(value: Any) -> str:
+    """``True`` -> ✅, ``False`` -> ❌, ``None`` -> "inherit (global)", modes with their PRD
+    symbols, lists joined, anything else as compact JSON."""
+    if value is True:
+        return "✅ allowed / on"
+    if value is False:
+        return "❌ denied / off"
+    if value is None:
+        return "inherit (global)"
+    if isinstance(value, str):
+        return MODE_LABELS.get(value, value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ", ".join(value) or "(none)"
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+@register.filter
+def change_label(key: str) -> str:
+    """``invoke_matrix.coderA.dba`` -> ``invoke coderA → dba``; other keys read as paths."""
+    parts = key.split(".")
+    if parts[0] == "invoke_matrix" and len(parts) == 3:
+        return f"invoke {parts[1]} → {parts[2]}"
+    if parts[0] == "tool_matrix" and len(parts) == 3:
+        return f"tool {parts[1]} · {parts[2]}"
+    return " · ".join(parts)
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    """``mapping[key]`` or None."""
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None

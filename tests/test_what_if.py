@@ -1,0 +1,143 @@
+"""What-if: a staged matrix change replayed against the recorded invoke traffic (issue 5)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from capabilities.matrices import INVOKE, apply_cells
+from capabilities.models import AgentRole, Project
+from capabilities.whatif import DAY_MS, invoke_what_if, tool_what_if
+from monitoring.models import Message
+
+_ids = itertools.count(1)
+
+
+def record(caller, callee, capability="schema_query", status="delivered", reason="", project=None, age_days=0.0, n=1):
+    now = int(time.time() * 1000)
+    for _ in range(n):
+        i = next(_ids)
+        Message.objects.create(
+            id=f"m{i}",
+            seq=i,
+            type="invoke_request",
+            from_role=caller,
+            to_role=callee,
+            capability_id=capability,
+            task_id="t1",
+            project_id=project,
+            payload={},
+            priority="normal",
+            ttl_ms=60_000,
+            timestamp_ms=now - int(age_days * DAY_MS),
+            status=status,
+            reason=reason,
+        )
+
+
+@pytest.fixture
+def shop(db):
+    return Project.objects.create(slug="shop", name="Shop")
+
+
+def group(report, caller, callee, effect):
+    found = [g for g in report["groups"] if (g["caller"], g["callee"], g["effect"]) == (caller, callee, effect)]
+    return found[0] if found else None
+
+
+def test_denying_a_cell_flags_the_calls_it_let_through_and_allowing_one_flags_its_refusals(builtin):
+    record("coderA", "dba", n=3)
+    record("coderA", "dba", status="expired")
+    record("coderA", "dba", age_days=8)  # outside the window
+    record("pm", "dba", status="denied", reason="permission_denied", n=2)
+    record("coderA", "dba", status="denied", reason="capability_disabled")
+    record("coderA", "designer", capability="ui_design", n=5)  # a cell the change does not touch
+    record("user", "main", capability="task_orchestration")
+    report = invoke_what_if(None, {("coderA", "dba"): False, ("pm", "dba"): True}, days=7)
+    denied = group(report, "coderA", "dba", "denied")
+    assert denied["count"] == 4 and denied["statuses"] == {"delivered": 3, "expired": 1}
+    assert denied["capabilities"] == ["schema_query"] and denied["label"] == "would now be denied"
+    allowed = group(report, "pm", "dba", "allowed")
+    assert allowed["count"] == 2 and allowed["statuses"] == {"denied": 2}
+    assert report["summary"] == {"denied": 4, "allowed": 2, "confirm": 0}
+    assert report["refused_for_other_reasons"] == 1 and report["considered"] == 6
+    assert len(report["groups"]) == 2
+    assert {(c["row"], c["column"], c["current"], c["proposed"]) for c in report["changed_cells"]} == {
+        ("coderA", "dba", True, False),
+        ("pm", "dba", False, True),
+    }
+
+
+def test_a_longer_window_reaches_older_traffic(builtin):
+    record("coderA", "dba", age_days=8)
+    assert invoke_what_if(None, {("coderA", "dba"): False}, days=7)["summary"]["denied"] == 0
+    assert invoke_what_if(None, {("coderA", "dba"): False}, days=9)["summary"]["denied"] == 1
+
+
+def test_cells_staged_to_their_current_value_have_no_effect(builtin):
+    record("coderA", "dba", n=2)
+    report = invoke_what_if(None, {("coderA", "dba"): True}, days=7)
+    assert report["changed_cells"] == [] and report["groups"] == []
+
+
+def test_a_global_change_does_not_reach_projects_that_override_the_cell(builtin, shop):
+    roles = {r.role: r for r in AgentRole.objects.all()}
+    apply_cells(INVOKE, shop, {("coderA", "dba"): True}, roles)  # same as global: no override row
+    blog = Project.objects.create(slug="blog", name="Blog")
+    apply_cells(INVOKE, blog, {("coderA", "dba"): False}, roles)  # blog already denies
+    apply_cells(INVOKE, shop, {("pm", "dba"): True}, roles)  # shop pins pm -> dba
+    record("coderA", "dba", project="shop", n=2)
+    record("coderA", "dba", project="blog", status="denied", reason="permission_denied")
+    record("coderA", "dba")
+    report = invoke_what_if(None, {("coderA", "dba"): False}, days=7)
+    denied = group(report, "coderA", "dba", "denied")
+    assert denied["count"] == 3 and sorted(denied["projects"]) == ["(global)", "shop"]
+    assert report["unaffected_by_project_overrides"] == 1
+
+
+def test_a_project_change_only_looks_at_that_project_s_traffic(builtin, shop):
+    record("coderA", "dba", project="shop", n=2)
+    record("coderA", "dba", n=7)
+    report = invoke_what_if(shop, {("coderA", "dba"): False}, days=7)
+    assert report["summary"]["denied"] == 2 and report["project"] == "shop"
+    reset = invoke_what_if(shop, {("coderA", "dba"): None}, days=7)  # back to global: no change
+    assert reset["changed_cells"] == []
+
+
+def test_tool_changes_reach_invokes_of_capabilities_that_declare_the_tool(builtin):
+    record("coderA", "dba", capability="schema_query", n=2)  # schema_query requires database
+    record("main", "devops", capability="deployment_config")  # requires file_write, deployment
+    record("coderA", "dba", capability="schema_query", status="denied", reason="permission_denied")
+    report = tool_what_if(None, {("dba", "database"): "confirm", ("devops", "deployment"): "deny"}, days=7)
+    confirm = group(report, "coderA", "dba", "confirm")
+    assert confirm["count"] == 2 and confirm["tools"] == ["database"]
+    assert confirm["label"] == "would now wait for confirmation"
+    denied = group(report, "main", "devops", "denied")
+    assert denied["count"] == 1 and denied["tools"] == ["deployment"]
+    assert report["refused_for_other_reasons"] == 1
+    relaxed = tool_what_if(None, {("pm", "network"): "allow"}, days=7)
+    assert relaxed["groups"] == [] and relaxed["changed_cells"][0]["proposed"] == "allow"
+
+
+def test_the_what_if_endpoint_reads_only_and_checks_its_input(api, builtin, viewer_user):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    record("coderA", "dba", n=2)
+    response = api.post(
+        "/api/v1/permissions/invoke-matrix/what-if?days=3", {"matrix": {"coderA": {"dba": False}}}, format="json"
+    )
+    assert response.status_code == 200 and response.json()["summary"]["denied"] == 2
+    assert response.json()["days"] == 3
+    bad = api.post("/api/v1/permissions/invoke-matrix/what-if?days=0", {"matrix": {}}, format="json")
+    assert bad.status_code == 400 and "days" in bad.json()["errors"]
+    bad_cell = api.post("/api/v1/permissions/tool-matrix/what-if", {"matrix": {"dba": {"x": "allow"}}}, format="json")
+    assert bad_cell.status_code == 400 and "matrix.dba.x" in bad_cell.json()["errors"]
+    viewer = APIClient()
+    viewer.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")
+    seen = viewer.post(
+        "/api/v1/permissions/tool-matrix/what-if", {"matrix": {"dba": {"database": "deny"}}}, format="json"
+    )
+    assert seen.status_code == 200
