@@ -8,14 +8,13 @@ from django.test import Client
 
 from monitoring.models import ExecutionContext, Message, Snapshot, Task, ToolConfirmation
 from monitoring.tasks import start_task
-from tests.conftest import PASSWORD
 from tests.helpers import wait_for_task
 from tests.live_helpers import start_deploying_task, wait_for_confirmation
 
 
 def login(user) -> Client:
     client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
+    client.force_login(user)
     return client
 
 

@@ -12,7 +12,6 @@ from monitoring import host as host_module
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
 from monitoring.replay import build_timeline, snapshot_diff, step
 from monitoring.tasks import start_task
-from tests.conftest import PASSWORD
 from tests.helpers import wait_for_task
 
 
@@ -25,7 +24,7 @@ def main_context(runtime_host, staff_user) -> ExecutionContext:
 
 def logged_in(user) -> Client:
     client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
+    client.force_login(user)
     return client
 
 

@@ -12,7 +12,6 @@ from django.test import Client
 from capabilities.models import Project
 from monitoring.models import ExecutionContext, Task
 from monitoring.tasks import start_task
-from tests.conftest import PASSWORD
 from tests.helpers import wait_for_task
 
 
@@ -100,7 +99,7 @@ def test_stats_page_draws_charts_without_scripts_and_escapes_titles(runtime_host
     )
     wait_for_task(runtime_host, task.id)
     client = Client()
-    client.login(username=staff_user.username, password=PASSWORD)
+    client.force_login(staff_user)
     html = client.get("/stats/tokens/?group_by=task").content.decode()
     assert html.count('class="pygal-chart"') == 2
     assert "<script>x</script>" not in html and "&lt;script&gt;x&lt;/script&gt;" in html
