@@ -24,7 +24,6 @@ from capabilities.models import (
     ToolPermission,
 )
 from capabilities.versions import document_version
-from tests.conftest import PASSWORD
 
 PAGES = [
     "/permissions/invoke/",
@@ -93,7 +92,7 @@ def test_viewers_see_the_editors_without_controls_and_cannot_post(viewer_client,
 
 def test_forms_need_the_csrf_token(builtin, staff_user):
     client = Client(enforce_csrf_checks=True)
-    client.login(username=staff_user.username, password=PASSWORD)
+    client.force_login(staff_user)
     assert client.post("/permissions/invoke/", invoke_form(allow={"pm:dba": True})).status_code == 403
     assert client.post("/roles/dba/switch/", {"enabled": "off", "version": 0}).status_code == 403
     html = client.get("/permissions/invoke/").content.decode()
