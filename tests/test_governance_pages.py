@@ -92,7 +92,7 @@ def test_viewers_see_the_editors_without_controls_and_cannot_post(viewer_client,
 
 def test_forms_need_the_csrf_token(builtin, staff_user):
     client = Client(enforce_csrf_checks=True)
-    client.force_login(staff_user)  # login() has no request for django-axes' backend
+    client.force_login(staff_user)
     assert client.post("/permissions/invoke/", invoke_form(allow={"pm:dba": True})).status_code == 403
     assert client.post("/roles/dba/switch/", {"enabled": "off", "version": 0}).status_code == 403
     html = client.get("/permissions/invoke/").content.decode()

@@ -80,7 +80,7 @@ def test_creating_a_custom_role_sets_up_everything_as_one_version(api, builtin, 
     assert "codeReviewer" in change.changes["capabilities.code_review.owner_roles"]["new"]
     assert "codeReviewer" not in change.changes["capabilities.code_review.owner_roles"]["old"]
     # the whole matrix row and column exist, so the editor shows the new role
-    roles = AgentRole.objects.count()  # the built-in team plus codeReviewer
+    roles = AgentRole.objects.count()
     assert InvokePermission.objects.filter(project=None, caller__role="codeReviewer").count() == roles
     assert InvokePermission.objects.filter(project=None, target__role="codeReviewer").count() == roles
     assert ToolPermission.objects.filter(project=None, role__role="codeReviewer").count() == 6
