@@ -30,6 +30,7 @@ def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
     and the built-in workflows, with limits from ``settings.TEAMCLAW``."""
     from capabilities.snapshot import build_snapshot
     from prompts.render import system_prompt
+    from teamclaw.runtime.executors.provider import ProviderExecutor
     from teamclaw.workflows import register_offline_handlers
 
     def config_source(project_id: str | None) -> ConfigSnapshot:
@@ -42,7 +43,7 @@ def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
     register_offline_handlers(offline)
     options: dict[str, Any] = {
         "config_source": config_source,
-        "executors": ExecutorRegistry({"offline": offline}),
+        "executors": ExecutorRegistry({"offline": offline, "provider": ProviderExecutor()}),
         "sinks": sinks,
         "mailbox_capacity": conf["MAILBOX_CAPACITY"],
         "heartbeat_interval_s": conf["HEARTBEAT_INTERVAL_S"],
