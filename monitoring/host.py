@@ -71,6 +71,7 @@ class RuntimeHost:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"teamclaw-runtime-{name}", daemon=True)
+        self.alert_loop: Future[None] | None = None
 
     def start(self) -> RuntimeHost:
         from capabilities.config import add_listener
@@ -81,6 +82,9 @@ class RuntimeHost:
         if self._error is not None:
             raise RuntimeError("the runtime failed to start") from self._error
         add_listener(self.on_config_change)
+        from monitoring.alerting import start_alert_loop
+
+        self.alert_loop = start_alert_loop(self)
         return self
 
     def _run(self) -> None:
@@ -99,6 +103,8 @@ class RuntimeHost:
         from capabilities.config import remove_listener
 
         remove_listener(self.on_config_change)
+        if self.alert_loop is not None:
+            self.alert_loop.cancel()
         if self.runtime is not None and self.loop.is_running():
             self.call(self.runtime.stop(), timeout=30)
             self.loop.call_soon_threadsafe(self.loop.stop)

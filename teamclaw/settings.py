@@ -187,6 +187,7 @@ TEAMCLAW = {
     "OPENAI_API_KEY": env_str("OPENAI_API_KEY"),
     "MODEL": env_str("TEAMCLAW_MODEL") or "gpt-4o-mini",
     "RUNTIME_AUTOSTART": env_bool("TEAMCLAW_RUNTIME_AUTOSTART", True),
+    "ALERT_INTERVAL_S": env_int("TEAMCLAW_ALERT_INTERVAL_S", 15, minimum=0, maximum=3600),
 }
 
 LOGGING = {

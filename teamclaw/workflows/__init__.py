@@ -5,6 +5,7 @@ and a generic task. ``register_offline_handlers`` plugs them into an OfflineExec
 """
 
 from teamclaw.runtime.executors.offline import OfflineExecutor
+from teamclaw.workflows.orchestration import HANDLERS as ORCHESTRATION_HANDLERS
 from teamclaw.workflows.requirement_review import HANDLERS
 
 WORKFLOWS = ("requirement_review", "generic")
@@ -12,5 +13,5 @@ WORKFLOWS = ("requirement_review", "generic")
 
 def register_offline_handlers(executor: OfflineExecutor) -> None:
     """Give ``executor`` the handlers of the built-in workflow capabilities."""
-    for capability_id, handler in HANDLERS.items():
+    for capability_id, handler in {**HANDLERS, **ORCHESTRATION_HANDLERS}.items():
         executor.register(capability_id, handler)
