@@ -117,7 +117,8 @@ def test_yaml11_booleans_are_kept_as_text_and_reported(api, builtin):
 
 
 def test_a_yaml11_boolean_in_a_boolean_field_is_refused_with_the_fix(builtin):
-    text = "skill:\n  id: b\n  name: b\n  version: 1.0.0\n  dependencies:\n    - {skillId: x, capability: y, required: NO}\n"
+    text = "skill:\n  id: b\n  name: b\n  version: 1.0.0\n"
+    text += "  dependencies:\n    - {skillId: x, capability: y, required: NO}\n"
     with pytest.raises(SkillIndexError) as caught:
         read_skill_index(text)
     reason = caught.value.as_errors()["skill.dependencies[0].required"][0]
@@ -177,7 +178,8 @@ def test_semantic_problems_are_all_listed(builtin):
         "    - {name: a, type: EXPOSED}\n"
         "    - {name: a, type: ENTRY}\n"
         "    - {name: b, type: EXPOSED, address: 'cap://sem/b?x=1'}\n"
-        "    - name: c\n      type: EXPOSED\n      inputParameters:\n        - {name: n, type: integer, defaultValue: x}\n"
+        "    - name: c\n      type: EXPOSED\n"
+        "      inputParameters:\n        - {name: n, type: integer, defaultValue: x}\n"
         "  dependencies:\n    - {skillId: sem, capability: a}\n"
         "  implementations:\n    - {provider: P}\n"
         "alerting:\n  rules:\n    - {name: r, condition: 'success_rate < 150%', severity: warning}\n"
