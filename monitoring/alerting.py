@@ -4,8 +4,8 @@
 each enabled capability it covers:
 
 - the metric: ``success_rate``, ``p99_latency_ms`` and ``avg_latency_ms`` over the calls sent
-  in the last ``duration`` (monitoring.metrics; no calls = no data = the condition does not
-  hold), ``health_status`` from monitoring.health now;
+  in the last ``duration``, at least a minute (monitoring.metrics; no calls = no data = the
+  condition does not hold), ``health_status`` from monitoring.health now;
 - the condition holding starts ``pending_since``; once it has held for the rule's
   ``duration`` (Prometheus ``for:`` semantics) an ``Alert`` opens (kind ``alert_rule``,
   the rule's severity, the value that broke it) and the actions run once:
@@ -38,6 +38,8 @@ from monitoring.metrics import capability_metrics
 from monitoring.models import Alert, AlertRuleState
 
 log = logging.getLogger(__name__)
+MIN_WINDOW_MS = 60_000
+"""Rate and latency metrics look at least one minute back, whatever the rule's duration."""
 _evaluating = threading.Lock()
 
 
@@ -52,8 +54,8 @@ def metric_value(rule: AlertRule, card: CapabilityCard, now_ms: int, host: Any =
 
         health = capability_health(card.capability_id, host)
         return health["status"] if health else None
-    window = int(rule.duration_s * 1000)
-    metrics = capability_metrics(card.capability_id, since_ms=now_ms - max(window, 1000), until_ms=now_ms + 1)
+    window = max(int(rule.duration_s * 1000), MIN_WINDOW_MS)
+    metrics = capability_metrics(card.capability_id, since_ms=now_ms - window, until_ms=now_ms + 1)
     return {
         "success_rate": metrics["successRate"],
         "p99_latency_ms": metrics["p99LatencyMs"],
