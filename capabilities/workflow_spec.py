@@ -27,6 +27,7 @@ but is not active is a warning (runs fail until its skill is activated).
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,7 +147,7 @@ def read_workflow(raw: bytes | str, snapshot: ConfigSnapshot) -> WorkflowSpec:
 
     def check_target(path: str, target: str) -> None:
         if target != END and target not in index:
-            guess = [i for i in ids if i.lower() == target.lower()]
+            guess = difflib.get_close_matches(target, ids, n=1)
             add(path, f"unknown step {target!r}" + (f"; did you mean {guess[0]!r}?" if guess else ""))
 
     for position, step in enumerate(steps):
@@ -317,5 +318,7 @@ def _check_reference(
         elif head in cards:
             schema = cards[head].output_schema
             props = schema.get("properties") or {}
-            if props and schema.get("additionalProperties") is False and parts[1] not in props:
-                add(path, f"${{{ref}}}: {cards[head].capability_id} returns no {parts[1]!r}")
+            open_ended = schema.get("additionalProperties", False) is not False or schema.get("patternProperties")
+            if props and not open_ended and parts[1] not in props:
+                declared = ", ".join(props)
+                add(path, f"${{{ref}}}: {cards[head].capability_id} returns no {parts[1]!r} (it declares {declared})")
