@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from capabilities.models import AgentRole, Project
+from capabilities.models import AgentRole, CapabilityCard, Project
 from monitoring.models import AgentInstance, Task
 from monitoring.tasks import DocumentError, max_document_bytes, sample_requirement, start_task
 
@@ -18,10 +18,13 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     roles = AgentRole.objects.prefetch_related("capabilities")
     instances = AgentInstance.objects.exclude(status="terminated")
     tasks = Task.objects.filter(kind="task").select_related("project")[:10]
+    entry_points = CapabilityCard.objects.filter(
+        capability_type="ENTRY", enabled=True, skill__status="ACTIVATED"
+    ).select_related("skill")  # seed 003: ENTRY capabilities are the user-facing entry points
     return render(
         request,
         "monitoring/dashboard.html",
-        {"nav": "dashboard", "roles": roles, "instances": instances, "tasks": tasks},
+        {"nav": "dashboard", "roles": roles, "instances": instances, "tasks": tasks, "entry_points": entry_points},
     )
 
 
