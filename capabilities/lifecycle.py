@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
@@ -210,6 +210,16 @@ def _operate(
 
 # ---------------------------------------------------------------------------- discover
 def discover_skill(raw: bytes | str, *, actor: Any = None) -> tuple[Skill, SkillOperation, bool]:
+    """See ``_discover``; two first uploads of one skill id racing end in a 409, not a 500."""
+    try:
+        return _discover(raw, actor=actor)
+    except IntegrityError:
+        raise LifecycleError(
+            "conflict", "the same skill was uploaded at the same moment; try again", {"skill.id": ["upload race"]}
+        ) from None
+
+
+def _discover(raw: bytes | str, *, actor: Any = None) -> tuple[Skill, SkillOperation, bool]:
     """Import a skill-index.yaml (``POST /api/v1/skills``) -> ``(skill, operation, created)``.
 
     The skill is ``DISCOVERED``; a skill already known may be replaced only while it is
@@ -439,6 +449,13 @@ def _check_cards(skill: Skill, cards: list[dict[str, Any]]) -> None:
     for card in cards:
         wanted[card["address"]] = card["name"]
         wanted[f"cap://{skill.skill_id}/{card['name']}"] = card["name"]
+    foreign = set(Skill.objects.exclude(pk=skill.pk).exclude(status=S.UNINSTALLED).values_list("skill_id", flat=True))
+    for card in cards:
+        namespace = card["address"][len("cap://") :].split("/", 1)[0]
+        if namespace in foreign:
+            problems.setdefault(f"capabilities.{card['name']}.address", []).append(
+                f"{card['address']} is in the namespace of skill {namespace}; a skill may not claim another's addresses"
+            )
     others = CapabilityCard.objects.filter(enabled=True).exclude(skill=skill).select_related("skill")
     for other in others:
         taken = {other.address} if other.address else set()

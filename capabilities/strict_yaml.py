@@ -254,6 +254,9 @@ def _tag_name(tag: str) -> str:
 
 def _scalar(node: yaml.ScalarNode, path: str, line: int, document: YamlDocument, errors: list[YamlProblem]) -> Any:
     text, tag = node.value, node.tag
+    if "\x00" in text:  # a "\0" escape: no database stores it in JSON text
+        errors.append(YamlProblem(path, line, "NUL characters (\\0) are not accepted"))
+        return None
     if tag == f"{_CORE}str":
         return text  # quoted, block or !!str: always text
     if tag != _PLAIN:

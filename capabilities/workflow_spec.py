@@ -41,6 +41,8 @@ MAX_WORKFLOW_BYTES = 262_144
 REFERENCE = re.compile(r"\$\{([^{}]*)\}")
 _SEGMENT = re.compile(r"^[A-Za-z0-9_\-]+$")
 END = "end"
+NOT_A_STEP = frozenset({"workflow_orchestration", "task_orchestration"})
+"""Capabilities that run whole workflows: a step calling one would nest workflows."""
 
 
 class WorkflowError(ValueError):
@@ -249,6 +251,9 @@ def _card(
         card = snapshot.cards.get(reference)
     if card is None:
         add(path, f"unknown capability {reference!r}: no card answers at that address or id")
+        return None
+    if card.capability_id in NOT_A_STEP:
+        add(path, f"{card.capability_id} runs whole workflows and tasks; a step cannot call it")
         return None
     if card.capability_type == CapabilityType.INTERNAL:
         add(path, f"{reference} is INTERNAL to skill {card.skill_id}: only that skill may call it")

@@ -68,6 +68,7 @@ def evaluate_alert_rules(*, now_ms: int, host: Any = None) -> list[dict[str, Any
     ``[{rule, capability_id, change: pending|opened|resolved|cleared, value, alert_id}]``."""
     changes: list[dict[str, Any]] = []
     with _evaluating:
+        changes += _resolve_orphans(now_ms)
         rules = AlertRule.objects.filter(enabled=True, skill__status=SkillStatus.ACTIVATED).select_related("skill")
         for rule in rules:
             cards = rule.skill.cards.filter(enabled=True)
@@ -82,6 +83,42 @@ def evaluate_alert_rules(*, now_ms: int, host: Any = None) -> list[dict[str, Any
                 change = _step(rule, card, value, now_ms, host)
                 if change:
                     changes.append(change)
+    return changes
+
+
+def _resolve_orphans(now_ms: int) -> list[dict[str, Any]]:
+    """Resolve open alerts whose rule no longer runs: its skill left ACTIVATED, the rule was
+    disabled, or the capability was disabled."""
+    changes = []
+    active = set(
+        CapabilityCard.objects.filter(enabled=True, skill__status=SkillStatus.ACTIVATED).values_list(
+            "capability_id", flat=True
+        )
+    )
+    states = AlertRuleState.objects.filter(alert__isnull=False, alert__resolved_at__isnull=True).select_related(
+        "rule", "alert"
+    )
+    for state in states:
+        if state.rule.enabled and state.capability_id in active:
+            continue
+        with transaction.atomic():
+            alert = state.alert
+            alert.resolved_at = _dt(now_ms)
+            alert.details = {**alert.details, "resolved_because": "the rule or its capability is no longer active"}
+            alert.save(update_fields=["resolved_at", "details"])
+            state.alert = None
+            state.pending_since = None
+            state.save(update_fields=["alert", "pending_since"])
+        changes.append(
+            {
+                "rule": state.rule.name,
+                "rule_id": state.rule_id,
+                "capability_id": state.capability_id,
+                "value": None,
+                "change": "resolved",
+                "alert_id": alert.pk,
+            }
+        )
     return changes
 
 

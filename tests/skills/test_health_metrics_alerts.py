@@ -238,3 +238,14 @@ def test_operators_can_resolve_an_alert_and_viewers_cannot(timed, api, viewer_us
     assert viewer.post(f"/api/v1/alerts/{alert.pk}/resolve").status_code == 403
     body = api.post(f"/api/v1/alerts/{alert.pk}/resolve").json()
     assert body["resolvedAt"] is not None
+
+
+def test_deactivating_a_skill_resolves_its_open_alerts(clocked, api):
+    clocked.runtime.executors.get("offline").register(WORK, timed_work)
+    bring_up(api, TIMED + ALERTING)
+    _call(clocked, 6000)
+    (opened,) = [c for c in _evaluate(clocked) if c["change"] == "opened"]
+    api.post("/api/v1/skills/timed/deactivate", {}, format="json")
+    resolved = [c for c in _evaluate(clocked) if c["change"] == "resolved"]
+    assert [c["alert_id"] for c in resolved] == [opened["alert_id"]]
+    assert "no longer active" in Alert.objects.get(pk=opened["alert_id"]).details["resolved_because"]

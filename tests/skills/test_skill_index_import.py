@@ -204,3 +204,9 @@ def test_a_viewer_cannot_upload_and_anonymous_gets_401(client, viewer_user, buil
     assert viewer.get("/api/v1/skills").status_code == 200
     assert upload(APIClient(), seed_text("hr-assistant")).status_code == 401
     assert not Skill.objects.exists()
+
+
+def test_nul_characters_from_escapes_are_refused(builtin):
+    with pytest.raises(SkillIndexError) as caught:
+        read_skill_index('skill:\n  id: nul\n  name: "a\\0b"\n  version: 1.0.0\n')
+    assert "NUL" in caught.value.as_errors()["skill.name"][0]

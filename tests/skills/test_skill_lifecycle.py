@@ -311,3 +311,34 @@ def test_racing_activate_and_uninstall_leave_one_consistent_outcome(builtin):
             assert skill.status == "ACTIVATED" and cards.count() == 2 and all(c.enabled for c in cards)
         else:
             assert skill.status == "UNINSTALLED" and not cards.exists()
+
+
+def test_internal_capabilities_answer_calls_from_inside_their_own_skill_only(api, runtime_host):
+    """Seed 003: INTERNAL only from inside its skill. The caller's skill is the card its
+    executor is running; the owner is main, whom the PRD matrix lets invoke itself."""
+    other = skill_yaml("other", "probe:ENTRY")
+    bring_up(api, seed_text("hr-assistant"), role="main")
+    bring_up(api, other, role="main")
+    offline = runtime_host.runtime.executors.get("offline")
+
+    async def through(call, address="cap://hr-assistant/validateLeaveBalance"):
+        result = await call.invoke(address, {})
+        return {"inner": result.error.code if result.error else "ok"}
+
+    offline.register("hr_assistant__chat", through)
+    offline.register("other__probe", through)
+    inside = runtime_host.call(
+        runtime_host.runtime.invoke(InvokeRequest("cap://hr-assistant/chat", {}), from_role="main")
+    )
+    outside = runtime_host.call(runtime_host.runtime.invoke(InvokeRequest("cap://other/probe", {}), from_role="main"))
+    assert inside.data == {"inner": "ok"}
+    assert outside.data == {"inner": "permission_denied"}
+
+
+def test_a_skill_cannot_claim_addresses_in_another_skills_namespace(api, builtin):
+    upload(api, skill_yaml("victim", "pay"))
+    thief = skill_yaml("thief", "x").replace("type: EXPOSED", "type: EXPOSED\n      address: cap://victim/pay")
+    upload(api, thief)
+    api.post("/api/v1/skills/thief/install", {}, format="json")
+    refused = api.post("/api/v1/skills/thief/activate", {"role": "devops"}, format="json")
+    assert refused.status_code == 409 and "namespace of skill victim" in str(refused.json()["errors"])

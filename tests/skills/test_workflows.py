@@ -130,6 +130,7 @@ def test_the_seed_example_with_its_branches_fixed_still_names_unknown_capabiliti
         ("- id: email-compose", "- id: weather-query", "orchestration.steps[3].id", "used twice"),
         ("      type: switch\n", "", "orchestration.steps[1].condition", "only a switch step"),
         ("cap://assistant/chat", "cap://assistant/chat/x", "orchestration.steps[4].capability", "cap://"),
+        ("cap://assistant/chat", "workflow_orchestration", "orchestration.steps[4].capability", "runs whole"),
     ],
 )
 def test_workflow_validation_errors_name_the_path_and_reason(api, assistant, old, new, path, words):
