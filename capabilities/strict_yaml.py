@@ -195,9 +195,13 @@ def read_yaml(raw: bytes | str, *, max_bytes: int = 262_144) -> YamlDocument:
     return document
 
 
-class _Loader(yaml.SafeLoader):
-    """The safe loader whose resolver marks every untagged plain scalar as ``_PLAIN``, so
-    ``_convert`` applies the YAML 1.2 core rules itself and explicit tags stay visible."""
+_SAFE_BASE: Any = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+
+
+class _Loader(_SAFE_BASE):
+    """The safe loader (libyaml's parser when installed: about 10x faster) whose resolver
+    marks every untagged plain scalar as ``_PLAIN``, so ``_convert`` applies the YAML 1.2
+    core rules itself and explicit tags stay visible."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
         if kind is yaml.ScalarNode and implicit[0]:

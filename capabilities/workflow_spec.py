@@ -176,7 +176,8 @@ def read_workflow(raw: bytes | str, snapshot: ConfigSnapshot) -> WorkflowSpec:
     cycle = _cycle(graph, steps[0]["id"])
     if cycle:
         add("orchestration.steps", "the steps loop: " + " -> ".join(cycle) + " (a workflow must end)")
-    before = {sid: {a for a in ids if a != sid and sid in _reach(graph, a)} for sid in ids}
+    reach = {sid: _reach(graph, sid) for sid in ids}
+    before = {sid: {a for a in ids if a != sid and sid in reach[a]} for sid in ids}
 
     # capabilities and references
     cards: dict[str, CardSpec] = {}

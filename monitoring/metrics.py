@@ -65,12 +65,14 @@ def capability_metrics(
         )
     }
     answered: dict[str, tuple[int, str, str]] = {}
-    for correlation, timestamp, kind, payload in responses.values_list(
-        "correlation_id", "timestamp_ms", "type", "payload"
-    ):
+    for correlation, timestamp, kind in responses.values_list("correlation_id", "timestamp_ms", "type"):
         if correlation in sent and correlation not in answered:
-            code = "" if kind == "invoke_response" else str((payload.get("error") or {}).get("code") or "error")
-            answered[correlation] = (timestamp, kind, code)
+            answered[correlation] = (timestamp, kind, "")
+    # only errors need their payload (the code); responses are the bulk and skip the JSON
+    for correlation, payload in responses.filter(type="invoke_error").values_list("correlation_id", "payload"):
+        if correlation in answered and answered[correlation][1] == "invoke_error":
+            timestamp, kind, _ = answered[correlation]
+            answered[correlation] = (timestamp, kind, str((payload.get("error") or {}).get("code") or "error"))
     latencies: list[float] = []
     codes: Counter[str] = Counter()
     successes = in_flight = 0
