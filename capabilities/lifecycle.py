@@ -422,6 +422,7 @@ def activate_skill(skill_id: str, role: str, *, actor: Any = None) -> SkillOpera
         _check_cards(skill, cards)
         run.phase("ACTIVATING", f"registering {len(cards)} capabilities for {role}")
         for doc in cards:
+            doc["executor_config"] = {**doc["executor_config"], "install_config": skill.install_config}
             card, _ = CapabilityCard.objects.update_or_create(
                 capability_id=doc["capability_id"],
                 defaults={

@@ -211,6 +211,7 @@ def run_actions(rule: AlertRule, card: CapabilityCard, now_ms: int, host: Any = 
 
 
 def card_messages(capability_id: str, since_ms: int) -> Any:
+    """The ``invoke_error`` messages of ``capability_id`` sent since ``since_ms`` (epoch ms)."""
     from monitoring.models import Message
 
     return Message.objects.filter(type="invoke_error", capability_id=capability_id, timestamp_ms__gte=since_ms)

@@ -342,3 +342,44 @@ def test_a_skill_cannot_claim_addresses_in_another_skills_namespace(api, builtin
     api.post("/api/v1/skills/thief/install", {}, format="json")
     refused = api.post("/api/v1/skills/thief/activate", {"role": "devops"}, format="json")
     assert refused.status_code == 409 and "namespace of skill victim" in str(refused.json()["errors"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_deactivate_and_activate_keep_cards_in_step_with_the_state(builtin):
+    if connection.vendor != "sqlite":
+        pytest.skip("exercises SQLite's IMMEDIATE transactions")
+    from capabilities.lifecycle import discover_skill
+
+    for round_ in range(4):
+        skill_id = f"flip{round_}"
+        discover_skill(skill_yaml(skill_id, "a", "b:ENTRY"))
+        install_skill(skill_id, {"n": round_})
+        activate_skill(skill_id, "devops")
+        barrier = threading.Barrier(2)
+        outcomes: dict[str, str] = {}
+
+        def attempt(name, fn, skill_id=skill_id, outcomes=outcomes, barrier=barrier) -> None:
+            barrier.wait()
+            try:
+                fn(skill_id)
+                outcomes[name] = "ok"
+            except LifecycleError as exc:
+                outcomes[name] = exc.code
+            finally:
+                connection.close()
+
+        threads = [
+            threading.Thread(target=attempt, args=("deactivate", deactivate_skill)),
+            threading.Thread(target=attempt, args=("activate", lambda s: activate_skill(s, "devops"))),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert outcomes["deactivate"] == "ok"  # legal whichever runs first
+        skill = Skill.objects.get(skill_id=skill_id)
+        expected = "ACTIVATED" if outcomes["activate"] == "ok" else "DEACTIVATED"
+        assert skill.status == expected, outcomes
+        enabled = set(CapabilityCard.objects.filter(skill=skill).values_list("enabled", flat=True))
+        assert enabled == {skill.status == "ACTIVATED"}
+        assert all(c.executor_config["install_config"] == {"n": round_} for c in skill.cards.all())
