@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
+from rest_framework.exceptions import NotFound
 from rest_framework.parsers import BaseParser, FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
@@ -96,6 +96,22 @@ def yaml_body(request: Request) -> bytes | str | None:
     return None
 
 
+def skill_or_404(skill_id: str) -> Skill:
+    """The skill, or a 404 whose detail names the id."""
+    skill = Skill.objects.filter(skill_id=skill_id).first()
+    if skill is None:
+        raise NotFound(f"there is no skill '{skill_id}'")
+    return skill
+
+
+def workflow_or_404(workflow_id: str) -> Workflow:
+    """The workflow, or a 404 whose detail names the id."""
+    workflow = Workflow.objects.filter(workflow_id=workflow_id).first()
+    if workflow is None:
+        raise NotFound(f"there is no workflow '{workflow_id}'")
+    return workflow
+
+
 def lifecycle_error(exc: LifecycleError, skill_id: str) -> Response:
     """A refused operation in the API's error shape plus its id, status and phases."""
     extra: dict[str, Any] = {}
@@ -162,7 +178,7 @@ class SkillDetailView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, skill_id: str) -> Response:
-        return Response(skill_document(get_object_or_404(Skill, skill_id=skill_id)))
+        return Response(skill_document(skill_or_404(skill_id)))
 
     @extend_schema(parameters=[OpenApiParameter("force", bool)], responses=OpenApiTypes.OBJECT)
     def delete(self, request: Request, skill_id: str) -> Response:
@@ -241,7 +257,7 @@ class SkillDependentsView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, skill_id: str) -> Response:
-        return Response(skill_dependents(get_object_or_404(Skill, skill_id=skill_id)))
+        return Response(skill_dependents(skill_or_404(skill_id)))
 
 
 class SchemaView(APIView):
@@ -278,16 +294,16 @@ class WorkflowDetailView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, workflow_id: str) -> Response:
-        return Response(workflow_document(get_object_or_404(Workflow, workflow_id=workflow_id)))
+        return Response(workflow_document(workflow_or_404(workflow_id)))
 
     @extend_schema(request={"application/yaml": OpenApiTypes.STR}, responses=OpenApiTypes.OBJECT)
     def put(self, request: Request, workflow_id: str) -> Response:
-        get_object_or_404(Workflow, workflow_id=workflow_id)
+        workflow_or_404(workflow_id)
         return _save(request, workflow_id)
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, workflow_id: str) -> Response:
-        delete_workflow(get_object_or_404(Workflow, workflow_id=workflow_id), actor=request.user)
+        delete_workflow(workflow_or_404(workflow_id), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -314,7 +330,7 @@ class WorkflowRunView(APIView):
     def post(self, request: Request, workflow_id: str) -> Response:
         from monitoring.workflow_runs import RunInputError, start_workflow_run
 
-        workflow = get_object_or_404(Workflow, workflow_id=workflow_id)
+        workflow = workflow_or_404(workflow_id)
         data = request.data if hasattr(request.data, "get") else {}
         project = None
         if slug := data.get("project"):

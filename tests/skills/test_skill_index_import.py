@@ -210,3 +210,14 @@ def test_nul_characters_from_escapes_are_refused(builtin):
     with pytest.raises(SkillIndexError) as caught:
         read_skill_index('skill:\n  id: nul\n  name: "a\\0b"\n  version: 1.0.0\n')
     assert "NUL" in caught.value.as_errors()["skill.name"][0]
+
+
+def test_wrong_media_types_and_unknown_ids_get_clear_4xx(api, builtin):
+    wrong = api.post("/api/v1/skills", b"skill: {}", content_type="text/plain")
+    assert wrong.status_code == 415 and "text/plain" in wrong.json()["detail"]
+    as_json = api.post("/api/v1/skills", {"yaml": seed_text("hr-assistant")}, format="json")
+    assert as_json.status_code == 201
+    missing = api.get("/api/v1/skills/nope")
+    assert missing.status_code == 404 and missing.json()["detail"] == "there is no skill 'nope'"
+    assert api.post("/api/v1/skills/nope/install", {}, format="json").status_code == 404
+    assert api.get("/api/v1/workflows/nope").json()["detail"] == "there is no workflow 'nope'"
