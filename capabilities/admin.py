@@ -11,6 +11,7 @@ from capabilities.models import (
     Skill,
     ToolPermission,
 )
+from capabilities.skill_models import AlertRule, SkillOperation, Workflow
 
 
 @admin.register(Project)
@@ -71,3 +72,31 @@ class ConfigStateAdmin(admin.ModelAdmin):
 class SkillAdmin(admin.ModelAdmin):
     list_display = ["skill_id", "name", "version", "skill_form", "status"]
     list_filter = ["status", "skill_form"]
+
+
+# Seed 003 skill history, alert rules and workflows: read-only here, since their changes go
+# through capabilities.lifecycle and capabilities.workflow_actions (which audit and publish).
+class _ReadOnly(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+
+@admin.register(SkillOperation)
+class SkillOperationAdmin(_ReadOnly):
+    list_display = ["id", "skill", "operation", "outcome", "from_status", "to_status", "actor", "created_at"]
+    list_filter = ["operation", "outcome"]
+
+
+@admin.register(AlertRule)
+class AlertRuleAdmin(_ReadOnly):
+    list_display = ["name", "skill", "capability", "condition", "duration_s", "severity", "enabled"]
+    list_filter = ["severity", "enabled"]
+
+
+@admin.register(Workflow)
+class WorkflowAdmin(_ReadOnly):
+    list_display = ["workflow_id", "name", "version", "updated_at"]
+    search_fields = ["workflow_id", "name"]
