@@ -10,12 +10,14 @@ from typing import Any
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from capabilities.models import AgentRole, Project
+from capabilities.executors import model_status, role_executor, role_kinds, set_role_executor
+from capabilities.models import AgentRole, Project, RoleExecutor
+from capabilities.registration import RegistrationError, register_capability
 from capabilities.registry import card_document, filter_capabilities, role_definition
 from capabilities.snapshot import build_snapshot
 from teamclaw.runtime.config import CATEGORIES, CapabilityType, ConfigSnapshot
@@ -52,7 +54,7 @@ class RoleDetailView(APIView):
 
 class CapabilityListView(APIView):
     """The registry: every capability card, filtered by ``role``, ``category``, ``q`` (search),
-    ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL)."""
+    ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL); POST registers a plugin card (US-12, staff)."""
 
     @extend_schema(
         parameters=[
@@ -84,6 +86,19 @@ class CapabilityListView(APIView):
         )
         return Response({"count": len(cards), "capabilities": [card_document(c) for c in cards]})
 
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        if not request.user.is_staff:
+            raise PermissionDenied("registering capabilities needs a staff account")
+        if not isinstance(request.data, dict):
+            raise ValidationError({"non_field_errors": ["send a JSON object (a capability card)"]})
+        try:
+            card = register_capability(dict(request.data), actor=request.user)
+        except RegistrationError as exc:
+            first_field, reasons = next(iter(exc.errors.items()))
+            return Response({"detail": f"{first_field}: {reasons[0]}", "errors": exc.errors}, status=exc.status)
+        return Response(card_document(card), status=201)
+
 
 class CapabilityDetailView(APIView):
     """One capability card."""
@@ -96,3 +111,51 @@ class CapabilityDetailView(APIView):
             raise NotFound(f"capability '{capability_id}' does not exist")
         body: dict[str, Any] = card_document(card)
         return Response(body)
+
+
+EXECUTOR_FIELDS = ("executor", "model", "endpoint")
+
+
+def _executor_body(role: AgentRole, request: Request) -> dict[str, Any]:
+    slug = request.query_params.get("project") or None
+    snapshot = snapshot_for_request(request)
+    rows = RoleExecutor.objects.filter(role=role)
+    row = (rows.filter(project__slug=slug) if slug else rows.filter(project__isnull=True)).first()
+    return {
+        **role_executor(snapshot, role.role),
+        "project": slug,
+        "choice": {name: getattr(row, name) if row else "" for name in EXECUTOR_FIELDS},
+        "available": role_kinds(),
+        "model_status": model_status(),
+        "config_version": snapshot.version,
+    }
+
+
+class RoleExecutorView(APIView):
+    """A role's executor (DESIGN.md §5): what runs each of its capabilities and on which model,
+    globally or for ``?project=``. PUT ``{executor, model, endpoint}`` (blank = inherit) changes
+    the choice (staff only; audited, PRD §4.8). Keys are never part of the answer."""
+
+    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, role: str) -> Response:
+        return Response(_executor_body(get_object_or_404(AgentRole, role=role), request))
+
+    @extend_schema(parameters=[PROJECT_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def put(self, request: Request, role: str) -> Response:
+        if not request.user.is_staff:
+            raise PermissionDenied("changing the configuration needs staff permission")
+        obj = get_object_or_404(AgentRole, role=role)
+        slug = request.query_params.get("project") or None
+        project = Project.objects.filter(slug=slug).first() if slug else None
+        if slug and project is None:
+            raise NotFound(f"project '{slug}' does not exist")
+        if not isinstance(request.data, dict):
+            raise ValidationError({"non_field_errors": ["send a JSON object with executor, model and endpoint"]})
+        unknown = sorted(set(request.data) - set(EXECUTOR_FIELDS))
+        if unknown:
+            raise ValidationError({name: ["unknown field; use executor, model, endpoint"] for name in unknown})
+        values = {
+            name: request.data.get(name) if request.data.get(name) is not None else "" for name in EXECUTOR_FIELDS
+        }
+        set_role_executor(obj, project, actor=request.user, **values)
+        return Response(_executor_body(obj, request))

@@ -187,6 +187,27 @@ class RoleConstraint(models.Model):
         return f"{self.role.role} constraints ({self.project.slug if self.project else 'global'})"
 
 
+class RoleExecutor(models.Model):
+    """A role's executor choice (DESIGN.md §5): the executor kind and model options for every
+    capability of the role that is not bound to a plugin. ``project = NULL`` is the global
+    choice; a project row overrides it field by field (blank = inherit). No key is stored:
+    ``endpoint`` names a server configured in the environment (TEAMCLAW_MODEL_ENDPOINTS)."""
+
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
+    role = models.ForeignKey(AgentRole, on_delete=models.CASCADE, related_name="executor_choices")
+    executor = models.CharField(max_length=40, blank=True, help_text="Executor kind (blank = inherit).")
+    model = models.CharField(max_length=200, blank=True, help_text="Model name (blank = inherit).")
+    endpoint = models.CharField(max_length=40, blank=True, help_text="Configured endpoint name (blank = inherit).")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = _scoped_unique("role_executor", ["role"])
+
+    def __str__(self) -> str:
+        scope = self.project.slug if self.project else "global"
+        return f"{self.role.role} executor ({scope}): {self.executor or 'inherit'}"
+
+
 class ConfigState(models.Model):
     """The single row holding the current config version (PRD §4.8 配置版本号)."""
 

@@ -145,7 +145,11 @@ def role_definition(snapshot: ConfigSnapshot, role: AgentRole) -> dict[str, Any]
             for template_type, layer in prompts.items()
         },
         "tool_bindings": [{"tool": t, "mode": str(m)} for t, m in modes.items()],
-        "metadata": {**role.metadata, "is_builtin": role.is_builtin, "executor": role.executor or "per card"},
+        "metadata": {
+            **role.metadata,
+            "is_builtin": role.is_builtin,
+            "executor": (spec.executor if spec else role.executor) or "per card",
+        },
         "enabled": spec.enabled if spec else role.enabled,
         "is_builtin": role.is_builtin,
     }

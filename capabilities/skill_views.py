@@ -96,7 +96,7 @@ def skill_upload(request: HttpRequest) -> HttpResponse:
 def skill_detail(request: HttpRequest, skill_id: str) -> HttpResponse:
     """A skill: capabilities by type with cap:// addresses, health and metrics; dependencies
     with status; providers; alert rules and their alerts; warnings; history; the YAML."""
-    from monitoring.health import capability_health
+    from monitoring.health import capability_status
     from monitoring.metrics import capability_metrics
     from monitoring.models import Alert
 
@@ -107,7 +107,7 @@ def skill_detail(request: HttpRequest, skill_id: str) -> HttpResponse:
         if not row["registered"]:
             continue
         try:
-            health = capability_health(row["capabilityId"])
+            health = capability_status(row["capabilityId"])
         except Exception as exc:  # the page must render even when the runtime is not reachable
             health = {"status": "UNKNOWN", "message": f"runtime not reachable: {exc}", "providers": []}
         live[row["capabilityId"]] = {"health": health, "metrics": capability_metrics(row["capabilityId"])}

@@ -1,7 +1,8 @@
 """Build the runtime's immutable ``ConfigSnapshot`` from the database (DESIGN.md §3.1).
 
-Effective values = project override else global (PRD §4.7), for invoke cells, tool cells
-and constraint fields; prompts carry the global layer and the project layer (PRD §4.5).
+Effective values = project override else global (PRD §4.7), for invoke cells, tool cells,
+constraint fields and the roles' executor choices; prompts carry the global layer and the
+project layer (PRD §4.5).
 """
 
 from __future__ import annotations
@@ -54,6 +55,21 @@ def effective_constraints(role: AgentRole, project: Project | None) -> Constrain
     return Constraints(**values)
 
 
+def effective_executor(role: AgentRole, project: Project | None) -> tuple[str | None, dict[str, str]]:
+    """``(executor kind or None, {"model", "endpoint"} set)`` chosen for ``role`` in ``project``:
+    each field from the project's RoleExecutor row if set, else the global row, else (for the
+    kind) ``AgentRole.executor``. None means each card's own executor (DESIGN.md §5)."""
+    rows = {c.project_id: c for c in role.executor_choices.all()}
+    kind = role.executor or None
+    options: dict[str, str] = {}
+    for row in (rows.get(None), rows.get(project.pk) if project else None):
+        if row is None:
+            continue
+        kind = row.executor or kind
+        options.update({name: getattr(row, name) for name in ("model", "endpoint") if getattr(row, name)})
+    return kind, options
+
+
 def card_spec(card: CapabilityCard) -> CardSpec:
     """The runtime's view of one card."""
     return CardSpec(
@@ -86,7 +102,8 @@ def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
 
     project = Project.objects.get(slug=project_slug) if project_slug else None
     version = current_version()
-    roles = list(AgentRole.objects.prefetch_related("constraints", "capabilities"))
+    roles = list(AgentRole.objects.prefetch_related("constraints", "capabilities", "executor_choices"))
+    executors = {r.pk: effective_executor(r, project) for r in roles}
     role_specs = [
         RoleSpec(
             role=r.role,
@@ -96,8 +113,9 @@ def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
             enabled=r.enabled,
             is_builtin=r.is_builtin,
             constraints=effective_constraints(r, project),
-            executor=r.executor or None,
+            executor=executors[r.pk][0],
             capabilities=tuple(c.capability_id for c in r.capabilities.all()),
+            executor_config=executors[r.pk][1],
         )
         for r in roles
     ]

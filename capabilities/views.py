@@ -7,6 +7,7 @@ import json
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from capabilities.executors import model_status, role_executor
 from capabilities.models import AgentRole
 from capabilities.registry import card_document, filter_capabilities, role_definition
 from capabilities.snapshot import build_snapshot
@@ -25,11 +26,21 @@ def role_detail(request: HttpRequest, role: str) -> HttpResponse:
     obj = get_object_or_404(AgentRole, role=role)
     snapshot = build_snapshot()
     definition = role_definition(snapshot, obj)
-    cards = [card_document(snapshot.cards[c]) for c in definition["capabilities"]]
+    executor = role_executor(snapshot, role)
+    runs_on = {row["capability_id"]: row["executor"] for row in executor["capabilities"]}
+    cards = [{**card_document(snapshot.cards[c]), "runs_on": runs_on.get(c)} for c in definition["capabilities"]]
     return render(
         request,
         "capabilities/role_detail.html",
-        {"nav": "roles", "role": obj, "definition": definition, "cards": cards, "tools": TOOLS},
+        {
+            "nav": "roles",
+            "role": obj,
+            "definition": definition,
+            "cards": cards,
+            "tools": TOOLS,
+            "executor": executor,
+            "model": model_status(),
+        },
     )
 
 
@@ -60,12 +71,15 @@ def capability_detail(request: HttpRequest, capability_id: str) -> HttpResponse:
     if card is None:
         raise Http404(f"no capability {capability_id}")
     document = card_document(card)
+    from monitoring.health import capability_health  # the runtime's view of availability
+
     return render(
         request,
         "capabilities/capability_detail.html",
         {
             "nav": "capabilities",
             "card": document,
+            "health": capability_health(snapshot, capability_id),
             "input_schema": json.dumps(document["input_schema"], indent=2, ensure_ascii=False),
             "output_schema": json.dumps(document["output_schema"], indent=2, ensure_ascii=False),
         },

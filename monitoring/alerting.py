@@ -50,9 +50,9 @@ def _dt(ms: int) -> datetime:
 def metric_value(rule: AlertRule, card: CapabilityCard, now_ms: int, host: Any = None) -> float | str | None:
     """The value of ``rule.metric`` for ``card`` at ``now_ms`` (None = no data)."""
     if rule.metric == "health_status":
-        from monitoring.health import capability_health
+        from monitoring.health import capability_status
 
-        health = capability_health(card.capability_id, host)
+        health = capability_status(card.capability_id, host)
         return health["status"] if health else None
     window = max(int(rule.duration_s * 1000), MIN_WINDOW_MS)
     metrics = capability_metrics(card.capability_id, since_ms=now_ms - window, until_ms=now_ms + 1)

@@ -1,6 +1,7 @@
-"""Capability health (seed 003 ``HealthProvider.HealthStatus``; PRD §4.2 heartbeats).
+"""Capability health: availability as the running runtime sees it (PRD §4.2 能力健康检查,
+``capability_health``) and seed 003's ``HealthProvider.HealthStatus`` (``capability_status``).
 
-``HEALTHY | DEGRADED | UNHEALTHY`` per capability, from the live runtime's instances and the
+``capability_status``: ``HEALTHY | DEGRADED | UNHEALTHY`` per capability, from the live runtime's instances and the
 recorded results:
 
 - **UNHEALTHY**: the card is disabled (its skill is not active), or the instances that
@@ -19,7 +20,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from monitoring.host import get_host
 from monitoring.models import Message
+from teamclaw.runtime.config import ConfigSnapshot
 
 OUTPUT_FAILURE_STREAK = 3
 """Consecutive ``output_invalid`` answers after which a capability is DEGRADED."""
@@ -105,11 +108,24 @@ async def _runtime_view(runtime: Any, capability_id: str) -> dict[str, Any] | No
     }
 
 
-def capability_health(capability_id: str, host: Any = None) -> dict[str, Any] | None:
+def capability_health(snapshot: ConfigSnapshot, capability_id: str) -> dict[str, Any]:
+    """``{capability_id, status: available|unavailable, enabled, instances: [{instance_id,
+    role, healthy, last_heartbeat}]}``: the runtime's heartbeats (90 s timeout) for the owner
+    roles ``snapshot`` gives the card. Raises KeyError for an unknown capability.
+    """
+    host = get_host()
+    runtime = host.runtime
+    assert runtime is not None
+
+    async def health() -> dict[str, Any]:
+        return runtime.capability_health(snapshot, capability_id)
+
+    return host.call(health(), timeout=30)
+
+
+def capability_status(capability_id: str, host: Any = None) -> dict[str, Any] | None:
     """``{capabilityId, status, lastCheck, message, lastHeartbeat, instances, outputFailures,
     providers}`` for ``capability_id``, or None when no card has that id."""
-    from monitoring.host import get_host
-
     host = host or get_host()
     view = host.call(_runtime_view(host.runtime, capability_id), timeout=30)
     if view is None:

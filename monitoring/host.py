@@ -25,13 +25,41 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+def build_executors() -> ExecutorRegistry:
+    """The executors of this server (DESIGN.md §5): ``offline`` and ``openai`` with the
+    built-in workflows' brains, ``http`` for plugin capabilities, ``provider`` for seed 003
+    PROVIDER skills (failover between implementations) and the installed
+    ``teamclaw.executors`` entry points. The default brain is ``settings.TEAMCLAW["EXECUTOR"]``.
+    Raises ImproperlyConfigured for a malformed TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from teamclaw.runtime.executors.chat import ModelSettings
+    from teamclaw.runtime.executors.http import HttpExecutor
+    from teamclaw.runtime.executors.model import OpenAIExecutor
+    from teamclaw.runtime.executors.plugins import install_entry_point_executors
+    from teamclaw.runtime.executors.provider import ProviderExecutor
+    from teamclaw.workflows import register_model_handlers, register_offline_handlers
+
+    conf = settings.TEAMCLAW
+    offline = OfflineExecutor()
+    register_offline_handlers(offline)
+    model = OpenAIExecutor(ModelSettings.from_mapping(conf))
+    register_model_handlers(model)
+    try:
+        http = HttpExecutor(conf["HTTP_EXECUTOR_ALLOWED_HOSTS"])
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS: {exc}") from None
+    registry = ExecutorRegistry({"offline": offline, "openai": model, "http": http}, default=conf["EXECUTOR"])
+    registry.register("provider", ProviderExecutor())  # seed 003 PROVIDER skills (failover)
+    install_entry_point_executors(registry)
+    return registry
+
+
 def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
-    """A Runtime wired to the database config, the prompts renderer, the offline brains
-    and the built-in workflows, with limits from ``settings.TEAMCLAW``."""
+    """A Runtime wired to the database config, the prompts renderer, the executors
+    (``build_executors``) and the built-in workflows, with limits from ``settings.TEAMCLAW``."""
     from capabilities.snapshot import build_snapshot
     from prompts.render import system_prompt
-    from teamclaw.runtime.executors.provider import ProviderExecutor
-    from teamclaw.workflows import register_offline_handlers
 
     def config_source(project_id: str | None) -> ConfigSnapshot:
         # Runs in asyncio.to_thread's pool: drop connections past their age first.
@@ -39,11 +67,9 @@ def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
         return build_snapshot(project_id)
 
     conf = settings.TEAMCLAW
-    offline = OfflineExecutor()
-    register_offline_handlers(offline)
     options: dict[str, Any] = {
         "config_source": config_source,
-        "executors": ExecutorRegistry({"offline": offline, "provider": ProviderExecutor()}),
+        "executors": build_executors(),
         "sinks": sinks,
         "mailbox_capacity": conf["MAILBOX_CAPACITY"],
         "heartbeat_interval_s": conf["HEARTBEAT_INTERVAL_S"],
@@ -144,6 +170,14 @@ def get_host() -> RuntimeHost:
         if _host is None:
             _host = RuntimeHost().start()
         return _host
+
+
+def executor_problems() -> list[str]:
+    """Executors the running host could not install (a broken plugin); [] before it starts."""
+    host = _host
+    if host is None or host.runtime is None:
+        return []
+    return list(host.runtime.executors.problems)
 
 
 def reset_host() -> None:

@@ -52,29 +52,56 @@ class _Flush:
         self.done = threading.Event()
 
 
-def message_row(message: AgentMessage, status: str, reason: str | None, project_id: str | None) -> Message:
-    """The Message row for an AgentMessage in ``status``."""
+MESSAGE_COLUMNS = (
+    "id",
+    "seq",
+    "type",
+    "from_role",
+    "from_instance",
+    "to_role",
+    "to_instance",
+    "capability_id",
+    "task_id",
+    "conversation_id",
+    "correlation_id",
+    "project_id",
+    "payload",
+    "priority",
+    "ttl_ms",
+    "timestamp_ms",
+    "status",
+    "reason",
+)
+
+
+def message_row(message: AgentMessage, status: str, reason: str | None, project_id: str | None) -> list[Any]:
+    """The Message table row (MESSAGE_COLUMNS order) for an AgentMessage in ``status``.
+
+    Rows are written with one executemany per batch: at thousands of messages a second the
+    model layer's per-object work would cost the runtime more than the database does.
+    """
     payload = message.payload
-    return Message(
-        id=message.id,
-        seq=message.seq,
-        type=str(message.type),
-        from_role=message.sender.role or "",
-        from_instance=message.sender.instance_id or "",
-        to_role=message.recipient.role or "",
-        to_instance=message.recipient.instance_id or "",
-        capability_id=str(payload.get("capability_id") or payload.get("event_type") or "")[:300],
-        task_id=message.context.task_id,
-        conversation_id=message.context.conversation_id,
-        correlation_id=message.context.correlation_id or "",
-        project_id=project_id,
-        payload=payload,
-        priority=message.priority.label,
-        ttl_ms=message.ttl,
-        timestamp_ms=message.timestamp,
-        status=status,
-        reason=(reason or "")[:300],
-    )
+    sender, recipient, context = message.sender, message.recipient, message.context
+    return [
+        message.id,
+        message.seq,
+        message.type.value,
+        sender.role or "",
+        sender.instance_id or "",
+        recipient.role or "",
+        recipient.instance_id or "",
+        str(payload.get("capability_id") or payload.get("event_type") or "")[:300],
+        context.task_id,
+        context.conversation_id,
+        context.correlation_id or "",
+        project_id,
+        payload,
+        message.priority.label,
+        message.ttl,
+        message.timestamp,
+        status,
+        (reason or "")[:300],
+    ]
 
 
 class Recorder:
@@ -177,7 +204,7 @@ class Recorder:
         instances: dict[str, dict[str, Any]] = {}
         contexts: dict[str, Any] = {}
         snapshots: list[Snapshot] = []
-        new_messages: dict[str, Message] = {}
+        new_messages: dict[str, list[Any]] = {}
         status_updates: dict[str, tuple[str, str]] = {}
         artifacts: dict[tuple[str, str], Artifact] = {}
         confirmations: dict[str, dict[str, Any]] = {}
@@ -195,8 +222,8 @@ class Recorder:
                 message = data["message"]
                 row = new_messages.get(message.id)
                 if row is not None:
-                    row.status = str(data["status"])
-                    row.reason = (data.get("reason") or "")[:300]
+                    row[-2] = str(data["status"])
+                    row[-1] = (data.get("reason") or "")[:300]
                 else:
                     status_updates[message.id] = (str(data["status"]), (data.get("reason") or "")[:300])
             elif kind == EventKind.CONTEXT:
@@ -252,7 +279,7 @@ class Recorder:
             if snapshots:
                 Snapshot.objects.bulk_create(snapshots, ignore_conflicts=True)
             if new_messages:
-                Message.objects.bulk_create(new_messages.values(), ignore_conflicts=True)
+                self._insert_messages(list(new_messages.values()))
             if status_updates:
                 with connection.cursor() as cursor:
                     cursor.executemany(
@@ -269,6 +296,23 @@ class Recorder:
             self._write_confirmations(confirmations)
             if alerts:
                 Alert.objects.bulk_create(alerts)
+
+    @staticmethod
+    def _insert_messages(rows: list[list[Any]]) -> None:
+        ops = connection.ops  # resolve the thread-local proxy once, not once per row
+        adapt = ops.adapt_json_value
+        payload_index = MESSAGE_COLUMNS.index("payload")
+        for row in rows:
+            row[payload_index] = adapt(row[payload_index], None)
+        quote = ops.quote_name
+        columns = ", ".join(quote(c) for c in MESSAGE_COLUMNS)
+        marks = ", ".join(["%s"] * len(MESSAGE_COLUMNS))
+        sql = (
+            f"INSERT INTO {quote(Message._meta.db_table)} ({columns}) VALUES ({marks}) "
+            f"ON CONFLICT ({quote('id')}) DO NOTHING"
+        )
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, rows)
 
     @staticmethod
     def _write_tasks(tasks: dict[str, dict[str, Any]]) -> None:

@@ -11,9 +11,12 @@ from typing import Any
 
 from django.conf import settings
 
+from capabilities.executors import workflow_executors
 from capabilities.models import Project
+from capabilities.snapshot import build_snapshot
 from monitoring.models import Task
 from teamclaw.runtime.messages import new_id
+from teamclaw.workflows import WORKFLOW_CAPABILITIES
 
 SAMPLE_REQUIREMENT = Path(__file__).resolve().parent / "samples" / "online_bookstore.md"
 
@@ -111,7 +114,7 @@ def start_task(
         project=project,
         status="running",
         created_by=user if getattr(user, "pk", None) else None,
-        executor="offline",
+        executor=workflow_executors(build_snapshot(project.slug if project else None), WORKFLOW_CAPABILITIES[workflow]),
         prompt_enhancement=prompt_enhancement,
     )
     host = get_host()

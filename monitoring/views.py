@@ -8,14 +8,21 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
+from capabilities.executors import model_status, role_executor
 from capabilities.models import AgentRole, CapabilityCard, Project
+from capabilities.snapshot import build_snapshot
+from monitoring.host import executor_problems
 from monitoring.models import AgentInstance, Task
 from monitoring.tasks import DocumentError, max_document_bytes, sample_requirement, start_task
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """The team with its capabilities, active instances and recent tasks."""
-    roles = AgentRole.objects.prefetch_related("capabilities")
+    """The team with its capabilities and the executor each role uses, active instances and
+    recent tasks."""
+    roles = list(AgentRole.objects.prefetch_related("capabilities"))
+    snapshot = build_snapshot()
+    for role in roles:
+        role.executor_info = role_executor(snapshot, role.role)
     instances = AgentInstance.objects.exclude(status="terminated")
     tasks = Task.objects.filter(kind="task").select_related("project")[:10]
     entry_points = CapabilityCard.objects.filter(
@@ -24,7 +31,15 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "monitoring/dashboard.html",
-        {"nav": "dashboard", "roles": roles, "instances": instances, "tasks": tasks, "entry_points": entry_points},
+        {
+            "nav": "dashboard",
+            "roles": roles,
+            "instances": instances,
+            "tasks": tasks,
+            "model": model_status(),
+            "executor_problems": executor_problems(),
+            "entry_points": entry_points,
+        },
     )
 
 

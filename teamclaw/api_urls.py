@@ -5,13 +5,20 @@ from django.urls import path
 from capabilities import api as capabilities_api
 from capabilities import skill_api
 from monitoring import api as monitoring_api
-from monitoring import capability_api
+from monitoring import capability_api, runtime_api
 
 urlpatterns = [
     path("auth/token", monitoring_api.TokenView.as_view(), name="api-token"),
     path("roles", capabilities_api.RoleListView.as_view(), name="api-roles"),
     path("roles/<str:role>", capabilities_api.RoleDetailView.as_view(), name="api-role"),
+    path("roles/<str:role>/executor", capabilities_api.RoleExecutorView.as_view(), name="api-role-executor"),
     path("capabilities", capabilities_api.CapabilityListView.as_view(), name="api-capabilities"),
+    path("capabilities/invoke", runtime_api.InvokeView.as_view(), name="api-invoke"),
+    path(
+        "capabilities/<str:capability_id>/health",
+        runtime_api.CapabilityHealthView.as_view(),
+        name="api-capability-health",
+    ),
     path("capabilities/<str:capability_id>", capabilities_api.CapabilityDetailView.as_view(), name="api-capability"),
     path("skills", skill_api.SkillListView.as_view(), name="api-skills"),
     path("skills/<str:skill_id>", skill_api.SkillDetailView.as_view(), name="api-skill"),
@@ -29,4 +36,7 @@ urlpatterns = [
     path("alerts/<int:alert_id>/resolve", capability_api.AlertResolveView.as_view(), name="api-alert-resolve"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
+    path("hooks", runtime_api.HookView.as_view(), name="api-hooks"),
+    path("messages", monitoring_api.MessageListView.as_view(), name="api-messages"),
+    path("confirmations/<str:confirmation_id>", runtime_api.ConfirmationView.as_view(), name="api-confirmation"),
 ]

@@ -8,6 +8,7 @@ the value cannot be used, so a typo stops the server instead of running it wrong
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 from urllib.parse import urlparse
@@ -104,3 +105,39 @@ def persistent_secret(path: Path, nbytes: int = 50) -> str:
     with os.fdopen(fd, "w") as handle:
         handle.write(value + "\n")
     return value
+
+
+def env_choice(name: str, choices: set[str], default: str) -> str:
+    """Return ``$name`` when it is one of ``choices``, ``default`` when unset.
+
+    Raises ImproperlyConfigured naming the allowed values.
+    """
+    value = env_str(name)
+    if not value:
+        return default
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r} must be one of {', '.join(sorted(choices))}")
+    return value
+
+
+def env_model_endpoints(name: str = "TEAMCLAW_MODEL_ENDPOINTS") -> dict[str, dict[str, str]]:
+    """Extra chat-completions endpoints: ``$name`` = ``local=http://127.0.0.1:8080/v1,...``.
+
+    Each endpoint's key comes from ``TEAMCLAW_MODEL_ENDPOINT_<NAME>_API_KEY`` (optional), so
+    roles and projects pick an endpoint by name and no key is ever stored in the database.
+    Returns ``{name: {"base_url", "api_key"}}``; raises ImproperlyConfigured for a malformed
+    item, a bad name (lowercase letters, digits, '_'), a duplicate or a non-http(s) URL.
+    """
+    endpoints: dict[str, dict[str, str]] = {}
+    for item in env_list(name, []):
+        label, sep, url = item.partition("=")
+        label, url = label.strip(), url.strip()
+        if not sep or not re.match(r"^[a-z][a-z0-9_]{0,39}$", label) or label == "default":
+            raise ImproperlyConfigured(f"{name}: {item!r} must be name=url with a lowercase name other than 'default'")
+        if label in endpoints:
+            raise ImproperlyConfigured(f"{name}: endpoint {label!r} is listed twice")
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ImproperlyConfigured(f"{name}: the URL of {label!r} must start with http:// or https://")
+        endpoints[label] = {"base_url": url, "api_key": env_str(f"TEAMCLAW_MODEL_ENDPOINT_{label.upper()}_API_KEY")}
+    return endpoints

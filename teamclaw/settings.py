@@ -14,8 +14,10 @@ from django.core.exceptions import ImproperlyConfigured
 from teamclaw.env import (
     data_dir,
     env_bool,
+    env_choice,
     env_int,
     env_list,
+    env_model_endpoints,
     env_str,
     env_url,
     persistent_secret,
@@ -39,6 +41,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
+    "adrf",
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -186,6 +189,22 @@ TEAMCLAW = {
     "OPENAI_BASE_URL": env_url("OPENAI_BASE_URL", {"http", "https"}),
     "OPENAI_API_KEY": env_str("OPENAI_API_KEY"),
     "MODEL": env_str("TEAMCLAW_MODEL") or "gpt-4o-mini",
+    # Model executor (README "Real models"): the default brain is `openai` once OPENAI_BASE_URL is set.
+    "EXECUTOR": env_choice(
+        "TEAMCLAW_EXECUTOR",
+        {"offline", "openai"},
+        "openai" if env_str("OPENAI_BASE_URL") else "offline",
+    ),
+    "MODEL_ENDPOINTS": env_model_endpoints(),
+    "MODEL_MAX_ROUNDS": env_int("TEAMCLAW_MODEL_MAX_ROUNDS", 8, minimum=1, maximum=50),
+    "MODEL_STREAM": env_bool("TEAMCLAW_MODEL_STREAM", True),
+    "MODEL_FUNCTIONS": env_bool("TEAMCLAW_MODEL_FUNCTIONS", True),
+    "MODEL_MAX_RETRIES": env_int("TEAMCLAW_MODEL_MAX_RETRIES", 3, minimum=0, maximum=10),
+    "MODEL_REQUEST_TIMEOUT_S": env_int("TEAMCLAW_MODEL_REQUEST_TIMEOUT_S", 120, minimum=1, maximum=3600),
+    "MODEL_MAX_OUTPUT_TOKENS": env_int("TEAMCLAW_MODEL_MAX_OUTPUT_TOKENS", 4096, minimum=16, maximum=1_000_000),
+    "MODEL_TOKEN_LIMIT_FIELD": env_choice(
+        "TEAMCLAW_MODEL_TOKEN_LIMIT_FIELD", {"max_tokens", "max_completion_tokens"}, "max_tokens"
+    ),
     "RUNTIME_AUTOSTART": env_bool("TEAMCLAW_RUNTIME_AUTOSTART", True),
     "ALERT_INTERVAL_S": env_int("TEAMCLAW_ALERT_INTERVAL_S", 15, minimum=0, maximum=3600),
 }
@@ -196,7 +215,14 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL") or "INFO"},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        # HTTP clients log every request URL at INFO; a URL may carry credentials (user info,
+        # a key in the query), so only their warnings are kept (keys never reach the logs).
+        "httpx2": {"level": "WARNING"},
+        "httpcore2": {"level": "WARNING"},
+        "openai": {"level": "WARNING"},
+    },
 }
 
 SESSION_COOKIE_HTTPONLY = True

@@ -14,6 +14,19 @@ from rest_framework.test import APIClient
 PASSWORD = "correct-horse-battery-staple"
 
 
+@pytest.fixture(autouse=True)
+def no_model_from_the_environment(settings):
+    """Tests never reach a model the developer's environment points at: the offline brain is
+    the default unless a test configures a model (its local test server) itself."""
+    settings.TEAMCLAW = {
+        **settings.TEAMCLAW,
+        "EXECUTOR": "offline",
+        "OPENAI_BASE_URL": "",
+        "OPENAI_API_KEY": "",
+        "MODEL_ENDPOINTS": {},
+    }
+
+
 @pytest.fixture
 def builtin(db):
     """The built-in team loaded into the test database."""

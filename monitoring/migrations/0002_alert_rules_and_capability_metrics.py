@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('capabilities', '0002_skill_lifecycle_alert_rules_workflows'),
+        ('capabilities', '0003_skill_lifecycle_alert_rules_workflows'),
         ('monitoring', '0001_initial'),
     ]
 

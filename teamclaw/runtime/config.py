@@ -86,6 +86,9 @@ class RoleSpec:
     executor: str | None = None
     """Executor kind that overrides the cards' own for this role (None = the card's)."""
     capabilities: tuple[str, ...] = ()
+    executor_config: Mapping[str, Any] = field(default_factory=dict)
+    """Model options chosen for this role (project override, else global): ``model``,
+    ``endpoint`` (a configured endpoint name). Never holds a key."""
 
 
 def _digest(*parts: Any) -> str:

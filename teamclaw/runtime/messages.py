@@ -99,9 +99,17 @@ class MessageContext:
 _sequence = itertools.count(1)
 
 
+_ID_PREFIX = os.urandom(8).hex()
+_id_counter = itertools.count(int.from_bytes(os.urandom(4), "big"))
+
+
 def new_id() -> str:
-    """A random 128-bit id as 32 hex digits (same space as uuid4().hex, cheaper)."""
-    return os.urandom(16).hex()
+    """A unique 32-hex-digit id: 64 random bits fixed per process, then a 64-bit counter.
+
+    Unique across processes (the random prefix) and within one (the counter), and cheap:
+    ids are minted several times per message, so no system call per id.
+    """
+    return f"{_ID_PREFIX}{next(_id_counter) & 0xFFFFFFFFFFFFFFFF:016x}"
 
 
 DEFAULT_TTL_MS = 60_000

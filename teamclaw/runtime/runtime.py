@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -902,7 +903,7 @@ class Runtime:
     # ------------------------------------------------------------------ instances
     def spawn(self, role: str) -> AgentInstance:
         """Create an instance of ``role`` with its mailbox and worker; it beats at once."""
-        instance_id = f"{role}-{new_id()[:8]}"
+        instance_id = f"{role}-{uuid.uuid4().hex[:12]}"  # spawning is rare: random is fine
         now = self.clock.now()
         mailbox = Mailbox(
             self.mailbox_capacity,

@@ -11,6 +11,7 @@ Respond: each expert reads the comments aimed at it and settles its final positi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from teamclaw.workflows.review_rules import PERSPECTIVES, label_of
@@ -97,8 +98,17 @@ def consensus(agrees: int, challenges: int, others: int = 3) -> str:
     return "contested"
 
 
-def respond(me: str, my_review: dict[str, Any], evaluations: list[dict[str, Any]]) -> dict[str, Any]:
-    """The final position of expert ``me`` after reading ``evaluations`` aimed at it."""
+def respond(
+    me: str,
+    my_review: dict[str, Any],
+    evaluations: list[dict[str, Any]],
+    withdrawals: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The final position of expert ``me`` after reading ``evaluations`` aimed at it.
+
+    ``withdrawals`` (issue id -> reason), when given, is the expert's own decision of what
+    to withdraw (a model-backed expert decides); otherwise an issue is withdrawn when two or
+    more experts challenged it and nobody agreed."""
     comments: dict[str, list[dict[str, Any]]] = {}
     for evaluation in evaluations:
         for response in evaluation.get("responses", []):
@@ -110,14 +120,13 @@ def respond(me: str, my_review: dict[str, Any], evaluations: list[dict[str, Any]
         agrees = [c for c in received if c["stance"] == "agree"]
         challenges = [c for c in received if c["stance"] == "challenge"]
         supplements = [c for c in received if c["stance"] == "supplement"]
-        if len(challenges) >= 2 and not agrees:
-            withdrawn.append(
-                {
-                    "id": issue["id"],
-                    "problem": issue["problem"],
-                    "reason": "Withdrawn after objections from " + ", ".join(c["from"] for c in challenges) + ".",
-                }
-            )
+        if withdrawals is not None:
+            withdraw, reason = issue["id"] in withdrawals, withdrawals.get(issue["id"], "")
+        else:
+            withdraw = len(challenges) >= 2 and not agrees
+            reason = "Withdrawn after objections from " + ", ".join(c["from"] for c in challenges) + "."
+        if withdraw:
+            withdrawn.append({"id": issue["id"], "problem": issue["problem"], "reason": reason})
             continue
         level = consensus(len(agrees), len(challenges))
         final_issues.append(

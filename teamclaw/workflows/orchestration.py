@@ -154,4 +154,10 @@ async def run_orchestration(call: ExecutionCall) -> dict[str, Any]:
     }
 
 
+async def run_orchestration_on_model(call: ExecutionCall, session: Any) -> dict[str, Any]:
+    """``run_orchestration`` as an ``openai`` executor handler: when main runs on a model,
+    the workflow still runs step by step as written (the model is not asked)."""
+    return await run_orchestration(call)
+
+
 HANDLERS = {"workflow_orchestration": run_orchestration}

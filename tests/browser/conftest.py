@@ -32,10 +32,15 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/browser/" in str(item.fspath):
             item.add_marker(pytest.mark.browser)
+    # The session's Playwright loop stays running in this thread once started; browser tests go
+    # last so async tests (pytest-asyncio needs no running loop) never run after them.
+    items.sort(key=lambda item: "tests/browser/" in str(item.fspath))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """One Chromium per test module: Playwright's sync API keeps an event loop running in this
+    thread while it is open, which must be closed again before asyncio tests run."""
     if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
         if os.environ.get("TEAMCLAW_REQUIRE_BROWSER") == "1":
             pytest.fail(f"Chromium not found at {CHROMIUM}; install Debian's chromium package")

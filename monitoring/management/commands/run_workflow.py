@@ -15,12 +15,14 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from capabilities.executors import workflow_executors
 from capabilities.models import Project
+from capabilities.snapshot import build_snapshot
 from monitoring.models import Task
 from monitoring.tasks import DocumentError, validate_document
 from teamclaw.runtime.events import EventKind, RuntimeEvent
 from teamclaw.runtime.messages import new_id
-from teamclaw.workflows import WORKFLOWS
+from teamclaw.workflows import WORKFLOW_CAPABILITIES, WORKFLOWS
 
 
 class ProgressPrinter:
@@ -79,7 +81,9 @@ class Command(BaseCommand):
             description=f"Review the requirement '{title}'",
             project=project,
             status="running",
-            executor="offline",
+            executor=workflow_executors(
+                build_snapshot(project.slug if project else None), WORKFLOW_CAPABILITIES[workflow]
+            ),
         )
         params: dict[str, Any] = {"workflow": workflow, "task_description": task.description}
         if workflow == "requirement_review":

@@ -24,6 +24,11 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
 
+def estimate_value_tokens(value: Any) -> int:
+    """Rough token count of a JSON-like value, from its ``repr`` (about as long as its JSON)."""
+    return estimate_tokens(repr(value))
+
+
 class OfflineExecutor:
     """Runs handlers by capability id, else synthesises a schema-valid result."""
 
@@ -48,7 +53,7 @@ class OfflineExecutor:
         else:
             result = synthesise(call.card.output_schema, call.params, call.card.capability_id)
         if self.charge_tokens:
-            out_tokens = estimate_tokens(json.dumps(result, ensure_ascii=False, default=str))
+            out_tokens = estimate_value_tokens(result)
             call.charge_tokens(prompt_tokens, out_tokens, estimated=True)
         return result
 
@@ -61,6 +66,11 @@ def _seed_text(params: Mapping[str, Any]) -> str:
 
 
 def synthesise(schema: Mapping[str, Any] | bool, params: Mapping[str, Any], label: str, path: str = "") -> Any:
+    """A deterministic value that satisfies ``schema`` (see ``_synthesise``)."""
+    return _synthesise(schema, params, label, path, _seed_text(params))
+
+
+def _synthesise(schema: Mapping[str, Any] | bool, params: Mapping[str, Any], label: str, path: str, seed: str) -> Any:
     """A deterministic value that satisfies ``schema`` (JSON Schema subset: type, enum,
     const, properties/required, items/minItems, string formats and bounds), echoing the
     params where names match so the output relates to the input."""
@@ -72,7 +82,7 @@ def synthesise(schema: Mapping[str, Any] | bool, params: Mapping[str, Any], labe
         return schema["enum"][0]
     for key in ("anyOf", "oneOf"):
         if schema.get(key):
-            return synthesise(schema[key][0], params, label, path)
+            return _synthesise(schema[key][0], params, label, path, seed)
     kind = schema.get("type", "object")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
@@ -85,13 +95,14 @@ def synthesise(schema: Mapping[str, Any] | bool, params: Mapping[str, Any], labe
             if prop in params and _fits(sub, params[prop]):
                 out[prop] = params[prop]
             else:
-                out[prop] = synthesise(sub, params, label, f"{path}/{prop}")
+                out[prop] = _synthesise(sub, params, label, f"{path}/{prop}", seed)
         return out
     if kind == "array":
         count = max(1, int(schema.get("minItems", 1)))
-        return [synthesise(schema.get("items", {"type": "string"}), params, label, f"{path}/{i}") for i in range(count)]
+        items = schema.get("items", {"type": "string"})
+        return [_synthesise(items, params, label, f"{path}/{i}", seed) for i in range(count)]
     if kind == "string":
-        return _string(schema, params, label, name)
+        return _string(schema, params, label, name, seed)
     if kind == "integer":
         return int(max(schema.get("minimum", 1), schema.get("exclusiveMinimum", 0) + 1))
     if kind == "number":
@@ -111,20 +122,23 @@ def _fits(schema: Mapping[str, Any], value: Any) -> bool:
     return False
 
 
-def _string(schema: Mapping[str, Any], params: Mapping[str, Any], label: str, name: str) -> str:
+def _digest(params: Mapping[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode(), usedforsecurity=False).hexdigest()
+
+
+def _string(schema: Mapping[str, Any], params: Mapping[str, Any], label: str, name: str, seed: str) -> str:
     fmt = schema.get("format")
-    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode(), usedforsecurity=False).hexdigest()
     if fmt == "date-time":
         return "2026-01-01T00:00:00Z"
     if fmt == "date":
         return "2026-01-01"
     if fmt in ("uri", "url"):
-        return f"https://example.invalid/{label}/{digest[:8]}"
+        return f"https://example.invalid/{label}/{_digest(params)[:8]}"
     if fmt == "email":
         return f"{label}@example.invalid"
     if fmt == "uuid":
+        digest = _digest(params)
         return f"{digest[:8]}-{digest[8:12]}-4{digest[13:16]}-8{digest[17:20]}-{digest[20:32]}"
-    seed = _seed_text(params)
     text = f"[offline] {label}.{name or 'value'}" + (f" for: {seed}" if seed else "")
     max_length = schema.get("maxLength")
     min_length = schema.get("minLength", 0)

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('capabilities', '0001_initial'),
+        ('capabilities', '0002_role_executor_choice'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,243 @@
+"""Runtime benchmark: TeamClaw invoke vs autogen-core send_message vs a bare asyncio queue.
+
+Run with ``make bench`` (or ``.venv/bin/python bench/runtime_bench.py [--n N] [--profile]``).
+Prints one ``name value`` line per figure. Everything runs in one process and one event
+loop, against a throw-away SQLite database in a temporary data folder:
+
+- ``teamclaw_invoke_per_s``: N sequential invokes ``coderA -> dba schema_query`` through the
+  full path (effective invoke matrix, input and output schema validation, routing, mailbox,
+  offline executor with token accounting, contexts) with the recorder writing every message,
+  context and snapshot to the database; the clock stops when the recorder has committed it all.
+- ``teamclaw_p50_us_conc64`` / ``teamclaw_p99_us_conc64``: per-invoke latency with 64
+  concurrent callers (same path), and their throughput.
+- ``autogen_send_message_per_s``: autogen-core's ``SingleThreadedAgentRuntime.send_message``
+  request/response to an agent returning the same result.
+- ``bare_asyncio_invoke_per_s``: an asyncio queue + future doing the same request/response.
+- ``recorded_messages`` / ``emitted_messages`` / ``lost_messages``: what reached the database.
+
+Targets (issue 3): teamclaw >= 2x autogen, p99 < 2 ms at 64 callers, nothing lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import logging
+import os
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from autogen_core import AgentId, MessageContext, RoutedAgent, SingleThreadedAgentRuntime, message_handler
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+@dataclass
+class SchemaQuery:
+    table: str
+
+
+@dataclass
+class Columns:
+    columns: list[str]
+
+
+class Dba(RoutedAgent):
+    """The autogen-core agent answering like TeamClaw's dba (no validation, no recording)."""
+
+    def __init__(self) -> None:
+        super().__init__("dba")
+
+    @message_handler
+    async def on_query(self, message: SchemaQuery, ctx: MessageContext) -> Columns:
+        return Columns([f"{message.table}.id"])
+
+
+def setup_django(data_dir: str) -> None:
+    os.environ["TEAMCLAW_DATA_DIR"] = data_dir
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "teamclaw.settings")
+    for name in ("DATABASE_URL", "REDIS_URL"):
+        os.environ.pop(name, None)
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    # autogen-core logs every message at INFO; the comparison is about the runtimes, not logging.
+    for name in ("autogen_core", "autogen_core.events", "autogen_core.trace"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    call_command("migrate", verbosity=0)
+    call_command("load_builtin", verbosity=0)
+
+
+class CountingSink:
+    """Counts distinct messages the runtime emitted (to compare with what was recorded)."""
+
+    def __init__(self) -> None:
+        self.ids: set[str] = set()
+
+    def publish(self, event) -> None:
+        if event.kind == "message":
+            self.ids.add(event.data["message"].id)
+
+
+def report(name: str, value: float) -> None:
+    print(f"{name} {value:.1f}" if isinstance(value, float) else f"{name} {value}", flush=True)
+
+
+async def teamclaw_figures(n: int, callers: int, profile: bool) -> dict[str, float]:
+    from capabilities.snapshot import build_snapshot
+    from monitoring.host import build_runtime
+    from monitoring.models import Message
+    from monitoring.recorder import Recorder
+    from teamclaw.runtime import InvokeRequest, TaskStatus
+
+    snapshot = await asyncio.to_thread(build_snapshot, None)
+    recorder = Recorder()
+    recorder.start()
+    counter = CountingSink()
+    runtime = build_runtime([recorder, counter], snapshot=snapshot, config_source=None)
+    request = InvokeRequest("schema_query", {"table": "users"}, target_role="dba")
+    figures: dict[str, float] = {}
+    try:
+        task = await runtime.begin_task(entry_role="coderA", token_budget=10**9, description="benchmark")
+        for _ in range(200):  # warm up: instance, validators, caches
+            await runtime.invoke(request, from_role="coderA", task_id=task.task_id)
+        await asyncio.to_thread(recorder.flush)
+
+        profiler = cProfile.Profile() if profile else None
+        if profiler:
+            profiler.enable()
+        started = time.perf_counter()
+        for _ in range(n):
+            result = await runtime.invoke(request, from_role="coderA", task_id=task.task_id)
+            if not result.success:
+                raise SystemExit(f"invoke failed: {result.error}")
+        invokes_done = time.perf_counter()
+        await asyncio.to_thread(recorder.flush)
+        elapsed = time.perf_counter() - started
+        if profiler:
+            profiler.disable()
+        figures["teamclaw_invoke_per_s"] = n / elapsed
+        figures["teamclaw_invoke_per_s_excluding_final_flush"] = n / (invokes_done - started)
+
+        latencies: list[float] = []
+
+        async def caller(count: int) -> None:
+            for _ in range(count):
+                t0 = time.perf_counter()
+                result = await runtime.invoke(request, from_role="coderA", task_id=task.task_id)
+                latencies.append(time.perf_counter() - t0)
+                if not result.success:
+                    raise SystemExit(f"invoke failed: {result.error}")
+
+        per_caller = max(1, n // callers)
+        started = time.perf_counter()
+        await asyncio.gather(*(caller(per_caller) for _ in range(callers)))
+        await asyncio.to_thread(recorder.flush)
+        elapsed = time.perf_counter() - started
+        latencies.sort()
+        figures["teamclaw_invoke_per_s_conc64"] = len(latencies) / elapsed
+        figures["teamclaw_p50_us_conc64"] = statistics.median(latencies) * 1e6
+        figures["teamclaw_p99_us_conc64"] = latencies[int(len(latencies) * 0.99) - 1] * 1e6
+        figures["teamclaw_instances_dba"] = float(len(runtime.pool.alive("dba")))
+
+        runtime.end_task(task.task_id, TaskStatus.COMPLETED)
+        await asyncio.to_thread(recorder.flush)
+        recorded = await asyncio.to_thread(Message.objects.count)
+        figures["emitted_messages"] = float(len(counter.ids))
+        figures["recorded_messages"] = float(recorded)
+        figures["lost_messages"] = float(len(counter.ids) - recorded)
+        figures["recorder_failed_batches"] = float(recorder.failed_batches)
+        if profiler:
+            stats = pstats.Stats(profiler)
+            stats.sort_stats("tottime")
+            print("# profile of the sequential run (top 25 by own time)")
+            stats.print_stats(25)
+    finally:
+        await runtime.stop()
+        await asyncio.to_thread(recorder.stop)
+    return figures
+
+
+async def autogen_figures(n: int, callers: int) -> dict[str, float]:
+    runtime = SingleThreadedAgentRuntime()
+    await Dba.register(runtime, "dba", Dba)
+    runtime.start()
+    target = AgentId("dba", "default")
+    for _ in range(200):
+        await runtime.send_message(SchemaQuery("users"), target)
+    started = time.perf_counter()
+    for _ in range(n):
+        await runtime.send_message(SchemaQuery("users"), target)
+    sequential = n / (time.perf_counter() - started)
+    latencies: list[float] = []
+
+    async def caller(count: int) -> None:
+        for _ in range(count):
+            t0 = time.perf_counter()
+            await runtime.send_message(SchemaQuery("users"), target)
+            latencies.append(time.perf_counter() - t0)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(caller(max(1, n // callers)) for _ in range(callers)))
+    concurrent = len(latencies) / (time.perf_counter() - started)
+    latencies.sort()
+    await runtime.stop()
+    return {
+        "autogen_send_message_per_s": sequential,
+        "autogen_send_message_per_s_conc64": concurrent,
+        "autogen_p99_us_conc64": latencies[int(len(latencies) * 0.99) - 1] * 1e6,
+    }
+
+
+async def bare_figures(n: int) -> dict[str, float]:
+    queue: asyncio.Queue[tuple[asyncio.Future[dict[str, list[str]]], dict[str, str]]] = asyncio.Queue()
+
+    async def worker() -> None:
+        while True:
+            future, params = await queue.get()
+            future.set_result({"columns": [f"{params['table']}.id"]})
+
+    task = asyncio.create_task(worker())
+    loop = asyncio.get_running_loop()
+    started = time.perf_counter()
+    for _ in range(n):
+        future = loop.create_future()
+        queue.put_nowait((future, {"table": "users"}))
+        await future
+    rate = n / (time.perf_counter() - started)
+    task.cancel()
+    return {"bare_asyncio_invoke_per_s": rate}
+
+
+async def main(n: int, callers: int, profile: bool) -> None:
+    figures: dict[str, float] = {}
+    figures.update(await teamclaw_figures(n, callers, profile))
+    figures.update(await autogen_figures(n, callers))
+    figures.update(await bare_figures(n))
+    figures["ratio_teamclaw_vs_autogen"] = figures["teamclaw_invoke_per_s"] / figures["autogen_send_message_per_s"]
+    figures["ratio_teamclaw_vs_autogen_conc64"] = (
+        figures["teamclaw_invoke_per_s_conc64"] / figures["autogen_send_message_per_s_conc64"]
+    )
+    figures["ratio_teamclaw_vs_bare_asyncio"] = figures["teamclaw_invoke_per_s"] / figures["bare_asyncio_invoke_per_s"]
+    report("invokes", n)
+    for name, value in figures.items():
+        report(name, value)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20_000, help="invokes per measurement (default 20000)")
+    parser.add_argument("--callers", type=int, default=64)
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of the sequential run")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="teamclaw-bench-") as data_dir:
+        setup_django(data_dir)
+        asyncio.run(main(args.n, args.callers, args.profile))

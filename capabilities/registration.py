@@ -1,0 +1,84 @@
+"""Registering plugin capabilities through the API (US-12; PRD §4.2 注册流程).
+
+A card is validated before it joins the index: every problem is reported at once (fields,
+SemVer, category, owners, tools, 2020-12 schemas without unknown keywords or dangling
+``required`` names). A plugin runs on the ``http`` executor: the server POSTs params to the
+card's URL, whose host must be listed in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS, so a
+registration can never make the server call an arbitrary address.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from capabilities.config import record_change
+from capabilities.executors import plugin_url_errors
+from capabilities.models import AgentRole, CapabilityCard
+from teamclaw.runtime.schemas import validate_card
+
+
+class RegistrationError(Exception):
+    """The card was refused: ``errors`` is ``{field: [reasons]}``; ``status`` 400 or 409."""
+
+    def __init__(self, errors: dict[str, list[str]], status: int = 400) -> None:
+        super().__init__("; ".join(f"{k}: {v[0]}" for k, v in errors.items()))
+        self.errors = errors
+        self.status = status
+
+
+def register_capability(document: dict[str, Any], *, actor: Any = None, note: str = "") -> CapabilityCard:
+    """Create a plugin card from ``document`` (the PRD §2.2 fields plus ``executor_config.url``).
+
+    Raises RegistrationError(400) listing every problem, or (409) when the id is taken.
+    """
+    known = set(AgentRole.objects.values_list("role", flat=True))
+    errors = validate_card(document, known)
+    executor = document.get("executor", "http")
+    if executor != "http":
+        errors.setdefault("executor", []).append("plugins registered through the API run on the http executor")
+    config = document.get("executor_config") or {}
+    if not isinstance(config, dict):
+        errors.setdefault("executor_config", []).append("must be an object with a url")
+    else:
+        if not config.get("url"):
+            errors.setdefault("executor_config.url", []).append("an http capability needs the URL to POST to")
+        else:
+            for reason in plugin_url_errors(config.get("url")):
+                errors.setdefault("executor_config.url", []).append(reason)
+        extra = set(config) - {"url", "timeout_s"}
+        if extra:
+            errors.setdefault("executor_config", []).append(f"unknown keys: {', '.join(sorted(extra))}")
+    if errors:
+        raise RegistrationError(errors)
+    with transaction.atomic():
+        if CapabilityCard.objects.select_for_update().filter(capability_id=document["id"]).exists():
+            raise RegistrationError({"id": [f"capability {document['id']!r} already exists"]}, status=409)
+        card = CapabilityCard.objects.create(
+            capability_id=document["id"],
+            name=document["name"],
+            description=document["description"],
+            category=document["category"],
+            input_schema=document["input_schema"],
+            output_schema=document["output_schema"],
+            version=document["version"],
+            required_tools=document.get("required_tools", []),
+            timeout_s=document.get("timeout", 60),
+            tags=document.get("tags", []),
+            executor="http",
+            executor_config={
+                "url": config["url"],
+                **({"timeout_s": config["timeout_s"]} if "timeout_s" in config else {}),
+            },
+        )
+        card.owner_roles.set(AgentRole.objects.filter(role__in=document["owner_roles"]))
+        record_change(
+            "capability",
+            changed_fields=["capability_id", "owner_roles", "executor"],
+            changes={"capability_id": {"old": None, "new": card.capability_id}},
+            role=",".join(document["owner_roles"])[:40],
+            note=note or "plugin capability registered",
+            actor=actor,
+        )
+    return card

@@ -1,0 +1,306 @@
+"""The ``openai`` executor: a model behind any OpenAI-compatible chat-completions endpoint
+is the agent's brain (DESIGN.md §5; PRD §4.5 prompts, §4.7 permissions and budget).
+
+For a capability call without a workflow handler the conversation is:
+
+1. ``system``: the role's rendered, layered prompt (all six template types, PRD §4.5);
+   ``user``: the capability, its params, the operator's instructions (PRD §4.6) and the
+   ``output_schema`` the answer must match;
+2. the functions the role may call are offered as tools (``function_tools``); each call the
+   model makes goes through the runtime as an ``invoke`` (or a tool use) and its result,
+   success or refusal, goes back as a ``tool`` message;
+3. the loop ends with an answer that is parsed as JSON and validated against the
+   ``output_schema``; one repair attempt is made with the validation errors, then the call
+   fails with ``output_invalid``. A model still calling functions after ``max_rounds``
+   answers is cut off (``executor_error``).
+
+Workflow capabilities may register a ``ModelHandler`` instead (the requirement reviewers of
+seed 002 do): it gets a ``ModelSession`` and asks the model for structured answers through
+the same budget, retry, repair and recording rules.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+import openai
+
+from teamclaw.runtime.errors import AgentFailure, ErrorCode
+from teamclaw.runtime.executors.chat import ModelChat, ModelOptions, ModelSettings, redact, resolve_options
+from teamclaw.runtime.executors.function_tools import FunctionTools
+from teamclaw.runtime.schemas import compile_schema, schema_errors
+
+if TYPE_CHECKING:
+    from teamclaw.runtime.execution import ExecutionCall
+
+ModelHandler = Callable[["ExecutionCall", "ModelSession"], Awaitable[dict[str, Any]]]
+"""A workflow capability's brain on the ``openai`` executor: ``(call, session) -> result``."""
+
+AnswerCheck = Callable[[dict[str, Any]], list[dict[str, str]]]
+"""Checks beyond the JSON Schema: ``answer -> [{"pointer", "message"}]`` (empty = fine)."""
+
+MAX_ANSWER_ECHO_CHARS = 8000
+"""Longest invalid answer echoed back to the model in the repair request (characters)."""
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL | re.IGNORECASE)
+
+
+def parse_answer(content: str) -> tuple[Any, str | None]:
+    """The JSON value in a model answer (a ```json fence or prose around one object is
+    tolerated) and None, or ``(None, reason)`` when there is none."""
+    text = content.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        return json.loads(text), None
+    except ValueError as exc:
+        start, end = text.find("{"), text.rfind("}")
+        if 0 <= start < end:
+            try:
+                return json.loads(text[start : end + 1]), None
+            except ValueError:
+                pass
+        if not text:
+            return None, "the answer is empty"
+        return None, f"the answer is not JSON ({exc.msg} at character {exc.pos})"
+
+
+class ModelSession:
+    """One capability call's conversation(s) with its model (see module docstring).
+
+    The chat connection opens on first use, so a handler that never asks the model costs
+    nothing and needs no endpoint. ``close()`` releases it.
+    """
+
+    def __init__(self, call: ExecutionCall, settings: ModelSettings) -> None:
+        self.call = call
+        self.settings = settings
+        self._options: ModelOptions | None = None
+        self._chat: ModelChat | None = None
+        self._validators: dict[str, Any] = {}
+
+    @property
+    def options(self) -> ModelOptions:
+        """The effective model options; AgentFailure(executor_error) when unusable."""
+        if self._options is None:
+            self._options = resolve_options(self.settings, self.call.card, self.call.snapshot.roles.get(self.call.role))
+        return self._options
+
+    async def chat(self) -> ModelChat:
+        if self._chat is None:
+            self._chat = await ModelChat(self.call, self.options, self.settings).__aenter__()
+        return self._chat
+
+    async def close(self) -> None:
+        if self._chat is not None:
+            await self._chat.__aexit__(None, None, None)
+            self._chat = None
+
+    def system_prompt(self) -> str:
+        """The role's rendered prompt (PRD §4.5); AgentFailure(executor_error) when a
+        template cannot be rendered."""
+        try:
+            return self.call.system_prompt()
+        except ValueError as exc:  # prompts.render.PromptRenderError
+            raise AgentFailure(
+                ErrorCode.EXECUTOR_ERROR,
+                f"the prompt of {self.call.role} cannot be rendered: {exc}",
+                {"role": self.call.role},
+                retryable=False,
+            ) from None
+
+    def _validator(self, schema: Mapping[str, Any]) -> Any:
+        key = json.dumps(schema, sort_keys=True, default=str)
+        validator = self._validators.get(key)
+        if validator is None:
+            validator = self._validators[key] = compile_schema(schema)
+        return validator
+
+    def _record(self, chat: ModelChat, reply: Any) -> None:
+        self.call.context.add_message(
+            {
+                "type": "model_call",
+                "from": self.call.role,
+                "to": "model",
+                "capability_id": self.call.card.capability_id,
+                "round": chat.rounds,
+                "model": self.options.model,
+                "endpoint": self.options.endpoint.label,
+                "finish_reason": reply.finish_reason,
+                "tool_calls": [c.name for c in reply.tool_calls],
+                "input_tokens": reply.input_tokens,
+                "output_tokens": reply.output_tokens,
+                "estimated": reply.estimated,
+                "timestamp": self.call.runtime.clock.now_ms(),
+            }
+        )
+
+    async def answer(
+        self,
+        messages: list[dict[str, Any]],
+        schema: Mapping[str, Any],
+        *,
+        tools: FunctionTools | None = None,
+        check: AnswerCheck | None = None,
+        validator: Any = None,
+        label: str = "",
+    ) -> dict[str, Any]:
+        """Converse until the model gives a JSON object valid under ``schema`` (and
+        ``check``), running its function calls through ``tools``; returns that object.
+
+        ``messages`` is extended in place. Raises AgentFailure: ``output_invalid`` (still
+        invalid after the one repair attempt), ``executor_error`` (cut off after
+        ``max_rounds``, malformed function-call JSON twice), and whatever ``ModelChat``
+        raises (``budget_exceeded``, ``unavailable``, ``timeout``).
+        """
+        chat = await self.chat()
+        validator = validator or self._validator(schema)
+        max_rounds = self.options.max_rounds
+        specs = tools.specs() if tools is not None else []
+        repairing = False
+        rounds = 0
+        what = label or self.call.card.capability_id
+        while True:
+            percent = min(95, 10 + (80 * rounds) // max_rounds)
+            if repairing:
+                step = f"{what}: repairing the answer"
+            else:
+                step = f"{what}: model round {rounds + 1}/{max_rounds}"
+            reply = await chat.complete(
+                messages, specs or None, tool_choice="none" if repairing and specs else None, percent=percent, step=step
+            )
+            rounds += 1
+            self._record(chat, reply)
+            if reply.tool_calls and not repairing and tools is not None:
+                if rounds >= max_rounds:
+                    raise AgentFailure(
+                        ErrorCode.EXECUTOR_ERROR,
+                        f"the model was still calling functions after {max_rounds} rounds "
+                        f"({', '.join(c.name for c in reply.tool_calls)}); cut off",
+                        {"reason": "round_limit", "max_rounds": max_rounds},
+                        retryable=False,
+                    )
+                messages.append(reply.assistant_message())
+                messages.extend(await tools.run(reply.tool_calls))
+                continue
+            errors = self._errors(reply.content, validator, check) if not reply.tool_calls else []
+            if reply.tool_calls:
+                errors = [{"pointer": "", "message": "answer with the JSON object now, not with function calls"}]
+            if not errors:
+                data, _ = parse_answer(reply.content)
+                self.call.progress(100, f"{what}: answered")
+                return data
+            if repairing:
+                raise AgentFailure(
+                    ErrorCode.OUTPUT_INVALID,
+                    f"the model's answer for {what} is still invalid after one repair attempt",
+                    {"errors": errors, "repair_attempted": True},
+                    retryable=False,
+                )
+            repairing = True
+            self.call.context.errors.append(
+                {
+                    "code": str(ErrorCode.OUTPUT_INVALID),
+                    "message": f"{what}: the model's answer was invalid; asked once to repair it",
+                    "details": {"reason": "answer_repair", "recovered": True, "errors": errors[:20]},
+                }
+            )
+            messages.append({"role": "assistant", "content": reply.content[:MAX_ANSWER_ECHO_CHARS]})
+            messages.append({"role": "user", "content": repair_request(errors)})
+
+    @staticmethod
+    def _errors(content: str, validator: Any, check: AnswerCheck | None) -> list[dict[str, str]]:
+        data, problem = parse_answer(content)
+        if problem is not None:
+            return [{"pointer": "", "message": problem}]
+        if not isinstance(data, dict):
+            return [{"pointer": "", "message": f"the answer must be a JSON object, not {type(data).__name__}"}]
+        errors = [{"pointer": e["pointer"], "message": e["message"]} for e in schema_errors(validator, data)]
+        if not errors and check is not None:
+            errors = check(data)
+        return errors
+
+    async def run_capability(self) -> dict[str, Any]:
+        """The generic brain: the capability's task, the role's functions (unless the
+        ``functions`` option is off, for servers without function calling), a schema-valid answer."""
+        call = self.call
+        tools = FunctionTools(call) if self.options.functions else None
+        messages = [
+            {"role": "system", "content": self.system_prompt()},
+            {"role": "user", "content": task_message(call, bool(tools and tools.specs()))},
+        ]
+        _, output_validator = call.runtime.validators.for_card(call.card)
+        return await self.answer(messages, call.card.output_schema, tools=tools, validator=output_validator)
+
+
+def task_message(call: ExecutionCall, has_functions: bool) -> str:
+    """The ``user`` message asking for one capability call."""
+    card = call.card
+    lines = [
+        f"Capability: {card.name} ({card.capability_id}). {card.description}",
+        f"Requested by: {call.message.sender.role or 'the operator'}.",
+        "Params:",
+        json.dumps(call.params, ensure_ascii=False, indent=2, default=str),
+    ]
+    if call.context.user_instructions:
+        lines += ["Operator instructions (they take precedence):"]
+        lines += [f"- {text}" for text in call.context.user_instructions]
+    if has_functions:
+        lines.append(
+            "You may call the functions offered to you; each one asks another agent or a tool through "
+            "TeamClaw and returns its result or the reason it was refused."
+        )
+    lines += [
+        "When you are done, answer with one JSON object (no prose, no code fence) that matches this JSON Schema:",
+        json.dumps(card.output_schema, ensure_ascii=False, default=str),
+    ]
+    return "\n".join(lines)
+
+
+def repair_request(errors: list[dict[str, str]]) -> str:
+    """The ``user`` message of the repair attempt, listing the errors with their JSON pointers."""
+    listed = "\n".join(f"- {e['pointer'] or '(whole answer)'}: {e['message']}" for e in errors[:30])
+    more = f"\n(and {len(errors) - 30} more)" if len(errors) > 30 else ""
+    return (
+        "Your answer does not match the required JSON Schema:\n"
+        f"{listed}{more}\n"
+        "Reply again with only the corrected JSON object."
+    )
+
+
+class OpenAIExecutor:
+    """``openai`` (DESIGN.md §5): runs capabilities on a chat-completions model.
+
+    ``handlers`` are workflow brains by capability id (``ModelHandler``); every other
+    capability runs ``ModelSession.run_capability``.
+    """
+
+    kind = "openai"
+
+    def __init__(self, settings: ModelSettings, handlers: Mapping[str, ModelHandler] | None = None) -> None:
+        self.settings = settings
+        self.handlers: dict[str, ModelHandler] = dict(handlers or {})
+
+    def register(self, capability_id: str, handler: ModelHandler) -> None:
+        self.handlers[capability_id] = handler
+
+    async def execute(self, call: ExecutionCall) -> dict[str, Any]:
+        """Run ``call`` on the model; AgentFailure as ``ModelSession.answer`` raises. Any
+        other error of the client becomes ``executor_error`` with keys redacted."""
+        session = ModelSession(call, self.settings)
+        try:
+            handler = self.handlers.get(call.card.capability_id)
+            if handler is not None:
+                return await handler(call, session)
+            return await session.run_capability()
+        except (openai.OpenAIError, httpx2.HTTPError, ValueError, TypeError) as exc:
+            message = redact(f"{type(exc).__name__}: {exc}", self.settings.secrets())
+            raise AgentFailure(
+                ErrorCode.EXECUTOR_ERROR, f"the model call failed: {message[:500]}", {}, retryable=False
+            ) from None
+        finally:
+            await session.close()

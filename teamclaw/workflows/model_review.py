@@ -1,0 +1,407 @@
+"""The requirement reviewers' brains on the ``openai`` executor (seed 002 §6.2-§6.4).
+
+The control flow of ``requirement_review`` stays deterministic (main's orchestration, the
+seed 002 §6.6 merge rules and the §6.7 quality check are policy, not judgement: a model must
+never be able to adopt a change that drops what the user asked for). What the model decides
+is each expert's judgement, asked with the role's rendered prompt as the system message:
+
+- ``review``: the problems it finds, each pointing at a line of the user's document with a
+  ``change`` the consolidator can apply (``replace`` / ``append_section`` / ``open_point`` /
+  ``scope_reduction``) -> ``review_<perspective>.json``;
+- ``evaluate``: its stance (agree / challenge / supplement) on the other experts' issues ->
+  ``evaluate_<perspective>.json``;
+- ``respond``: which of its issues it withdraws after the comments aimed at it; consensus
+  levels are then counted by the seed's rules -> ``response_<perspective>.json``.
+
+Answers are JSON checked against a schema and against the document (a ``replace`` must quote
+words that are on that line; references must name real issues); the first invalid answer is
+sent back once with the errors (``ModelSession.answer``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from teamclaw.runtime.execution import ExecutionCall
+from teamclaw.runtime.executors.model import AnswerCheck, ModelSession, OpenAIExecutor
+from teamclaw.workflows.consolidation import ADDED_SECTIONS
+from teamclaw.workflows.debate import respond
+from teamclaw.workflows.document import RequirementDocument, parse_document
+from teamclaw.workflows.requirement_review import (
+    _artifacts,
+    _json,
+    _load,
+    requirement_consolidation,
+    requirement_quality_check,
+    task_orchestration,
+)
+from teamclaw.workflows.review_rules import PERSPECTIVES, label_of, perspective_of
+
+CATEGORIES = (
+    "performance",
+    "reliability",
+    "scalability",
+    "integration",
+    "units",
+    "scope",
+    "acceptance",
+    "users",
+    "goals",
+    "ambiguity",
+    "ai",
+    "data",
+    "evaluation",
+    "compliance",
+    "privacy",
+    "terminology",
+    "time",
+)
+"""Issue categories (the offline reviewers' set; the consolidator's arbitration reads them)."""
+MAX_ISSUES = 15
+
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 2000}
+CHANGE_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "action": {"const": "replace"},
+                "old": _TEXT,
+                "new": _TEXT,
+                "strengthens": {"type": "boolean"},
+            },
+            "required": ["action", "old", "new"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {
+                "action": {"const": "append_section"},
+                "section": {"type": "string", "minLength": 1, "maxLength": 200},
+                "lines": {"type": "array", "minItems": 1, "maxItems": 10, "items": _TEXT},
+            },
+            "required": ["action", "section", "lines"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"action": {"const": "open_point"}, "question": _TEXT},
+            "required": ["action", "question"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"action": {"const": "scope_reduction"}, "old": _TEXT, "new": _TEXT},
+            "required": ["action", "old", "new"],
+            "additionalProperties": False,
+        },
+    ]
+}
+REVIEW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string", "maxLength": 2000},
+        "issues": {
+            "type": "array",
+            "maxItems": MAX_ISSUES,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "category": {"enum": list(CATEGORIES)},
+                    "severity": {"enum": ["minor", "major", "critical"]},
+                    "line": {"type": ["integer", "null"], "minimum": 1},
+                    "problem": _TEXT,
+                    "suggestion": _TEXT,
+                    "change": CHANGE_SCHEMA,
+                },
+                "required": ["category", "severity", "line", "problem", "suggestion", "change"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["summary", "issues"],
+    "additionalProperties": False,
+}
+
+
+def numbered(document: str) -> str:
+    """The document with right-aligned 1-based line numbers (``  12 | text``)."""
+    return "\n".join(f"{n:4d} | {line}" for n, line in enumerate(document.splitlines(), start=1))
+
+
+def _perspective_text(me: str) -> str:
+    spec = PERSPECTIVES.get(me)
+    focus = spec["focus"] if spec else "the requirement from your role's point of view"
+    return f"You review as the {label_of(me)} (perspective '{me}'). Your focus: {focus}."
+
+
+# -- review ----------------------------------------------------------------------
+def review_check(document: RequirementDocument) -> AnswerCheck:
+    """Checks of a review answer against the document: lines exist, quoted words are on
+    their line, sections exist or are one of the consolidator's added sections."""
+    lines = document.lines
+    sections = {title.lower() for title in document.section_titles()} | {s.lower() for s in ADDED_SECTIONS}
+
+    def check(answer: dict[str, Any]) -> list[dict[str, str]]:
+        errors = []
+        for index, issue in enumerate(answer["issues"]):
+            where = f"/issues/{index}"
+            line, change = issue["line"], issue["change"]
+            if line is not None and line > len(lines):
+                errors.append({"pointer": f"{where}/line", "message": f"the document has {len(lines)} lines"})
+                continue
+            if change["action"] in ("replace", "scope_reduction"):
+                if line is None:
+                    errors.append({"pointer": f"{where}/line", "message": f"a {change['action']} needs a line"})
+                elif change["old"].lower() not in lines[line - 1].lower():
+                    errors.append(
+                        {
+                            "pointer": f"{where}/change/old",
+                            "message": f"{change['old']!r} is not on line {line} ({lines[line - 1].strip()[:120]!r})",
+                        }
+                    )
+            if change["action"] == "append_section" and change["section"].lower() not in sections:
+                allowed = ", ".join([*document.section_titles(), *ADDED_SECTIONS])
+                errors.append({"pointer": f"{where}/change/section", "message": f"use one of: {allowed}"})
+        return errors
+
+    return check
+
+
+async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact: str, source: str) -> dict[str, Any]:
+    document = parse_document(source)
+    extra = ""
+    if me == "domain" and call.read_artifact("domain_role.md"):
+        extra = "\nThe domain identified for this requirement:\n" + (call.read_artifact("domain_role.md") or "")
+    prompt = "\n".join(
+        [
+            "Requirement review (seed 002), mode: review.",
+            _perspective_text(me) + extra,
+            "Report the problems you find from your perspective only, at most "
+            f"{MAX_ISSUES}, each pointing at a line of the user's document (null for the whole document).",
+            "Each issue carries the change that would fix it:",
+            '- {"action": "replace", "old": words exactly as on that line, "new": replacement, '
+            '"strengthens": true if it makes what the user wrote stricter}',
+            '- {"action": "append_section", "section": an existing section or one of '
+            + ", ".join(ADDED_SECTIONS)
+            + ', "lines": [requirement lines to add]}',
+            '- {"action": "open_point", "question": what only the requirement owner can decide}',
+            '- {"action": "scope_reduction", "old": ..., "new": ...} when the fix drops or weakens '
+            "what the user asked for (say so honestly; it will not be adopted)",
+            "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
+            json.dumps(REVIEW_SCHEMA),
+            f"Requirement ({artifact}), with line numbers:",
+            numbered(source),
+        ]
+    )
+    messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
+    answer = await session.answer(messages, REVIEW_SCHEMA, check=review_check(document), label=f"review ({me})")
+    statements = {s.number: s for s in document.statements}
+    issues = []
+    for index, item in enumerate(answer["issues"]):
+        line = item["line"]
+        statement = statements.get(line) if line else None
+        change = dict(item["change"])
+        issues.append(
+            {
+                "id": f"{me}-{index + 1}",
+                "rule": item["category"],
+                "category": item["category"],
+                "severity": item["severity"],
+                "location": {"line": line, "section": statement.section if statement else ""},
+                "quote": statement.text[:240] if statement else "",
+                "problem": item["problem"],
+                "suggestion": item["suggestion"],
+                "change": change,
+            }
+        )
+    return {
+        "expert": label_of(me),
+        "perspective": me,
+        "role": call.role,
+        "mode": "review",
+        "document": artifact,
+        "issues": issues,
+        "summary": answer["summary"] or f"{len(issues)} issue(s) from the {label_of(me).lower()}'s perspective",
+        "model": session.options.model,
+    }
+
+
+# -- evaluate --------------------------------------------------------------------
+def _issue_line(perspective: str, issue: dict[str, Any]) -> str:
+    change = issue.get("change", {})
+    line = issue["location"].get("line")
+    return (
+        f"- [{issue['id']}] {label_of(perspective)}, {issue['category']}, {issue['severity']}"
+        f"{f', line {line}' if line else ''}: {issue['problem']} Suggestion: {issue['suggestion']} "
+        f"(change: {json.dumps(change, ensure_ascii=False)})"
+    )
+
+
+async def _evaluate(call: ExecutionCall, session: ModelSession, me: str) -> dict[str, Any]:
+    reviews = _artifacts(call, "review")
+    reviews.pop(me, None)
+    targets: dict[str, tuple[str, str, int, dict[str, Any]]] = {}
+    listing = []
+    for perspective, (file_name, review) in sorted(reviews.items()):
+        for index, issue in enumerate(review.get("issues", [])):
+            targets[issue["id"]] = (perspective, file_name, index, issue)
+            listing.append(_issue_line(perspective, issue))
+    responses: list[dict[str, Any]] = []
+    if targets:
+        schema = {
+            "type": "object",
+            "properties": {
+                "responses": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "target_issue": {"enum": sorted(targets)},
+                            "stance": {"enum": ["agree", "challenge", "supplement"]},
+                            "comment": _TEXT,
+                            "reasoning": _TEXT,
+                        },
+                        "required": ["target_issue", "stance", "comment", "reasoning"],
+                        "additionalProperties": False,
+                    },
+                }
+            },
+            "required": ["responses"],
+            "additionalProperties": False,
+        }
+
+        def check(answer: dict[str, Any]) -> list[dict[str, str]]:
+            seen: set[str] = set()
+            errors = []
+            for index, item in enumerate(answer["responses"]):
+                if item["target_issue"] in seen:
+                    errors.append({"pointer": f"/responses/{index}/target_issue", "message": "one response per issue"})
+                seen.add(item["target_issue"])
+            return errors
+
+        prompt = "\n".join(
+            [
+                "Requirement review (seed 002), mode: evaluate.",
+                _perspective_text(me),
+                "Read the other experts' issues below. Comment only where you agree from your own evidence, "
+                "object (challenge), or have something to add from your field (supplement); skip the rest.",
+                "Issues:",
+                *listing,
+                "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
+                json.dumps(schema),
+            ]
+        )
+        messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
+        answer = await session.answer(messages, schema, check=check, label=f"evaluate ({me})")
+        for item in answer["responses"]:
+            perspective, file_name, index, issue = targets[item["target_issue"]]
+            responses.append(
+                {
+                    "target_expert": label_of(perspective),
+                    "target_perspective": perspective,
+                    "target_file": file_name,
+                    "target_location": f"issues[{index}]",
+                    "target_issue": issue["id"],
+                    "target_content": issue["problem"],
+                    "stance": item["stance"],
+                    "my_comment": item["comment"],
+                    "reasoning": item["reasoning"],
+                }
+            )
+    return {"expert": label_of(me), "perspective": me, "mode": "evaluate", "responses": responses}
+
+
+# -- respond ---------------------------------------------------------------------
+async def _respond(call: ExecutionCall, session: ModelSession, me: str) -> dict[str, Any]:
+    mine = _artifacts(call, "review").get(me, (None, {"issues": []}))[1]
+    evaluations = [data for _, data in _artifacts(call, "evaluate").values()]
+    comments: dict[str, list[str]] = {}
+    for evaluation in evaluations:
+        for response in evaluation.get("responses", []):
+            if response.get("target_perspective") == me:
+                comments.setdefault(response["target_issue"], []).append(
+                    f"({response['stance']}) {evaluation['expert']}: {response['my_comment']} "
+                    f"Reasoning: {response['reasoning']}"
+                )
+    own = {issue["id"]: issue for issue in mine.get("issues", [])}
+    if not comments or not own:
+        return respond(me, mine, evaluations, withdrawals={})
+    schema = {
+        "type": "object",
+        "properties": {
+            "withdrawn": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"issue_id": {"enum": sorted(own)}, "reason": _TEXT},
+                    "required": ["issue_id", "reason"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["withdrawn"],
+        "additionalProperties": False,
+    }
+    listing = []
+    for issue_id, issue in own.items():
+        listing.append(_issue_line(me, issue))
+        listing += [f"    {text}" for text in comments.get(issue_id, [])] or ["    (no comments)"]
+    prompt = "\n".join(
+        [
+            "Requirement review (seed 002), mode: respond.",
+            _perspective_text(me),
+            "Below are your issues and the other experts' comments on them. Decide which issues you withdraw "
+            "because the objections convinced you; keep the rest (consensus is counted from the comments).",
+            *listing,
+            "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
+            json.dumps(schema),
+        ]
+    )
+    messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
+    answer = await session.answer(messages, schema, label=f"respond ({me})")
+    withdrawals = {item["issue_id"]: item["reason"] for item in answer["withdrawn"]}
+    return respond(me, mine, evaluations, withdrawals=withdrawals)
+
+
+async def expert_review(call: ExecutionCall, session: ModelSession) -> dict[str, Any]:
+    """``expert_review`` on the model: review, evaluate or respond by ``params.mode``; writes
+    the seed's ``<mode>_<perspective>.json`` artifact and returns the card's output."""
+    mode = call.params["mode"]
+    me = perspective_of(call.role)
+    artifact = call.params["requirement_artifact"]
+    if mode == "review":
+        data = await _review(call, session, me, artifact, _load(call, artifact))
+        name, count = f"review_{me}.json", len(data["issues"])
+        summary = data["summary"]
+    elif mode == "evaluate":
+        data = await _evaluate(call, session, me)
+        name, count = f"evaluate_{me}.json", len(data["responses"])
+        summary = f"{count} comment(s) on the other reviews"
+    else:
+        data = await _respond(call, session, me)
+        name, count = f"response_{me}.json", len(data["final_issues"])
+        summary = (
+            f"{count} final issue(s), {len(data['withdrawn_issues'])} withdrawn, "
+            f"{len(data['new_issues_from_debate'])} new from the debate"
+        )
+    call.write_artifact(name, _json(data))
+    return {"artifact": name, "perspective": me, "summary": summary[:2000], "issue_count": count}
+
+
+def _deterministic(handler: Any) -> Any:
+    async def run(call: ExecutionCall, session: ModelSession) -> dict[str, Any]:
+        return await handler(call)
+
+    run.__doc__ = handler.__doc__
+    return run
+
+
+def register_model_handlers(executor: OpenAIExecutor) -> None:
+    """Give the ``openai`` executor the requirement_review brains: the experts ask the model;
+    orchestration, consolidation and the quality check stay deterministic (module docstring)."""
+    executor.register("expert_review", expert_review)
+    executor.register("task_orchestration", _deterministic(task_orchestration))
+    executor.register("requirement_consolidation", _deterministic(requirement_consolidation))
+    executor.register("requirement_quality_check", _deterministic(requirement_quality_check))

@@ -1,0 +1,70 @@
+"""hook (PRD §4.3/§4.4): hook_event, hook_ack on enqueue, status_update, subscriptions."""
+
+from __future__ import annotations
+
+from teamclaw.runtime import EventSubscription, HookEvent, MessageType
+from tests.factories import builtin_snapshot, echo_card, small_snapshot
+from tests.runtime.conftest import settle
+
+
+async def test_a_hook_to_named_roles_is_acked_on_enqueue_then_answered_with_a_status_update(harness_factory):
+    h = harness_factory(builtin_snapshot())
+    acks = await h.runtime.hook(
+        HookEvent("code_completed", {"files": ["app.py"]}, target_roles=["devops"]), from_role="coderA"
+    )
+    [ack] = acks
+    assert ack.role == "devops" and ack.status == "received"
+    await settle()
+    types = [m.type for m, _ in h.messages()]
+    assert types.count(MessageType.HOOK_EVENT) == 1 and types.count(MessageType.HOOK_ACK) == 1
+    assert MessageType.STATUS_UPDATE in types
+
+
+async def test_hooks_are_not_governed_by_the_invoke_matrix(harness_factory):
+    h = harness_factory(builtin_snapshot())
+    assert not h.runtime._snapshots[None].can_invoke("dba", "devops")
+    acks = await h.runtime.hook(HookEvent("schema_changed", target_roles=["devops"]), from_role="dba")
+    assert [a.status for a in acks] == ["received"]
+
+
+async def test_broadcast_reaches_only_matching_subscriptions(harness_factory):
+    h = harness_factory(small_snapshot(roles=["a", "b", "c"]))
+    b = h.runtime.spawn("b")
+    c = h.runtime.spawn("c")
+    h.runtime.subscribe(EventSubscription(b.instance_id, ("code_completed",)))
+    h.runtime.subscribe(EventSubscription(c.instance_id, ("hook_event",), from_roles=("x",)))
+    acks = await h.runtime.hook(HookEvent("code_completed", broadcast=True), from_role="a")
+    assert [a.instance_id for a in acks] == [b.instance_id]
+    acks = await h.runtime.hook(HookEvent("anything", broadcast=True), from_role="x")
+    assert [a.instance_id for a in acks] == [c.instance_id]
+    assert await h.runtime.hook(HookEvent("other", broadcast=True), from_role="a") == []
+
+
+async def test_a_subscription_can_filter_by_task(harness_factory):
+    h = harness_factory(small_snapshot())
+    b = h.runtime.spawn("b")
+    task = await h.runtime.begin_task(entry_role="a")
+    h.runtime.subscribe(EventSubscription(b.instance_id, ("hook_event",), task_ids=(task.task_id,)))
+    assert len(await h.runtime.hook(HookEvent("e", broadcast=True), from_role="a", task_id=task.task_id)) == 1
+    assert await h.runtime.hook(HookEvent("e", broadcast=True), from_role="a") == []
+
+
+async def test_a_hook_with_a_capability_runs_it_and_reports_the_result(harness_factory):
+    h = harness_factory(small_snapshot(cards=[echo_card()]))
+
+    async def echo(call):
+        return {"text": call.params["text"].upper()}
+
+    h.handle("echo", echo)
+    await h.runtime.hook(HookEvent("please", {"text": "ship"}, target_roles=["b"], capability_id="echo"), from_role="a")
+    await settle()
+    [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
+    assert update.payload["status"] == "completed" and update.payload["result"] == {"text": "SHIP"}
+
+
+async def test_a_hook_with_bad_params_reports_failure_in_its_status_update(harness_factory):
+    h = harness_factory(small_snapshot(cards=[echo_card()]))
+    await h.runtime.hook(HookEvent("please", {"text": 1}, target_roles=["b"], capability_id="echo"), from_role="a")
+    await settle()
+    [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
+    assert update.payload["status"] == "failed" and update.payload["error"]["code"] == "invalid_params"

@@ -1,0 +1,101 @@
+"""The recorder: after a flush the database holds exactly what was sent, in order, with each
+message's final status (DESIGN.md §3.3), including drops and expiries."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from monitoring.models import ExecutionContext, Message, Snapshot, Task
+from monitoring.recorder import Recorder
+from teamclaw.runtime import (
+    CollectingSink,
+    Constraints,
+    ExecutorRegistry,
+    InvokeRequest,
+    ManualClock,
+    OfflineExecutor,
+    Priority,
+    Runtime,
+    TaskStatus,
+)
+from tests.factories import small_snapshot
+from tests.runtime.conftest import settle
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def test_database_holds_every_message_in_send_order_with_its_final_status():
+    recorder = Recorder(batch_size=7, batch_wait_s=0.001)  # small batches: statuses cross batch edges
+    recorder.start()
+    sink = CollectingSink()
+    clock = ManualClock()
+    gate = asyncio.Event()
+    offline = OfflineExecutor(charge_tokens=False)
+
+    async def held(call):
+        if call.params["text"].startswith("hold"):
+            await gate.wait()
+        return {"text": call.params["text"]}
+
+    offline.register("echo", held)
+    runtime = Runtime(
+        snapshot=small_snapshot(constraints=Constraints(max_concurrent_instances=1, max_retries=0)),
+        clock=clock,
+        sinks=[recorder, sink],
+        mailbox_capacity=3,
+        executors=ExecutorRegistry({"offline": offline}),
+    )
+    try:
+        task = await runtime.begin_task(entry_role="a")
+        tid = task.task_id
+        for i in range(20):  # plain traffic
+            await runtime.invoke(InvokeRequest("echo", {"text": f"m{i}"}), from_role="a", task_id=tid)
+        await runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="b", task_id=tid)  # denied
+        blocker = asyncio.create_task(
+            runtime.invoke(InvokeRequest("echo", {"text": "hold"}), from_role="a", task_id=tid)
+        )
+        await settle()
+        short = [
+            asyncio.create_task(
+                runtime.invoke(InvokeRequest("echo", {"text": f"s{i}"}, timeout=5), from_role="a", task_id=tid)
+            )
+            for i in range(2)
+        ]
+        low = asyncio.create_task(
+            runtime.invoke(InvokeRequest("echo", {"text": "low"}, priority=Priority.LOW), from_role="a", task_id=tid)
+        )
+        await settle()
+        urgent = asyncio.create_task(
+            runtime.invoke(InvokeRequest("echo", {"text": "u"}, priority=Priority.URGENT), from_role="a", task_id=tid)
+        )  # evicts "low"
+        await settle()
+        full = await runtime.invoke(InvokeRequest("echo", {"text": "refused"}), from_role="a", task_id=tid)
+        assert full.error.code == "queue_full"
+        clock.advance(6)  # the two short-lived requests expire in the queue
+        await settle()
+        gate.set()
+        await asyncio.gather(blocker, urgent, low, *short)
+        runtime.end_task(tid, TaskStatus.COMPLETED)
+        await asyncio.to_thread(recorder.flush)
+    finally:
+        await runtime.stop()
+        await asyncio.to_thread(recorder.stop)
+
+    sent: dict[str, tuple[int, str]] = {}
+    for event in sink.events:
+        if event.kind in ("message", "message_status"):
+            message = event.data["message"]
+            sent[message.id] = (message.seq, str(event.data["status"]))
+    rows = await asyncio.to_thread(lambda: list(Message.objects.order_by("seq").values_list("id", "seq", "status")))
+    assert [(r[0], r[1]) for r in rows] == sorted(((mid, seq) for mid, (seq, _) in sent.items()), key=lambda x: x[1])
+    assert {r[0]: r[2] for r in rows} == {mid: status for mid, (_, status) in sent.items()}
+    statuses = [r[2] for r in rows]
+    assert {"delivered", "denied", "dropped", "expired"} <= set(statuses)
+    assert statuses.count("expired") == 2 and statuses.count("denied") == 1
+    counts = await asyncio.to_thread(
+        lambda: (Task.objects.get().status, ExecutionContext.objects.count(), Snapshot.objects.count())
+    )
+    assert counts == ("completed", 1, 1)
+    assert recorder.failed_batches == 0
