@@ -383,3 +383,23 @@ def test_racing_deactivate_and_activate_keep_cards_in_step_with_the_state(builti
         enabled = set(CapabilityCard.objects.filter(skill=skill).values_list("enabled", flat=True))
         assert enabled == {skill.status == "ACTIVATED"}
         assert all(c.executor_config["install_config"] == {"n": round_} for c in skill.cards.all())
+
+
+def test_the_invoke_api_reaches_skill_capabilities_by_address(api, runtime_host):
+    bring_up(api, seed_text("hr-assistant"))
+
+    def invoke(address: str) -> dict:
+        response = api.post(
+            "/api/v1/capabilities/invoke", {"address": address, "from_role": "main", "params": {}}, format="json"
+        )
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    ok = invoke("cap://hr-assistant/queryEmployeeInfo?format=json")
+    assert ok["success"] is True and ok["result"] == ok["data"]
+    internal = invoke("cap://hr-assistant/notifyManager")
+    assert internal["success"] is False and internal["error"]["code"] == "permission_denied"
+    api.post("/api/v1/skills/hr-assistant/deactivate", {}, format="json")
+    assert invoke("cap://hr-assistant/queryEmployeeInfo")["error"]["code"] == "capability_disabled"
+    unknown = invoke("cap://hr-assistant/noSuchThing")
+    assert unknown["error"]["code"] == "capability_not_found"

@@ -245,3 +245,19 @@ def test_workflow_and_skill_schemas_are_published(api, builtin):
     flow_schema = api.get("/api/v1/schemas/orchestration").json()
     assert "steps" in json.dumps(flow_schema)
     assert api.get("/api/v1/schemas/nope").status_code == 404
+
+
+def test_a_workflow_runs_the_same_when_main_thinks_with_a_model(api, runtime_host, assistant):
+    """The steps are the workflow's: with main on the openai executor the engine still runs
+    deterministically and never asks the model (no model server is configured here)."""
+    from django.db import transaction
+
+    from capabilities.config import record_change
+    from capabilities.models import AgentRole
+
+    with transaction.atomic():  # published after commit: the next task start sees it
+        AgentRole.objects.filter(role="main").update(executor="openai")
+        record_change("role", changed_fields=["executor"], role="main")
+    save(api, FLOW)
+    run = _run(api, runtime_host, {"intent": "smalltalk", "query": "hello"})
+    assert run["task"].status == "completed", run["task"].error
