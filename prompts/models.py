@@ -17,10 +17,14 @@ TEMPLATE_TYPES = ("system_prompt", "persona", "context_template", "output_format
 
 
 class PromptTemplate(models.Model):
+    """One of a role's six templates in one layer; ``updated_at`` moves with every version
+    saved or activated (PRD §4.5 ``PromptTemplate.updated_at``)."""
+
     role = models.ForeignKey(AgentRole, on_delete=models.CASCADE, related_name="prompt_templates")
     template_type = models.CharField(max_length=20, choices=[(t, t) for t in TEMPLATE_TYPES])
     project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
@@ -45,6 +49,10 @@ class PromptTemplate(models.Model):
 
 
 class PromptVersion(models.Model):
+    """An immutable version of a template (PRD §4.5): SemVer ``version``, ``content``,
+    ``variables`` ``[{name, description, required, default}]``, ``language``; at most one
+    active per template. ``rollback_of`` names the version a rollback restored."""
+
     template = models.ForeignKey(PromptTemplate, on_delete=models.CASCADE, related_name="versions")
     version = models.CharField(max_length=64)
     content = models.TextField()

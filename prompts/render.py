@@ -1,243 +1,330 @@
-"""Sandboxed, layered prompt rendering (PRD §4.5 模板变量插值, Prompt 覆盖).
+"""Sandboxed, layered prompt rendering (PRD §4.5 模板变量插值, 项目级 Prompt 覆盖).
 
-Templates are Jinja2 rendered by a ``SandboxedEnvironment`` with ``StrictUndefined``:
+Templates are Jinja2, compiled once per distinct content by ``prompts.sandbox.PromptSandbox``
+(``StrictUndefined``, no internals, no mutation, size limits on every value) and rendered
+with a time limit (0.5 s, checked on every loop iteration and call) and an output limit
+(200,000 characters):
 
 - a declared variable that is required, not given and without a default is an error naming
   it; declared defaults apply; any other undefined name is an error naming it;
-- the sandbox refuses dunder/internal attribute access and unsafe ``str.format`` use; on top
-  of it this module caps ``range`` (10,000), the size of ``*``/``**`` results and of
-  size-amplifying filters, the output (200,000 characters) and the render time (0.5 s);
-- every failure is a ``PromptRenderError`` with a short, safe reason (no internals leak).
+- templates may not extend, include or import other templates, nor name an attribute
+  starting with ``_``; both are refused when the template is compiled, before it runs;
+- every failure is a ``PromptRenderError`` with a short reason that names the variable,
+  the attribute or the limit, the template line where known, and never an object's repr,
+  a file path or a traceback.
 
-The final prompt of a role is, for each of the six template types in order, the global
+The final prompt of a role is, for each of the six template types in PRD order, the global
 layer followed by the project layer, then the task enhancement (PRD §4.5
-"最终 Prompt = 基础模板 + 项目覆盖 + 任务增强").
+"最终 Prompt = 基础模板 + 项目覆盖 + 任务增强"). Nothing here touches the ORM: the runtime
+calls ``system_prompt`` on its own thread with the task's pinned ConfigSnapshot.
 """
 
 from __future__ import annotations
 
 import re
-import sys
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from types import TracebackType
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, UndefinedError, meta, nodes
+from jinja2 import Template, TemplateSyntaxError, UndefinedError, meta, nodes
 from jinja2.exceptions import SecurityError
-from jinja2.sandbox import SandboxedEnvironment
 
+from prompts.sandbox import (
+    REMOVED_FILTERS,
+    PromptSandbox,
+    RenderTimeout,
+    SandboxLimitError,
+    deadline,
+    guard_loops,
+    measure,
+)
 from teamclaw.runtime.config import ConfigSnapshot, LayeredPrompt
 
 MAX_TEMPLATE_CHARS = 50_000
-"""Largest template content accepted when saving (characters)."""
+"""Largest template content accepted (characters)."""
 MAX_OUTPUT_CHARS = 200_000
-"""Largest rendered output (characters)."""
+"""Largest rendered output of one template (characters)."""
 MAX_RENDER_SECONDS = 0.5
-"""Longest a single render may run (seconds)."""
-MAX_RANGE = 10_000
-MAX_VALUE_CHARS = 100_000
+"""Longest a single template render may run (seconds)."""
 
 TEMPLATE_ORDER = ("system_prompt", "persona", "context_template", "output_format", "tool_instruction", "guardrails")
+"""The six template types of PRD §4.5 ``PromptConfig``, in the order they are assembled."""
+
+STANDARD_VARIABLES = (
+    "project_name",
+    "project_description",
+    "tech_stack",
+    "role",
+    "role_display_name",
+    "emoji",
+    "task_description",
+    "tools",
+    "capabilities",
+)
+"""Variables the runtime gives every template (``standard_variables``); no need to declare them."""
+
 VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+ENV = PromptSandbox()
 
 
 class PromptRenderError(ValueError):
-    """A template could not be rendered; ``field`` names the variable or part at fault."""
+    """A template could not be compiled or rendered.
 
-    def __init__(self, reason: str, field: str = "content") -> None:
-        super().__init__(reason)
+    ``kind`` is one of ``syntax`` (cannot be parsed or compiled), ``security`` (refused by
+    the sandbox), ``limit`` (size, time, output or depth limit), ``missing`` (a required
+    variable was not given), ``undefined`` (an unknown name was used) or ``error`` (any other
+    failure while running). ``field`` names the variable at fault (``content`` otherwise);
+    ``line`` is the template line where known; ``template_type`` and ``layer`` say which
+    layer of a role's prompt failed, when rendering layers.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        field: str = "content",
+        *,
+        kind: str = "error",
+        line: int | None = None,
+        template_type: str = "",
+        layer: str = "",
+    ) -> None:
         self.reason = reason
         self.field = field
+        self.kind = kind
+        self.line = line
+        self.template_type = template_type
+        self.layer = layer
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        where = f"{self.template_type} ({self.layer}): " if self.template_type else ""
+        line = f"line {self.line}: " if self.line else ""
+        return f"{where}{line}{self.reason}"
+
+    @property
+    def blocks_saving(self) -> bool:
+        """True for failures no sample values could avoid (syntax, sandbox, limits)."""
+        return self.kind in ("syntax", "security", "limit")
 
 
-class _RenderTimeout(Exception):
-    pass
+# ---------------------------------------------------------------------------- compiling
+def _policy_errors(ast: nodes.Template) -> None:
+    """Refuse what a prompt template may never do, before it runs."""
+    for node in ast.find_all((nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)):
+        raise PromptRenderError(
+            "prompt templates cannot extend, include or import other templates", kind="security", line=node.lineno
+        )
+    for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
+        name = node.attr if isinstance(node, nodes.Getattr) else _const_str(node.arg)
+        if name is not None and name.startswith("_"):
+            raise PromptRenderError(
+                f"access to attribute {name!r} is not allowed in prompt templates", kind="security", line=node.lineno
+            )
+    for node in ast.find_all((nodes.Filter, nodes.Test)):
+        registry, what = (ENV.filters, "filter") if isinstance(node, nodes.Filter) else (ENV.tests, "test")
+        if node.name not in registry:
+            removed = " (not available in prompt templates)" if node.name in REMOVED_FILTERS else ""
+            raise PromptRenderError(f"unknown {what} {node.name!r}{removed}", kind="syntax", line=node.lineno)
 
 
-def _checked(value: Any) -> Any:
-    if isinstance(value, str | list | tuple) and len(value) > MAX_VALUE_CHARS:
-        raise SecurityError(f"a value longer than {MAX_VALUE_CHARS} would be produced")
-    return value
+def _const_str(node: nodes.Node) -> str | None:
+    return node.value if isinstance(node, nodes.Const) and isinstance(node.value, str) else None
 
 
-class HardenedSandbox(SandboxedEnvironment):
-    """Jinja2's sandbox plus caps on ``range``, ``*``/``**`` and size-amplifying filters."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def __init__(self) -> None:
-        super().__init__(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-        self.globals = {"range": self._range}
-        for name in ("center", "indent", "wordwrap", "truncate", "join", "replace", "format"):
-            original = self.filters[name]
-            self.filters[name] = self._wrap_filter(original)
-
-    @staticmethod
-    def _wrap_filter(original: Any) -> Any:
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            for arg in (*args[1:], *kwargs.values()):
-                if isinstance(arg, int) and not isinstance(arg, bool) and abs(arg) > MAX_VALUE_CHARS:
-                    raise SecurityError("a filter argument is too large")
-            return _checked(original(*args, **kwargs))
-
-        guarded.__dict__.update(getattr(original, "__dict__", {}))
-        return guarded
-
-    @staticmethod
-    def _range(*args: int) -> range:
-        rng = range(*args)
-        if len(rng) > MAX_RANGE:
-            raise SecurityError(f"range() is limited to {MAX_RANGE} items")
-        return rng
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**":
-            if isinstance(right, int | float) and abs(right) > 100:
-                raise SecurityError("exponents above 100 are not allowed")
-            return left**right
-        if operator == "*":
-            for seq, count in ((left, right), (right, left)):
-                if isinstance(seq, str | list | tuple) and isinstance(count, int):
-                    if len(seq) * max(count, 0) > MAX_VALUE_CHARS:
-                        raise SecurityError(f"a value longer than {MAX_VALUE_CHARS} would be produced")
-            return left * right
-        return super().call_binop(context, operator, left, right)
+@lru_cache(maxsize=512)
+def _compiled(content: str) -> tuple[Template, frozenset[str]]:
+    try:
+        ast = ENV.parse(content)
+        _policy_errors(ast)
+        used = frozenset(meta.find_undeclared_variables(ast)) - set(ENV.globals)
+        return ENV.from_string(guard_loops(ast)), used
+    except TemplateSyntaxError as exc:
+        raise PromptRenderError(f"syntax error: {_safe(exc.message or '')}", kind="syntax", line=exc.lineno) from None
+    except RecursionError:
+        raise PromptRenderError("the template nests too deeply", kind="limit") from None
 
 
-_ENV = HardenedSandbox()
+def compile_template(content: str) -> Template:
+    """The compiled template for ``content`` (cached per distinct content).
 
-
-def _tracer(deadline: float) -> Any:
-    """A trace function that aborts template frames running past ``deadline``."""
-
-    def local(frame: Any, event: str, arg: Any) -> Any:
-        if event == "line" and time.perf_counter() > deadline:
-            raise _RenderTimeout
-        return local
-
-    def global_trace(frame: Any, event: str, arg: Any) -> Any:
-        if frame.f_code.co_filename == "<template>":
-            return local
-        return None
-
-    return global_trace
+    Raises PromptRenderError: ``limit`` over MAX_TEMPLATE_CHARS, ``syntax`` for a syntax
+    error or an unknown filter/test, ``security`` for include/import/extends or an
+    attribute starting with ``_``.
+    """
+    if not isinstance(content, str):
+        raise PromptRenderError("the template must be text", kind="syntax")
+    if len(content) > MAX_TEMPLATE_CHARS:
+        raise PromptRenderError(
+            f"the template is {len(content):,} characters; the limit is {MAX_TEMPLATE_CHARS:,}", kind="limit"
+        )
+    return _compiled(content)[0]
 
 
 def parse(content: str) -> nodes.Template:
-    """Parse ``content``; PromptRenderError for a syntax error or oversize content."""
-    if len(content) > MAX_TEMPLATE_CHARS:
-        raise PromptRenderError(f"the template is {len(content)} characters; the limit is {MAX_TEMPLATE_CHARS}")
-    try:
-        return _ENV.parse(content)
-    except TemplateSyntaxError as exc:
-        raise PromptRenderError(f"syntax error on line {exc.lineno}: {exc.message}") from None
+    """Check ``content`` as ``compile_template`` does and return its syntax tree (for
+    validating imported templates). Raises PromptRenderError."""
+    compile_template(content)
+    return ENV.parse(content)
 
 
 def used_variables(content: str) -> set[str]:
-    """Names the template reads from its context (undeclared names in Jinja's terms)."""
-    return set(meta.find_undeclared_variables(parse(content))) - set(_ENV.globals)
+    """Names ``content`` reads from its context (PromptRenderError if it does not compile)."""
+    compile_template(content)
+    return set(_compiled(content)[1])
 
 
 def undeclared_variables(content: str, variables: Iterable[Mapping[str, Any]], known: Iterable[str] = ()) -> list[str]:
-    """Variables used in ``content`` that are neither declared nor among ``known`` ones."""
+    """Names used in ``content`` that are neither declared in ``variables`` nor ``known``."""
     declared = {v.get("name") for v in variables} | set(known)
     return sorted(used_variables(content) - declared)
 
 
 def validate_variables(variables: Any) -> list[dict[str, Any]]:
-    """Normalise a ``variables`` list ``[{name, description, required, default}]``.
+    """Normalise a ``variables`` list ``[{name, description, required, default}]`` (PRD §4.5
+    ``TemplateVariable``): names are identifiers, unique; descriptions at most 500 characters;
+    defaults plain JSON data of at most 10,000 characters.
 
-    Raises PromptRenderError(field='variables') for a malformed entry or a duplicate name.
+    Raises PromptRenderError(field='variables') naming the entry at fault.
     """
     if variables in (None, ""):
         return []
     if not isinstance(variables, list):
-        raise PromptRenderError("variables must be a list", "variables")
+        raise PromptRenderError("variables must be a list of {name, description, required, default}", "variables")
+    if len(variables) > 100:
+        raise PromptRenderError("a template may declare at most 100 variables", "variables")
     out, seen = [], set()
     for index, item in enumerate(variables):
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             raise PromptRenderError(f"variables[{index}] needs a name", "variables")
+        unknown = set(item) - {"name", "description", "required", "default"}
+        if unknown:
+            raise PromptRenderError(f"variables[{index}] has unknown keys: {', '.join(sorted(unknown))}", "variables")
         name = item["name"]
         if not VARIABLE_NAME.match(name):
-            raise PromptRenderError(f"variables[{index}]: {name!r} is not a valid variable name", "variables")
+            raise PromptRenderError(f"variables[{index}]: {name[:80]!r} is not a valid variable name", "variables")
         if name in seen:
             raise PromptRenderError(f"variables[{index}]: {name!r} is declared twice", "variables")
         seen.add(name)
-        entry = {
-            "name": name,
-            "description": str(item.get("description", ""))[:500],
-            "required": bool(item.get("required", False)),
-        }
-        if "default" in item and item["default"] is not None:
+        description = item.get("description", "")
+        if not isinstance(description, str) or len(description) > 500:
+            raise PromptRenderError(
+                f"variables[{index}].description must be text of at most 500 characters", "variables"
+            )
+        required = item.get("required", False)
+        if not isinstance(required, bool):
+            raise PromptRenderError(f"variables[{index}].required must be true or false", "variables")
+        entry: dict[str, Any] = {"name": name, "description": description, "required": required}
+        if item.get("default") is not None:
+            try:
+                measure(item["default"], printable=True, limit=10_000)
+            except SecurityError as exc:
+                raise PromptRenderError(f"variables[{index}].default: {exc}", "variables") from None
             entry["default"] = item["default"]
         out.append(entry)
     return out
 
 
+# ---------------------------------------------------------------------------- rendering
 def render(content: str, variables: Iterable[Mapping[str, Any]] = (), values: Mapping[str, Any] | None = None) -> str:
-    """Render ``content`` with declared ``variables`` (defaults applied) and ``values``.
+    """Render ``content`` with its declared ``variables`` (defaults applied) and ``values``.
 
-    Raises PromptRenderError naming a missing required variable, an undefined name, a
-    sandbox violation, the time limit (0.5 s) or the output limit (200,000 characters).
+    ``values`` must be plain JSON data (each at most 100,000 characters or items); a value
+    of None counts as not given. Raises PromptRenderError naming a missing required
+    variable, an undefined name, a sandbox refusal, or the time (0.5 s) or output
+    (200,000 characters) limit.
     """
-    template_ast = parse(content)
-    context: dict[str, Any] = {}
+    template = compile_template(content)
+    variables = list(variables)
     for variable in variables:
-        if "default" in variable and variable["default"] is not None:
-            context[variable["name"]] = variable["default"]
-    context.update({k: v for k, v in (values or {}).items() if v is not None})
+        if not isinstance(variable, Mapping) or not isinstance(variable.get("name"), str):
+            raise PromptRenderError("a declared variable has no name", "variables", kind="error")
+    context: dict[str, Any] = {v["name"]: v["default"] for v in variables if v.get("default") is not None}
+    context.update(check_values(values or {}))
     for variable in variables:
         if variable.get("required") and variable["name"] not in context:
-            raise PromptRenderError(f"missing required variable '{variable['name']}'", variable["name"])
-    template = _ENV.from_string(template_ast)
-    deadline = time.perf_counter() + MAX_RENDER_SECONDS
-    previous = sys.gettrace()
-    sys.settrace(_tracer(deadline))
+            raise PromptRenderError(f"missing required variable '{variable['name']}'", variable["name"], kind="missing")
+    return _run(template, context)
+
+
+def check_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` without the None ones, each checked to be plain data of at most 100,000
+    characters or items nested at most 32 deep. Raises PromptRenderError naming the variable."""
+    out = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        try:
+            measure(value, printable=True)
+        except SecurityError as exc:
+            raise PromptRenderError(f"variable '{name}': {exc}", str(name), kind="limit") from None
+        out[name] = value
+    return out
+
+
+def _run(template: Template, context: dict[str, Any]) -> str:
     chunks: list[str] = []
     size = 0
     try:
-        for chunk in template.generate(context):
-            size += len(chunk)
-            if size > MAX_OUTPUT_CHARS:
-                raise PromptRenderError(f"the rendered prompt exceeds {MAX_OUTPUT_CHARS} characters")
-            if time.perf_counter() > deadline:
-                raise _RenderTimeout
-            chunks.append(chunk)
-    except _RenderTimeout:
-        raise PromptRenderError(f"rendering took longer than {MAX_RENDER_SECONDS} s") from None
-    except UndefinedError as exc:
-        name = _undefined_name(str(exc))
-        raise PromptRenderError(
-            f"undefined variable '{name}'" if name else "undefined variable", name or "content"
-        ) from None
-    except SecurityError as exc:
-        raise PromptRenderError(f"refused by the sandbox: {_safe(str(exc))}") from None
+        with deadline(MAX_RENDER_SECONDS):
+            for chunk in template.generate(context):
+                size += len(chunk)
+                if size > MAX_OUTPUT_CHARS:
+                    raise PromptRenderError(
+                        f"the rendered prompt exceeds {MAX_OUTPUT_CHARS:,} characters", kind="limit"
+                    )
+                chunks.append(chunk)
+    except RenderTimeout:
+        raise PromptRenderError(f"rendering took longer than {MAX_RENDER_SECONDS} s", kind="limit") from None
     except PromptRenderError:
         raise
-    except RecursionError:
-        raise PromptRenderError("the template recurses too deeply") from None
-    except Exception as exc:  # any other template runtime error, reported without internals
-        raise PromptRenderError(f"the template failed: {type(exc).__name__}") from None
-    finally:
-        sys.settrace(previous)
+    except UndefinedError as exc:
+        name = _undefined_name(str(exc))
+        reason = f"undefined variable '{name}'" if name else _safe(str(exc))
+        raise PromptRenderError(reason, name or "content", kind="undefined", line=_line(exc.__traceback__)) from None
+    except SandboxLimitError as exc:
+        raise PromptRenderError(_safe(str(exc)), kind="limit", line=_line(exc.__traceback__)) from None
+    except SecurityError as exc:
+        raise PromptRenderError(_safe(str(exc)), kind="security", line=_line(exc.__traceback__)) from None
+    except (RecursionError, MemoryError):
+        raise PromptRenderError("the template recurses too deeply or builds too much", kind="limit") from None
+    except Exception as exc:  # any other failure of the template's own logic, told without internals
+        line = _line(exc.__traceback__)
+        raise PromptRenderError(f"{type(exc).__name__}: {_safe(str(exc))}", kind="error", line=line) from None
     return "".join(chunks)
 
 
+def _line(tb: TracebackType | None) -> int | None:
+    """The template line of the innermost template frame in ``tb`` (Jinja rewrites them)."""
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
 def _undefined_name(message: str) -> str | None:
-    match = re.search(r"'([^']+)' is undefined", message)
+    match = re.match(r"^'([A-Za-z_][A-Za-z0-9_]*)' is undefined$", message)
     return match.group(1) if match else None
 
 
 def _safe(message: str) -> str:
-    """Keep sandbox messages short and free of object reprs."""
-    message = re.sub(r"<[^>]*>", "<object>", message)
+    """A message without object reprs, memory addresses or paths, at most 200 characters."""
+    message = re.sub(r"<[^<>]*>", "<object>", message)
+    message = re.sub(r"0x[0-9a-fA-F]+", "0x…", message)
+    message = re.sub(r"(/[\w.\-]+){2,}", "<path>", message)
     return message[:200]
 
 
+# ---------------------------------------------------------------------------- layering
 @dataclass(frozen=True)
 class LayerPreview:
-    """One template type's contribution: each layer's rendered text (None = no such layer)."""
+    """One template type's contribution: each layer's version and rendered text (None = no
+    such layer)."""
 
     template_type: str
     base_version: str | None
@@ -245,10 +332,19 @@ class LayerPreview:
     project_version: str | None
     project: str | None
 
+    def as_dict(self) -> dict[str, Any]:
+        """``{template_type, base: {version, text} | None, project: {version, text} | None}``."""
+        return {
+            "template_type": self.template_type,
+            "base": None if self.base is None else {"version": self.base_version, "text": self.base},
+            "project": None if self.project is None else {"version": self.project_version, "text": self.project},
+        }
+
 
 def standard_variables(snapshot: ConfigSnapshot, role: str, task_description: str = "") -> dict[str, Any]:
-    """Variables every template may use: project_name, project_description, tech_stack,
-    role, role_display_name, emoji, task_description, tools (allowed or confirm), capabilities."""
+    """The STANDARD_VARIABLES for ``role`` under ``snapshot``: project_name,
+    project_description, tech_stack, role, role_display_name, emoji, task_description, tools
+    (tools the role may use, with or without confirmation) and capabilities (ids it offers)."""
     spec = snapshot.roles.get(role)
     tools = [tool for (r, tool), mode in snapshot.tool_modes.items() if r == role and mode != "deny"]
     return {
@@ -265,24 +361,42 @@ def standard_variables(snapshot: ConfigSnapshot, role: str, task_description: st
 
 
 def render_layers(layers: Mapping[str, LayeredPrompt], values: Mapping[str, Any]) -> list[LayerPreview]:
-    """Render every template type's layers in PRD order."""
+    """Render every template type's global and project layers, in PRD order.
+
+    Raises PromptRenderError with ``template_type`` and ``layer`` ("global 1.2.0" or
+    "project 1.0.0") set to the layer that failed.
+    """
     previews = []
     for template_type in TEMPLATE_ORDER:
         layer = layers.get(template_type)
         if layer is None:
             continue
-        base = render(layer.base.content, layer.base.variables, values)
-        project = render(layer.project.content, layer.project.variables, values) if layer.project else None
+        texts: list[str | None] = []
+        for name, spec in (("global", layer.base), ("project", layer.project)):
+            if spec is None:
+                texts.append(None)
+                continue
+            try:
+                texts.append(render(spec.content, spec.variables, values))
+            except PromptRenderError as exc:
+                exc.template_type, exc.layer = template_type, f"{name} {spec.version}"
+                exc.args = (exc.message,)
+                raise
         previews.append(
             LayerPreview(
-                template_type, layer.base.version, base, layer.project.version if layer.project else None, project
+                template_type,
+                layer.base.version,
+                texts[0],
+                layer.project.version if layer.project else None,
+                texts[1],
             )
         )
     return previews
 
 
 def assemble(previews: Iterable[LayerPreview], task_enhancement: str = "") -> str:
-    """The final prompt: base + project override per type, then the task enhancement."""
+    """The final prompt: per template type the base text then the project override, then the
+    task enhancement (taken literally, not as a template); blank parts are left out."""
     parts: list[str] = []
     for preview in previews:
         for text in (preview.base, preview.project):
@@ -294,8 +408,13 @@ def assemble(previews: Iterable[LayerPreview], task_enhancement: str = "") -> st
 
 
 def system_prompt(snapshot: ConfigSnapshot, role: str, task: Any, extra: Mapping[str, Any] | None = None) -> str:
-    """The runtime's prompt renderer: the role's final prompt for ``task`` (a TaskState)."""
+    """The runtime's prompt renderer (``Runtime(prompt_renderer=...)``): ``role``'s final
+    prompt for ``task`` (a TaskState: ``description``, ``prompt_enhancement``) under the
+    task's pinned ``snapshot`` (PRD §4.8), with ``extra`` variables from the executor.
+
+    Raises PromptRenderError when a layer cannot be rendered.
+    """
     values = standard_variables(snapshot, role, getattr(task, "description", ""))
     values.update(extra or {})
     previews = render_layers(snapshot.prompts.get(role, {}), values)
-    return assemble(previews, getattr(task, "prompt_enhancement", ""))
+    return assemble(previews, getattr(task, "prompt_enhancement", "") or "")

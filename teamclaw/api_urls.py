@@ -6,6 +6,7 @@ from capabilities import api as capabilities_api
 from capabilities import skill_api
 from monitoring import api as monitoring_api
 from monitoring import capability_api, runtime_api
+from prompts import api as prompts_api
 
 urlpatterns = [
     path("auth/token", monitoring_api.TokenView.as_view(), name="api-token"),
@@ -36,6 +37,36 @@ urlpatterns = [
     path("alerts/<int:alert_id>/resolve", capability_api.AlertResolveView.as_view(), name="api-alert-resolve"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
+    # Prompt templates (PRD §4.5): prompts/api.py
+    path("prompts", prompts_api.PromptRoleListView.as_view(), name="api-prompts"),
+    path("prompts/<str:role>", prompts_api.PromptRoleView.as_view(), name="api-prompt-role"),
+    path("prompts/<str:role>/render", prompts_api.PromptRenderView.as_view(), name="api-prompt-render"),
+    path(
+        "prompts/<str:role>/<str:template_type>/versions",
+        prompts_api.PromptVersionsView.as_view(),
+        name="api-prompt-versions",
+    ),
+    path(
+        "prompts/<str:role>/<str:template_type>/versions/<str:version>",
+        prompts_api.PromptVersionView.as_view(),
+        name="api-prompt-version",
+    ),
+    path("prompts/<str:role>/<str:template_type>/diff", prompts_api.PromptDiffView.as_view(), name="api-prompt-diff"),
+    path(
+        "prompts/<str:role>/<str:template_type>/rollback",
+        prompts_api.PromptRollbackView.as_view(),
+        name="api-prompt-rollback",
+    ),
+    path(
+        "prompts/<str:role>/<str:template_type>/activate",
+        prompts_api.PromptActivateView.as_view(),
+        name="api-prompt-activate",
+    ),
+    path(
+        "prompts/<str:role>/<str:template_type>/preview",
+        prompts_api.PromptPreviewView.as_view(),
+        name="api-prompt-preview",
+    ),
     path("hooks", runtime_api.HookView.as_view(), name="api-hooks"),
     path("messages", monitoring_api.MessageListView.as_view(), name="api-messages"),
     path("confirmations/<str:confirmation_id>", runtime_api.ConfirmationView.as_view(), name="api-confirmation"),

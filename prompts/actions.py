@@ -1,0 +1,401 @@
+"""Changing prompts: save a version, roll back, activate a draft (PRD §4.5, §4.8).
+
+Every change runs in one transaction that locks the role row (concurrent saves of a role's
+prompts queue instead of racing for the same version number), writes the version, moves the
+active flag, and calls ``capabilities.config.record_change("prompt", ...)``, which bumps the
+config version, writes the audit row and publishes the ``ConfigChangeEvent`` after commit.
+Running agents pick the new prompt up at their next task start; a task in flight keeps the
+snapshot (and so the prompt) it started with (PRD §4.8). Nothing is half-applied: a refusal
+raises before anything is written, and any later failure rolls the whole change back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from capabilities.config import record_change
+from capabilities.models import AgentRole, ConfigChange, Project
+from capabilities.snapshot import build_snapshot
+from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
+from prompts.queries import find_template, get_version
+from prompts.render import (
+    STANDARD_VARIABLES,
+    PromptRenderError,
+    compile_template,
+    render,
+    standard_variables,
+    undeclared_variables,
+    validate_variables,
+)
+from prompts.versions import VersionError, next_version, parse
+
+LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}$")
+MAX_NOTE_CHARS = 500
+
+
+class PromptChangeError(ValueError):
+    """A change that was refused. ``field`` names the input at fault, ``reason`` says why,
+    ``status`` is the HTTP status that fits (400 bad input, 409 conflict with the current
+    state)."""
+
+    def __init__(self, reason: str, field: str = "non_field_errors", status: int = 400) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.field = field
+        self.status = status
+
+
+@dataclass
+class ChangeResult:
+    """What a change produced: the new (or activated) ``version``, the config ``change`` it
+    was audited as, and ``warnings`` for the operator (``undeclared`` names used in the
+    content that are neither declared nor standard, a sample render that failed)."""
+
+    version: PromptVersion
+    change: ConfigChange
+    undeclared: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ContentCheck:
+    """The result of checking content: the normalised ``variables``, the ``undeclared`` names,
+    the sample ``values`` used, and the sample render's ``text`` or its ``error``."""
+
+    variables: list[dict[str, Any]]
+    undeclared: list[str]
+    values: dict[str, Any]
+    text: str | None = None
+    error: PromptRenderError | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """What an operator should know before saving: undeclared names, a failed sample render."""
+        out = []
+        if self.undeclared:
+            out.append(
+                "used but neither declared nor standard (rendering fails unless the caller gives them): "
+                + ", ".join(self.undeclared)
+            )
+        if self.error is not None and not (self.error.kind == "undefined" and self.error.field in self.undeclared):
+            out.append(f"a sample render failed: {self.error.message}")
+        return out
+
+
+def sample_values(role: AgentRole, project: Project | None, task_description: str = "") -> dict[str, Any]:
+    """The standard variables ``role`` gets in ``project`` (None = global config) for a task."""
+    snapshot = build_snapshot(project.slug if project else None)
+    return standard_variables(snapshot, role.role, task_description)
+
+
+def check_content(
+    content: str,
+    variables: Any,
+    *,
+    role: AgentRole,
+    project: Project | None = None,
+    values: dict[str, Any] | None = None,
+) -> ContentCheck:
+    """Check a template before it is saved or previewed (PRD §4.5).
+
+    Refuses (PromptChangeError, field ``content`` or ``variables``) content that is not text,
+    over 50,000 characters, does not compile, declares malformed variables, or that the
+    sandbox refuses when rendered with sample values: the role's standard variables for
+    ``project``, declared defaults, a placeholder for each required variable without one,
+    then ``values``. Other failures of the sample render (an undefined name, a type error)
+    are returned in ``error`` for the caller to show.
+    """
+    if isinstance(content, str) and "\x00" in content:
+        raise PromptChangeError("content contains a NUL character", "content")
+    try:
+        clean = validate_variables(variables)
+        compile_template(content)
+        undeclared = undeclared_variables(content, clean, STANDARD_VARIABLES)
+    except PromptRenderError as exc:
+        raise PromptChangeError(exc.message, exc.field if exc.field == "variables" else "content") from None
+    sample = sample_values(role, project, "Sample task description")
+    sample.update({v["name"]: f"<{v['name']}>" for v in clean if v["required"] and "default" not in v})
+    sample.update(values or {})
+    check = ContentCheck(clean, undeclared, sample)
+    try:
+        check.text = render(content, clean, sample)
+    except PromptRenderError as exc:
+        if exc.blocks_saving:
+            raise PromptChangeError(exc.message, "content") from None
+        check.error = exc
+    return check
+
+
+def _check_type(template_type: str) -> None:
+    if template_type not in TEMPLATE_TYPES:
+        raise PromptChangeError(f"template type '{template_type[:40]}' does not exist", "template_type", 404)
+
+
+def _lock(role: AgentRole) -> None:
+    AgentRole.objects.select_for_update().filter(pk=role.pk).first()
+
+
+def _active(template: PromptTemplate | None) -> PromptVersion | None:
+    return template.versions.filter(is_active=True).first() if template else None
+
+
+def _check_base(base_version: str | None, active: PromptVersion | None) -> None:
+    """Optimistic lock: refuse when the operator edited a version that is no longer active."""
+    if base_version is None:
+        return
+    current = active.version if active else ""
+    if base_version != current:
+        raise PromptChangeError(
+            f"the active version is now {current or 'none'}, not {base_version or 'none'}: "
+            "someone changed this template; reload it and reapply your edit",
+            "base_version",
+            409,
+        )
+
+
+def _language(value: str | None, fallback: str) -> str:
+    if value in (None, ""):
+        return fallback
+    if not isinstance(value, str) or not LANGUAGE.match(value):
+        raise PromptChangeError("language must be a language code such as en, zh or pt-BR", "language")
+    return value
+
+
+def _note(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > MAX_NOTE_CHARS:
+        raise PromptChangeError(f"note must be text of at most {MAX_NOTE_CHARS} characters", "note")
+    return value.strip()
+
+
+def _changed_fields(template_type: str, old: PromptVersion | None, new: PromptVersion) -> list[str]:
+    fields = [f"{template_type}.active_version"]
+    for name in ("content", "variables", "language"):
+        if old is None or getattr(old, name) != getattr(new, name):
+            fields.append(f"{template_type}.{name}")
+    return fields
+
+
+def _record(
+    *,
+    role: AgentRole,
+    template: PromptTemplate,
+    old: PromptVersion | None,
+    new: PromptVersion,
+    fields: list[str],
+    note: str,
+    actor: Any,
+) -> ConfigChange:
+    PromptTemplate.objects.filter(pk=template.pk).update(updated_at=timezone.now())
+    template_type = template.template_type
+    if new.is_active:
+        changes = {f"{template_type}.active_version": {"old": old.version if old else None, "new": new.version}}
+    else:
+        changes = {f"{template_type}.draft": {"old": None, "new": new.version}}
+    return record_change(
+        "prompt",
+        role=role.role,
+        project=template.project,
+        changed_fields=fields,
+        changes=changes,
+        note=note or f"{template_type} {new.version}",
+        actor=actor,
+    )
+
+
+def save_version(
+    *,
+    role: AgentRole,
+    template_type: str,
+    content: str,
+    actor: Any,
+    bump: str = "patch",
+    version: str | None = None,
+    variables: Any = None,
+    language: str | None = None,
+    note: str | None = "",
+    project: Project | None = None,
+    activate: bool = True,
+    base_version: str | None = None,
+) -> ChangeResult:
+    """Save ``content`` as a new version of ``role``'s ``template_type`` in ``project``'s
+    layer (None = global), and make it the active one unless ``activate`` is False (a draft).
+
+    The version is ``version`` if given, else the highest existing one bumped by ``bump``
+    (``patch``, ``minor``, ``major`` or ``prerelease``); a layer's first version is 1.0.0.
+    ``variables`` None keeps the active version's declarations (for a new override, the
+    global layer's); ``language`` None keeps its language. ``base_version`` is the version
+    the operator edited: if another one became active since, the save is refused (409).
+
+    Raises PromptChangeError: bad content, variables, version, bump, language or note (400);
+    nothing changed (400); ``base_version`` out of date or a concurrent save (409).
+    """
+    _check_type(template_type)
+    note = _note(note)
+    if not isinstance(content, str):
+        raise PromptChangeError("content must be text", "content")
+    template = find_template(role, template_type, project)
+    active = _active(template)
+    inherited = active or (_active(find_template(role, template_type, None)) if project else None)
+    declared = variables if variables is not None else (inherited.variables if inherited else [])
+    checked = check_content(content, declared, role=role, project=project)
+    lang = _language(language, inherited.language if inherited else "en")
+    try:
+        with transaction.atomic():
+            _lock(role)
+            template, _ = PromptTemplate.objects.get_or_create(role=role, template_type=template_type, project=project)
+            active = _active(template)
+            _check_base(base_version, active)
+            if active and (content, checked.variables, lang) == (active.content, active.variables, active.language):
+                raise PromptChangeError(
+                    f"nothing to save: content, variables and language are those of the active version "
+                    f"{active.version}",
+                    "content",
+                )
+            existing = list(template.versions.values_list("version", flat=True))
+            try:
+                number = next_version(existing, bump, version)
+            except VersionError as exc:
+                raise PromptChangeError(str(exc), "version" if version else "bump") from None
+            if activate and active:
+                PromptVersion.objects.filter(pk=active.pk).update(is_active=False)
+            new = PromptVersion.objects.create(
+                template=template,
+                version=number,
+                content=content,
+                variables=checked.variables,
+                language=lang,
+                is_active=activate,
+                note=note,
+                created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            )
+            fields = _changed_fields(template_type, active, new) if activate else [f"{template_type}.draft"]
+            change = _record(role=role, template=template, old=active, new=new, fields=fields, note=note, actor=actor)
+    except IntegrityError:
+        raise PromptChangeError(
+            "another change to this template was saved at the same moment; retry", status=409
+        ) from None
+    return ChangeResult(new, change, checked.undeclared, checked.warnings)
+
+
+def rollback(
+    *,
+    role: AgentRole,
+    template_type: str,
+    version: str,
+    actor: Any,
+    project: Project | None = None,
+    bump: str = "patch",
+    note: str | None = None,
+    base_version: str | None = None,
+) -> ChangeResult:
+    """Roll ``role``'s ``template_type`` (in ``project``'s layer) back to ``version``: a new
+    version (the highest bumped by ``bump``) with that version's content, variables and
+    language, marked ``rollback_of`` and made active, so history stays linear and complete.
+
+    Raises PromptChangeError: unknown version (404), it has the active content already (400),
+    ``base_version`` out of date (409).
+    """
+    _check_type(template_type)
+    template = find_template(role, template_type, project)
+    try:
+        target = get_version(template, version)
+    except LookupError as exc:
+        raise PromptChangeError(str(exc), "version", 404) from None
+    active = _active(template)
+    if active and (target.content, target.variables, target.language) == (
+        active.content,
+        active.variables,
+        active.language,
+    ):
+        reason = (
+            "it is" if active.pk == target.pk else f"it has the same content as the active version {active.version}"
+        )
+        raise PromptChangeError(f"nothing to roll back: {reason}", "version")
+    note = _note(note) or f"Rollback to {target.version}"
+    try:
+        with transaction.atomic():
+            _lock(role)
+            active = _active(template)
+            _check_base(base_version, active)
+            existing = list(template.versions.values_list("version", flat=True))
+            try:
+                number = next_version(existing, bump)
+            except VersionError as exc:
+                raise PromptChangeError(str(exc), "bump") from None
+            if active:
+                PromptVersion.objects.filter(pk=active.pk).update(is_active=False)
+            new = PromptVersion.objects.create(
+                template=template,
+                version=number,
+                content=target.content,
+                variables=target.variables,
+                language=target.language,
+                is_active=True,
+                note=note,
+                rollback_of=target.version,
+                created_by=actor if getattr(actor, "is_authenticated", False) else None,
+            )
+            fields = [*_changed_fields(template_type, active, new), f"{template_type}.rollback"]
+            change = _record(role=role, template=template, old=active, new=new, fields=fields, note=note, actor=actor)
+    except IntegrityError:
+        raise PromptChangeError(
+            "another change to this template was saved at the same moment; retry", status=409
+        ) from None
+    return ChangeResult(new, change)
+
+
+def activate(
+    *,
+    role: AgentRole,
+    template_type: str,
+    version: str,
+    actor: Any,
+    project: Project | None = None,
+    note: str | None = None,
+) -> ChangeResult:
+    """Make draft ``version`` the active one. Only a version newer (by SemVer) than the
+    active one can be activated; going back is a rollback, which keeps history linear.
+
+    Raises PromptChangeError: unknown version (404), already active or older than the
+    active version (409).
+    """
+    _check_type(template_type)
+    template = find_template(role, template_type, project)
+    try:
+        target = get_version(template, version)
+    except LookupError as exc:
+        raise PromptChangeError(str(exc), "version", 404) from None
+    note = _note(note) or f"Activate {target.version}"
+    with transaction.atomic():
+        _lock(role)
+        target.refresh_from_db()
+        active = _active(template)
+        if target.is_active:
+            raise PromptChangeError(f"version {target.version} is already active", "version", 409)
+        if active and parse(target.version).compare(parse(active.version)) < 0:
+            raise PromptChangeError(
+                f"version {target.version} is older than the active {active.version}; roll back to it instead",
+                "version",
+                409,
+            )
+        if active:
+            PromptVersion.objects.filter(pk=active.pk).update(is_active=False)
+        PromptVersion.objects.filter(pk=target.pk).update(is_active=True)
+        target.is_active = True
+        change = _record(
+            role=role,
+            template=template,
+            old=active,
+            new=target,
+            fields=_changed_fields(template_type, active, target),
+            note=note,
+            actor=actor,
+        )
+    return ChangeResult(target, change)

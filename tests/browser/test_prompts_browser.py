@@ -1,0 +1,53 @@
+"""An operator edits a prompt with the live preview, compares two versions and rolls back
+(Playwright + Debian Chromium; US-03, PRD §4.5)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from prompts.models import PromptVersion
+
+
+def test_edit_a_prompt_compare_two_versions_and_roll_back(logged_in_page, live_server, builtin):
+    page = logged_in_page
+    original = PromptVersion.objects.get(template__role__role="pm", template__template_type="persona", is_active=True)
+
+    # from the role page to the template's history
+    page.goto(f"{live_server.url}/roles/pm/")
+    page.click("text=manage prompts")
+    page.click("#prompt-types >> text=persona")
+    expect(page.locator("#shown-version-number")).to_have_text("1.0.0")
+
+    # edit with the live preview
+    page.click("#edit-prompt")
+    page.fill("#id_content", "You are terse. Project: {{ project_name }}.\nAlways cite {{ source }}.")
+    expect(page.locator("#preview-error")).to_contain_text("undefined variable 'source'")
+    page.fill("#id_values", '{"source": "the PRD"}')
+    expect(page.locator("#preview-text")).to_have_text("You are terse. Project: TeamClaw.\nAlways cite the PRD.")
+    page.select_option("#id_bump", "minor")
+    page.fill("#id_note", "terser persona")
+    page.click("#save-button")
+    expect(page.locator(".messages")).to_contain_text("persona 1.1.0 is active.")
+    expect(page.locator(".messages")).to_contain_text("source")  # the undeclared variable is listed
+    expect(page.locator("#shown-version-number")).to_have_text("1.1.0")
+    expect(page.locator("#history tbody tr")).to_have_count(2)
+
+    # compare the two versions side by side
+    page.select_option("#compare-form #id_from", "1.0.0")
+    page.select_option("#compare-form #id_to", "1.1.0")
+    page.click("#compare-form button")
+    expect(page.locator("table.diff ins").first).to_be_visible()
+    expect(page.locator("table.diff")).to_contain_text("You are terse.")
+    expect(page.locator("#diff-stats .added")).to_have_text("+2")
+
+    # roll back to 1.0.0 after confirming
+    page.go_back()
+    page.locator('#history tr[data-version="1.0.0"] .rollback-link').click()
+    expect(page.locator("h1")).to_contain_text("Roll back persona to 1.0.0?")
+    page.click("#confirm-button")
+    expect(page.locator(".messages")).to_contain_text("Rolled back to 1.0.0: 1.1.1 is active.")
+    expect(page.locator("#shown-version-number")).to_have_text("1.1.1")
+    expect(page.locator("#shown-version")).to_contain_text("rollback to 1.0.0")
+    expect(page.locator("#shown-content")).to_have_text(original.content)
+    restored = PromptVersion.objects.get(template=original.template, is_active=True)
+    assert (restored.version, restored.rollback_of, restored.content) == ("1.1.1", "1.0.0", original.content)
