@@ -14,7 +14,7 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import parsers, serializers, status
-from rest_framework.exceptions import NotFound, ParseError
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
 from rest_framework.request import Request
@@ -39,6 +39,7 @@ from prompts.queries import (
 from prompts.render import MAX_TEMPLATE_CHARS, PromptRenderError
 from prompts.versions import BUMPS
 from teamclaw.api_errors import error_response
+from teamclaw.api_parsers import SafeJSONParser
 
 PROJECT_PARAM = OpenApiParameter(
     "project", str, description="Project slug: its override layer instead of the global one."
@@ -59,16 +60,6 @@ class CanEditPrompts(BasePermission):
         if request.method in SAFE_METHODS:
             return bool(request.user and request.user.is_authenticated)
         return can_edit_prompts(request.user)
-
-
-class SafeJSONParser(parsers.JSONParser):
-    """DRF's JSON parser, answering 400 instead of 500 for a body nested too deeply to parse."""
-
-    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise ParseError("JSON parse error - the document nests too deeply") from None
 
 
 PARSERS = [SafeJSONParser, parsers.FormParser, parsers.MultiPartParser]

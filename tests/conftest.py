@@ -15,6 +15,12 @@ PASSWORD = "correct-horse-battery-staple"
 
 
 @pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Tests create many users; a fast hasher keeps setup in milliseconds (never in production)."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def no_model_from_the_environment(settings):
     """Tests never reach a model the developer's environment points at: the offline brain is
     the default unless a test configures a model (its local test server) itself."""

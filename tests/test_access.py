@@ -68,3 +68,9 @@ def test_api_docs_are_served_without_any_cdn(api, builtin):
     html = page.content.decode()
     assert "cdn" not in html.lower() and "unpkg" not in html.lower()
     assert api.get("/api/v1/schema/").status_code == 200
+
+
+def test_a_deeply_nested_json_body_is_a_400_not_a_500(api, builtin):
+    body = "[" * 100_000 + "]" * 100_000
+    response = api.generic("POST", "/api/v1/tasks", body, content_type="application/json")
+    assert response.status_code == 400 and "nests too deeply" in response.json()["detail"]

@@ -11,7 +11,7 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class TimerHandle(Protocol):
@@ -33,7 +33,7 @@ class Clock(Protocol):
     def call_later(self, seconds: float, callback: Callable[[], None]) -> TimerHandle:
         """Run ``callback`` once ``seconds`` of this clock's time have passed (cancellable)."""
 
-    async def wait_any(self, waitables: list[asyncio.Future[object]], timeout: float | None) -> None:
+    async def wait_any(self, waitables: list[asyncio.Future[Any]], timeout: float | None) -> None:
         """Return when one of ``waitables`` is done or ``timeout`` seconds of this clock pass."""
 
 
@@ -52,7 +52,7 @@ class SystemClock:
     def call_later(self, seconds: float, callback: Callable[[], None]) -> TimerHandle:
         return asyncio.get_running_loop().call_later(max(0.0, seconds), callback)
 
-    async def wait_any(self, waitables: list[asyncio.Future[object]], timeout: float | None) -> None:
+    async def wait_any(self, waitables: list[asyncio.Future[Any]], timeout: float | None) -> None:
         if timeout is not None and timeout <= 0:
             return
         await asyncio.wait(waitables, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
@@ -97,13 +97,18 @@ class ManualClock:
             await asyncio.sleep(0)
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        timer = self.call_later(seconds, lambda: future.done() or future.set_result(None))
+
+        def wake() -> None:
+            if not future.done():
+                future.set_result(None)
+
+        timer = self.call_later(seconds, wake)
         try:
             await future
         finally:
             timer.cancel()
 
-    async def wait_any(self, waitables: list[asyncio.Future[object]], timeout: float | None) -> None:
+    async def wait_any(self, waitables: list[asyncio.Future[Any]], timeout: float | None) -> None:
         if timeout is not None and timeout <= 0:
             return
         if timeout is None:

@@ -177,10 +177,11 @@ def option_errors(config: Mapping[str, Any], endpoint_names: Iterable[str] | Non
     for key, kinds in OPTION_TYPES.items():
         if key not in config or config[key] in (None, ""):
             continue
-        value = config[key]
-        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raw = config[key]
+        if not isinstance(raw, kinds) or (isinstance(raw, bool) and bool not in kinds):
             errors[key] = [f"must be a {' or '.join(k.__name__ for k in kinds)}"]
             continue
+        value: Any = raw  # checked against ``kinds`` above
         if key == "model" and not MODEL_NAME.match(value):
             errors[key] = ["use 1-200 letters, digits and . _ : / @ + - (no spaces)"]
         elif key == "endpoint":
@@ -511,8 +512,8 @@ class ModelChat:
             ) from None
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise self._failure(ErrorCode.EXECUTOR_ERROR, "the model server's answer has no choices")
-        choice = data["choices"][0] if isinstance(data["choices"][0], dict) else {}
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        choice: dict[str, Any] = data["choices"][0] if isinstance(data["choices"][0], dict) else {}
+        message: dict[str, Any] = choice["message"] if isinstance(choice.get("message"), dict) else {}
         calls = []
         for index, raw in enumerate(message.get("tool_calls") or []):
             function = raw.get("function") if isinstance(raw, dict) else None

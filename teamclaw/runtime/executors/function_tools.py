@@ -201,7 +201,7 @@ class FunctionTools:
             return {}, None
         try:
             value = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             return None, self._malformed(request, f"the arguments are not valid JSON ({exc.msg} at {exc.pos})")
         if not isinstance(value, dict):
             return None, self._malformed(request, "the arguments must be a JSON object")

@@ -214,16 +214,14 @@ class HttpExecutor:
             problem = address_problem(address, entry)
             if problem:
                 raise self._refuse(f"plugin URL refused: {problem}", url, address=str(address))
-        address = str(addresses[0])
+        chosen = str(addresses[0])
         host_header = parts.netloc
         netloc = parts.netloc
         if parts.scheme == "http" and literal is None:
-            netloc = (f"[{address}]" if ":" in address else address) + (f":{parts.port}" if parts.port else "")
+            netloc = (f"[{chosen}]" if ":" in chosen else chosen) + (f":{parts.port}" if parts.port else "")
         # The request URL is rebuilt from the parts that were checked, so the HTTP client can
         # never read a different host out of the original string (parser differentials).
-        return PluginTarget(
-            urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), host_header, address
-        )
+        return PluginTarget(urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), host_header, chosen)
 
     async def execute(self, call: ExecutionCall) -> dict[str, Any]:
         """POST ``call.params`` to the card's URL and return the JSON object it answers."""

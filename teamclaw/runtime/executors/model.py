@@ -57,7 +57,7 @@ def parse_answer(content: str) -> tuple[Any, str | None]:
         text = fenced.group(1)
     try:
         return json.loads(text), None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         start, end = text.find("{"), text.rfind("}")
         if 0 <= start < end:
             try:
