@@ -15,7 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotFound
-from rest_framework.parsers import BaseParser, FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -38,6 +38,7 @@ from capabilities.skill_models import Workflow
 from capabilities.workflow_actions import WorkflowConflict, delete_workflow, save_workflow
 from capabilities.workflow_spec import WorkflowError
 from teamclaw.api_errors import error_response
+from teamclaw.api_parsers import SafeJSONParser
 
 HTTP_FOR = {
     "not_found": status.HTTP_404_NOT_FOUND,
@@ -66,7 +67,7 @@ class XYamlParser(YamlParser):
     media_type = "application/x-yaml"
 
 
-PARSERS = [YamlParser, TextYamlParser, XYamlParser, JSONParser, MultiPartParser, FormParser]
+PARSERS = [YamlParser, TextYamlParser, XYamlParser, SafeJSONParser, MultiPartParser, FormParser]
 
 
 class StaffForChanges(BasePermission):
