@@ -1,6 +1,6 @@
 from django.urls import path
 
-from monitoring import views
+from monitoring import alert_views, views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -8,4 +8,6 @@ urlpatterns = [
     path("tasks/new/", views.task_new, name="task-new"),
     path("tasks/demo/", views.run_demo, name="run-demo"),
     path("tasks/<str:task_id>/", views.task_detail, name="task-detail"),
+    path("alerts/", alert_views.alert_list, name="alerts"),
+    path("alerts/<int:alert_id>/resolve/", alert_views.alert_resolve, name="alert-resolve"),
 ]
