@@ -75,6 +75,10 @@ class Skill(models.Model):
     status = models.CharField(max_length=16, default="DISCOVERED")
     document = models.JSONField(default=dict)
     error_reason = models.TextField(blank=True)
+    source = models.TextField(blank=True, help_text="The skill-index.yaml as uploaded.")
+    warnings = models.JSONField(default=list, blank=True, help_text="[{path, line, message}] from import and install.")
+    install_config = models.JSONField(default=dict, blank=True, help_text="The {config} given at install.")
+    role = models.CharField(max_length=40, blank=True, help_text="Owner role of the cards, set at activation.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -311,3 +315,7 @@ class ConfigDocument(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.project.slug if self.project else 'global'}) v{self.version}"
+
+
+# Skill lifecycle history, alert rules and workflows (seed 003) live in their own module.
+from capabilities.skill_models import AlertRule, SkillOperation, Workflow  # noqa: E402, F401

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from capabilities import governance_views, permission_views, views
+from capabilities import governance_views, permission_views, skill_views, views
 
 urlpatterns = [
     path("roles/", views.role_list, name="roles"),
@@ -20,4 +20,14 @@ urlpatterns = [
     path("projects/<str:slug>/", governance_views.project_detail, name="project-detail"),
     path("config/changes/", governance_views.change_list, name="config-changes"),
     path("config/transfer/", governance_views.config_transfer, name="config-transfer"),
+    path("skills/", skill_views.skill_list, name="skills"),
+    path("skills/_upload/", skill_views.skill_upload, name="skill-upload"),
+    path("graph/", skill_views.dependency_graph, name="dependency-graph"),
+    path("skills/<str:skill_id>/", skill_views.skill_detail, name="skill-detail"),
+    path("skills/<str:skill_id>/<str:action>/", skill_views.skill_action, name="skill-action"),
+    path("workflows/", skill_views.workflow_list, name="workflows"),
+    path("workflows/_new/", skill_views.workflow_edit, name="workflow-new"),
+    path("workflows/<str:workflow_id>/", skill_views.workflow_detail, name="workflow-detail"),
+    path("workflows/<str:workflow_id>/edit/", skill_views.workflow_edit, name="workflow-edit"),
+    path("workflows/<str:workflow_id>/delete/", skill_views.workflow_delete, name="workflow-delete"),
 ]

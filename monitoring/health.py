@@ -1,11 +1,111 @@
-"""Capability availability as the running runtime sees it (PRD §4.2 能力健康检查)."""
+"""Capability health: availability as the running runtime sees it (PRD §4.2 能力健康检查,
+``capability_health``) and seed 003's ``HealthProvider.HealthStatus`` (``capability_status``).
+
+``capability_status``: ``HEALTHY | DEGRADED | UNHEALTHY`` per capability, from the live runtime's instances and the
+recorded results:
+
+- **UNHEALTHY**: the card is disabled (its skill is not active), or the instances that
+  serve it have not beaten for ``heartbeat_timeout_s`` (90 s; the runtime then calls them
+  unavailable), or none can be spawned;
+- **DEGRADED**: the newest heartbeat is older than one interval (30 s) plus
+  ``HEARTBEAT_GRACE_S`` - a heartbeat was missed - or the last ``OUTPUT_FAILURE_STREAK``
+  answers all failed the card's own ``output_schema`` (``output_invalid``);
+- **HEALTHY** otherwise (no instance yet counts: one is spawned on the first call).
+
+``lastCheck`` is the time of this check on the runtime's clock (UTC ISO 8601).
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from monitoring.host import get_host
+from monitoring.models import Message
 from teamclaw.runtime.config import ConfigSnapshot
+
+OUTPUT_FAILURE_STREAK = 3
+"""Consecutive ``output_invalid`` answers after which a capability is DEGRADED."""
+HEARTBEAT_GRACE_S = 5.0
+"""Slack after the heartbeat interval before a heartbeat counts as missed (s)."""
+
+
+def iso(seconds: float | None) -> str | None:
+    """Epoch seconds -> ``2024-03-22T10:00:00Z`` (None stays None)."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def output_failure_streak(capability_id: str, limit: int = OUTPUT_FAILURE_STREAK) -> int:
+    """How many of the newest answers of ``capability_id`` in a row were ``output_invalid``
+    (counted up to ``limit``)."""
+    streak = 0
+    answers = Message.objects.filter(
+        type__in=("invoke_response", "invoke_error"), capability_id=capability_id
+    ).order_by("-timestamp_ms", "-seq")
+    for kind, payload in answers.values_list("type", "payload")[:limit]:
+        if kind == "invoke_error" and (payload.get("error") or {}).get("code") == "output_invalid":
+            streak += 1
+        else:
+            break
+    return streak
+
+
+def classify(
+    *,
+    enabled: bool,
+    reason_disabled: str,
+    instances: list[dict[str, Any]],
+    spawnable: bool,
+    now: float,
+    interval_s: float,
+    timeout_s: float,
+    output_streak: int,
+) -> tuple[str, str]:
+    """``(status, message)`` by the rules of the module docstring. ``instances`` are the
+    live instances of the owner roles: ``{healthy, last_heartbeat}`` (epoch s)."""
+    if not enabled:
+        return "UNHEALTHY", reason_disabled or "the capability is disabled"
+    if instances:
+        newest = max(i["last_heartbeat"] for i in instances)
+        age = max(0.0, now - newest)
+        if age >= timeout_s or not any(i["healthy"] for i in instances):
+            return "UNHEALTHY", f"no heartbeat for {age:.0f} s (limit {timeout_s:g} s): unavailable"
+        if age > interval_s + HEARTBEAT_GRACE_S:
+            return "DEGRADED", f"missed a heartbeat: the last one was {age:.0f} s ago (every {interval_s:g} s)"
+    elif not spawnable:
+        return "UNHEALTHY", "no instance is running and none may be spawned"
+    if output_streak >= OUTPUT_FAILURE_STREAK:
+        return "DEGRADED", f"the last {output_streak} results failed the output schema"
+    if not instances:
+        return "HEALTHY", "no instance yet; one is spawned on the first call"
+    return "HEALTHY", f"{len(instances)} instance(s) beating"
+
+
+async def _runtime_view(runtime: Any, capability_id: str) -> dict[str, Any] | None:
+    snapshot = await runtime.snapshot_for(None)
+    card = snapshot.cards.get(capability_id)
+    if card is None:
+        return None
+    raw = runtime.capability_health(snapshot, capability_id)
+    spawnable = any(
+        len(runtime.pool.alive(role)) < snapshot.constraints_for(role).max_concurrent_instances
+        for role in card.owner_roles
+        if role in snapshot.roles and snapshot.roles[role].enabled
+    )
+    provider = runtime.executors.get("provider")
+    providers = provider.status(card, runtime.clock.now()) if provider and card.executor == "provider" else []
+    return {
+        "enabled": card.enabled,
+        "skill_id": card.skill_id,
+        "instances": raw["instances"],
+        "spawnable": spawnable,
+        "now": runtime.clock.now(),
+        "interval_s": runtime.heartbeat_interval_s,
+        "timeout_s": runtime.heartbeat_timeout_s,
+        "providers": providers,
+    }
 
 
 def capability_health(snapshot: ConfigSnapshot, capability_id: str) -> dict[str, Any]:
@@ -21,3 +121,38 @@ def capability_health(snapshot: ConfigSnapshot, capability_id: str) -> dict[str,
         return runtime.capability_health(snapshot, capability_id)
 
     return host.call(health(), timeout=30)
+
+
+def capability_status(capability_id: str, host: Any = None) -> dict[str, Any] | None:
+    """``{capabilityId, status, lastCheck, message, lastHeartbeat, instances, outputFailures,
+    providers}`` for ``capability_id``, or None when no card has that id."""
+    host = host or get_host()
+    view = host.call(_runtime_view(host.runtime, capability_id), timeout=30)
+    if view is None:
+        return None
+    streak = output_failure_streak(capability_id)
+    reason = f"skill {view['skill_id']} is not active" if view["skill_id"] else "the capability is disabled"
+    status, message = classify(
+        enabled=view["enabled"],
+        reason_disabled=reason,
+        instances=view["instances"],
+        spawnable=view["spawnable"],
+        now=view["now"],
+        interval_s=view["interval_s"],
+        timeout_s=view["timeout_s"],
+        output_streak=streak,
+    )
+    beats = [i["last_heartbeat"] for i in view["instances"]]
+    return {
+        "capabilityId": capability_id,
+        "status": status,
+        "lastCheck": iso(view["now"]),
+        "message": message,
+        "lastHeartbeat": iso(max(beats)) if beats else None,
+        "instances": [
+            {**i, "last_heartbeat": iso(i["last_heartbeat"])}
+            for i in sorted(view["instances"], key=lambda i: i["instance_id"])
+        ],
+        "outputFailures": streak,
+        "providers": [{**p, "down_until": iso(p["down_until"])} for p in view["providers"]],
+    }

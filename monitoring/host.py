@@ -27,7 +27,8 @@ T = TypeVar("T")
 
 def build_executors() -> ExecutorRegistry:
     """The executors of this server (DESIGN.md §5): ``offline`` and ``openai`` with the
-    built-in workflows' brains, ``http`` for plugin capabilities, and the installed
+    built-in workflows' brains, ``http`` for plugin capabilities, ``provider`` for seed 003
+    PROVIDER skills (failover between implementations) and the installed
     ``teamclaw.executors`` entry points. The default brain is ``settings.TEAMCLAW["EXECUTOR"]``.
     Raises ImproperlyConfigured for a malformed TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS."""
     from django.core.exceptions import ImproperlyConfigured
@@ -36,6 +37,7 @@ def build_executors() -> ExecutorRegistry:
     from teamclaw.runtime.executors.http import HttpExecutor
     from teamclaw.runtime.executors.model import OpenAIExecutor
     from teamclaw.runtime.executors.plugins import install_entry_point_executors
+    from teamclaw.runtime.executors.provider import ProviderExecutor
     from teamclaw.workflows import register_model_handlers, register_offline_handlers
 
     conf = settings.TEAMCLAW
@@ -48,6 +50,7 @@ def build_executors() -> ExecutorRegistry:
     except ValueError as exc:
         raise ImproperlyConfigured(f"TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS: {exc}") from None
     registry = ExecutorRegistry({"offline": offline, "openai": model, "http": http}, default=conf["EXECUTOR"])
+    registry.register("provider", ProviderExecutor())  # seed 003 PROVIDER skills (failover)
     install_entry_point_executors(registry)
     return registry
 
@@ -94,6 +97,7 @@ class RuntimeHost:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"teamclaw-runtime-{name}", daemon=True)
+        self.alert_loop: Future[None] | None = None
 
     def start(self) -> RuntimeHost:
         from capabilities.config import add_listener
@@ -107,6 +111,9 @@ class RuntimeHost:
         if self._error is not None:
             raise RuntimeError("the runtime failed to start") from self._error
         add_listener(self.on_config_change)
+        from monitoring.alerting import start_alert_loop
+
+        self.alert_loop = start_alert_loop(self)
         return self
 
     def _run(self) -> None:
@@ -125,6 +132,8 @@ class RuntimeHost:
         from capabilities.config import remove_listener
 
         remove_listener(self.on_config_change)
+        if self.alert_loop is not None:
+            self.alert_loop.cancel()
         if self.runtime is not None and self.loop.is_running():
             self.call(self.runtime.stop(), timeout=30)
             self.loop.call_soon_threadsafe(self.loop.stop)

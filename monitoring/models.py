@@ -175,6 +175,7 @@ class Message(models.Model):
             models.Index(fields=["type", "seq"], name="message_type_seq"),
             models.Index(fields=["from_role", "seq"], name="message_from_seq"),
             models.Index(fields=["to_role", "seq"], name="message_to_seq"),
+            models.Index(fields=["capability_id", "timestamp_ms"], name="message_capability_time"),
         ]
 
     def __str__(self) -> str:
@@ -218,9 +219,33 @@ class Alert(models.Model):
     details = models.JSONField(default=dict)
     created_at = models.DateTimeField(db_index=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
+    rule = models.ForeignKey(
+        "capabilities.AlertRule", null=True, blank=True, on_delete=models.SET_NULL, related_name="alerts"
+    )
+    capability_id = models.CharField(max_length=64, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.severity} {self.kind}: {self.message[:60]}"
+
+
+class AlertRuleState(models.Model):
+    """Where one alert rule stands for one capability (seed 003 ``alerting``): the condition
+    has held since ``pending_since`` (None = it does not hold), ``alert`` is the open alert
+    once it held for the rule's duration. Written only by monitoring.alerting."""
+
+    rule = models.ForeignKey("capabilities.AlertRule", on_delete=models.CASCADE, related_name="states")
+    capability_id = models.CharField(max_length=64)
+    pending_since = models.DateTimeField(null=True, blank=True)
+    alert = models.ForeignKey(Alert, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_value = models.JSONField(null=True, blank=True)
+    last_evaluated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rule", "capability_id"], name="alert_rule_state_once")]
+
+    def __str__(self) -> str:
+        state = "firing" if self.alert_id else "pending" if self.pending_since else "ok"
+        return f"{self.rule_id}/{self.capability_id}: {state}"

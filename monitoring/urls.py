@@ -1,6 +1,6 @@
 from django.urls import path
 
-from monitoring import live_views, views
+from monitoring import alert_views, live_views, views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -22,4 +22,6 @@ urlpatterns = [
     path("live/confirmations/<str:confirmation_id>", live_views.live_confirmation, name="live-confirmation"),
     path("replay/<str:context_id>/", live_views.replay_page, name="replay"),
     path("stats/tokens/", live_views.token_stats_page, name="token-stats"),
+    path("alerts/", alert_views.alert_list, name="alerts"),
+    path("alerts/<int:alert_id>/resolve/", alert_views.alert_resolve, name="alert-resolve"),
 ]

@@ -9,7 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capabilities.executors import model_status, role_executor
-from capabilities.models import AgentRole, Project
+from capabilities.models import AgentRole, CapabilityCard, Project
 from capabilities.snapshot import build_snapshot
 from monitoring.access import visible_tasks
 from monitoring.host import executor_problems
@@ -27,6 +27,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         role.executor_info = role_executor(snapshot, role.role)
     instances = AgentInstance.objects.exclude(status="terminated")
     tasks = visible_tasks(request.user).filter(kind="task").select_related("project")[:10]
+    entry_points = CapabilityCard.objects.filter(
+        capability_type="ENTRY", enabled=True, skill__status="ACTIVATED"
+    ).select_related("skill")  # seed 003: ENTRY capabilities are the user-facing entry points
     return render(
         request,
         "monitoring/dashboard.html",
@@ -37,6 +40,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "tasks": tasks,
             "model": model_status(),
             "executor_problems": executor_problems(),
+            "entry_points": entry_points,
         },
     )
 

@@ -3,9 +3,9 @@
 from django.urls import path
 
 from capabilities import api as capabilities_api
-from capabilities import governance_api
+from capabilities import governance_api, skill_api
 from monitoring import api as monitoring_api
-from monitoring import live_api, runtime_api
+from monitoring import capability_api, live_api, runtime_api
 from prompts import api as prompts_api
 
 urlpatterns = [
@@ -32,6 +32,20 @@ urlpatterns = [
     path("config/schema", governance_api.ConfigSchemaView.as_view(), name="api-config-schema"),
     path("config/export", governance_api.ConfigExportView.as_view(), name="api-config-export"),
     path("config/import", governance_api.ConfigImportView.as_view(), name="api-config-import"),
+    path("skills", skill_api.SkillListView.as_view(), name="api-skills"),
+    path("skills/<str:skill_id>", skill_api.SkillDetailView.as_view(), name="api-skill"),
+    path("skills/<str:skill_id>/install", skill_api.SkillInstallView.as_view(), name="api-skill-install"),
+    path("skills/<str:skill_id>/activate", skill_api.SkillActivateView.as_view(), name="api-skill-activate"),
+    path("skills/<str:skill_id>/deactivate", skill_api.SkillDeactivateView.as_view(), name="api-skill-deactivate"),
+    path("skills/<str:skill_id>/dependents", skill_api.SkillDependentsView.as_view(), name="api-skill-dependents"),
+    path("schemas/<str:name>", skill_api.SchemaView.as_view(), name="api-schema-document"),
+    path("workflows", skill_api.WorkflowListView.as_view(), name="api-workflows"),
+    path("workflows/<str:workflow_id>", skill_api.WorkflowDetailView.as_view(), name="api-workflow"),
+    path("workflows/<str:workflow_id>/run", skill_api.WorkflowRunView.as_view(), name="api-workflow-run"),
+    path("health/<str:capability_id>", capability_api.HealthView.as_view(), name="api-health"),
+    path("metrics/<str:capability_id>", capability_api.MetricsView.as_view(), name="api-metrics"),
+    path("alerts", capability_api.AlertListView.as_view(), name="api-alerts"),
+    path("alerts/<int:alert_id>/resolve", capability_api.AlertResolveView.as_view(), name="api-alert-resolve"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
     path("contexts", live_api.ContextListView.as_view(), name="api-contexts"),

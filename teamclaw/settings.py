@@ -229,6 +229,7 @@ TEAMCLAW = {
         "TEAMCLAW_MODEL_TOKEN_LIMIT_FIELD", {"max_tokens", "max_completion_tokens"}, "max_tokens"
     ),
     "RUNTIME_AUTOSTART": env_bool("TEAMCLAW_RUNTIME_AUTOSTART", True),
+    "ALERT_INTERVAL_S": env_int("TEAMCLAW_ALERT_INTERVAL_S", 15, minimum=0, maximum=3600),
 }
 
 LOGGING = {

@@ -185,7 +185,14 @@ class ConfigSnapshot:
     ) -> ConfigSnapshot:
         """Assemble a snapshot from plain iterables; indexes cards by cap:// address too."""
         card_map = {card.capability_id: card for card in cards}
-        addresses = {card.address: card.capability_id for card in card_map.values() if card.address}
+        # A skill card answers at its declared address and at cap://<skillId>/<name> (seed 003);
+        # where a disabled card and an enabled one share an address, the enabled one wins.
+        addresses: dict[str, str] = {}
+        for card in sorted(card_map.values(), key=lambda c: c.enabled):
+            if card.skill_id:
+                addresses[f"cap://{card.skill_id}/{card.name}"] = card.capability_id
+            if card.address:
+                addresses[card.address] = card.capability_id
         return cls(
             version=version,
             project_id=project_id,

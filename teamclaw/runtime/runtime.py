@@ -625,7 +625,14 @@ class Runtime:
                 {"capability_id": card.capability_id, "target_role": target_role},
                 retryable=False,
             )
-        if enforce_matrix and not snapshot.can_invoke(caller.role or "", target_role):
+        # A skill calling one of its own INTERNAL capabilities is the skill's inner working,
+        # not one role invoking another: the invoke matrix governs calls between roles.
+        inside_skill = (
+            card.capability_type == CapabilityType.INTERNAL
+            and card.skill_id is not None
+            and caller_skill == card.skill_id
+        )
+        if enforce_matrix and not inside_skill and not snapshot.can_invoke(caller.role or "", target_role):
             raise AgentFailure(
                 ErrorCode.PERMISSION_DENIED,
                 f"{caller.role} may not invoke {target_role} (invoke permission matrix, PRD §4.7)",

@@ -362,3 +362,19 @@ async def test_contexts_are_per_instance_and_task_and_finish_with_the_task(harne
     assert context.status == ContextStatus.READY and len(context.messages) == 4
     h.runtime.end_task(task.task_id, TaskStatus.COMPLETED)
     assert context.status == ContextStatus.COMPLETED and context.progress == 100
+
+
+async def test_a_skill_may_call_its_own_internal_capability_without_a_matrix_cell(harness_factory):
+    internal = echo_card("secret", skill_id="hr", capability_type=CapabilityType.INTERNAL)
+    entry = echo_card("front", skill_id="hr", capability_type=CapabilityType.ENTRY)
+    h = harness_factory(small_snapshot(cards=[internal, entry], allowed=[("a", "b")]))  # no b -> b cell
+    seen = {}
+
+    async def call_secret(call):
+        seen["inner"] = await call.invoke("secret", {"text": "x"}, target_role="b")
+        return {"text": "done"}
+
+    h.handle("front", call_secret)
+    h.handle("secret", echo)
+    assert (await h.runtime.invoke(InvokeRequest("front", {"text": "x"}), from_role="a")).success
+    assert seen["inner"].success

@@ -1,0 +1,63 @@
+"""Starting runs of saved workflows (seed 003 ``POST /api/v1/workflows/{id}/run``).
+
+A run is a task like any other (DESIGN.md §3.2): recorded first, then handed to the main
+agent's ``workflow_orchestration`` capability on the runtime, which invokes each step.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from capabilities.models import Project
+from capabilities.skill_models import Workflow
+from monitoring.models import Task
+from teamclaw.runtime.messages import new_id
+
+MAX_INPUT_BYTES = 1_000_000
+
+
+class RunInputError(ValueError):
+    """The run's ``input`` is unusable; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, project: Project | None = None) -> Task:
+    """Record a task for ``workflow`` on ``run_input`` (a mapping: ``${userInput...}``) and
+    start it (returns at once, status ``running``). Raises RunInputError."""
+    from monitoring.host import get_host
+
+    if run_input is None:
+        run_input = {}
+    if not isinstance(run_input, dict):
+        raise RunInputError("input must be a mapping (it becomes ${userInput})")
+    if len(json.dumps(run_input, ensure_ascii=False, default=str).encode()) > MAX_INPUT_BYTES:
+        raise RunInputError(f"input is larger than {MAX_INPUT_BYTES:,} bytes")
+    description = f"Workflow {workflow.name} ({workflow.workflow_id} v{workflow.version})"
+    task = Task.objects.create(
+        id=new_id(),
+        kind="task",
+        workflow=workflow.workflow_id[:64],
+        title=description[:300],
+        description=description,
+        input_markdown=json.dumps(run_input, ensure_ascii=False, indent=2),
+        project=project,
+        status="running",
+        created_by=user if getattr(user, "pk", None) else None,
+        executor="offline",
+    )
+    host = get_host()
+    assert host.runtime is not None
+    host.submit(
+        host.runtime.run_task(
+            capability_id="workflow_orchestration",
+            params={"workflow": workflow.definition, "input": run_input, "task_description": description[:2000]},
+            task_id=task.id,
+            project_id=project.slug if project else None,
+            description=description,
+        )
+    )
+    return task

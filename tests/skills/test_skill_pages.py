@@ -1,0 +1,175 @@
+"""The skills pages: list with state badges and actions, upload with every problem listed,
+detail with capabilities by type, confirmation before deactivating with dependents, the
+dependency graph as SVG, workflows and alerts; login, staff and CSRF everywhere."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from capabilities.models import Skill
+from capabilities.skill_models import Workflow
+from monitoring.models import Alert
+from tests.helpers import wait_for_task
+from tests.skills.support import add_fields, bring_up, seed_text, skill_yaml, upload
+from tests.skills.test_workflows import ASSISTANT, FLOW
+
+PAGES = ["/skills/", "/skills/_upload/", "/graph/", "/workflows/", "/workflows/_new/", "/alerts/"]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_need_a_login(builtin, path):
+    response = Client().get(path)
+    assert response.status_code == 302 and response["Location"].startswith("/login/")
+
+
+def test_the_empty_skill_list_says_what_a_skill_is(page_client, builtin):
+    html = page_client.get("/skills/").content.decode()
+    assert "No skill yet" in html and "skill-index.yaml" in html
+
+
+def test_uploading_a_file_lands_on_the_detail_page(page_client, builtin):
+    file = SimpleUploadedFile("skill-index.yaml", seed_text("hr-assistant").encode(), "application/yaml")
+    response = page_client.post("/skills/_upload/", {"file": file})
+    assert response.status_code == 302 and response["Location"] == "/skills/hr-assistant/"
+    html = page_client.get("/skills/").content.decode()
+    assert "skill-discovered" in html and "/skills/hr-assistant/install/" in html
+
+
+def test_a_refused_upload_lists_every_problem_with_its_line(page_client, builtin):
+    response = page_client.post("/skills/_upload/", {"yaml": seed_text("weather-service")})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "2 problems" in html and "skill.name" in html and "skill.version" in html and "line 3" in html
+    assert not Skill.objects.exists()
+
+
+def test_the_detail_page_groups_capabilities_by_type_with_addresses_health_and_metrics(page_client, api, runtime_host):
+    bring_up(api, seed_text("hr-assistant"))
+    html = page_client.get("/skills/hr-assistant/").content.decode()
+    for text in ("capabilities-entry", "capabilities-exposed", "capabilities-internal", "cap://hr-assistant/chat"):
+        assert text in html
+    assert "health-healthy" in html and "ACTIVATED" in html
+    assert "activate" in html and "install" in html  # the history
+
+
+def test_the_detail_page_shows_dependencies_with_status_and_providers(page_client, api, runtime_host):
+    bring_up(api, add_fields(seed_text("llm-provider"), version="1.0.0"), role="architect")
+    upload(api, add_fields(seed_text("smart-workflow"), version="1.0.0"))
+    api.post("/api/v1/skills/smart-workflow/install", {}, format="json")
+    html = page_client.get("/skills/smart-workflow/").content.decode()
+    assert "MISSING" in html and "cap://llm-service/chat" in html and "required dependencies missing" in html
+    provider = page_client.get("/skills/llm-provider/").content.decode()
+    assert 'id="providers"' in provider and "OpenAI" in provider and "active" in provider
+
+
+def test_deactivation_is_confirmed_on_a_page_listing_what_depends_on_the_skill(page_client, api, builtin):
+    bring_up(api, skill_yaml("base", "core"), role="dba")
+    bring_up(api, skill_yaml("top", "use:ENTRY", extra="  dependencies:\n    - {skillId: base, capability: core}\n"))
+    page = page_client.get("/skills/base/deactivate/").content.decode()
+    assert 'id="dependents"' in page and "/skills/top/" in page and "requires it" in page and "dba" in page
+    refused = page_client.post("/skills/base/deactivate/", {})
+    assert refused.status_code == 409 and "Nothing was changed" in refused.content.decode()
+    assert Skill.objects.get(skill_id="base").status == "ACTIVATED"
+    done = page_client.post("/skills/base/deactivate/", {"force": "on"})
+    assert done.status_code == 302
+    assert Skill.objects.get(skill_id="base").status == "DEACTIVATED"
+
+
+def test_activation_form_refuses_a_missing_role_and_accepts_a_real_one(page_client, api, builtin):
+    upload(api, skill_yaml("formed", "x"))
+    page_client.post("/skills/formed/install/", {"config": '{"a": 1}'})
+    assert Skill.objects.get(skill_id="formed").install_config == {"a": 1}
+    refused = page_client.post("/skills/formed/activate/", {"role": ""})
+    assert refused.status_code == 400 and "role" in refused.content.decode()
+    assert page_client.post("/skills/formed/activate/", {"role": "coderB"}).status_code == 302
+    assert Skill.objects.get(skill_id="formed").status == "ACTIVATED"
+
+
+def test_bad_install_config_json_is_refused_with_the_line(page_client, api, builtin):
+    upload(api, skill_yaml("cfg", "x"))
+    response = page_client.post("/skills/cfg/install/", {"config": '{"a": '})
+    assert response.status_code == 400 and "not JSON" in response.content.decode()
+    assert Skill.objects.get(skill_id="cfg").status == "DISCOVERED"
+
+
+def test_viewers_see_skills_but_cannot_change_them(client, viewer_user, api, builtin):
+    upload(api, skill_yaml("seen", "x"))
+    client.force_login(viewer_user)
+    assert client.get("/skills/seen/").status_code == 200
+    assert "/skills/seen/install/" not in client.get("/skills/").content.decode()
+    assert client.post("/skills/seen/install/", {}).status_code == 403
+    assert client.get("/skills/_upload/").status_code == 403
+    assert Skill.objects.get(skill_id="seen").status == "DISCOVERED"
+
+
+def test_forms_need_the_csrf_token(staff_user, builtin):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(staff_user)
+    assert client.post("/skills/_upload/", {"yaml": seed_text("hr-assistant")}).status_code == 403
+    page = client.get("/skills/_upload/").content.decode()
+    assert "csrfmiddlewaretoken" in page
+
+
+def test_the_dependency_graph_is_an_svg_with_roles_capabilities_and_skills(page_client, api, builtin):
+    bring_up(api, skill_yaml("base", "core"), role="dba")
+    upload(api, skill_yaml("top", "use:ENTRY", extra="  dependencies:\n    - {skillId: base, capability: core}\n"))
+    html = page_client.get("/graph/").content.decode()
+    assert "<svg" in html and "Capability dependency graph" in html
+    assert 'data-id="skill:top"' in html and 'data-id="role:dba"' in html and 'data-id="cap:base__core"' in html
+    assert 'data-kind="depends_on"' in html and 'data-kind="owns"' in html and 'data-kind="provides"' in html
+    full = page_client.get("/graph/?scope=all&invoke=1").content.decode()
+    assert 'data-id="cap:task_orchestration"' in full and 'data-kind="may_invoke"' in full
+
+
+def test_graph_labels_are_escaped(page_client, api, builtin):
+    upload(api, skill_yaml("xss", "x", extra="  spec: {description: '<script>alert(1)</script>'}\n"))
+    text = skill_yaml("evil", "x").replace("name: evil skill", "name: '<script>alert(1)</script>'")
+    upload(api, text)
+    html = page_client.get("/skills/evil/").content.decode()
+    assert "<script>alert(1)</script>" not in html
+    assert "<script>alert" not in page_client.get("/graph/").content.decode()
+
+
+def test_workflow_pages_save_refuse_and_run(page_client, api, runtime_host):
+    bring_up(api, ASSISTANT)
+    refused = page_client.post("/workflows/_new/", {"yaml": FLOW.replace("next: format-response", "next: nowhere")})
+    assert refused.status_code == 400 and "unknown step" in refused.content.decode()
+    saved = page_client.post("/workflows/_new/", {"yaml": FLOW})
+    assert saved.status_code == 302 and Workflow.objects.filter(workflow_id="assistant-flow").exists()
+    detail = page_client.get("/workflows/assistant-flow/").content.decode()
+    assert "route-by-intent" in detail and "switch on" in detail
+    bad = page_client.post("/workflows/assistant-flow/", {"input": "[1"})
+    assert bad.status_code == 400 and "not JSON" in bad.content.decode()
+    run = page_client.post("/workflows/assistant-flow/", {"input": '{"intent": "smalltalk", "query": "hi"}'})
+    assert run.status_code == 302 and run["Location"].startswith("/tasks/")
+    task = wait_for_task(runtime_host, run["Location"].split("/")[2])
+    assert task.status == "completed", task.error
+    assert "assistant-flow" in page_client.get("/workflows/assistant-flow/").content.decode()
+
+
+def test_the_alerts_page_lists_filters_and_resolves(page_client, builtin):
+    first = Alert.objects.create(
+        kind="alert_rule", severity="critical", message="p99 too high", created_at="2026-01-01T00:00:00Z"
+    )
+    Alert.objects.create(
+        kind="queue_full", severity="warning", message="queue dropped", created_at="2026-01-01T00:00:01Z"
+    )
+    html = page_client.get("/alerts/").content.decode()
+    assert "p99 too high" in html and "queue dropped" in html
+    critical = page_client.get("/alerts/?severity=critical").content.decode()
+    assert "p99 too high" in critical and "queue dropped" not in critical
+    rows = page_client.get("/alerts/", HTTP_HX_REQUEST="true").content.decode()
+    assert rows.lstrip().startswith('<table class="alerts"')
+    assert page_client.post(f"/alerts/{first.pk}/resolve/").status_code == 302
+    first.refresh_from_db()
+    assert first.resolved_at is not None
+    assert "No alert matches" in page_client.get("/alerts/?status=open").content.decode()
+
+
+def test_the_dashboard_shows_active_entry_points(page_client, api, builtin):
+    bring_up(api, seed_text("hr-assistant"))
+    html = page_client.get("/").content.decode()
+    assert 'id="entry-points"' in html and "cap://hr-assistant/chat" in html
+    assert "cap://hr-assistant/queryEmployeeInfo" not in html  # EXPOSED is not an entry point
