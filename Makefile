@@ -33,8 +33,16 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/python manage.py makemigrations --check --dry-run -v0
 
+# PostgreSQL for the database-portability run (CI has one; skipped when none answers).
+PG_TEST_URL ?= postgres://127.0.0.1:5432/test
+PG_TESTS := tests/test_recording.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py
+
 test: lint
 	$(BIN)/pytest
+	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)', connect_timeout=3).close()" 2>/dev/null; then \
+		echo "== the recorder, tasks, runtime API and matrices again on PostgreSQL"; \
+		DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -p no:cacheprovider $(PG_TESTS); \
+	else echo "== no PostgreSQL at $(PG_TEST_URL): skipping the PostgreSQL run"; fi
 
 bench: install
 	$(BIN)/python bench/runtime_bench.py

@@ -12,11 +12,11 @@ import asyncio
 import logging
 import threading
 from collections.abc import Coroutine
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 
 from teamclaw.runtime import ConfigSnapshot, ExecutorRegistry, OfflineExecutor, Runtime
 from teamclaw.runtime.events import EventSink
@@ -97,6 +97,7 @@ class RuntimeHost:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"teamclaw-runtime-{name}", daemon=True)
+        self._workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"teamclaw-config-{name}")
         self.alert_loop: Future[None] | None = None
 
     def start(self) -> RuntimeHost:
@@ -118,6 +119,9 @@ class RuntimeHost:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
+        # The runtime's blocking helpers (config snapshots read the database) run on this
+        # one worker thread, so the host can close that thread's connection when it stops.
+        self.loop.set_default_executor(self._workers)
         try:
             self.runtime = build_runtime([self.recorder], **self._overrides)
             self.loop.run_until_complete(self.runtime.start())
@@ -140,6 +144,8 @@ class RuntimeHost:
             self._thread.join(10)
         self.recorder.flush()
         self.recorder.stop()
+        self._workers.submit(connections.close_all).result(30)
+        self._workers.shutdown(wait=True)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         """Schedule ``coro`` on the runtime loop; returns a concurrent Future."""

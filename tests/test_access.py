@@ -90,3 +90,20 @@ def test_repeated_wrong_passwords_lock_the_account_from_that_address(staff_user,
     assert locked.status_code == 429 and "too many failed logins" in locked.json()["detail"]
     page = Client().post("/login/", {"username": "operator", "password": PASSWORD})
     assert page.status_code == 429 and "Too many failed logins" in page.content.decode()
+
+
+def test_nul_characters_are_refused_but_an_escaped_backslash_u_is_text(api, builtin):
+    nul = api.generic(
+        "POST",
+        "/api/v1/tasks",
+        '{"workflow": "generic", "task_description": "a\\u0000b"}',
+        content_type="application/json",
+    )
+    assert nul.status_code == 400 and "NUL" in nul.json()["detail"]
+    text = api.generic(
+        "POST",
+        "/api/v1/tasks",
+        '{"workflow": "nope", "task_description": "see \\\\u0000 escapes"}',
+        content_type="application/json",
+    )
+    assert text.status_code == 400 and "workflow" in text.json()["errors"]  # parsed fine; refused for the workflow
