@@ -224,6 +224,8 @@ class LiveSink:
             # Nothing new to publish, but sockets that lost events must still hear of it.
             if self._lost_groups:
                 self._send(self._resyncs())
+            # Idle: hold no database connection (PostgreSQL counts it; tests drop the database).
+            connection.close()
             return True
         if first is None:
             return False
