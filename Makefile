@@ -47,6 +47,8 @@ test: lint
 bench: install
 	$(BIN)/python bench/runtime_bench.py
 	$(BIN)/python bench/governance_bench.py
+	$(BIN)/python bench/message_log_bench.py
+	$(BIN)/python bench/live_sink_bench.py
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache

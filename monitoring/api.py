@@ -16,6 +16,8 @@ from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
 from capabilities.models import Project
+from monitoring.access import visible_tasks
+from monitoring.message_log import visible_messages
 from monitoring.models import Message, Task
 from monitoring.tasks import DocumentError, start_task
 from teamclaw.workflows import WORKFLOWS
@@ -148,7 +150,7 @@ class TaskListView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
-        queryset = Task.objects.select_related("project")
+        queryset = visible_tasks(request.user).select_related("project")
         if status_filter := request.query_params.get("status"):
             queryset = queryset.filter(status=status_filter)
         if kind := request.query_params.get("kind"):
@@ -163,7 +165,7 @@ class TaskDetailView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, task_id: str) -> Response:
-        task = get_object_or_404(Task.objects.prefetch_related("contexts", "artifacts"), pk=task_id)
+        task = get_object_or_404(visible_tasks(request.user).prefetch_related("contexts", "artifacts"), pk=task_id)
         return Response(task_document(task))
 
 
@@ -241,7 +243,7 @@ class MessageListView(APIView):
             errors["order"] = ["must be asc or desc"]
         if errors:
             raise ValidationError(errors)
-        queryset = Message.objects.all()
+        queryset = visible_messages(request.user)  # monitoring.access: only tasks the caller may see
         for name in ("task_id", "conversation_id", "from_role", "to_role", "type", "status"):
             if params.get(name):
                 queryset = queryset.filter(**{name: params[name]})

@@ -102,7 +102,10 @@ class RuntimeHost:
 
     def start(self) -> RuntimeHost:
         from capabilities.config import add_listener
+        from monitoring.live_sink import get_live_sink
 
+        # The live sink publishes each batch to the browsers after the recorder committed it.
+        self.recorder.add_listener(get_live_sink().on_batch)
         self.recorder.start()
         self._thread.start()
         self._ready.wait(30)
@@ -176,6 +179,11 @@ def get_host() -> RuntimeHost:
         if _host is None:
             _host = RuntimeHost().start()
         return _host
+
+
+def current_host() -> RuntimeHost | None:
+    """The process's RuntimeHost if one was started, without starting one."""
+    return _host
 
 
 def executor_problems() -> list[str]:

@@ -110,6 +110,8 @@ class ExecutionContext(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        # The live page's cards: the most recently updated contexts (monitoring.live_state).
+        indexes = [models.Index(fields=["status", "updated_at"], name="context_status_updated")]
 
     def __str__(self) -> str:
         return f"{self.role} {self.instance_id} / {self.task_id}"
@@ -126,6 +128,9 @@ class Snapshot(models.Model):
     sequence = models.PositiveIntegerField()
     state = models.JSONField()
     created_at = models.DateTimeField()
+    event_seq = models.BigIntegerField(null=True, blank=True)
+    """Emit order of its runtime event (one counter with messages' ``event_seq``): replay
+    orders a context's snapshots and messages by it, exactly, even within a millisecond."""
 
     class Meta:
         ordering = ["context", "sequence"]
@@ -158,12 +163,18 @@ class Message(models.Model):
     timestamp_ms = models.BigIntegerField(db_index=True)
     status = models.CharField(max_length=10, db_index=True)
     reason = models.CharField(max_length=300, blank=True)
+    event_seq = models.BigIntegerField(null=True, blank=True)
+    """Emit order of the event that first recorded it (see Snapshot.event_seq)."""
 
     class Meta:
         ordering = ["-seq"]
         indexes = [
             models.Index(fields=["task_id", "seq"], name="message_task_seq"),
             models.Index(fields=["from_role", "to_role"], name="message_roles"),
+            # Newest-first log pages filtered by type or by role (US-04; monitoring.message_log).
+            models.Index(fields=["type", "seq"], name="message_type_seq"),
+            models.Index(fields=["from_role", "seq"], name="message_from_seq"),
+            models.Index(fields=["to_role", "seq"], name="message_to_seq"),
             models.Index(fields=["capability_id", "timestamp_ms"], name="message_capability_time"),
         ]
 

@@ -69,9 +69,11 @@ MESSAGE_COLUMNS = (
     "priority",
     "ttl_ms",
     "timestamp_ms",
+    "event_seq",
     "status",
     "reason",
 )
+EVENT_SEQ = MESSAGE_COLUMNS.index("event_seq")
 
 
 def message_row(message: AgentMessage, status: str, reason: str | None, project_id: str | None) -> list[Any]:
@@ -99,6 +101,7 @@ def message_row(message: AgentMessage, status: str, reason: str | None, project_
         message.priority.label,
         message.ttl,
         message.timestamp,
+        None,  # event_seq: set by the writer from the event that carried it
         status,
         (reason or "")[:300],
     ]
@@ -243,9 +246,9 @@ class Recorder:
             kind = event.kind
             if kind == EventKind.MESSAGE:
                 message = data["message"]
-                new_messages[message.id] = message_row(
-                    message, str(data["status"]), data.get("reason"), data.get("project_id")
-                )
+                new_row = message_row(message, str(data["status"]), data.get("reason"), data.get("project_id"))
+                new_row[EVENT_SEQ] = event.seq
+                new_messages[message.id] = new_row
             elif kind == EventKind.MESSAGE_STATUS:
                 message = data["message"]
                 row = new_messages.get(message.id)
@@ -268,6 +271,7 @@ class Recorder:
                         sequence=snap["sequence"],
                         state=snap["state"],
                         created_at=_dt(snap["created_at"]),
+                        event_seq=event.seq,
                     )
                 )
             elif kind == EventKind.TASK:

@@ -1,3 +1,10 @@
-"""Websocket routes (the live viewer's sockets arrive with the live execution viewer)."""
+"""Websocket routes of the live execution viewer (``teamclaw.asgi`` checks login and origin)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from monitoring.consumers import LiveConsumer, TaskConsumer
+
+websocket_urlpatterns = [
+    path("ws/live/", LiveConsumer.as_asgi()),
+    path("ws/tasks/<str:task_id>/", TaskConsumer.as_asgi()),
+]

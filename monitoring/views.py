@@ -11,8 +11,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 from capabilities.executors import model_status, role_executor
 from capabilities.models import AgentRole, CapabilityCard, Project
 from capabilities.snapshot import build_snapshot
+from monitoring.access import visible_tasks
 from monitoring.host import executor_problems
-from monitoring.models import AgentInstance, Task
+from monitoring.live_state import task_page_context
+from monitoring.models import AgentInstance
 from monitoring.tasks import DocumentError, max_document_bytes, sample_requirement, start_task
 
 
@@ -24,7 +26,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     for role in roles:
         role.executor_info = role_executor(snapshot, role.role)
     instances = AgentInstance.objects.exclude(status="terminated")
-    tasks = Task.objects.filter(kind="task").select_related("project")[:10]
+    tasks = visible_tasks(request.user).filter(kind="task").select_related("project")[:10]
     entry_points = CapabilityCard.objects.filter(
         capability_type="ENTRY", enabled=True, skill__status="ACTIVATED"
     ).select_related("skill")  # seed 003: ENTRY capabilities are the user-facing entry points
@@ -44,8 +46,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
-    """Every task, newest first, 25 a page; ``?kind=all`` includes standalone invokes/hooks."""
-    queryset = Task.objects.select_related("project")
+    """Every task the user may see (``monitoring.access``), newest first, 25 a page;
+    ``?kind=all`` includes standalone invokes/hooks."""
+    queryset = visible_tasks(request.user).select_related("project")
     if request.GET.get("kind") != "all":
         queryset = queryset.filter(kind="task")
     page = Paginator(queryset, 25).get_page(request.GET.get("page"))
@@ -57,15 +60,11 @@ def task_list(request: HttpRequest) -> HttpResponse:
 
 
 def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
-    """A task: status, per-agent progress, artifacts. While running, htmx refreshes the
-    ``progress`` partial every second."""
-    task = get_object_or_404(Task.objects.select_related("project"), pk=task_id)
-    contexts = task.contexts.order_by("created_at")
-    artifacts = task.artifacts.order_by("created_at", "id")
-    context = {"nav": "tasks", "task": task, "contexts": contexts, "artifacts": artifacts}
-    if request.htmx:
-        return render(request, "monitoring/task_detail.html#progress", context)
-    return render(request, "monitoring/task_detail.html", context)
+    """A task: status, its agents' context cards, pending confirmations, artifacts and
+    messages, kept current over ``/ws/tasks/<task_id>/`` (PRD §4.6). A task the user may
+    not see is a 404."""
+    task = get_object_or_404(visible_tasks(request.user).select_related("project"), pk=task_id)
+    return render(request, "monitoring/task_detail.html", {"nav": "tasks", **task_page_context(request.user, task)})
 
 
 @require_http_methods(["GET", "POST"])

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from rest_framework import parsers
-from rest_framework.exceptions import ParseError
+from rest_framework.exceptions import ParseError, ValidationError
 
 
 class SafeJSONParser(parsers.JSONParser):
@@ -26,22 +26,29 @@ class SafeJSONParser(parsers.JSONParser):
             raise ParseError("JSON parse error - a string holds an unpaired surrogate (not valid Unicode)") from None
         except RecursionError:
             raise ParseError("JSON parse error - the document nests too deeply") from None
-        if _holds_nul(data):  # databases (PostgreSQL text and jsonb) cannot store it
-            raise ParseError("JSON parse error - a string holds a NUL character")
+        path = _nul_path(data)
+        if path is not None:  # databases (PostgreSQL text and jsonb) cannot store it
+            # Named like any other field error: {"detail": "<field>: ...", "errors": {field: [...]}}.
+            raise ValidationError(
+                {path or "non_field_errors": ["holds a NUL character (binary data cannot be stored)"]}
+            )
         return data
 
 
-def _holds_nul(value: Any) -> bool:
-    """True when a string (or a key) anywhere in the parsed JSON contains U+0000."""
-    stack = [value]
+def _nul_path(value: Any) -> str | None:
+    """Where a string (or a key) in the parsed JSON contains U+0000: ``"field.sub[2]"``
+    (``""`` for the document itself), or None when none does."""
+    stack: list[tuple[str, Any]] = [("", value)]
     while stack:
-        item = stack.pop()
+        path, item = stack.pop()
         if isinstance(item, str):
             if "\x00" in item:
-                return True
+                return path
         elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            for key, child in item.items():
+                if isinstance(key, str) and "\x00" in key:
+                    return path
+                stack.append((f"{path}.{key}" if path else str(key), child))
         elif isinstance(item, list):
-            stack.extend(item)
-    return False
+            stack.extend((f"{path}[{index}]", child) for index, child in enumerate(item))
+    return None

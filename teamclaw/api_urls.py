@@ -5,7 +5,7 @@ from django.urls import path
 from capabilities import api as capabilities_api
 from capabilities import governance_api, skill_api
 from monitoring import api as monitoring_api
-from monitoring import capability_api, runtime_api
+from monitoring import capability_api, live_api, runtime_api
 from prompts import api as prompts_api
 
 urlpatterns = [
@@ -48,6 +48,11 @@ urlpatterns = [
     path("alerts/<int:alert_id>/resolve", capability_api.AlertResolveView.as_view(), name="api-alert-resolve"),
     path("tasks", monitoring_api.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", monitoring_api.TaskDetailView.as_view(), name="api-task"),
+    path("contexts", live_api.ContextListView.as_view(), name="api-contexts"),
+    path("contexts/<str:context_id>", live_api.ContextDetailView.as_view(), name="api-context"),
+    path("contexts/<str:context_id>/snapshots", live_api.SnapshotListView.as_view(), name="api-context-snapshots"),
+    path("contexts/<str:context_id>/instructions", live_api.InstructionView.as_view(), name="api-context-instructions"),
+    path("stats/tokens", live_api.TokenStatsView.as_view(), name="api-stats-tokens"),
     # Prompt templates (PRD §4.5): prompts/api.py
     path("prompts", prompts_api.PromptRoleListView.as_view(), name="api-prompts"),
     path("prompts/<str:role>", prompts_api.PromptRoleView.as_view(), name="api-prompt-role"),

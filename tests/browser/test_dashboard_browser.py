@@ -24,11 +24,11 @@ def test_login_is_required_and_the_dashboard_shows_the_team(page, live_server, b
     expect(page.locator("#roles")).to_contain_text("schema_query")
 
 
-def test_run_demo_completes_and_the_task_page_updates_without_reload(logged_in_page, live_server, runtime_host):
-    page = logged_in_page
+def test_run_demo_completes_and_the_task_page_updates_without_reload(asgi_page, asgi_url, runtime_host):
+    page = asgi_page
     page.click("#run-demo")
-    page.wait_for_url(f"{live_server.url}/tasks/**")
-    expect(page.locator("#task-status")).to_have_text("completed", timeout=60_000)
+    page.wait_for_url(f"{asgi_url}/tasks/**")
+    expect(page.locator('#task-header [data-field="task-status"]')).to_have_text("completed", timeout=60_000)
     artifacts = page.locator("#artifacts summary")
     expect(artifacts.filter(has_text="requirement_final.md")).to_have_count(1)
     expect(artifacts.filter(has_text="consolidation_report.json")).to_have_count(1)

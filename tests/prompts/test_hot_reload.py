@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -37,12 +38,15 @@ def prompt_recording_host(transactional_db, builtin):
     of ``task_orchestration``; tasks titled "hold" wait for ``release`` in between."""
     seen: dict[str, dict[str, str]] = {}
     release = threading.Event()
+    holder = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hold")
 
     async def orchestrate(call):
         task_id = call.task.task_id
         seen.setdefault(task_id, {})["start"] = call.system_prompt()
         if call.params["task_description"].startswith("hold"):
-            await asyncio.get_running_loop().run_in_executor(None, release.wait, 30)
+            # Not the loop's default executor: the host keeps that single worker for loading
+            # config snapshots, which the second task needs while this one holds.
+            await asyncio.get_running_loop().run_in_executor(holder, release.wait, 30)
         seen[task_id]["end"] = call.system_prompt()
         return synthesise(call.card.output_schema, call.params, call.card.capability_id)
 
@@ -53,6 +57,7 @@ def prompt_recording_host(transactional_db, builtin):
     yield host, seen, release
     release.set()
     host_module.reset_host()
+    holder.shutdown(wait=True)
 
 
 def start(api, description, **extra):

@@ -1,0 +1,85 @@
+"""Who may see and operate which task's execution (PRD §4.6, US-04/05/08/11).
+
+Every page, API call and socket needs a login (DESIGN.md §7). Beyond that, runs are
+private to the people responsible for them:
+
+- **see every task**: staff, superusers and users holding ``monitoring.view_task``;
+- **see a task**: the above, and the user who started it (``Task.created_by``);
+- **operate a task** (send a user instruction, take a manual snapshot): staff, superusers
+  and the user who started it;
+- **decide tool confirmations** (PRD §4.7 ⚠️: code execution, deployment, network...): staff
+  and superusers only, as ``POST /api/v1/confirmations/{id}`` requires.
+
+A task nobody started (a standalone invoke or hook from the API, a command-line run) is
+visible to the see-every-task group only. A task, context or snapshot the user may not see
+is answered as *not found*, so its existence does not leak.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from monitoring.models import ExecutionContext, Task
+
+
+def sees_every_task(user: Any) -> bool:
+    """True for active staff, superusers and holders of ``monitoring.view_task``."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    return bool(user.is_staff or user.is_superuser or user.has_perm("monitoring.view_task"))
+
+
+def visible_tasks(user: Any) -> QuerySet[Task]:
+    """The tasks ``user`` may see (none for an anonymous user)."""
+    if sees_every_task(user):
+        return Task.objects.all()
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return Task.objects.none()
+    return Task.objects.filter(created_by=user)
+
+
+def visible_contexts(user: Any) -> QuerySet[ExecutionContext]:
+    """The execution contexts of the tasks ``user`` may see."""
+    if sees_every_task(user):
+        return ExecutionContext.objects.all()
+    return ExecutionContext.objects.filter(task__in=visible_tasks(user).values("id"))
+
+
+def can_view_task(user: Any, task: Task) -> bool:
+    """Whether ``user`` may see ``task`` (see module docstring)."""
+    if sees_every_task(user):
+        return True
+    return bool(getattr(user, "is_authenticated", False) and user.is_active and task.created_by_id == user.pk)
+
+
+def can_operate_task(user: Any, task: Task) -> bool:
+    """Whether ``user`` may act on ``task``'s agents: confirmations, instructions, snapshots."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    return bool(user.is_staff or user.is_superuser or task.created_by_id == user.pk)
+
+
+def can_decide_confirmations(user: Any) -> bool:
+    """Whether ``user`` may approve or reject tool confirmations (staff and superusers)."""
+    return bool(getattr(user, "is_authenticated", False) and user.is_active and (user.is_staff or user.is_superuser))
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """What a websocket consumer needs to filter live events without touching the database:
+    ``user_id`` and whether the user sees every task (see module docstring)."""
+
+    user_id: int
+    sees_all: bool
+
+    @classmethod
+    def for_user(cls, user: Any) -> Viewer:
+        """The viewer for an authenticated ``user`` (runs permission queries: call it off the event loop)."""
+        return cls(user_id=user.pk, sees_all=sees_every_task(user))
+
+    def may_see(self, owner_id: int | None, public: bool = False) -> bool:
+        """Whether an event about a task started by ``owner_id`` (None: nobody) is for this viewer."""
+        return public or self.sees_all or (owner_id is not None and owner_id == self.user_id)

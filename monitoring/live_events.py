@@ -1,0 +1,291 @@
+"""Runtime events -> live payloads for the browser (PRD §4.6, DESIGN.md §3.3).
+
+Two steps, on two threads:
+
+1. ``extract(batch)`` runs in the recorder's thread right after a batch committed. It
+   coalesces the batch (a context changed ten times is one card with its latest fields; a
+   message queued then delivered is one row with its final status) and copies the fields the
+   page shows into plain dicts (``monitoring.live_items``), so what is published is what the
+   database holds at that commit. It never touches the database and costs microseconds.
+2. ``render(items, tasks)`` runs in the live sink's thread: each item becomes a ``LiveEvent``
+   carrying the rendered fragment (the same template the page uses on first load) as JSON
+   text, plus the few fields consumers filter on (task, project, owner, roles, message type)
+   without parsing it.
+
+A payload's JSON: ``{"kind", "key", "task_id", "data": {...}, "swap": {"id", "into",
+"where", "html"}}``. ``swap`` tells the page's script to replace the element ``id`` or, when
+it is not on the page, insert the HTML into the container ``into`` at ``where``
+(``afterbegin`` / ``beforeend``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.template.loader import render_to_string
+
+from monitoring import live_items
+from teamclaw.runtime.events import EventKind, RuntimeEvent
+
+LIVE_KINDS = ("message", "context", "snapshot", "confirmation", "alert", "config_change", "task", "artifact")
+"""What the live page shows (issue #6): message with delivery status, context (status,
+progress, current step), snapshot, confirmation request, alert, config change; plus task
+status and artifacts for a task's own page."""
+
+GRAPH_MESSAGE_TYPES = frozenset({"invoke_request", "hook_event"})
+"""Message types the call-relationship graph counts (US-04: who invoked or hooked whom)."""
+
+
+class Fragment(NamedTuple):
+    template: str
+    var: str
+    where: str
+
+
+FRAGMENTS: dict[str, Fragment] = {
+    "context": Fragment("monitoring/_context_card.html", "c", "beforeend"),
+    "message": Fragment("monitoring/_message_row.html", "m", "afterbegin"),
+    "confirmation": Fragment("monitoring/_confirmation.html", "cf", "afterbegin"),
+    "snapshot": Fragment("monitoring/_snapshot_item.html", "s", "beforeend"),
+    "alert": Fragment("monitoring/_alert.html", "a", "afterbegin"),
+    "config_change": Fragment("monitoring/_config_change.html", "cc", "afterbegin"),
+    "task": Fragment("monitoring/_task_chip.html", "t", "afterbegin"),
+    "artifact": Fragment("monitoring/_artifact.html", "a", "beforeend"),
+}
+"""One fragment template per live thing, with the name the template knows it by."""
+
+
+def dom_id(kind: str, item: dict[str, Any]) -> str:
+    """The element id a live thing has on every page that shows it."""
+    if kind == "context":
+        return f"ctx-{item['id']}"
+    if kind == "message":
+        return f"msg-{item['id']}"
+    if kind == "confirmation":
+        return f"confirmation-{item['id']}"
+    if kind == "snapshot":
+        return f"snap-{item['id']}"
+    if kind == "alert":
+        return f"alert-{item['key']}"
+    if kind == "config_change":
+        return f"config-v{item['new_version']}"
+    if kind == "task":
+        return f"task-{item['id']}"
+    return f"artifact-{item['task_id']}-{item['name']}"
+
+
+def container_id(kind: str, item: dict[str, Any]) -> str:
+    """Where a live thing that is not on the page yet is inserted."""
+    return {
+        "context": "context-cards",
+        "message": "message-log-rows",
+        "confirmation": "confirmations",
+        "alert": "alerts",
+        "config_change": "config-changes",
+        "task": "live-tasks",
+        "artifact": "artifacts",
+    }.get(kind) or f"snapshots-{item['context_id']}"
+
+
+class LiveItem(NamedTuple):
+    """One coalesced live thing extracted at commit time (not yet rendered)."""
+
+    kind: str
+    key: str
+    item: dict[str, Any]
+
+
+class LiveEvent(NamedTuple):
+    """What travels through the channel layer for one live thing (``pack``ed with its batch).
+
+    ``owner_id`` is the id of the user who started the task (None: nobody; staff only);
+    ``public`` events (config changes) are for every logged-in user. ``roles`` are the roles
+    the thing is about (a message's sender and receiver), ``message_type`` a message's type;
+    consumers filter on these. ``text`` is the payload's JSON.
+    """
+
+    key: str
+    kind: str
+    task_id: str
+    project_id: str
+    owner_id: int | None
+    public: bool
+    roles: list[str]
+    message_type: str
+    graph: bool
+    text: str
+
+
+SEPARATOR = "\x00"
+"""Joins the events' JSON texts of a batch: ``json.dumps`` escapes every control character,
+so it never occurs inside one."""
+
+
+def pack(events: list[LiveEvent]) -> dict[str, str]:
+    """A batch for ``group_send`` as two strings: the filter fields (small JSON) and the texts.
+
+    The in-memory channel layer deep-copies every message for every receiver; strings are
+    copied for free, nested lists are not (with 20 browsers that copying dominated the CPU).
+    """
+    meta = [
+        [e.key, e.kind, e.task_id, e.project_id, e.owner_id, e.public, e.roles, e.message_type, e.graph] for e in events
+    ]
+    return {"meta": json.dumps(meta, separators=(",", ":")), "texts": SEPARATOR.join(e.text for e in events)}
+
+
+def unpack(message: dict[str, Any]) -> list[LiveEvent]:
+    """The events of a ``pack``ed batch."""
+    meta = json.loads(message["meta"])
+    texts = message["texts"].split(SEPARATOR) if meta else []
+    return [LiveEvent._make([*fields, text]) for fields, text in zip(meta, texts, strict=True)]
+
+
+# -- step 1: extract (recorder thread) --------------------------------------------------------
+def extract(batch: Iterable[RuntimeEvent]) -> list[LiveItem]:
+    """Coalesce a committed batch into the live things it changed, in first-seen order."""
+    out: dict[str, LiveItem] = {}
+    contexts: dict[str, Any] = {}
+    tasks: dict[str, dict[str, Any]] = {}
+    for event in batch:
+        kind, data = event.kind, event.data
+        if kind in (EventKind.MESSAGE, EventKind.MESSAGE_STATUS):
+            message = data["message"]
+            key = f"message:{message.id}"
+            previous = out.get(key)
+            if previous is not None and kind == EventKind.MESSAGE_STATUS:
+                previous.item["status"] = str(data["status"])
+                previous.item["reason"] = (data.get("reason") or "")[:300]
+                continue
+            out[key] = LiveItem(
+                "message",
+                key,
+                live_items.message_item_from_runtime(
+                    message, str(data["status"]), data.get("reason"), data.get("project_id")
+                ),
+            )
+        elif kind == EventKind.CONTEXT:
+            context = data["context"]
+            key = f"context:{context.id}"
+            contexts[key] = context
+            out.setdefault(key, LiveItem("context", key, {}))
+        elif kind == EventKind.SNAPSHOT:
+            snap = data["snapshot"]
+            key = f"snapshot:{snap['id']}"
+            item = live_items.snapshot_item(snap)
+            item["task_id"] = snap.get("task_id", "")
+            item["project_id"] = snap["state"].get("project_id") if isinstance(snap.get("state"), dict) else None
+            item["role"] = snap["state"].get("role", "") if isinstance(snap.get("state"), dict) else ""
+            out[key] = LiveItem("snapshot", key, item)
+        elif kind == EventKind.CONFIRMATION:
+            info = data["confirmation"]
+            key = f"confirmation:{info['id']}"
+            out.pop(key, None)
+            out[key] = LiveItem("confirmation", key, live_items.confirmation_item(info))
+        elif kind == EventKind.ALERT:
+            key = f"alert:{event.seq}"
+            out[key] = LiveItem("alert", key, live_items.alert_item(data["alert"], str(event.seq)))
+        elif kind == EventKind.CONFIG_CHANGE:
+            change = live_items.config_change_item(data["event"], live_items.from_epoch(event.at))
+            key = f"config_change:{change['new_version']}"
+            out[key] = LiveItem("config_change", key, change)
+        elif kind == EventKind.TASK:
+            key = f"task:{data['task_id']}"
+            tasks.setdefault(key, {}).update(data)
+            out.setdefault(key, LiveItem("task", key, {}))
+        elif kind == EventKind.ARTIFACT:
+            key = f"artifact:{data['task_id']}:{data['name']}"
+            out[key] = LiveItem(
+                "artifact", key, {**live_items.artifact_item(data), "project_id": data.get("project_id")}
+            )
+    # Latest fields of each context and task, read once, right after the commit.
+    for key, context in contexts.items():
+        out[key] = LiveItem("context", key, live_items.context_item_from_runtime(context))
+    for key, info in tasks.items():
+        out[key] = LiveItem("task", key, live_items.task_item(info))
+    return list(out.values())
+
+
+def merge(items: list[LiveItem]) -> list[LiveItem]:
+    """Items of several batches as one: one item per live thing, at its first position, with
+    its latest fields (each item is a complete picture of its thing)."""
+    out: dict[str, LiveItem] = {}
+    for item in items:
+        if item.key in out:
+            out[item.key] = LiveItem(item.kind, item.key, item.item)
+        else:
+            out[item.key] = item
+    return list(out.values())
+
+
+# -- step 2: render (live sink thread) ----------------------------------------------------------
+def _roles(kind: str, item: dict[str, Any]) -> list[str]:
+    if kind == "message":
+        return [r for r in (item["from_role"], item["to_role"]) if r]
+    if kind in ("context", "confirmation", "snapshot", "artifact"):
+        return [item["role"]] if item.get("role") else []
+    return []
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return DjangoJSONEncoder().default(value)
+
+
+def render_one(
+    kind: str, key: str, item: dict[str, Any], owner_id: int | None = None, *, insert: bool = True
+) -> LiveEvent:
+    """Render one live thing's fragment and wrap it as a LiveEvent (see module docstring).
+    With ``insert`` False the page only replaces the thing where it is already shown."""
+    fragment = FRAGMENTS[kind]
+    html = render_to_string(fragment.template, {fragment.var: item})
+    task_id = item.get("task_id") or (item.get("id") if kind == "task" else "") or ""
+    into = container_id(kind, item) if insert else ""
+    payload = {
+        "kind": kind,
+        "key": key,
+        "task_id": task_id,
+        "data": item,
+        "swap": {"id": dom_id(kind, item), "into": into, "where": fragment.where, "html": html},
+    }
+    return LiveEvent(
+        key=key,
+        kind=kind,
+        task_id=task_id,
+        project_id=item.get("project_id") or "",
+        owner_id=owner_id,
+        public=kind == "config_change",
+        roles=_roles(kind, item),
+        message_type=item.get("type", "") if kind == "message" else "",
+        graph=kind == "message" and item.get("type") in GRAPH_MESSAGE_TYPES,
+        text=json.dumps(payload, ensure_ascii=False, default=_json_default, separators=(",", ":")),
+    )
+
+
+def render(items: list[LiveItem], tasks: dict[str, tuple[int | None, str, str]]) -> list[LiveEvent]:
+    """Render every item; ``tasks`` maps task id -> (owner user id or None, title, kind).
+
+    The short tasks around a standalone invoke or hook (kind ``invoke``/``hook``) update their
+    own page but are not added to the live page's list of tasks."""
+    events = []
+    for kind, key, item in items:
+        task_id = item.get("task_id") or (item.get("id") if kind == "task" else "")
+        owner, title, task_kind = tasks.get(task_id, (None, "", "task")) if task_id else (None, "", "task")
+        if kind == "task" and title:
+            item["title"] = title
+        events.append(render_one(kind, key, item, owner, insert=kind != "task" or task_kind == "task"))
+    return events
+
+
+def task_ids(items: list[LiveItem]) -> set[str]:
+    """The task ids the items belong to (the sink looks their owners up)."""
+    out = set()
+    for kind, _key, item in items:
+        task_id = item.get("task_id") or (item.get("id") if kind == "task" else "")
+        if task_id:
+            out.add(task_id)
+    return out

@@ -1,0 +1,301 @@
+"""The live things of the execution viewer as plain dicts (PRD §4.6, US-04/05).
+
+Each live thing (a context card, a message row, a confirmation, a snapshot, an alert, a
+config change, a task status, an artifact) is shown by one fragment template. The template
+always gets the same dict, whether the page renders it from a database row on first load or
+the live sink builds it from a runtime event the moment the recorder committed it, so the
+first render, htmx swaps and websocket pushes are one and the same HTML.
+
+Times are aware UTC datetimes; token counts are tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from monitoring.models import Alert, Artifact, ExecutionContext, Message, Snapshot, Task, ToolConfirmation
+
+FINAL_CONTEXT_STATUSES = frozenset({"completed", "failed", "terminated"})
+"""AgentStatus values after which a context never changes again (PRD §4.6)."""
+
+SUMMARY_CHARS = 160
+ARTIFACT_PREVIEW_CHARS = 20_000
+
+
+def from_epoch(seconds: float | None) -> datetime | None:
+    """Epoch seconds (runtime clock) -> aware UTC datetime."""
+    return datetime.fromtimestamp(seconds, tz=UTC) if seconds is not None else None
+
+
+def _clip(text: str, limit: int = SUMMARY_CHARS) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compact(value: Any, limit: int = SUMMARY_CHARS) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = repr(value)
+    return _clip(text, limit)
+
+
+def message_summary(message_type: str, payload: dict[str, Any]) -> str:
+    """One readable line about a message's payload (PRD §4.3 message types)."""
+    if not isinstance(payload, dict):
+        return _compact(payload)
+    if message_type == "invoke_request":
+        params = payload.get("params") or {}
+        keys = ", ".join(sorted(params)) if isinstance(params, dict) else ""
+        attempt = payload.get("attempt")
+        retry = f" (attempt {attempt})" if attempt and attempt != 1 else ""
+        if payload.get("error"):
+            return _clip(f"refused: {payload['error'].get('code')}: {payload['error'].get('message', '')}")
+        return _clip(f"params {{{keys}}}{retry}")
+    if message_type == "invoke_response":
+        result = payload.get("result")
+        return _clip(f"result {{{', '.join(sorted(result))}}}") if isinstance(result, dict) else _compact(result)
+    if message_type == "invoke_error":
+        error = payload.get("error") or {}
+        return _clip(f"{error.get('code')}: {error.get('message', '')}")
+    if message_type == "hook_event":
+        return _clip(f"{payload.get('event_type')} {_compact(payload.get('payload') or {}, 100)}")
+    if message_type == "hook_ack":
+        return _clip(f"{payload.get('status')} {payload.get('event_type') or ''}")
+    if message_type == "status_update":
+        return _clip(" ".join(str(payload.get(k)) for k in ("status", "event_type", "capability_id") if payload.get(k)))
+    if message_type == "context_sync" and "user_instruction" in payload:
+        return _clip(f"instruction from {payload.get('author', 'operator')}: {payload['user_instruction']}")
+    return _compact(payload)
+
+
+# -- execution contexts ---------------------------------------------------------------
+def context_item_from_runtime(context: Any) -> dict[str, Any]:
+    """A context card from the runtime's live ``ExecutionContext`` (read its fields, not ``state()``)."""
+    status = str(context.status)
+    return {
+        "id": context.id,
+        "task_id": context.task_id,
+        "project_id": context.project_id,
+        "role": context.role,
+        "instance_id": context.instance_id,
+        "status": status,
+        "progress": int(context.progress),
+        "current_step": str(context.current_step)[:200],
+        "input_tokens": context.input_tokens,
+        "output_tokens": context.output_tokens,
+        "total_tokens": context.input_tokens + context.output_tokens,
+        "api_calls": context.api_calls,
+        "tokens_estimated": bool(context.tokens_estimated),
+        "pending_questions": len(context.pending_questions),
+        "errors": len(context.errors),
+        "updated_at": from_epoch(context.updated_at or context.created_at),
+        "final": status in FINAL_CONTEXT_STATUSES,
+    }
+
+
+def context_item_from_row(row: ExecutionContext) -> dict[str, Any]:
+    """A context card from its database row."""
+    output = row.output_state or {}
+    return {
+        "id": row.id,
+        "task_id": row.task_id,
+        "project_id": row.project_id,
+        "role": row.role,
+        "instance_id": row.instance_id,
+        "status": row.status,
+        "progress": row.progress,
+        "current_step": row.current_step,
+        "input_tokens": row.input_tokens,
+        "output_tokens": row.output_tokens,
+        "total_tokens": row.total_tokens,
+        "api_calls": row.api_calls,
+        "tokens_estimated": row.tokens_estimated,
+        "pending_questions": len(output.get("pending_questions") or []),
+        "errors": len(output.get("errors") or []),
+        "updated_at": row.updated_at,
+        "final": row.status in FINAL_CONTEXT_STATUSES,
+    }
+
+
+# -- messages ---------------------------------------------------------------------------
+def message_item_from_runtime(message: Any, status: str, reason: str | None, project_id: str | None) -> dict[str, Any]:
+    """A message-log row from an ``AgentMessage`` and its delivery status (PRD §4.3)."""
+    payload = message.payload
+    message_type = str(message.type)
+    return {
+        "id": message.id,
+        "seq": message.seq,
+        "type": message_type,
+        "from_role": message.sender.role or "",
+        "from_instance": message.sender.instance_id or "",
+        "to_role": message.recipient.role or "",
+        "to_instance": message.recipient.instance_id or "",
+        "capability_id": str(payload.get("capability_id") or payload.get("event_type") or "")[:300],
+        "task_id": message.context.task_id,
+        "project_id": project_id,
+        "priority": message.priority.label,
+        "status": str(status),
+        "reason": (reason or "")[:300],
+        "at": from_epoch(message.timestamp / 1000),
+        "summary": message_summary(message_type, payload),
+    }
+
+
+def message_item_from_row(row: Message) -> dict[str, Any]:
+    """A message-log row from its database row."""
+    return {
+        "id": row.id,
+        "seq": row.seq,
+        "type": row.type,
+        "from_role": row.from_role,
+        "from_instance": row.from_instance,
+        "to_role": row.to_role,
+        "to_instance": row.to_instance,
+        "capability_id": row.capability_id,
+        "task_id": row.task_id,
+        "project_id": row.project_id,
+        "priority": row.priority,
+        "status": row.status,
+        "reason": row.reason,
+        "at": from_epoch(row.timestamp_ms / 1000),
+        "summary": message_summary(row.type, row.payload),
+    }
+
+
+# -- tool confirmations -------------------------------------------------------------------
+def confirmation_item(source: dict[str, Any] | ToolConfirmation) -> dict[str, Any]:
+    """A pending (or decided) tool confirmation (PRD §4.7 ⚠️) from the runtime's dict or a row."""
+    if isinstance(source, ToolConfirmation):
+        return {
+            "id": source.id,
+            "context_id": source.context_id,
+            "instance_id": source.instance_id,
+            "role": source.role,
+            "task_id": source.task_id,
+            "project_id": source.project_id,
+            "tool": source.tool,
+            "args": _compact(source.args, 400),
+            "status": source.status,
+            "decided_by": source.decided_by,
+            "created_at": source.created_at,
+            "expires_at": source.expires_at,
+        }
+    return {
+        "id": source["id"],
+        "context_id": source["context_id"],
+        "instance_id": source["instance_id"],
+        "role": source["role"],
+        "task_id": source["task_id"],
+        "project_id": source.get("project_id"),
+        "tool": source["tool"],
+        "args": _compact(source.get("args") or {}, 400),
+        "status": source["status"],
+        "decided_by": source.get("decided_by") or "",
+        "created_at": from_epoch(source.get("created_at")),
+        "expires_at": from_epoch(source.get("expires_at")),
+    }
+
+
+# -- snapshots ----------------------------------------------------------------------------
+def snapshot_item(source: dict[str, Any] | Snapshot) -> dict[str, Any]:
+    """A snapshot's timeline entry (PRD §4.6: type auto/error/manual and its trigger), no state."""
+    if isinstance(source, Snapshot):
+        return {
+            "id": source.id,
+            "context_id": source.context_id,
+            "type": source.type,
+            "trigger": source.trigger,
+            "label": source.label,
+            "sequence": source.sequence,
+            "created_at": source.created_at,
+        }
+    return {
+        "id": source["id"],
+        "context_id": source["context_id"],
+        "type": source["type"],
+        "trigger": source["trigger"][:200],
+        "label": (source.get("label") or "")[:300],
+        "sequence": source["sequence"],
+        "created_at": from_epoch(source.get("created_at")),
+    }
+
+
+# -- alerts and config changes --------------------------------------------------------------
+def alert_item(source: dict[str, Any] | Alert, key: str) -> dict[str, Any]:
+    """An alert (queue drop, health change, budget stop) keyed by ``key`` for the page."""
+    if isinstance(source, Alert):
+        return {
+            "key": key,
+            "kind": source.kind,
+            "severity": source.severity,
+            "message": source.message,
+            "task_id": (source.details or {}).get("task_id") or "",
+            "created_at": source.created_at,
+        }
+    return {
+        "key": key,
+        "kind": source["kind"],
+        "severity": source["severity"],
+        "message": source["message"],
+        "task_id": (source.get("details") or {}).get("task_id") or "",
+        "created_at": from_epoch(source.get("at")),
+    }
+
+
+def config_change_item(event: dict[str, Any], at: datetime | None) -> dict[str, Any]:
+    """A ConfigChangeEvent (PRD §4.8) as shown in the live feed."""
+    return {
+        "config_type": event.get("config_type", ""),
+        "role": event.get("role") or "",
+        "project_id": event.get("project_id") or "",
+        "old_version": str(event.get("old_version", "")),
+        "new_version": str(event.get("new_version", "")),
+        "changed_fields": list(event.get("changed_fields") or [])[:20],
+        "at": at,
+    }
+
+
+# -- tasks and artifacts ----------------------------------------------------------------------
+def task_item(source: dict[str, Any] | Task) -> dict[str, Any]:
+    """A task's status badge (and what the live page lists about running tasks)."""
+    if isinstance(source, Task):
+        return {
+            "id": source.id,
+            "title": source.title or source.id,
+            "status": source.status,
+            "project_id": source.project_id,
+            "tokens_used": source.tokens_used,
+            "token_budget": source.token_budget,
+            "error": source.error,
+        }
+    return {
+        "id": source["task_id"],
+        "title": (source.get("description") or source["task_id"])[:300],
+        "status": source["status"],
+        "project_id": source.get("project_id"),
+        "tokens_used": source.get("tokens_used"),
+        "token_budget": source.get("token_budget"),
+        "error": source.get("error"),
+    }
+
+
+def artifact_item(source: dict[str, Any] | Artifact) -> dict[str, Any]:
+    """An artifact entry: name, producer, type, size, and at most the first 20,000 characters."""
+    if isinstance(source, Artifact):
+        content, task_id = source.content, source.task_id
+        name, role, content_type = source.name, source.role, source.content_type
+    else:
+        content, task_id = source["content"], source["task_id"]
+        name, role, content_type = source["name"], source.get("role", ""), source["content_type"]
+    return {
+        "task_id": task_id,
+        "name": name,
+        "role": role,
+        "content_type": content_type,
+        "chars": len(content),
+        "preview": content[:ARTIFACT_PREVIEW_CHARS],
+        "truncated": len(content) > ARTIFACT_PREVIEW_CHARS,
+    }

@@ -1,0 +1,47 @@
+"""Role emoji and display names for the live pages (PRD §4.1 AgentRoleDefinition.emoji).
+
+Read from the database at most every ``TTL_S`` seconds: fragments are rendered by the live
+sink for every event, and a role's emoji rarely changes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+OPERATOR_EMOJI = "🧑"
+"""The operator (a message from ``user``: a task hand-over or a user instruction)."""
+
+TTL_S = 30.0
+
+_lock = threading.Lock()
+_cache: tuple[float, dict[str, tuple[str, str]]] = (0.0, {})
+
+
+def role_labels() -> dict[str, tuple[str, str]]:
+    """``role -> (emoji, display name)`` for every role, plus ``user`` (the operator)."""
+    global _cache
+    loaded_at, labels = _cache
+    if time.monotonic() - loaded_at < TTL_S and labels:
+        return labels
+    from capabilities.models import AgentRole
+
+    labels = {r.role: (r.emoji, r.display_name) for r in AgentRole.objects.only("role", "emoji", "display_name")}
+    labels["user"] = (OPERATOR_EMOJI, "Operator")
+    with _lock:
+        _cache = (time.monotonic(), labels)
+    return labels
+
+
+def role_order() -> list[str]:
+    """Roles in their display order (``user`` first), for graphs and filters."""
+    from capabilities.models import AgentRole
+
+    return ["user", *AgentRole.objects.values_list("role", flat=True)]
+
+
+def forget() -> None:
+    """Drop the cache (tests that create roles)."""
+    global _cache
+    with _lock:
+        _cache = (0.0, {})

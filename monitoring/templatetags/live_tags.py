@@ -1,0 +1,103 @@
+"""Template filters of the live viewer, replay and token statistics pages."""
+
+from __future__ import annotations
+
+import functools
+import json
+from datetime import datetime
+from urllib.parse import quote
+
+from django import template
+from django.urls import reverse
+
+from monitoring.role_labels import role_labels
+
+register = template.Library()
+
+
+@register.filter
+def role_emoji(role: str) -> str:
+    """The role's emoji (PRD §4.1), or an empty string for an unknown role."""
+    return role_labels().get(role or "", ("", ""))[0]
+
+
+@register.filter
+def role_name(role: str) -> str:
+    """The role's display name, or the slug itself when unknown."""
+    return role_labels().get(role or "", ("", role))[1] or role
+
+
+@register.filter
+def short_id(value: str, length: int = 8) -> str:
+    """The first ``length`` characters of an id (the full id goes in a title attribute)."""
+    return str(value or "")[: int(length)]
+
+
+@register.filter
+def clock(value: datetime | None) -> str:
+    """``HH:MM:SS.mmm`` (UTC) of a datetime, for message-log rows."""
+    if value is None:
+        return ""
+    return value.strftime("%H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+
+
+@register.filter
+def thousands(value: int | None) -> str:
+    """An integer with thousands separators (token counts)."""
+    try:
+        return f"{int(value or 0):,}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def pretty_json(value: object) -> str:
+    """Indented JSON (autoescaped by the template like any string)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+_PLACEHOLDER = "00placeholder00"
+
+
+@functools.cache
+def _pattern(name: str, arity: int) -> str:
+    return reverse(name, args=[_PLACEHOLDER] * arity)
+
+
+def _url(name: str, *ids: str) -> str:
+    # ``{% url %}`` resolves the pattern on every call; the live sink renders hundreds of
+    # fragments a second, so each pattern is reversed once and the ids substituted.
+    pattern = _pattern(name, len(ids))
+    for value in ids:
+        pattern = pattern.replace(_PLACEHOLDER, quote(str(value), safe=""), 1)
+    return pattern
+
+
+@register.filter
+def task_url(task_id: str) -> str:
+    """URL of a task's page."""
+    return _url("task-detail", task_id)
+
+
+@register.filter
+def replay_url(context_id: str) -> str:
+    """URL of a context's replay."""
+    return _url("replay", context_id)
+
+
+@register.filter
+def inspect_url(context_id: str) -> str:
+    """URL of a context's inspector fragment."""
+    return _url("live-context", context_id)
+
+
+@register.filter
+def decide_url(confirmation_id: str) -> str:
+    """URL that approves or rejects a tool confirmation."""
+    return _url("live-confirmation", confirmation_id)
+
+
+@register.filter
+def artifact_url(artifact: dict) -> str:
+    """URL of an artifact's whole content (``artifact`` is a live_items artifact dict)."""
+    return _url("task-artifact", artifact["task_id"], artifact["name"])

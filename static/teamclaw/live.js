@@ -1,0 +1,170 @@
+// TeamClaw live pages (/live/ and a task's page): one websocket, server-rendered fragments.
+//
+// The server sends frames (see monitoring/consumers.py):
+//   {type: "state",  seq, resync, fills: [{into, html}]}  replace the inside of containers
+//   {type: "events", seq, events: [{kind, key, data, swap: {id, into, where, html}}]}
+//   {type: "behind", seq, dropped}                         we fell behind; a state frame follows
+// and we acknowledge every frame after applying it ({type: "ack", seq}) - that is the flow
+// control that keeps a slow tab from piling up data on the server.
+(function () {
+  "use strict";
+
+  const root = document.querySelector("[data-live-socket]");
+  if (!root) return;
+  const statusEls = document.querySelectorAll("[data-live-status]");
+  const MAX_ROWS = 200;
+  const MAX_CARDS = 120;
+  const GRAPH_TYPES = new Set(["invoke_request", "hook_event"]);
+  const timers = {};
+  let socket = null;
+  let attempt = 0;
+  let closedByPage = false;
+
+  function setStatus(text, kind) {
+    statusEls.forEach(function (el) {
+      el.textContent = text;
+      el.className = "badge live-" + kind;
+    });
+    root.dataset.liveState = kind;
+  }
+
+  function activate(el) {
+    if (el && window.htmx) window.htmx.process(el);
+  }
+
+  function clearEmpty(container) {
+    container.querySelectorAll(":scope > .empty, :scope > .empty-row").forEach(function (el) {
+      el.remove();
+    });
+  }
+
+  function trim(container) {
+    if (container.tagName === "TBODY") {
+      while (container.rows.length > MAX_ROWS) container.deleteRow(-1);
+    } else if (container.id === "context-cards") {
+      const finished = container.querySelectorAll(":scope > .ctx-card.final");
+      let extra = container.children.length - MAX_CARDS;
+      for (let i = 0; extra > 0 && i < finished.length; i += 1, extra -= 1) finished[i].remove();
+    }
+  }
+
+  function fromHTML(html, containerTag) {
+    // <tr> must be parsed inside a table context to survive.
+    const tpl = document.createElement("template");
+    tpl.innerHTML = containerTag === "TBODY" || html.trim().startsWith("<tr") ? "<table><tbody>" + html + "</tbody></table>" : html;
+    const node = tpl.content.querySelector("tbody > tr") || tpl.content.firstElementChild;
+    return node;
+  }
+
+  function fill(f) {
+    const container = document.getElementById(f.into);
+    if (!container) return;
+    container.innerHTML = f.html;
+    activate(container);
+  }
+
+  function swap(s) {
+    const existing = document.getElementById(s.id);
+    if (existing) {
+      const el = fromHTML(s.html, existing.parentElement && existing.parentElement.tagName);
+      if (!el) return;
+      if (existing.tagName === "DETAILS" && existing.open) el.open = true;
+      existing.replaceWith(el);
+      activate(el);
+      return;
+    }
+    const container = document.getElementById(s.into);
+    if (!container) return;
+    clearEmpty(container);
+    container.insertAdjacentHTML(s.where, s.html);
+    activate(document.getElementById(s.id));
+    trim(container);
+  }
+
+  // Trailing throttle: run fn once, ms after the first call of a burst (later calls in the
+  // burst are covered by it, since fn fetches the current state).
+  function soon(key, ms, fn) {
+    if (timers[key]) return;
+    timers[key] = window.setTimeout(function () {
+      delete timers[key];
+      fn();
+    }, ms);
+  }
+
+  function signal(ev) {
+    if (ev.kind === "message" && GRAPH_TYPES.has(ev.data.type)) {
+      soon("graph", 1200, function () {
+        const graph = document.getElementById("call-graph");
+        if (graph && window.htmx) window.htmx.trigger(graph, "tc-graph");
+      });
+    }
+    const contextId = ev.kind === "context" ? ev.data.id : ev.data.context_id;
+    const panel = document.getElementById("inspector-state");
+    const inspected = panel && panel.closest("[data-context]");
+    if (contextId && inspected && inspected.dataset.context === contextId) {
+      soon("inspector", 600, function () {
+        const current = document.getElementById("inspector-state");
+        if (current && window.htmx) window.htmx.trigger(current, "tc-refresh");
+      });
+    }
+    document.dispatchEvent(new CustomEvent("tc:live", { detail: ev }));
+  }
+
+  function onFrame(frame) {
+    if (frame.type === "state") {
+      frame.fills.forEach(fill);
+      setStatus(frame.resync ? "live · resynced" : "live", "ok");
+    } else if (frame.type === "events") {
+      frame.events.forEach(function (ev) {
+        if (ev.swap) swap(ev.swap);
+        signal(ev);
+      });
+    } else if (frame.type === "behind") {
+      setStatus("catching up…", "warn");
+    }
+    if (frame.seq) {
+      root.dataset.liveSeq = String(frame.seq);
+      if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: "ack", seq: frame.seq }));
+    }
+  }
+
+  function connect() {
+    const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
+    setStatus(attempt ? "reconnecting…" : "connecting…", "wait");
+    socket = new WebSocket(scheme + window.location.host + root.dataset.liveSocket);
+    socket.onopen = function () {
+      attempt = 0;
+    };
+    socket.onmessage = function (message) {
+      let frame;
+      try {
+        frame = JSON.parse(message.data);
+      } catch (err) {
+        return;
+      }
+      onFrame(frame);
+    };
+    socket.onclose = function () {
+      socket = null;
+      if (closedByPage) return;
+      attempt += 1;
+      // Exponential back-off with jitter, so a restarted server is not hit by every tab at once.
+      const delay = Math.round(Math.min(30, 2 ** Math.min(attempt, 5)) * (0.5 + Math.random()) * 1000);
+      setStatus("offline · retrying in " + Math.round(delay / 1000) + " s", "bad");
+      window.setTimeout(connect, delay);
+    };
+  }
+
+  document.addEventListener("click", function (event) {
+    const target = event.target instanceof Element ? event.target : null;
+    if (target && target.closest("[data-close-inspector]")) {
+      const box = document.getElementById("inspector");
+      if (box) box.innerHTML = "";
+    }
+  });
+  window.addEventListener("pagehide", function () {
+    closedByPage = true;
+    if (socket) socket.close();
+  });
+  connect();
+})();
