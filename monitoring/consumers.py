@@ -217,6 +217,9 @@ class TaskConsumer(LiveSocket):
         return None
 
     async def fills(self) -> list[dict[str, str]]:
+        # Read the task again: a resync after the task finished must show its final status,
+        # not the one it had when the socket connected.
+        await database_sync_to_async(self.task.refresh_from_db)()
         return await database_sync_to_async(live_state.task_fills)(self.scope["user"], self.task)
 
     def wants(self, event: LiveEvent) -> bool:

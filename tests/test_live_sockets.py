@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from monitoring.consumers import LiveConsumer
+from monitoring.consumers import LiveConsumer, TaskConsumer
 from monitoring.live_sink import get_live_sink
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
 from monitoring.tasks import start_task
@@ -181,6 +181,27 @@ async def test_a_stalled_client_is_told_it_fell_behind_and_is_resynchronised(run
     contexts = await sync_to_async(list)(ExecutionContext.objects.filter(task=task))
     html = fills_of(resync)["context-cards"]
     assert all(f'id="ctx-{c.id}"' in html for c in contexts)
+    await close(socket)
+
+
+async def test_a_task_socket_that_resynchronises_after_the_task_ended_shows_its_final_status(
+    runtime_host, staff_user, monkeypatch
+):
+    monkeypatch.setattr(TaskConsumer, "outbox_options", {"window": 1, "frame_events": 2, "max_pending": 4})
+    task = await sync_to_async(start_task)(workflow="generic", task_description="Busy", user=staff_user)
+    socket, connected, _ = await open_socket(f"/ws/tasks/{task.id}/", staff_user)
+    assert connected
+    state = await next_frame(socket, ack=False)  # never acknowledged: the client is stalled
+    assert state["type"] == "state"
+    await sync_to_async(wait_for_task)(runtime_host, task.id)
+    frames = [await next_frame(socket, ack=False)]
+    while frames[-1]["type"] != "behind":
+        frames.append(await next_frame(socket, ack=False))
+    await socket.send_json_to({"type": "ack", "seq": frames[-1]["seq"]})
+    resync = await next_frame(socket)
+    assert resync["type"] == "state" and resync["resync"] is True
+    header = fills_of(resync)["task-header"]
+    assert 'data-field="task-status">completed<' in header, header
     await close(socket)
 
 
