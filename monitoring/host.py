@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -83,6 +83,10 @@ def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
     return Runtime(**options)
 
 
+WORKER_THREADS = 4
+"""Threads for the runtime's blocking helpers (config snapshots, alert rules)."""
+
+
 class RuntimeHost:
     """Runs a Runtime on a dedicated thread; see module docstring."""
 
@@ -97,7 +101,7 @@ class RuntimeHost:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"teamclaw-runtime-{name}", daemon=True)
-        self._workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"teamclaw-config-{name}")
+        self._workers = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix=f"teamclaw-config-{name}")
         self.alert_loop: Future[None] | None = None
 
     def start(self) -> RuntimeHost:
@@ -119,8 +123,8 @@ class RuntimeHost:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        # The runtime's blocking helpers (config snapshots read the database) run on this
-        # one worker thread, so the host can close that thread's connection when it stops.
+        # The runtime's blocking helpers (config snapshots read the database) run on the host's
+        # own worker threads, so the host can close their connections when it stops.
         self.loop.set_default_executor(self._workers)
         try:
             self.runtime = build_runtime([self.recorder], **self._overrides)
@@ -144,12 +148,44 @@ class RuntimeHost:
             self._thread.join(10)
         self.recorder.flush()
         self.recorder.stop()
-        self._workers.submit(connections.close_all).result(30)
+        # One job per worker thread, held at a barrier so each thread runs exactly one and
+        # closes its own database connection (PostgreSQL refuses to drop a database in use).
+        barrier = threading.Barrier(WORKER_THREADS)
+
+        def close_connections() -> None:
+            barrier.wait(30)
+            connections.close_all()
+
+        for job in [self._workers.submit(close_connections) for _ in range(WORKER_THREADS)]:
+            job.result(60)
         self._workers.shutdown(wait=True)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         """Schedule ``coro`` on the runtime loop; returns a concurrent Future."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def start_background(
+        self, coro: Coroutine[Any, Any, Any], on_crash: Callable[[BaseException], None]
+    ) -> Future[Any]:
+        """Schedule ``coro`` on the runtime loop without waiting for it. Should it raise
+        (a bug or a database failure before the runtime could record anything), the error is
+        logged and ``on_crash(exc)`` runs on a worker thread, so nothing fails silently."""
+        future = self.submit(coro)
+
+        def crashed(done: Future[Any]) -> None:
+            if done.cancelled() or done.exception() is None:
+                return
+            exc = done.exception()
+            assert exc is not None
+            log.error("a background run on the runtime host failed", exc_info=exc)
+            try:
+                self._workers.submit(on_crash, exc)
+            except RuntimeError:  # the host is stopping: run it here rather than lose it
+                on_crash(exc)
+                connections.close_all()
+
+        future.add_done_callback(crashed)
+        return future
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the runtime loop and wait (from synchronous code) for its result."""
