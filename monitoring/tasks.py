@@ -6,6 +6,7 @@ recorder fills in contexts, messages, snapshots and artifacts as the agents work
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ def start_task(
     )
     host = get_host()
     assert host.runtime is not None
-    host.submit(
+    host.start_background(
         host.runtime.run_task(
             capability_id="task_orchestration",
             params=params,
@@ -151,6 +152,29 @@ def start_task(
             project_id=project.slug if project else None,
             description=params["task_description"],
             prompt_enhancement=prompt_enhancement,
-        )
+        ),
+        on_crash=crash_handler(task.id),
     )
     return task
+
+
+def crash_handler(task_id: str) -> Callable[[BaseException], None]:
+    """What to do when a task's run raises instead of ending (a bug, or the database failing
+    before the runtime recorded anything): mark the task ``failed`` with an
+    ``executor_error`` naming the exception type, so it never shows ``running`` forever."""
+
+    def mark_failed(exc: BaseException) -> None:
+        from django.utils import timezone
+
+        from monitoring import live_items
+        from monitoring.live_events import LiveItem
+        from monitoring.live_sink import get_live_sink
+
+        error = {"code": "executor_error", "message": f"the run stopped on an internal error ({type(exc).__name__})"}
+        if Task.objects.filter(pk=task_id, status="running").update(
+            status="failed", error=error, finished_at=timezone.now()
+        ):
+            task = Task.objects.get(pk=task_id)
+            get_live_sink().publish_items([LiveItem("task", f"task:{task_id}", live_items.task_item(task))])
+
+    return mark_failed

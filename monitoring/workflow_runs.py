@@ -12,6 +12,7 @@ from typing import Any
 from capabilities.models import Project
 from capabilities.skill_models import Workflow
 from monitoring.models import Task
+from monitoring.tasks import crash_handler
 from teamclaw.runtime.messages import new_id
 
 MAX_INPUT_BYTES = 1_000_000
@@ -51,13 +52,14 @@ def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, 
     )
     host = get_host()
     assert host.runtime is not None
-    host.submit(
+    host.start_background(
         host.runtime.run_task(
             capability_id="workflow_orchestration",
             params={"workflow": workflow.definition, "input": run_input, "task_description": description[:2000]},
             task_id=task.id,
             project_id=project.slug if project else None,
             description=description,
-        )
+        ),
+        on_crash=crash_handler(task.id),
     )
     return task

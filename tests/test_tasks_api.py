@@ -151,3 +151,19 @@ def test_an_oversized_body_gets_a_json_413(api, builtin, settings):
 def test_unknown_api_urls_answer_json(api, builtin):
     response = api.get("/api/v1/nothing-here")
     assert response.status_code == 404 and response.json()["detail"]
+
+
+def test_a_run_that_crashes_before_the_runtime_records_it_marks_the_task_failed(api, runtime_host, monkeypatch):
+    """A run that raises (here: the config snapshot cannot be read) must not leave the task
+    ``running`` for ever: it ends ``failed`` with a reason the operator can read."""
+
+    def unreadable(*args, **kwargs):
+        raise RuntimeError("database is unavailable")
+
+    monkeypatch.setattr(runtime_host.runtime, "begin_task", unreadable)
+    response = api.post("/api/v1/tasks", {"workflow": "generic", "task_description": "Anything"}, format="json")
+    assert response.status_code == 201, response.content
+    task = wait_for_task(runtime_host, response.json()["task_id"], timeout=20)
+    assert task.status == "failed" and task.finished_at is not None
+    assert task.error == {"code": "executor_error", "message": "the run stopped on an internal error (RuntimeError)"}
+    assert api.get(f"/api/v1/tasks/{task.id}").json()["status"] == "failed"
