@@ -14,6 +14,9 @@ Protocol (text frames, JSON; every server frame has a ``seq``):
 - page -> server ``{"type": "ack", "seq": n}`` after applying frame ``n`` (flow control,
   ``monitoring.outbox``).
 
+Logging out closes the session's open sockets with code 4401 (``end_session_sockets``), so a
+page left open stops streaming the moment its user signs out.
+
 ``/ws/live/`` takes the page's filters as query parameters (``role``, ``type``, ``task``,
 ``project``); it joins the ``task.<id>`` group when filtered by task, ``project.<slug>`` when
 filtered by project, else the ``live`` group, and drops what its user may not see.
@@ -50,6 +53,20 @@ def _visible_task(user: Any, task_id: str) -> Task | None:
     return task if task is not None and can_view_task(user, task) else None
 
 
+def session_group(scope: dict[str, Any]) -> str | None:
+    """The group of every socket opened with one login session (``session.<key>``), so that
+    logging out closes them; None without a session key."""
+    session = scope.get("session")
+    key = getattr(session, "session_key", None)
+    return f"session.{key}" if key else None
+
+
+def end_session_sockets(session_key: str | None) -> None:
+    """Close every live socket of the login session ``session_key`` (called on logout)."""
+    if session_key:
+        get_live_sink().send_to_group(f"session.{session_key}", {"type": "session.ended"})
+
+
 class LiveSocket(AsyncWebsocketConsumer):
     """Shared machinery: access, group membership, outbox, acks, state frames."""
 
@@ -57,6 +74,7 @@ class LiveSocket(AsyncWebsocketConsumer):
     """Overrides for ``Outbox`` limits (tests use small ones)."""
 
     group: str | None = None
+    session_group: str | None = None
     viewer: Viewer | None = None
 
     async def connect(self) -> None:
@@ -73,6 +91,9 @@ class LiveSocket(AsyncWebsocketConsumer):
             await self.close(code=refusal)
             return
         self.viewer = await database_sync_to_async(Viewer.for_user)(user)
+        self.session_group = session_group(self.scope)
+        if self.session_group:
+            await self.channel_layer.group_add(self.session_group, self.channel_name)
         sink = get_live_sink()
         sink.bind_loop(asyncio.get_running_loop())
         sink.client_connected()
@@ -97,6 +118,9 @@ class LiveSocket(AsyncWebsocketConsumer):
         return self.viewer.may_see(event.owner_id, event.public)
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "session_group", None):
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
+            self.session_group = None
         if getattr(self, "joined", False) and self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             self.joined = False
@@ -128,6 +152,10 @@ class LiveSocket(AsyncWebsocketConsumer):
             await self.pump()
 
     # -- group messages ------------------------------------------------------------------
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        """The user logged out of this session: stop streaming at once (close 4401)."""
+        await self.close(code=CLOSE_UNAUTHENTICATED)
+
     async def live_batch(self, message: dict[str, Any]) -> None:
         events = self._events_of(message)
         if events is None:  # a batch was lost on the way: resynchronise

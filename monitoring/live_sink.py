@@ -313,6 +313,36 @@ class LiveSink:
             self._group_seq.popitem(last=False)
         return number
 
+    def send_to_group(self, group: str, message: dict[str, Any], timeout: float = SEND_TIMEOUT_S) -> bool:
+        """Send one control ``message`` to ``group`` now, outside the event stream (a logout
+        closing its sockets). Call it from synchronous code. With the in-memory layer the send
+        runs on the ASGI server's loop (where its sockets live); returns False when no socket
+        ever connected in this process or the send did not finish within ``timeout`` s."""
+        layer = get_channel_layer()
+        if layer is None:
+            return False
+        if not isinstance(layer, InMemoryChannelLayer):
+            from asgiref.sync import async_to_sync
+
+            async_to_sync(layer.group_send)(group, message)
+            return True
+        loop = self._server_loop
+        if loop is None or not loop.is_running():
+            return False
+        future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:  # called on the server loop itself: it runs once we yield
+            return True
+        try:
+            future.result(timeout)
+        except Exception:
+            log.warning("could not reach the sockets of %s", group, exc_info=True)
+            return False
+        return True
+
     def _send(self, messages: list[tuple[str, dict[str, Any]]]) -> None:
         layer = get_channel_layer()
         if layer is None:

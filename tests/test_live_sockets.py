@@ -337,3 +337,33 @@ def test_sends_to_a_loop_that_stopped_are_given_up_and_resynchronised(monkeypatc
     assert sink.failed_sends == 1 and sink._resyncs() == [("task.t1", {"type": "live.resync"})]
     runner.join(5)
     loop.close()
+
+
+async def test_logging_out_closes_that_sessions_sockets_only(runtime_host, staff_user, client):
+    from channels.testing import WebsocketCommunicator
+
+    from teamclaw.asgi import application
+    from tests.live_helpers import ORIGIN
+
+    await sync_to_async(client.force_login)(staff_user)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    mine = WebsocketCommunicator(application, "/ws/live/", headers=[ORIGIN, (b"cookie", cookie)])
+    assert (await mine.connect(timeout=15))[0]
+    await next_frame(mine)
+    other, connected, _ = await open_socket("/ws/live/", staff_user)  # another login of the same user
+    assert connected
+    await next_frame(other)
+
+    response = await sync_to_async(client.post)("/logout/")
+    assert response.status_code == 302
+    closed = await mine.receive_output(timeout=5)
+    assert closed == {"type": "websocket.close", "code": 4401}
+    # The other session is untouched and still streams.
+    task = await sync_to_async(start_task)(workflow="generic", task_description="Still here", user=staff_user)
+    events = await collect_until(other, task_finished(task.id))
+    assert any(e["kind"] == "task" for e in events)
+    await close(other)
+    # Reconnecting with the logged-out session is refused.
+    again = WebsocketCommunicator(application, "/ws/live/", headers=[ORIGIN, (b"cookie", cookie)])
+    connected, _ = await again.connect(timeout=15)
+    assert not connected

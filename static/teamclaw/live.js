@@ -144,9 +144,14 @@
       }
       onFrame(frame);
     };
-    socket.onclose = function () {
+    socket.onclose = function (event) {
       socket = null;
       if (closedByPage) return;
+      if (event.code === 4401) {
+        // Signed out (here or in another tab of this session): nothing more to stream.
+        setStatus("signed out · reload to log in", "bad");
+        return;
+      }
       attempt += 1;
       // Exponential back-off with jitter, so a restarted server is not hit by every tab at once.
       const delay = Math.round(Math.min(30, 2 ** Math.min(attempt, 5)) * (0.5 + Math.random()) * 1000);

@@ -93,3 +93,16 @@ def test_stepping_through_a_replay(asgi_page, asgi_url, runtime_host, staff_user
     page.select_option("select[name=a]", index=0)
     page.click(".compare button")
     expect(page.locator("#snapshot-diff")).to_contain_text("field")
+
+
+def test_logging_out_in_another_tab_stops_the_live_page(asgi_page, asgi_url, runtime_host):
+    page = asgi_page
+    page.goto(f"{asgi_url}/live/")
+    wait_live(page)
+    other = page.context.new_page()  # same browser session
+    other.goto(f"{asgi_url}/roles/")
+    other.click("form.logout button[type=submit]")
+    other.wait_for_url(re.compile(r"/(login/|logout/|$)"))
+    expect(page.locator("[data-live-status]").first).to_have_text("signed out · reload to log in", timeout=10_000)
+    page.reload()
+    expect(page).to_have_url(re.compile(r"/login/\?next=/live/"))
