@@ -131,3 +131,39 @@ async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
     )
     assert stored == messages
     assert recorder.lost_events == 1 and len(alerts) == 1 and "artifact" in alerts[0]
+
+
+async def test_each_heartbeat_refreshes_the_recorded_instance():
+    """The dashboard's "last heartbeat" and "handled" come from the AgentInstance rows, so
+    every beat is recorded, not only health changes (PRD §4.2)."""
+    from asgiref.sync import sync_to_async
+
+    from monitoring.models import AgentInstance
+
+    recorder = Recorder(batch_wait_s=0.001)
+    recorder.start()
+    clock = ManualClock(start=1_000_000.0)
+    offline = OfflineExecutor(charge_tokens=False)
+
+    async def echo(call):
+        return {"text": call.params["text"]}
+
+    offline.register("echo", echo)
+    runtime = Runtime(
+        snapshot=small_snapshot(), clock=clock, sinks=[recorder], executors=ExecutorRegistry({"offline": offline})
+    )
+    try:
+        for i in range(3):
+            assert (await runtime.invoke(InvokeRequest("echo", {"text": f"m{i}"}), from_role="a")).success
+        (instance,) = runtime.pool.alive("b")
+        await asyncio.to_thread(recorder.flush)
+        before = await sync_to_async(AgentInstance.objects.get)(instance_id=instance.instance_id)
+        clock.advance(30)
+        runtime.heartbeat(instance.instance_id)
+        await asyncio.to_thread(recorder.flush)
+        after = await sync_to_async(AgentInstance.objects.get)(instance_id=instance.instance_id)
+        assert (after.last_heartbeat - before.last_heartbeat).total_seconds() == pytest.approx(30, abs=1)
+        assert after.processed == 3 and after.healthy
+    finally:
+        await runtime.stop()
+        await asyncio.to_thread(recorder.stop)

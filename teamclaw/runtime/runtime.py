@@ -970,14 +970,18 @@ class Runtime:
         return instance
 
     def heartbeat(self, instance_id: str) -> None:
-        """Record a heartbeat (PRD §4.2); an unhealthy instance becomes available again."""
+        """Record a heartbeat (PRD §4.2); an unhealthy instance becomes available again.
+
+        Each heartbeat is emitted as an instance event, so what the recorder keeps (last
+        heartbeat, queued, handled) is at most one interval (30 s) old."""
         instance = self.pool.get(instance_id)
         if instance is None or not instance.alive:
             return
         instance.last_heartbeat = self.clock.now()
-        if not instance.healthy:
-            instance.healthy = True
-            self._emit_instance(instance)
+        recovered = not instance.healthy
+        instance.healthy = True
+        self._emit_instance(instance)
+        if recovered:
             self.alert(
                 "health",
                 "info",
