@@ -16,5 +16,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         counts = mark_interrupted()
-        if any(counts.values()):
-            self.stdout.write(", ".join(f"{n} {kind}" for kind, n in counts.items() if n) + " marked as interrupted.")
+        # Work cut short is news for the operator; idle instances of the last run are not.
+        work = {kind: n for kind, n in counts.items() if n and kind != "instances"}
+        if work:
+            self.stdout.write(", ".join(f"{n} {kind}" for kind, n in work.items()) + " marked as interrupted.")
+        if counts["instances"]:
+            self.stdout.write(f"Closed {counts['instances']} agent instances of the previous run.")
