@@ -21,15 +21,17 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
-def no_model_from_the_environment(settings):
+def no_model_from_the_environment(settings, tmp_path_factory):
     """Tests never reach a model the developer's environment points at: the offline brain is
-    the default unless a test configures a model (its local test server) itself."""
+    the default unless a test configures a model (its local test server) itself. Project
+    folders (files agents write) go to a temporary folder, not the developer's data folder."""
     settings.TEAMCLAW = {
         **settings.TEAMCLAW,
         "EXECUTOR": "offline",
         "OPENAI_BASE_URL": "",
         "OPENAI_API_KEY": "",
         "MODEL_ENDPOINTS": {},
+        "PROJECTS_ROOT": tmp_path_factory.getbasetemp() / "projects",
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -167,3 +168,61 @@ def test_a_run_that_crashes_before_the_runtime_records_it_marks_the_task_failed(
     assert task.status == "failed" and task.finished_at is not None
     assert task.error == {"code": "executor_error", "message": "the run stopped on an internal error (RuntimeError)"}
     assert api.get(f"/api/v1/tasks/{task.id}").json()["status"] == "failed"
+
+
+def set_main_file_write(api, mode: str) -> None:
+    doc = api.get("/api/v1/permissions/tool-matrix").json()
+    body = {"version": doc["version"], "matrix": {"main": {"file_write": mode}}, "note": f"file_write {mode}"}
+    response = api.put("/api/v1/permissions/tool-matrix", body, format="json")
+    assert response.status_code == 200, response.content
+
+
+def saved_copy(task_id: str):
+    from django.conf import settings
+
+    return list(Path(settings.TEAMCLAW["PROJECTS_ROOT"]).rglob(f"reviews/{task_id}/requirement_final.md"))
+
+
+def main_context(task_id: str) -> ExecutionContext:
+    return ExecutionContext.objects.get(task_id=task_id, role="main")
+
+
+def test_main_saves_the_final_document_to_the_project_folder_when_file_write_is_allowed(api, runtime_host):
+    body = run_review(api, runtime_host, BOOKSTORE)
+    assert body["status"] == "completed"
+    (copy,) = saved_copy(body["task_id"])
+    final = next(a["content"] for a in body["artifacts"] if a["name"] == "requirement_final.md")
+    assert copy.read_text(encoding="utf-8") == final
+    assert main_context(body["task_id"]).output_state.get("errors", []) == []
+
+
+def test_with_file_write_on_confirm_the_copy_waits_for_the_operator(api, runtime_host):
+    from tests.live_helpers import wait_for_confirmation
+
+    set_main_file_write(api, "confirm")
+    response = api.post("/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": BOOKSTORE}, format="json")
+    task_id = response.json()["task_id"]
+    confirmation = wait_for_confirmation(runtime_host, task_id)
+    assert confirmation.tool == "file_write" and confirmation.role == "main"
+    assert Task.objects.get(pk=task_id).status == "running" and saved_copy(task_id) == []
+    assert api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": True}, format="json").status_code == 200
+    assert wait_for_task(runtime_host, task_id).status == "completed"
+    assert len(saved_copy(task_id)) == 1
+
+
+@pytest.mark.parametrize("how", ["deny", "reject"])
+def test_a_denied_or_rejected_copy_is_reported_and_the_review_still_completes(api, runtime_host, how):
+    from tests.live_helpers import wait_for_confirmation
+
+    set_main_file_write(api, "deny" if how == "deny" else "confirm")
+    response = api.post("/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": BOOKSTORE}, format="json")
+    task_id = response.json()["task_id"]
+    if how == "reject":
+        confirmation = wait_for_confirmation(runtime_host, task_id)
+        api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": False}, format="json")
+    task = wait_for_task(runtime_host, task_id)
+    assert task.status == "completed" and saved_copy(task_id) == []
+    assert task.artifacts.filter(name="requirement_final.md").exists()
+    (error,) = main_context(task_id).output_state["errors"]
+    assert error["code"] == "tool_denied" and error["tool"] == "file_write"
+    assert error["path"] == f"reviews/{task_id}/requirement_final.md"

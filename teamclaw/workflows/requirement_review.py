@@ -12,7 +12,11 @@ requirement and runs the multi-expert review, every step an invoke through the r
    (``requirement_consolidation`` -> ``requirement_final.md`` and ``consolidation_report.json``,
    §6.6, auto mode);
 6. the product manager runs the quality check (``requirement_quality_check`` ->
-   ``quality_report.json``, §6.7).
+   ``quality_report.json``, §6.7);
+7. the main agent saves ``requirement_final.md`` into the project's folder with the
+   ``file_write`` tool, under the tool permission matrix (PRD §4.7): ``allow`` writes,
+   ``confirm`` waits for an operator, ``deny`` (or a rejection) skips the copy and says so in
+   the summary; the artifact is kept either way.
 
 Experts hand work to each other through task artifacts, as the seed's ``temp/*.json`` files.
 The handlers below are the ``offline`` executor's brains for these capabilities.
@@ -257,14 +261,37 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
         ],
     )
     subtasks.append({"capability_id": "requirement_quality_check", "role": "pm", "success": True})
+    call.progress(95, "saving to the project folder")
+    saved = await save_final_document(call)
     call.progress(100, "done")
     failed = [c["name"] for c in quality["checks"] if not c["passed"]]
     summary = (
         f"{len(reviewers)} experts reviewed '{document.title}': {consolidation['adopted']} change(s) adopted, "
         f"{consolidation['rejected']} rejected, {consolidation['contested']} contested. Quality check "
-        + ("passed." if quality["passed"] else f"flags: {', '.join(failed)}.")
+        + ("passed. " if quality["passed"] else f"flags: {', '.join(failed)}. ")
+        + saved
     )
     return {"status": "completed", "summary": summary, "subtasks": subtasks, "artifacts": call.artifact_names()}
+
+
+async def save_final_document(call: ExecutionCall) -> str:
+    """Main copies ``requirement_final.md`` to ``reviews/<task_id>/requirement_final.md`` in
+    the project's folder (``TEAMCLAW_PROJECTS_ROOT`` or the project's working directory, inside
+    main's ``file_scope``) through the ``file_write`` tool, so the tool permission matrix
+    applies (PRD §4.7). Returns a sentence for the task summary; a refusal (``tool_denied``:
+    denied, rejected by the operator, or no project folder) is that sentence, never a failed
+    task, because the document is already a task artifact."""
+    path = f"reviews/{call.task.task_id}/requirement_final.md"
+    content = _load(call, "requirement_final.md")
+    try:
+        await call.use_tool("file_write", path=path, content=content)
+    except AgentFailure as failure:
+        if failure.error.code != ErrorCode.TOOL_DENIED:
+            raise
+        # Shown in main's context (errors) on the live page and the replay.
+        call.context.errors.append({**failure.error.as_dict(), "tool": "file_write", "path": path})
+        return f"Not saved to the project folder ({failure.error.message})."
+    return f"Saved to the project folder as {path}."
 
 
 async def run_generic_task(call: ExecutionCall) -> dict[str, Any]:
