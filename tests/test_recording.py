@@ -136,8 +136,6 @@ async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
 async def test_each_heartbeat_refreshes_the_recorded_instance():
     """The dashboard's "last heartbeat" and "handled" come from the AgentInstance rows, so
     every beat is recorded, not only health changes (PRD §4.2)."""
-    from asgiref.sync import sync_to_async
-
     from monitoring.models import AgentInstance
 
     recorder = Recorder(batch_wait_s=0.001)
@@ -157,11 +155,11 @@ async def test_each_heartbeat_refreshes_the_recorded_instance():
             assert (await runtime.invoke(InvokeRequest("echo", {"text": f"m{i}"}), from_role="a")).success
         (instance,) = runtime.pool.alive("b")
         await asyncio.to_thread(recorder.flush)
-        before = await sync_to_async(AgentInstance.objects.get)(instance_id=instance.instance_id)
+        before = await asyncio.to_thread(AgentInstance.objects.get, instance_id=instance.instance_id)
         clock.advance(30)
         runtime.heartbeat(instance.instance_id)
         await asyncio.to_thread(recorder.flush)
-        after = await sync_to_async(AgentInstance.objects.get)(instance_id=instance.instance_id)
+        after = await asyncio.to_thread(AgentInstance.objects.get, instance_id=instance.instance_id)
         assert (after.last_heartbeat - before.last_heartbeat).total_seconds() == pytest.approx(30, abs=1)
         assert after.processed == 3 and after.healthy
     finally:
