@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from capabilities.models import AgentRole, ConfigChange, InvokePermission
+from capabilities.models import AgentRole, ConfigChange, InvokePermission, Project, ProjectCapabilityOverride
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -114,3 +114,25 @@ def test_create_a_custom_role_and_find_it_in_the_matrix(logged_in_page, live_ser
     page.fill("#id_display_name", "Duplicate")
     page.click("#create-role")
     expect(page.locator("#form-errors")).to_contain_text("only in case")
+
+
+def test_turn_a_capability_off_and_back_for_one_project(logged_in_page, live_server, builtin):
+    shop = Project.objects.create(slug="shop", name="Shop")
+    page = logged_in_page
+    page.goto(f"{live_server.url}/projects/shop/")
+    row = page.locator("#project-capabilities tr", has_text="deployment_config")
+    expect(row.get_by_role("button", name="Turn on here")).to_have_count(0)
+    before = ConfigChange.objects.count()
+    row.get_by_role("button", name="Turn off here").click()
+    page.wait_for_url(f"{live_server.url}/projects/shop/")
+    expect(page.locator(".messages")).to_contain_text("deployment_config is now disabled in project Shop")
+    expect(row).to_have_class("override")
+    expect(row.get_by_role("button", name="Turn on here")).to_be_visible()
+    assert ProjectCapabilityOverride.objects.get(project=shop, card__capability_id="deployment_config").enabled is False
+    change = ConfigChange.objects.order_by("-new_version").first()
+    assert ConfigChange.objects.count() == before + 1 and change.project == shop
+
+    row.get_by_role("button", name="Reset to global").click()
+    expect(page.locator(".messages")).to_contain_text("deployment_config is now following the global setting")
+    expect(row.get_by_role("button", name="Turn off here")).to_be_visible()
+    assert not ProjectCapabilityOverride.objects.filter(project=shop).exists()
