@@ -136,3 +136,16 @@ def test_turn_a_capability_off_and_back_for_one_project(logged_in_page, live_ser
     expect(page.locator(".messages")).to_contain_text("deployment_config is now following the global setting")
     expect(row.get_by_role("button", name="Turn off here")).to_be_visible()
     assert not ProjectCapabilityOverride.objects.filter(project=shop).exists()
+
+
+def test_role_slugs_in_table_headers_show_as_typed(logged_in_page, live_server, builtin):
+    page = logged_in_page
+    page.goto(f"{live_server.url}/constraints/")
+    table = page.locator("#constraints-table")
+    # innerText applies CSS text-transform: what the operator reads
+    assert "coderA" in table.locator("tbody th", has_text="coderA").inner_text()
+    assert "ai_expert" in table.locator("tbody th", has_text="ai_expert").inner_text()
+    assert table.locator("thead th").first.inner_text() == "ROLE"  # column headings keep their style
+    page.goto(f"{live_server.url}/permissions/invoke/")
+    assert "coderA" in page.locator("table.matrix thead th", has_text="coderA").inner_text()
+    assert "coderA" in page.locator("table.matrix tbody th", has_text="coderA").inner_text()
