@@ -110,6 +110,8 @@ def skill_detail(request: HttpRequest, skill_id: str) -> HttpResponse:
             health = capability_status(row["capabilityId"])
         except Exception as exc:  # the page must render even when the runtime is not reachable
             health = {"status": "UNKNOWN", "message": f"runtime not reachable: {exc}", "providers": []}
+        if health is None:  # registered a moment ago: the runtime has not reloaded its config yet
+            health = {"status": "UNKNOWN", "message": "the runtime has not loaded this card yet", "providers": []}
         live[row["capabilityId"]] = {"health": health, "metrics": capability_metrics(row["capabilityId"])}
     for row in document["capabilities"]:
         row["live"] = live.get(row["capabilityId"])
