@@ -400,7 +400,7 @@ def activate_skill(skill_id: str, role: str, *, actor: Any = None) -> SkillOpera
         owner = AgentRole.objects.filter(role=role).first() if role else None
         if owner is None:
             reason = "is required" if not role else f"there is no role {role!r}"
-            raise LifecycleError("invalid", f"role {reason}", {"role": [reason]})
+            raise LifecycleError("invalid", "role is required" if not role else reason, {"role": [reason]})
         if not owner.enabled:
             raise LifecycleError("invalid", f"role {role} is disabled", {"role": [f"role {role} is disabled"]})
         run.phase("INSTALLING", "checking dependencies")

@@ -181,3 +181,19 @@ def test_the_detail_page_renders_while_the_runtime_has_not_loaded_a_new_card(pag
     response = page_client.get("/skills/fresh/")
     assert response.status_code == 200
     assert "UNKNOWN" in response.content.decode() and "not loaded" in response.content.decode()
+
+
+def error_box(response) -> str:
+    return response.content.decode().split('id="action-error"')[1].split("</div>")[0]
+
+
+def test_a_refused_action_states_each_reason_once(page_client, api, builtin):
+    upload(api, skill_yaml("once", "x"))
+    bad_json = error_box(page_client.post("/skills/once/install/", {"config": '{"a": '}))
+    assert bad_json.count("not JSON") == 1
+    page_client.post("/skills/once/install/", {"config": "{}"})
+    no_role = error_box(page_client.post("/skills/once/activate/", {"role": ""}))
+    assert "role is required" in no_role and no_role.count("required") == 1
+    ghost = error_box(page_client.post("/skills/once/activate/", {"role": "ghost"}))
+    assert '<strong class="error">there is no role &#x27;ghost&#x27;</strong>' in ghost
+    assert ghost.count("there is no role") == 1
