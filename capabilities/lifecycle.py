@@ -38,6 +38,7 @@ from capabilities.skill_index import (
 )
 from capabilities.skill_models import AlertRule, SkillOperation, SkillStatus, Workflow
 from capabilities.strict_yaml import YamlProblem
+from teamclaw.runtime.articles import with_article
 
 S = SkillStatus
 
@@ -108,7 +109,7 @@ def check_transition(current: str, target: str) -> None:
         legal = ", ".join(sorted(TRANSITIONS.get(current, ()))) or "nothing"
         raise LifecycleError(
             "illegal_transition",
-            f"a {current} skill cannot become {target} (from {current} it may go to: {legal})",
+            f"{with_article(current)} skill cannot become {target} (from {current} it may go to: {legal})",
             {"status": [f"is {current}"]},
         )
 
