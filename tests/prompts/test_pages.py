@@ -247,7 +247,9 @@ def test_the_role_page_links_to_its_prompts_and_the_nav_has_prompts(page_client,
 def test_a_project_without_an_override_says_so_and_offers_to_add_one(page_client, builtin, shop):
     html = page_client.get("/prompts/pm/persona/?project=shop").content.decode()
     assert "No override for Online shop" in html and "Add project override" in html
-    assert page_client.get("/prompts/pm/persona/edit/?project=shop").status_code == 200
+    editor = page_client.get("/prompts/pm/persona/edit/?project=shop")
+    assert editor.status_code == 200
+    assert "<h1>Override <code>persona</code> for Online shop</h1>" in editor.content.decode()  # not "a Online shop"
 
 
 def test_the_layered_preview_can_start_from_an_existing_task(page_client, builtin, shop, api):
