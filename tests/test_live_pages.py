@@ -293,3 +293,11 @@ def test_each_task_gets_its_own_short_id_on_the_cards(runtime_host, staff_user):
         for html in (live, page):
             assert f'title="{task.id}">{task.id[-8:]}</a>' in html
             assert f">{task.id[:8]}</a>" not in html
+
+
+def test_the_task_page_shows_its_tokens_once_in_the_live_status_chip(finished_task, staff_user):
+    html = login(staff_user).get(f"/tasks/{finished_task.id}/").content.decode()
+    header = html.split('id="task-header"')[1].split("<h2>")[0]
+    shown = f"{finished_task.tokens_used:,} / {finished_task.token_budget:,} tokens"
+    assert finished_task.tokens_used > 0 and html.count(f"/ {finished_task.token_budget:,} tokens") == 1
+    assert f'data-field="task-tokens" title="tokens used / the task budget">{shown}</span>' in header

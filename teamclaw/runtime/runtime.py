@@ -440,6 +440,7 @@ class Runtime:
                 "project_id": task.project_id,
                 "error": error.as_dict() if error else None,
                 "tokens_used": task.tokens_used,
+                "token_budget": task.token_budget,
                 "finished_at": self.clock.now(),
             },
         )
