@@ -33,6 +33,7 @@ from capabilities.versions import document_version
 from teamclaw.runtime.config import TOOLS, ToolMode
 
 SWITCH_VALUES = {"on": True, "off": False, "inherit": None}
+SWITCH_STATES = {"on": "enabled", "off": "disabled", "inherit": "following the global setting"}
 
 
 def _next(request: HttpRequest, fallback: str) -> HttpResponseRedirect:
@@ -108,11 +109,13 @@ def role_switch(request: HttpRequest, role: str) -> HttpResponse:
         _refused(request, exc)
     else:
         where = f" in project {project.name}" if project else ""
-        state = {"on": "enabled", "off": "disabled", "inherit": "following the global setting"}[wanted]
+        state = SWITCH_STATES[wanted]
         if result.change:
             messages.success(
                 request, f"Role {obj.role} is now {state}{where} (config version {result.change.new_version})."
             )
+        else:
+            messages.info(request, f"Nothing changed: role {obj.role} is already {state}{where}.")
     return _next(request, reverse("role-detail", args=[obj.role]))
 
 
@@ -309,10 +312,14 @@ def capability_switch(request: HttpRequest, capability_id: str) -> HttpResponse:
     except (StaleVersion, ConfigInvalid) as exc:
         _refused(request, exc)
     else:
+        where = f" in project {project.name}" if project else ""
+        state = SWITCH_STATES[wanted]
         if result.change:
-            where = f" in project {project.name}" if project else ""
-            state = {"on": "enabled", "off": "disabled", "inherit": "following the global setting"}[wanted]
-            messages.success(request, f"{card.capability_id} is now {state}{where}.")
+            messages.success(
+                request, f"{card.capability_id} is now {state}{where} (config version {result.change.new_version})."
+            )
+        else:
+            messages.info(request, f"Nothing changed: {card.capability_id} is already {state}{where}.")
     return _next(request, fallback)
 
 
@@ -394,6 +401,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
         {
             "card": c,
             "value": card_overrides.get(c.pk),
+            "effective": c.enabled if card_overrides.get(c.pk) is None else card_overrides[c.pk],
             "version": document_version(f"capability:{c.capability_id}", project),
         }
         for c in CapabilityCard.objects.filter(skill__isnull=True).order_by("capability_id")

@@ -38,6 +38,7 @@ from capabilities.skill_index import (
 )
 from capabilities.skill_models import AlertRule, SkillOperation, SkillStatus, Workflow
 from capabilities.strict_yaml import YamlProblem
+from teamclaw.runtime.articles import with_article
 
 S = SkillStatus
 
@@ -108,7 +109,7 @@ def check_transition(current: str, target: str) -> None:
         legal = ", ".join(sorted(TRANSITIONS.get(current, ()))) or "nothing"
         raise LifecycleError(
             "illegal_transition",
-            f"a {current} skill cannot become {target} (from {current} it may go to: {legal})",
+            f"{with_article(current)} skill cannot become {target} (from {current} it may go to: {legal})",
             {"status": [f"is {current}"]},
         )
 
@@ -400,7 +401,7 @@ def activate_skill(skill_id: str, role: str, *, actor: Any = None) -> SkillOpera
         owner = AgentRole.objects.filter(role=role).first() if role else None
         if owner is None:
             reason = "is required" if not role else f"there is no role {role!r}"
-            raise LifecycleError("invalid", f"role {reason}", {"role": [reason]})
+            raise LifecycleError("invalid", "role is required" if not role else reason, {"role": [reason]})
         if not owner.enabled:
             raise LifecycleError("invalid", f"role {role} is disabled", {"role": [f"role {role} is disabled"]})
         run.phase("INSTALLING", "checking dependencies")

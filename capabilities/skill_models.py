@@ -12,16 +12,16 @@ from django.db import models
 class SkillStatus(models.TextChoices):
     """Seed 003 ``SkillLifecycleState``."""
 
-    DISCOVERED = "DISCOVERED", "discovered (已发现)"
-    INSTALLING = "INSTALLING", "installing (安装中)"
-    INSTALLED = "INSTALLED", "installed (已安装)"
-    ACTIVATING = "ACTIVATING", "activating (激活中)"
-    ACTIVATED = "ACTIVATED", "activated (已激活)"
-    DEACTIVATING = "DEACTIVATING", "deactivating (停用中)"
-    DEACTIVATED = "DEACTIVATED", "deactivated (已停用)"
-    UNINSTALLING = "UNINSTALLING", "uninstalling (卸载中)"
-    UNINSTALLED = "UNINSTALLED", "uninstalled (已卸载)"
-    ERROR = "ERROR", "error (错误)"
+    DISCOVERED = "DISCOVERED", "discovered"
+    INSTALLING = "INSTALLING", "installing"
+    INSTALLED = "INSTALLED", "installed"
+    ACTIVATING = "ACTIVATING", "activating"
+    ACTIVATED = "ACTIVATED", "activated"
+    DEACTIVATING = "DEACTIVATING", "deactivating"
+    DEACTIVATED = "DEACTIVATED", "deactivated"
+    UNINSTALLING = "UNINSTALLING", "uninstalling"
+    UNINSTALLED = "UNINSTALLED", "uninstalled"
+    ERROR = "ERROR", "error"
 
 
 class SkillOperation(models.Model):

@@ -110,6 +110,8 @@ def skill_detail(request: HttpRequest, skill_id: str) -> HttpResponse:
             health = capability_status(row["capabilityId"])
         except Exception as exc:  # the page must render even when the runtime is not reachable
             health = {"status": "UNKNOWN", "message": f"runtime not reachable: {exc}", "providers": []}
+        if health is None:  # registered a moment ago: the runtime has not reloaded its config yet
+            health = {"status": "UNKNOWN", "message": "the runtime has not loaded this card yet", "providers": []}
         live[row["capabilityId"]] = {"health": health, "metrics": capability_metrics(row["capabilityId"])}
     for row in document["capabilities"]:
         row["live"] = live.get(row["capabilityId"])
@@ -154,9 +156,8 @@ def skill_action(request: HttpRequest, skill_id: str, action: str) -> HttpRespon
             operation = _perform(action, skill_id, form, request.user)
         except ValueError as exc:
             error, status = str(exc), 400
-            errors = {"config": [str(exc)]}
         except LifecycleError as exc:
-            error, errors = exc.message, exc.errors
+            error, errors = exc.message, _details(exc.message, exc.errors)
             status = 400 if exc.code == "invalid" else 409
         else:
             level = messages.error if operation.to_status == "ERROR" else messages.success
@@ -180,6 +181,13 @@ def skill_action(request: HttpRequest, skill_id: str, action: str) -> HttpRespon
         },
         status=status,
     )
+
+
+def _details(message: str, errors: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The reasons of ``errors`` that ``message`` does not already state (the page shows the
+    message, then these), so "role is required" is not followed by "role: is required"."""
+    details = {field: [r for r in reasons if r not in message] for field, reasons in errors.items()}
+    return {field: reasons for field, reasons in details.items() if reasons}
 
 
 def _perform(action: str, skill_id: str, form: dict[str, Any], user: Any) -> Any:

@@ -30,6 +30,7 @@ from monitoring.models import (
     Task,
     ToolConfirmation,
 )
+from teamclaw.runtime.articles import with_article
 from teamclaw.runtime.events import EventKind, RuntimeEvent
 from teamclaw.runtime.messages import AgentMessage
 
@@ -215,13 +216,14 @@ class Recorder:
                 self.written_events += 1
             except Exception as exc:
                 self.lost_events += 1
-                log.exception("recorder could not store a %s event", event.kind)
+                what = f"{with_article(event.kind)} event"
+                log.exception("recorder could not store %s", what)
                 try:
                     Alert.objects.create(
                         kind="recorder",
                         severity="critical",
                         created_at=_dt(event.at),
-                        message=f"a {event.kind} event could not be recorded: {type(exc).__name__}: {exc}"[:2000],
+                        message=f"{what} could not be recorded: {type(exc).__name__}: {exc}"[:2000],
                         details={"event_kind": str(event.kind), "seq": event.seq},
                     )
                 except Exception:

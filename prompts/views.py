@@ -105,6 +105,9 @@ def prompt_template(request: HttpRequest, role: str, template_type: str) -> Http
     newer = _newer_than(active)
     for version in page.object_list:
         version.is_draft = not version.is_active and newer(version.version)
+        # "diff with active" reads in time order: from the older of the two to the newer.
+        if active is not None:
+            version.diff_from, version.diff_to = sorted((version, active), key=lambda v: v.pk)
     scope.update(
         active=active,
         shown=shown,

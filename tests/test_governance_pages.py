@@ -351,3 +351,49 @@ def test_the_editor_marks_roles_disabled_in_the_scope_it_shows(page_client, buil
     assert "disabled here" in project_html and "<s>dba</s>" in project_html
     global_html = page_client.get("/permissions/invoke/").content.decode()
     assert "disabled" not in global_html.split("<tbody>")[1].split("</tbody>")[0] and "<s>dba</s>" not in global_html
+
+
+def project_card_row(html: str, capability_id: str) -> str:
+    """The project page's table row of one capability."""
+    rows = html.split('id="project-capabilities"')[1].split("</table>")[0].split("<tr")
+    return next(row for row in rows if f"<td>{capability_id}</td>" in row)
+
+
+def test_the_project_page_offers_the_switch_for_each_capabilitys_effective_state(page_client, builtin, shop):
+    CapabilityCard.objects.filter(capability_id="schema_design").update(enabled=False)
+    ProjectCapabilityOverride.objects.create(
+        project=shop, card=CapabilityCard.objects.get(capability_id="code_review"), enabled=False
+    )
+    html = page_client.get("/projects/shop/").content.decode()
+    on = project_card_row(html, "deployment_config")
+    assert "Turn off here" in on and "Turn on here" not in on and "Reset to global" not in on
+    off = project_card_row(html, "schema_design")
+    assert "Turn on here" in off and "Turn off here" not in off and "Reset to global" not in off
+    overridden = project_card_row(html, "code_review")
+    assert "Turn on here" in overridden and "Reset to global" in overridden
+
+
+def test_turning_a_capability_off_from_the_project_page_is_applied_audited_and_confirmed(page_client, builtin, shop):
+    html = page_client.get("/projects/shop/").content.decode()
+    version = re.search(r'name="version" value="(\d+)"', project_card_row(html, "deployment_config")).group(1)
+    before = ConfigChange.objects.count()
+    response = page_client.post(
+        "/capabilities/deployment_config/switch/",
+        {"enabled": "off", "version": version, "project": "shop", "next": "/projects/shop/"},
+        follow=True,
+    )
+    assert response.redirect_chain[-1][0] == "/projects/shop/"
+    assert ProjectCapabilityOverride.objects.get(project=shop, card__capability_id="deployment_config").enabled is False
+    assert ConfigChange.objects.count() == before + 1
+    page = response.content.decode()
+    assert "deployment_config is now disabled in project Shop" in page
+    assert "Turn on here" in project_card_row(page, "deployment_config")
+
+
+def test_a_switch_that_changes_nothing_says_so(page_client, builtin, shop):
+    response = page_client.post(
+        "/capabilities/deployment_config/switch/",
+        {"enabled": "on", "version": "0", "project": "shop", "next": "/projects/shop/"},
+        follow=True,
+    )
+    assert "Nothing changed: deployment_config is already enabled in project Shop." in response.content.decode()

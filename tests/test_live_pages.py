@@ -278,3 +278,26 @@ def test_operator_text_is_escaped_everywhere_it_is_shown(runtime_host, staff_use
     assert "&lt;img src=x onerror=alert(1)&gt;" in pages[0] and "&lt;img" in pages[2] and "&lt;img" in pages[3]
     client.post(f"/live/confirmations/{confirmation.id}", {"approve": "false"})
     wait_for_task(runtime_host, task.id)
+
+
+def test_each_task_gets_its_own_short_id_on_the_cards(runtime_host, staff_user):
+    first, second = (
+        wait_for_task(runtime_host, start_task(workflow="generic", task_description=text, user=staff_user).id)
+        for text in ("Outline the release notes", "Outline the changelog")
+    )
+    assert first.id[:8] == second.id[:8], "ids of one process share their leading digits"
+    client = login(staff_user)
+    live = client.get("/live/").content.decode()
+    for task in (first, second):
+        page = client.get(f"/tasks/{task.id}/").content.decode()
+        for html in (live, page):
+            assert f'title="{task.id}">{task.id[-8:]}</a>' in html
+            assert f">{task.id[:8]}</a>" not in html
+
+
+def test_the_task_page_shows_its_tokens_once_in_the_live_status_chip(finished_task, staff_user):
+    html = login(staff_user).get(f"/tasks/{finished_task.id}/").content.decode()
+    header = html.split('id="task-header"')[1].split("<h2>")[0]
+    shown = f"{finished_task.tokens_used:,} / {finished_task.token_budget:,} tokens"
+    assert finished_task.tokens_used > 0 and html.count(f"/ {finished_task.token_budget:,} tokens") == 1
+    assert f'data-field="task-tokens" title="tokens used / the task budget">{shown}</span>' in header

@@ -133,6 +133,19 @@ async def test_events_reach_the_live_and_task_groups_only_after_they_are_committ
     await close(per_task)
 
 
+async def test_the_task_chip_pushed_at_the_end_carries_the_tokens_used_and_the_budget(runtime_host, staff_user):
+    task = await sync_to_async(start_task)(workflow="generic", task_description="Size the epic", user=staff_user)
+    per_task, connected, _ = await open_socket(f"/ws/tasks/{task.id}/", staff_user)
+    assert connected
+    await next_frame(per_task)
+    events = await collect_until(per_task, task_finished(task.id))
+    final = [e for e in events if e["kind"] == "task"][-1]
+    row = await sync_to_async(Task.objects.get)(pk=task.id)
+    assert row.tokens_used > 0 and row.token_budget == 50_000
+    assert f"{row.tokens_used:,} / 50,000 tokens" in final["swap"]["html"]
+    await close(per_task)
+
+
 async def test_a_user_only_receives_events_of_tasks_they_may_see(runtime_host, staff_user, viewer_user):
     staff_socket, _, _ = await open_socket("/ws/live/", staff_user)
     viewer_socket, _, _ = await open_socket("/ws/live/", viewer_user)

@@ -29,8 +29,12 @@ def role_name(role: str) -> str:
 
 @register.filter
 def short_id(value: str, length: int = 8) -> str:
-    """The first ``length`` characters of an id (the full id goes in a title attribute)."""
-    return str(value or "")[: int(length)]
+    """The last ``length`` characters of an id (the full id goes in a title attribute).
+
+    Ids from ``teamclaw.runtime.messages.new_id`` start with a prefix shared by every id the
+    process mints and end with a counter, so the end is what tells two tasks apart."""
+    text = str(value or "")
+    return text[-int(length) :] if int(length) > 0 else ""
 
 
 @register.filter

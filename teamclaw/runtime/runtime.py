@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from teamclaw.runtime.articles import with_article
 from teamclaw.runtime.clock import Clock, SystemClock
 from teamclaw.runtime.config import CapabilityType, CardSpec, ConfigSnapshot
 from teamclaw.runtime.context import (
@@ -439,6 +440,7 @@ class Runtime:
                 "project_id": task.project_id,
                 "error": error.as_dict() if error else None,
                 "tokens_used": task.tokens_used,
+                "token_budget": task.token_budget,
                 "finished_at": self.clock.now(),
             },
         )
@@ -582,7 +584,8 @@ class Runtime:
             if request.target_role and request.target_role != instance.role:
                 raise AgentFailure(
                     ErrorCode.UNAVAILABLE,
-                    f"instance {instance.instance_id} is a {instance.role}, not a {request.target_role}",
+                    f"instance {instance.instance_id} is {with_article(instance.role)}, "
+                    f"not {with_article(request.target_role)}",
                     {"target_instance_id": instance.instance_id},
                     retryable=False,
                 )
@@ -764,7 +767,7 @@ class Runtime:
                 self.alert(
                     "queue_full",
                     "warning",
-                    f"{instance.instance_id} refused a {message.priority.label} message",
+                    f"{instance.instance_id} refused {with_article(message.priority.label)} message",
                     instance_id=instance.instance_id,
                     message_id=message.id,
                 )
@@ -887,7 +890,7 @@ class Runtime:
             self.alert(
                 "queue_drop",
                 "warning",
-                f"{instance.instance_id} dropped a {evicted.priority.label} {evicted.type} to make room",
+                f"{instance.instance_id} dropped {with_article(evicted.priority.label)} {evicted.type} to make room",
                 instance_id=instance.instance_id,
                 message_id=evicted.id,
                 reason="evicted",
@@ -1483,7 +1486,7 @@ class Runtime:
             self.alert(
                 "queue_full",
                 "warning",
-                f"{target.instance_id} refused a {message.type}",
+                f"{target.instance_id} refused {with_article(message.type)}",
                 instance_id=target.instance_id,
                 message_id=message.id,
             )

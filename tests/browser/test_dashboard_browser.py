@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
+
+from monitoring.models import Task
 
 
 def test_login_is_required_and_the_dashboard_shows_the_team(page, live_server, builtin, staff_user):
@@ -33,3 +37,9 @@ def test_run_demo_completes_and_the_task_page_updates_without_reload(asgi_page, 
     expect(artifacts.filter(has_text="requirement_final.md")).to_have_count(1)
     expect(artifacts.filter(has_text="consolidation_report.json")).to_have_count(1)
     expect(page.locator("#artifacts")).to_contain_text("Acceptance criteria")
+    # the tokens arrive with the status, not only after a reload
+    tokens = page.locator('#task-header [data-field="task-tokens"]')
+    expect(tokens).to_have_count(1)
+    expect(tokens).to_have_text(re.compile(r"^[1-9][\d,]* / 50,000 tokens$"))
+    task = Task.objects.get()
+    expect(tokens).to_have_text(f"{task.tokens_used:,} / {task.token_budget:,} tokens")

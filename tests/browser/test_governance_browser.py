@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from capabilities.models import AgentRole, ConfigChange, InvokePermission
+from capabilities.models import AgentRole, ConfigChange, InvokePermission, Project, ProjectCapabilityOverride
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -114,3 +114,38 @@ def test_create_a_custom_role_and_find_it_in_the_matrix(logged_in_page, live_ser
     page.fill("#id_display_name", "Duplicate")
     page.click("#create-role")
     expect(page.locator("#form-errors")).to_contain_text("only in case")
+
+
+def test_turn_a_capability_off_and_back_for_one_project(logged_in_page, live_server, builtin):
+    shop = Project.objects.create(slug="shop", name="Shop")
+    page = logged_in_page
+    page.goto(f"{live_server.url}/projects/shop/")
+    row = page.locator("#project-capabilities tr", has_text="deployment_config")
+    expect(row.get_by_role("button", name="Turn on here")).to_have_count(0)
+    before = ConfigChange.objects.count()
+    row.get_by_role("button", name="Turn off here").click()
+    page.wait_for_url(f"{live_server.url}/projects/shop/")
+    expect(page.locator(".messages")).to_contain_text("deployment_config is now disabled in project Shop")
+    expect(row).to_have_class("override")
+    expect(row.get_by_role("button", name="Turn on here")).to_be_visible()
+    assert ProjectCapabilityOverride.objects.get(project=shop, card__capability_id="deployment_config").enabled is False
+    change = ConfigChange.objects.order_by("-new_version").first()
+    assert ConfigChange.objects.count() == before + 1 and change.project == shop
+
+    row.get_by_role("button", name="Reset to global").click()
+    expect(page.locator(".messages")).to_contain_text("deployment_config is now following the global setting")
+    expect(row.get_by_role("button", name="Turn off here")).to_be_visible()
+    assert not ProjectCapabilityOverride.objects.filter(project=shop).exists()
+
+
+def test_role_slugs_in_table_headers_show_as_typed(logged_in_page, live_server, builtin):
+    page = logged_in_page
+    page.goto(f"{live_server.url}/constraints/")
+    table = page.locator("#constraints-table")
+    # innerText applies CSS text-transform: what the operator reads
+    assert "coderA" in table.locator("tbody th", has_text="coderA").inner_text()
+    assert "ai_expert" in table.locator("tbody th", has_text="ai_expert").inner_text()
+    assert table.locator("thead th").first.inner_text() == "ROLE"  # column headings keep their style
+    page.goto(f"{live_server.url}/permissions/invoke/")
+    assert "coderA" in page.locator("table.matrix thead th", has_text="coderA").inner_text()
+    assert "coderA" in page.locator("table.matrix tbody th", has_text="coderA").inner_text()

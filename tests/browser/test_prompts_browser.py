@@ -40,6 +40,13 @@ def test_edit_a_prompt_compare_two_versions_and_roll_back(logged_in_page, live_s
     expect(page.locator("table.diff")).to_contain_text("You are terse.")
     expect(page.locator("#diff-stats .added")).to_have_text("+2")
 
+    # "diff with active" on the older row reads forwards in time too
+    page.go_back()
+    page.locator('#history tr[data-version="1.0.0"]').get_by_role("link", name="diff with active").click()
+    expect(page.locator("#compare-form #id_from")).to_have_value("1.0.0")
+    expect(page.locator("#compare-form #id_to")).to_have_value("1.1.0")
+    expect(page.locator("#diff-stats .added")).to_have_text("+2")
+
     # roll back to 1.0.0 after confirming
     page.go_back()
     page.locator('#history tr[data-version="1.0.0"] .rollback-link').click()

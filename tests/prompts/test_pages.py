@@ -247,7 +247,9 @@ def test_the_role_page_links_to_its_prompts_and_the_nav_has_prompts(page_client,
 def test_a_project_without_an_override_says_so_and_offers_to_add_one(page_client, builtin, shop):
     html = page_client.get("/prompts/pm/persona/?project=shop").content.decode()
     assert "No override for Online shop" in html and "Add project override" in html
-    assert page_client.get("/prompts/pm/persona/edit/?project=shop").status_code == 200
+    editor = page_client.get("/prompts/pm/persona/edit/?project=shop")
+    assert editor.status_code == 200
+    assert "<h1>Override <code>persona</code> for Online shop</h1>" in editor.content.decode()  # not "a Online shop"
 
 
 def test_the_layered_preview_can_start_from_an_existing_task(page_client, builtin, shop, api):
@@ -274,3 +276,30 @@ def test_the_admin_shows_prompts_read_only(builtin):
     assert page.status_code == 200 and 'name="content"' not in page.content.decode()
     page_client.post(f"/admin/prompts/promptversion/{version.pk}/change/", {"content": "edited in admin"})
     assert active().content == version.content
+
+
+def diff_links(html: str) -> dict[str, str]:
+    """Each history row's "diff with active" query, by the row's version."""
+    import re
+
+    rows = re.findall(r'<tr data-version="([^"]+)">(.*?)</tr>', html, re.S)
+    out = {}
+    for version, row in rows:
+        found = re.search(r'href="/prompts/pm/persona/diff/\?([^"]+)">diff with active', row)
+        if found:
+            out[version] = found.group(1).replace("&amp;", "&")
+    return out
+
+
+def test_diff_with_active_goes_from_the_older_version_to_the_newer(page_client, builtin):
+    from prompts.actions import save_version
+    from prompts.queries import get_role
+
+    role = get_role("pm")
+    save_version(role=role, template_type="persona", content="Persona two", actor=None)
+    save_version(role=role, template_type="persona", content="Persona draft", actor=None, activate=False)
+    assert active().version == "1.0.1"
+    links = diff_links(page_client.get("/prompts/pm/persona/").content.decode())
+    assert links == {"1.0.0": "from=1.0.0&to=1.0.1", "1.0.2": "from=1.0.1&to=1.0.2"}
+    diff = page_client.get("/prompts/pm/persona/diff/?" + links["1.0.0"]).content.decode()
+    assert "Persona two" in diff

@@ -67,6 +67,16 @@ def test_check_transition_allows_exactly_the_seed_edges(source, target):
         assert caught.value.code == "illegal_transition" and source in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [("ACTIVATED", "an ACTIVATED skill"), ("ERROR", "an ERROR skill"), ("DISCOVERED", "a DISCOVERED skill")],
+)
+def test_an_illegal_transition_reads_as_english(source, expected):
+    with pytest.raises(LifecycleError) as caught:
+        check_transition(source, "ACTIVATING" if source != "DISCOVERED" else "ACTIVATED")
+    assert caught.value.message.startswith(f"{expected} cannot become")
+
+
 def _skill_in(status: str) -> Skill:
     from capabilities.lifecycle import discover_skill
 

@@ -173,3 +173,27 @@ def test_the_dashboard_shows_active_entry_points(page_client, api, builtin):
     html = page_client.get("/").content.decode()
     assert 'id="entry-points"' in html and "cap://hr-assistant/chat" in html
     assert "cap://hr-assistant/queryEmployeeInfo" not in html  # EXPOSED is not an entry point
+
+
+def test_the_detail_page_renders_while_the_runtime_has_not_loaded_a_new_card(page_client, api, builtin, monkeypatch):
+    bring_up(api, skill_yaml("fresh", "lookup"))
+    monkeypatch.setattr("monitoring.health.capability_status", lambda capability_id, host=None: None)
+    response = page_client.get("/skills/fresh/")
+    assert response.status_code == 200
+    assert "UNKNOWN" in response.content.decode() and "not loaded" in response.content.decode()
+
+
+def error_box(response) -> str:
+    return response.content.decode().split('id="action-error"')[1].split("</div>")[0]
+
+
+def test_a_refused_action_states_each_reason_once(page_client, api, builtin):
+    upload(api, skill_yaml("once", "x"))
+    bad_json = error_box(page_client.post("/skills/once/install/", {"config": '{"a": '}))
+    assert bad_json.count("not JSON") == 1
+    page_client.post("/skills/once/install/", {"config": "{}"})
+    no_role = error_box(page_client.post("/skills/once/activate/", {"role": ""}))
+    assert "role is required" in no_role and no_role.count("required") == 1
+    ghost = error_box(page_client.post("/skills/once/activate/", {"role": "ghost"}))
+    assert '<strong class="error">there is no role &#x27;ghost&#x27;</strong>' in ghost
+    assert ghost.count("there is no role") == 1

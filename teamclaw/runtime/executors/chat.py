@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 
+from teamclaw.runtime.articles import with_article
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.executors.offline import estimate_tokens
 
@@ -179,7 +180,7 @@ def option_errors(config: Mapping[str, Any], endpoint_names: Iterable[str] | Non
             continue
         raw = config[key]
         if not isinstance(raw, kinds) or (isinstance(raw, bool) and bool not in kinds):
-            errors[key] = [f"must be a {' or '.join(k.__name__ for k in kinds)}"]
+            errors[key] = [f"must be {with_article(' or '.join(k.__name__ for k in kinds))}"]
             continue
         value: Any = raw  # checked against ``kinds`` above
         if key == "model" and not MODEL_NAME.match(value):
