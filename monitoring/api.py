@@ -20,12 +20,14 @@ from monitoring.access import visible_tasks
 from monitoring.message_log import visible_messages
 from monitoring.models import Message, Task
 from monitoring.tasks import DocumentError, start_task
+from teamclaw import api_fields
+from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
 
 
 class TokenRequestSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
+    username = api_fields.StrictCharField()
+    password = api_fields.StrictCharField(style={"input_type": "password"}, trim_whitespace=False)
 
 
 class LoginThrottle(AnonRateThrottle):
@@ -55,7 +57,7 @@ class TokenView(APIView):
         return Response({"token": token.key})
 
 
-class DocumentField(serializers.CharField):
+class DocumentField(api_fields.StrictCharField):
     """Markdown text whose checks (empty, size, binary) are monitoring.tasks.validate_document's,
     so the operator gets one clear reason instead of DRF's generic null-character message."""
 
@@ -65,17 +67,17 @@ class DocumentField(serializers.CharField):
 
     def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
-            raise serializers.ValidationError("must be a string of Markdown")
+            raise serializers.ValidationError(f"must be a string of Markdown, not {json_type_name(data)}")
         return data
 
 
 class TaskCreateSerializer(serializers.Serializer):
-    workflow = serializers.ChoiceField(choices=WORKFLOWS)
+    workflow = api_fields.StrictChoiceField(choices=WORKFLOWS)
     input_markdown = DocumentField(required=False, allow_blank=True, trim_whitespace=False)
-    task_description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    title = serializers.CharField(required=False, allow_blank=True, max_length=300)
-    project = serializers.SlugField(required=False, allow_blank=True)
-    prompt_enhancement = serializers.CharField(required=False, allow_blank=True, max_length=20_000)
+    task_description = api_fields.StrictCharField(required=False, allow_blank=True, max_length=2000)
+    title = api_fields.StrictCharField(required=False, allow_blank=True, max_length=300)
+    project = api_fields.StrictSlugField(required=False, allow_blank=True)
+    prompt_enhancement = api_fields.StrictCharField(required=False, allow_blank=True, max_length=20_000)
 
     def validate_project(self, value: str) -> Project | None:
         if not value:
