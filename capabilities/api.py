@@ -22,6 +22,7 @@ from capabilities.models import AgentRole, Project, RoleExecutor
 from capabilities.registration import RegistrationError, register_capability
 from capabilities.registry import card_document, filter_capabilities, role_definition
 from capabilities.snapshot import build_snapshot
+from teamclaw.api_errors import error_response
 from teamclaw.runtime.config import CATEGORIES, CapabilityType, ConfigSnapshot
 
 PROJECT_PARAM = OpenApiParameter("project", str, description="Project slug: show that project's effective config.")
@@ -117,7 +118,7 @@ class CapabilityListView(APIView):
             card = register_capability(dict(request.data), actor=request.user)
         except RegistrationError as exc:
             first_field, reasons = next(iter(exc.errors.items()))
-            return Response({"detail": f"{first_field}: {reasons[0]}", "errors": exc.errors}, status=exc.status)
+            return error_response(f"{first_field}: {reasons[0]}", exc.errors, exc.status)
         return Response(card_document(card), status=201)
 
 

@@ -21,6 +21,7 @@ from monitoring.message_log import visible_messages
 from monitoring.models import Message, Task
 from monitoring.tasks import DocumentError, start_task
 from teamclaw import api_fields
+from teamclaw.api_errors import error_response
 from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
 
@@ -52,7 +53,7 @@ class TokenView(APIView):
             request._request, username=data.validated_data["username"], password=data.validated_data["password"]
         )
         if user is None or not user.is_active:
-            return Response({"detail": "wrong username or password"}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response("wrong username or password")
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
 
@@ -144,10 +145,7 @@ class TaskListView(APIView):
                 prompt_enhancement=values.get("prompt_enhancement", ""),
             )
         except DocumentError as exc:
-            return Response(
-                {"detail": f"{exc.field}: {exc.reason}", "errors": {exc.field: [exc.reason]}},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
+            return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]})
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)

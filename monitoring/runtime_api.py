@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
@@ -28,6 +28,7 @@ from monitoring.confirmations import ConfirmationError, decide
 from monitoring.health import capability_health
 from monitoring.host import get_host
 from teamclaw import api_fields
+from teamclaw.api_errors import error_response
 from teamclaw.runtime import HookEvent, InvokeRequest, Priority, RoutingStrategy
 from teamclaw.runtime.address import AddressError, parse_address
 from teamclaw.runtime.runtime import TaskNotRunning
@@ -154,7 +155,7 @@ class InvokeView(AsyncAPIView):
                 )
             )
         except TaskNotRunning as exc:
-            return Response({"detail": str(exc), "errors": {"task_id": [str(exc)]}}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response(str(exc), {"task_id": [str(exc)]})
         body = result.as_dict()
         body["result"] = body["data"]
         return Response(body)
@@ -190,11 +191,9 @@ class HookView(AsyncAPIView):
                 )
             )
         except AgentFailure as failure:
-            return Response(
-                {"detail": failure.error.message, "error": failure.error.as_dict()}, status=status.HTTP_400_BAD_REQUEST
-            )
+            return error_response(failure.error.message, error=failure.error.as_dict())
         except TaskNotRunning as exc:
-            return Response({"detail": str(exc), "errors": {"task_id": [str(exc)]}}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response(str(exc), {"task_id": [str(exc)]})
         return Response({"acks": [ack.as_dict() for ack in acks]})
 
 
@@ -231,5 +230,5 @@ class ConfirmationView(APIView):
         try:
             result = decide(confirmation_id, data.validated_data["approve"], user)
         except ConfirmationError as exc:
-            return Response({"detail": exc.message}, status=exc.status)
+            return error_response(exc.message, code=exc.status)
         return Response(result)
