@@ -42,7 +42,7 @@ class RoleListView(APIView):
     permission_classes = [CanChangeConfig]
     config_actions = {"POST": "role_create"}
 
-    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="roles_list", parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         snapshot = snapshot_for_request(request)
         roles = [role_definition(snapshot, role) for role in AgentRole.objects.all()]
@@ -79,6 +79,7 @@ class CapabilityListView(APIView):
     ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL); POST registers a plugin card (US-12, staff)."""
 
     @extend_schema(
+        operation_id="capabilities_list",
         parameters=[
             PROJECT_PARAM,
             OpenApiParameter("role", str),

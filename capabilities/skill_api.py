@@ -170,7 +170,9 @@ class SkillListView(APIView):
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
 
-    @extend_schema(parameters=[OpenApiParameter("status", str)], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        operation_id="skills_list", parameters=[OpenApiParameter("status", str)], responses=OpenApiTypes.OBJECT
+    )
     def get(self, request: Request) -> Response:
         skills = Skill.objects.all()
         if wanted := request.query_params.get("status"):
@@ -309,7 +311,7 @@ class WorkflowListView(APIView):
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="workflows_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         rows = [workflow_document(w, full=False) for w in Workflow.objects.all()]
         return Response({"count": len(rows), "workflows": rows})

@@ -148,7 +148,7 @@ class TaskListView(APIView):
             return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]})
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="tasks_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         queryset = visible_tasks(request.user).select_related("project")
         if status_filter := request.query_params.get("status"):

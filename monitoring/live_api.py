@@ -104,6 +104,7 @@ class ContextListView(APIView):
     ``task_id``, ``role`` and ``status`` (an AgentStatus of PRD §4.6)."""
 
     @extend_schema(
+        operation_id="contexts_list",
         parameters=[
             OpenApiParameter("task_id", str),
             OpenApiParameter("role", str),

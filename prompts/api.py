@@ -170,7 +170,7 @@ class PromptRoleListView(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="prompts_list", parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         project = _project(request.query_params.get("project"), query=True)
         roles = [
@@ -214,7 +214,7 @@ class PromptVersionsView(APIView):
     permission_classes = [CanEditPrompts]
     parser_classes = PARSERS
 
-    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="prompts_versions_list", parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str, template_type: str) -> Response:
         obj = _lookup(role, template_type)
         project = _project(request.query_params.get("project"), query=True)
