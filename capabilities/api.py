@@ -22,6 +22,7 @@ from capabilities.models import AgentRole, Project, RoleExecutor
 from capabilities.registration import RegistrationError, register_capability
 from capabilities.registry import card_document, filter_capabilities, role_definition
 from capabilities.snapshot import build_snapshot
+from teamclaw.api_errors import error_response
 from teamclaw.runtime.config import CATEGORIES, CapabilityType, ConfigSnapshot
 
 PROJECT_PARAM = OpenApiParameter("project", str, description="Project slug: show that project's effective config.")
@@ -41,7 +42,7 @@ class RoleListView(APIView):
     permission_classes = [CanChangeConfig]
     config_actions = {"POST": "role_create"}
 
-    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="roles_list", parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         snapshot = snapshot_for_request(request)
         roles = [role_definition(snapshot, role) for role in AgentRole.objects.all()]
@@ -78,6 +79,7 @@ class CapabilityListView(APIView):
     ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL); POST registers a plugin card (US-12, staff)."""
 
     @extend_schema(
+        operation_id="capabilities_list",
         parameters=[
             PROJECT_PARAM,
             OpenApiParameter("role", str),
@@ -117,7 +119,7 @@ class CapabilityListView(APIView):
             card = register_capability(dict(request.data), actor=request.user)
         except RegistrationError as exc:
             first_field, reasons = next(iter(exc.errors.items()))
-            return Response({"detail": f"{first_field}: {reasons[0]}", "errors": exc.errors}, status=exc.status)
+            return error_response(f"{first_field}: {reasons[0]}", exc.errors, exc.status)
         return Response(card_document(card), status=201)
 
 

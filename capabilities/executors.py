@@ -14,6 +14,7 @@ from django.db import transaction
 
 from capabilities.config import record_change
 from capabilities.models import AgentRole, Project, RoleExecutor
+from teamclaw.json_types import json_type_name
 from teamclaw.runtime.config import ConfigSnapshot
 from teamclaw.runtime.executors import BUILTIN_KINDS, choose_kind
 from teamclaw.runtime.executors.chat import MODEL_NAME, ModelSettings, option_errors
@@ -122,7 +123,7 @@ def set_role_executor(
     values = {"executor": executor, "model": model, "endpoint": endpoint}
     for name, value in values.items():
         if not isinstance(value, str):
-            errors[name] = ["must be a string"]
+            errors[name] = [f"must be a string, not {json_type_name(value)}"]
     if not errors:
         if executor and executor not in role_kinds():
             errors["executor"] = [f"{executor!r} is not an executor a role can use ({', '.join(role_kinds())})"]

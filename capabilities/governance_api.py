@@ -37,7 +37,9 @@ from capabilities.role_constraints import constraints_document, save_constraints
 from capabilities.roles import create_role, delete_role, role_document, update_role
 from capabilities.safe_yaml import DocumentError, guess_format, load_document, max_config_bytes
 from capabilities.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
+from teamclaw import api_fields
 from teamclaw.api_errors import error_response
+from teamclaw.json_types import json_type_name
 
 PROJECT_PARAM = OpenApiParameter("project", str, description="Project slug: that project's layer (overrides).")
 NOTE_MAX = 2000
@@ -76,7 +78,7 @@ def note_of(data: dict[str, Any]) -> str:
     """The change note (optional, up to 2,000 characters)."""
     note = data.pop("note", "") or ""
     if not isinstance(note, str):
-        raise ValidationError({"note": ["must be a string"]})
+        raise ValidationError({"note": [f"must be a string, not {json_type_name(note)}"]})
     if len(note) > NOTE_MAX:
         raise ValidationError({"note": [f"must be at most {NOTE_MAX} characters"]})
     return note.strip()
@@ -111,9 +113,9 @@ class GovernanceView(APIView):
 MATRIX_SAVE = inline_serializer(
     "MatrixSave",
     {
-        "version": serializers.IntegerField(help_text="The version you loaded."),
+        "version": api_fields.StrictIntegerField(help_text="The version you loaded."),
         "matrix": serializers.DictField(help_text="{row: {column: value}}; only the cells to set."),
-        "note": serializers.CharField(required=False),
+        "note": api_fields.StrictCharField(required=False),
     },
 )
 
@@ -229,9 +231,9 @@ class ConstraintsView(GovernanceView):
         request=inline_serializer(
             "ConstraintsSave",
             {
-                "version": serializers.IntegerField(),
+                "version": api_fields.StrictIntegerField(),
                 "constraints": serializers.DictField(),
-                "note": serializers.CharField(required=False),
+                "note": api_fields.StrictCharField(required=False),
             },
         ),
         responses=OpenApiTypes.OBJECT,
@@ -342,12 +344,12 @@ class ProjectListView(GovernanceView):
         request=inline_serializer(
             "ProjectCreate",
             {
-                "slug": serializers.SlugField(),
-                "name": serializers.CharField(),
-                "description": serializers.CharField(required=False),
-                "tech_stack": serializers.CharField(required=False),
-                "working_directory": serializers.CharField(required=False),
-                "note": serializers.CharField(required=False),
+                "slug": api_fields.StrictSlugField(),
+                "name": api_fields.StrictCharField(),
+                "description": api_fields.StrictCharField(required=False),
+                "tech_stack": api_fields.StrictCharField(required=False),
+                "working_directory": api_fields.StrictCharField(required=False),
+                "note": api_fields.StrictCharField(required=False),
             },
         ),
         responses={201: OpenApiTypes.OBJECT},

@@ -26,6 +26,7 @@ from capabilities.models import (
     ToolPermission,
 )
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
+from teamclaw.json_types import json_type_name
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 FIELDS = {"name": 200, "description": 5000, "tech_stack": 500, "working_directory": 1000}
@@ -107,7 +108,7 @@ def check_fields(data: Any, *, creating: bool) -> dict[str, Any]:
             continue
         value = data[name]
         if not isinstance(value, str):
-            problems.add(name, "must be a string")
+            problems.add(name, f"must be a string, not {json_type_name(value)}")
             continue
         value = value.strip()
         if name == "name" and not value:

@@ -21,6 +21,7 @@ from capabilities.matrices import SaveResult
 from capabilities.models import AgentRole, Project, RoleConstraint
 from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
+from teamclaw.json_types import json_type_name
 from teamclaw.runtime.config import Constraints
 
 FILE_SCOPE_MAX = RoleConstraint._meta.get_field("file_scope").max_length or 500
@@ -100,7 +101,7 @@ def check_values(values: Any, *, allow_null: bool, prefix: str = "constraints") 
             continue
         if name == "file_scope":
             if not isinstance(value, str):
-                problems.add(path, "must be a string")
+                problems.add(path, f"must be a string, not {json_type_name(value)}")
             elif reason := file_scope_problem(value):
                 problems.add(path, reason)
             else:

@@ -35,6 +35,7 @@ from capabilities.role_constraints import check_values
 from capabilities.snapshot import build_snapshot
 from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
+from teamclaw.json_types import json_type_name
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
 
 RESERVED_SLUGS = frozenset({"user", "system", "operator", "new"})
@@ -71,7 +72,7 @@ def _text(problems: Problems, data: dict[str, Any], name: str, limit: int, *, re
         return None
     value = data[name]
     if not isinstance(value, str):
-        problems.add(name, "must be a string")
+        problems.add(name, f"must be a string, not {json_type_name(value)}")
         return None
     value = value.strip()
     if required and not value:

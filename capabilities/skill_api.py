@@ -13,8 +13,8 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
-from rest_framework.exceptions import NotFound
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
@@ -37,8 +37,10 @@ from capabilities.skill_index import MAX_SKILL_INDEX_BYTES, SkillIndexError
 from capabilities.skill_models import Workflow
 from capabilities.workflow_actions import WorkflowConflict, delete_workflow, save_workflow
 from capabilities.workflow_spec import WorkflowError
+from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
+from teamclaw.json_types import json_type_name
 
 HTTP_FOR = {
     "not_found": status.HTTP_404_NOT_FOUND,
@@ -83,7 +85,8 @@ class StaffForChanges(BasePermission):
 
 
 def yaml_body(request: Request) -> bytes | str | None:
-    """The uploaded YAML from a YAML body, JSON ``{"yaml"}`` or a multipart ``file``."""
+    """The uploaded YAML from a YAML body, JSON ``{"yaml"}`` or a multipart ``file``; a 400
+    naming ``yaml`` when that is not a string."""
     data = request.data
     if isinstance(data, bytes | str):
         return data
@@ -92,8 +95,9 @@ def yaml_body(request: Request) -> bytes | str | None:
         return upload.read(MAX_SKILL_INDEX_BYTES + 1)
     if hasattr(data, "get"):
         value = data.get("yaml")
-        if isinstance(value, str):
-            return value
+        if value is not None and not isinstance(value, str):
+            raise ValidationError({"yaml": [f"must be a string, not {json_type_name(value)}"]})
+        return value
     return None
 
 
@@ -125,11 +129,39 @@ def lifecycle_error(exc: LifecycleError, skill_id: str) -> Response:
     return error_response(exc.message, exc.errors, HTTP_FOR.get(exc.code, 400), errorCode=exc.code, **extra)
 
 
-def _flag(request: Request, name: str) -> bool:
-    value = request.query_params.get(name)
-    if value is None and hasattr(request.data, "get"):
-        value = request.data.get(name)
-    return str(value).lower() in ("1", "true", "yes", "on")
+class SkillForceSerializer(serializers.Serializer):
+    """``{force}``: go ahead although skills, workflows or running contexts depend on the skill."""
+
+    force = api_fields.StrictBooleanField(required=False, default=False)
+
+
+def _force(request: Request) -> bool:
+    """``?force=`` (text: 1, true, yes or on), else the body's ``force`` (JSON true/false)."""
+    value = request.query_params.get("force")
+    if value is not None:
+        return value.lower() in ("1", "true", "yes", "on")
+    data = SkillForceSerializer(data=request.data if hasattr(request.data, "get") else {})
+    data.is_valid(raise_exception=True)
+    return bool(data.validated_data["force"])
+
+
+class SkillActivateSerializer(serializers.Serializer):
+    """``{role}``: the role that will own the skill's capability cards."""
+
+    role = api_fields.StrictCharField(
+        max_length=40,
+        error_messages={
+            "required": "the role that will own the capabilities is required",
+            "blank": "the role that will own the capabilities is required",
+        },
+    )
+
+
+class WorkflowRunSerializer(serializers.Serializer):
+    """``{input, project?}``: ``input`` becomes ``${userInput}`` (an object)."""
+
+    input = serializers.JSONField(required=False, allow_null=True)
+    project = api_fields.StrictSlugField(required=False, allow_blank=True)
 
 
 class SkillListView(APIView):
@@ -138,7 +170,9 @@ class SkillListView(APIView):
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
 
-    @extend_schema(parameters=[OpenApiParameter("status", str)], responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        operation_id="skills_list", parameters=[OpenApiParameter("status", str)], responses=OpenApiTypes.OBJECT
+    )
     def get(self, request: Request) -> Response:
         skills = Skill.objects.all()
         if wanted := request.query_params.get("status"):
@@ -184,7 +218,7 @@ class SkillDetailView(APIView):
     @extend_schema(parameters=[OpenApiParameter("force", bool)], responses=OpenApiTypes.OBJECT)
     def delete(self, request: Request, skill_id: str) -> Response:
         try:
-            operation = uninstall_skill(skill_id, actor=request.user, force=_flag(request, "force"))
+            operation = uninstall_skill(skill_id, actor=request.user, force=_force(request))
         except LifecycleError as exc:
             return lifecycle_error(exc, skill_id)
         return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
@@ -216,11 +250,11 @@ class SkillActivateView(APIView):
 
     permission_classes = [StaffForChanges]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=SkillActivateSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, skill_id: str) -> Response:
-        role = request.data.get("role") if hasattr(request.data, "get") else None
-        if not isinstance(role, str) or not role:
-            return error_response("role: the role that will own the capabilities is required", {"role": ["required"]})
+        data = SkillActivateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        role = data.validated_data["role"]
         try:
             operation = activate_skill(skill_id, role, actor=request.user)
         except LifecycleError as exc:
@@ -243,10 +277,10 @@ class SkillDeactivateView(APIView):
 
     permission_classes = [StaffForChanges]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=SkillForceSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, skill_id: str) -> Response:
         try:
-            operation = deactivate_skill(skill_id, actor=request.user, force=_flag(request, "force"))
+            operation = deactivate_skill(skill_id, actor=request.user, force=_force(request))
         except LifecycleError as exc:
             return lifecycle_error(exc, skill_id)
         return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
@@ -277,7 +311,7 @@ class WorkflowListView(APIView):
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="workflows_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         rows = [workflow_document(w, full=False) for w in Workflow.objects.all()]
         return Response({"count": len(rows), "workflows": rows})
@@ -327,19 +361,21 @@ class WorkflowRunView(APIView):
     """``POST /workflows/{id}/run {input, project?}`` -> ``{task_id, status}``: a task on the
     runtime (main's ``workflow_orchestration``), shown with every other task."""
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=WorkflowRunSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, workflow_id: str) -> Response:
         from monitoring.workflow_runs import RunInputError, start_workflow_run
 
         workflow = workflow_or_404(workflow_id)
-        data = request.data if hasattr(request.data, "get") else {}
+        data = WorkflowRunSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
         project = None
-        if slug := data.get("project"):
+        if slug := values.get("project"):
             project = Project.objects.filter(slug=slug).first()
             if project is None:
                 return error_response(f"project '{slug}' does not exist", {"project": ["unknown project"]})
         try:
-            task = start_workflow_run(workflow, data.get("input"), user=request.user, project=project)
+            task = start_workflow_run(workflow, values.get("input"), user=request.user, project=project)
         except RunInputError as exc:
             return error_response(f"input: {exc.reason}", {"input": [exc.reason]})
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)

@@ -20,12 +20,15 @@ from monitoring.access import visible_tasks
 from monitoring.message_log import visible_messages
 from monitoring.models import Message, Task
 from monitoring.tasks import DocumentError, start_task
+from teamclaw import api_fields
+from teamclaw.api_errors import error_response
+from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
 
 
 class TokenRequestSerializer(serializers.Serializer):
-    username = serializers.CharField()
-    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False)
+    username = api_fields.StrictCharField()
+    password = api_fields.StrictCharField(style={"input_type": "password"}, trim_whitespace=False)
 
 
 class LoginThrottle(AnonRateThrottle):
@@ -50,12 +53,12 @@ class TokenView(APIView):
             request._request, username=data.validated_data["username"], password=data.validated_data["password"]
         )
         if user is None or not user.is_active:
-            return Response({"detail": "wrong username or password"}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response("wrong username or password")
         token, _ = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
 
 
-class DocumentField(serializers.CharField):
+class DocumentField(api_fields.StrictCharField):
     """Markdown text whose checks (empty, size, binary) are monitoring.tasks.validate_document's,
     so the operator gets one clear reason instead of DRF's generic null-character message."""
 
@@ -65,17 +68,17 @@ class DocumentField(serializers.CharField):
 
     def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
-            raise serializers.ValidationError("must be a string of Markdown")
+            raise serializers.ValidationError(f"must be a string of Markdown, not {json_type_name(data)}")
         return data
 
 
 class TaskCreateSerializer(serializers.Serializer):
-    workflow = serializers.ChoiceField(choices=WORKFLOWS)
+    workflow = api_fields.StrictChoiceField(choices=WORKFLOWS)
     input_markdown = DocumentField(required=False, allow_blank=True, trim_whitespace=False)
-    task_description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    title = serializers.CharField(required=False, allow_blank=True, max_length=300)
-    project = serializers.SlugField(required=False, allow_blank=True)
-    prompt_enhancement = serializers.CharField(required=False, allow_blank=True, max_length=20_000)
+    task_description = api_fields.StrictCharField(required=False, allow_blank=True, max_length=2000)
+    title = api_fields.StrictCharField(required=False, allow_blank=True, max_length=300)
+    project = api_fields.StrictSlugField(required=False, allow_blank=True)
+    prompt_enhancement = api_fields.StrictCharField(required=False, allow_blank=True, max_length=20_000)
 
     def validate_project(self, value: str) -> Project | None:
         if not value:
@@ -142,13 +145,10 @@ class TaskListView(APIView):
                 prompt_enhancement=values.get("prompt_enhancement", ""),
             )
         except DocumentError as exc:
-            return Response(
-                {"detail": f"{exc.field}: {exc.reason}", "errors": {exc.field: [exc.reason]}},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
+            return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]})
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="tasks_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         queryset = visible_tasks(request.user).select_related("project")
         if status_filter := request.query_params.get("status"):

@@ -44,7 +44,9 @@ class MetricsView(APIView):
     """``GET /metrics/{capabilityId}`` (``?window=5m`` for the last 5 minutes) ->
     ``{callCount, successRate, avgLatencyMs, p99LatencyMs, ...}`` from recorded invokes."""
 
-    @extend_schema(parameters=[OpenApiParameter("window", str, description="e.g. 30s, 5m, 1h")])
+    @extend_schema(
+        parameters=[OpenApiParameter("window", str, description="e.g. 30s, 5m, 1h")], responses=OpenApiTypes.OBJECT
+    )
     def get(self, request: Request, capability_id: str) -> Response:
         card = CapabilityCard.objects.filter(capability_id=capability_id).select_related("skill").first()
         if card is None:

@@ -24,6 +24,7 @@ from monitoring.access import visible_contexts
 from monitoring.context_actions import ContextActionError
 from monitoring.live_items import from_epoch
 from monitoring.models import ExecutionContext, Snapshot
+from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime.context import ContextStatus
 
@@ -103,6 +104,7 @@ class ContextListView(APIView):
     ``task_id``, ``role`` and ``status`` (an AgentStatus of PRD §4.6)."""
 
     @extend_schema(
+        operation_id="contexts_list",
         parameters=[
             OpenApiParameter("task_id", str),
             OpenApiParameter("role", str),
@@ -139,7 +141,7 @@ class ContextDetailView(APIView):
 
 
 class SnapshotCreateSerializer(serializers.Serializer):
-    label = serializers.CharField(required=False, allow_blank=True, max_length=context_actions.MAX_LABEL_CHARS)
+    label = api_fields.StrictCharField(required=False, allow_blank=True, max_length=context_actions.MAX_LABEL_CHARS)
 
 
 class SnapshotListView(APIView):
@@ -169,7 +171,7 @@ class SnapshotListView(APIView):
 
 
 class InstructionSerializer(serializers.Serializer):
-    text = serializers.CharField(max_length=context_actions.MAX_INSTRUCTION_CHARS)
+    text = api_fields.StrictCharField(max_length=context_actions.MAX_INSTRUCTION_CHARS)
 
 
 class InstructionView(APIView):

@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
@@ -27,6 +27,8 @@ from capabilities.models import AgentRole, Project
 from monitoring.confirmations import ConfirmationError, decide
 from monitoring.health import capability_health
 from monitoring.host import get_host
+from teamclaw import api_fields
+from teamclaw.api_errors import error_response
 from teamclaw.runtime import HookEvent, InvokeRequest, Priority, RoutingStrategy
 from teamclaw.runtime.address import AddressError, parse_address
 from teamclaw.runtime.runtime import TaskNotRunning
@@ -34,7 +36,7 @@ from teamclaw.runtime.runtime import TaskNotRunning
 PRIORITIES = ["low", "normal", "high", "urgent"]
 
 
-class _RoleField(serializers.CharField):
+class _RoleField(api_fields.StrictCharField):
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if not AgentRole.objects.filter(role=value).exists():
@@ -42,7 +44,7 @@ class _RoleField(serializers.CharField):
         return value
 
 
-class _ProjectField(serializers.SlugField):
+class _ProjectField(api_fields.StrictSlugField):
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         if not Project.objects.filter(slug=value).exists():
@@ -54,17 +56,17 @@ class InvokeSerializer(serializers.Serializer):
     """``InvokeRequest`` (PRD §4.4) plus who calls: ``from_role``. Give ``capability_id`` or
     ``address`` (``cap://skill/capability[?query]``). ``timeout`` is seconds."""
 
-    capability_id = serializers.CharField(required=False, max_length=300)
-    address = serializers.CharField(required=False, max_length=1000)
+    capability_id = api_fields.StrictCharField(required=False, max_length=300)
+    address = api_fields.StrictCharField(required=False, max_length=1000)
     from_role = _RoleField(max_length=40)
     target_role = _RoleField(required=False, max_length=40)
-    target_instance_id = serializers.CharField(required=False, max_length=64)
-    routing = serializers.ChoiceField(choices=[s.value for s in RoutingStrategy], required=False)
+    target_instance_id = api_fields.StrictCharField(required=False, max_length=64)
+    routing = api_fields.StrictChoiceField(choices=[s.value for s in RoutingStrategy], required=False)
     params = serializers.DictField(required=False, default=dict)
-    timeout = serializers.FloatField(required=False, min_value=0.001, max_value=3600)
-    priority = serializers.ChoiceField(choices=PRIORITIES, required=False, default="normal")
+    timeout = api_fields.StrictFloatField(required=False, min_value=0.001, max_value=3600)
+    priority = api_fields.StrictChoiceField(choices=PRIORITIES, required=False, default="normal")
     project = _ProjectField(required=False)
-    task_id = serializers.CharField(required=False, max_length=64)
+    task_id = api_fields.StrictCharField(required=False, max_length=64)
 
     def validate_address(self, value: str) -> str:
         try:
@@ -85,14 +87,14 @@ class InvokeSerializer(serializers.Serializer):
 class HookSerializer(serializers.Serializer):
     """``HookEvent`` (PRD §4.4) plus ``from_role``."""
 
-    event_type = serializers.RegexField(r"\A[A-Za-z][A-Za-z0-9_.:-]{0,99}\Z")
+    event_type = api_fields.StrictRegexField(r"\A[A-Za-z][A-Za-z0-9_.:-]{0,99}\Z")
     from_role = _RoleField(max_length=40)
     payload = serializers.DictField(required=False, default=dict)
-    broadcast = serializers.BooleanField(required=False, default=False)
+    broadcast = api_fields.StrictBooleanField(required=False, default=False)
     target_roles = serializers.ListField(child=_RoleField(max_length=40), required=False, max_length=64)
-    capability_id = serializers.CharField(required=False, max_length=300)
+    capability_id = api_fields.StrictCharField(required=False, max_length=300)
     project = _ProjectField(required=False)
-    task_id = serializers.CharField(required=False, max_length=64)
+    task_id = api_fields.StrictCharField(required=False, max_length=64)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         _bounded(attrs.get("payload") or {}, "payload")
@@ -153,7 +155,7 @@ class InvokeView(AsyncAPIView):
                 )
             )
         except TaskNotRunning as exc:
-            return Response({"detail": str(exc), "errors": {"task_id": [str(exc)]}}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response(str(exc), {"task_id": [str(exc)]})
         body = result.as_dict()
         body["result"] = body["data"]
         return Response(body)
@@ -189,11 +191,9 @@ class HookView(AsyncAPIView):
                 )
             )
         except AgentFailure as failure:
-            return Response(
-                {"detail": failure.error.message, "error": failure.error.as_dict()}, status=status.HTTP_400_BAD_REQUEST
-            )
+            return error_response(failure.error.message, error=failure.error.as_dict())
         except TaskNotRunning as exc:
-            return Response({"detail": str(exc), "errors": {"task_id": [str(exc)]}}, status=status.HTTP_400_BAD_REQUEST)
+            return error_response(str(exc), {"task_id": [str(exc)]})
         return Response({"acks": [ack.as_dict() for ack in acks]})
 
 
@@ -214,7 +214,7 @@ class CapabilityHealthView(APIView):
 
 
 class ConfirmationDecisionSerializer(serializers.Serializer):
-    approve = serializers.BooleanField()
+    approve = api_fields.StrictBooleanField()
 
 
 class ConfirmationView(APIView):
@@ -230,5 +230,5 @@ class ConfirmationView(APIView):
         try:
             result = decide(confirmation_id, data.validated_data["approve"], user)
         except ConfirmationError as exc:
-            return Response({"detail": exc.message}, status=exc.status)
+            return error_response(exc.message, code=exc.status)
         return Response(result)

@@ -38,6 +38,7 @@ from prompts.queries import (
 )
 from prompts.render import MAX_TEMPLATE_CHARS, PromptRenderError
 from prompts.versions import BUMPS
+from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
 
@@ -76,46 +77,46 @@ class StrictSerializer(serializers.Serializer):
 
 
 class SaveVersionSerializer(StrictSerializer):
-    content = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=MAX_TEMPLATE_CHARS)
-    bump = serializers.ChoiceField(choices=BUMPS, default="patch")
-    version = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    content = api_fields.StrictCharField(allow_blank=True, trim_whitespace=False, max_length=MAX_TEMPLATE_CHARS)
+    bump = api_fields.StrictChoiceField(choices=BUMPS, default="patch")
+    version = api_fields.StrictCharField(required=False, allow_blank=True, max_length=64)
     variables = serializers.JSONField(required=False, allow_null=True)
-    language = serializers.CharField(required=False, allow_blank=True, max_length=16)
-    note = serializers.CharField(required=False, allow_blank=True, max_length=500)
-    project = serializers.SlugField(required=False, allow_blank=True, allow_null=True)
-    activate = serializers.BooleanField(default=True)
-    base_version = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    language = api_fields.StrictCharField(required=False, allow_blank=True, max_length=16)
+    note = api_fields.StrictCharField(required=False, allow_blank=True, max_length=500)
+    project = api_fields.StrictSlugField(required=False, allow_blank=True, allow_null=True)
+    activate = api_fields.StrictBooleanField(default=True)
+    base_version = api_fields.StrictCharField(required=False, allow_blank=True, max_length=64)
 
 
 class RollbackSerializer(StrictSerializer):
-    version = serializers.CharField(max_length=64)
-    bump = serializers.ChoiceField(choices=BUMPS, default="patch")
-    note = serializers.CharField(required=False, allow_blank=True, max_length=500)
-    project = serializers.SlugField(required=False, allow_blank=True, allow_null=True)
-    base_version = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    version = api_fields.StrictCharField(max_length=64)
+    bump = api_fields.StrictChoiceField(choices=BUMPS, default="patch")
+    note = api_fields.StrictCharField(required=False, allow_blank=True, max_length=500)
+    project = api_fields.StrictSlugField(required=False, allow_blank=True, allow_null=True)
+    base_version = api_fields.StrictCharField(required=False, allow_blank=True, max_length=64)
 
 
 class ActivateSerializer(StrictSerializer):
-    version = serializers.CharField(max_length=64)
-    note = serializers.CharField(required=False, allow_blank=True, max_length=500)
-    project = serializers.SlugField(required=False, allow_blank=True, allow_null=True)
+    version = api_fields.StrictCharField(max_length=64)
+    note = api_fields.StrictCharField(required=False, allow_blank=True, max_length=500)
+    project = api_fields.StrictSlugField(required=False, allow_blank=True, allow_null=True)
 
 
 class RenderSerializer(StrictSerializer):
     variables = serializers.DictField(required=False, default=dict)
-    project = serializers.SlugField(required=False, allow_blank=True, allow_null=True)
-    task_id = serializers.CharField(required=False, allow_blank=True, max_length=64)
-    task_description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    prompt_enhancement = serializers.CharField(
+    project = api_fields.StrictSlugField(required=False, allow_blank=True, allow_null=True)
+    task_id = api_fields.StrictCharField(required=False, allow_blank=True, max_length=64)
+    task_description = api_fields.StrictCharField(required=False, allow_blank=True, max_length=2000)
+    prompt_enhancement = api_fields.StrictCharField(
         required=False, allow_blank=True, max_length=20_000, trim_whitespace=False
     )
 
 
 class PreviewSerializer(StrictSerializer):
-    content = serializers.CharField(allow_blank=True, trim_whitespace=False, max_length=MAX_TEMPLATE_CHARS)
+    content = api_fields.StrictCharField(allow_blank=True, trim_whitespace=False, max_length=MAX_TEMPLATE_CHARS)
     variables = serializers.JSONField(required=False, allow_null=True)
     values = serializers.DictField(required=False, default=dict)
-    project = serializers.SlugField(required=False, allow_blank=True, allow_null=True)
+    project = api_fields.StrictSlugField(required=False, allow_blank=True, allow_null=True)
 
 
 def _change_error(exc: PromptChangeError) -> Response:
@@ -169,7 +170,7 @@ class PromptRoleListView(APIView):
 
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="prompts_list", parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
         project = _project(request.query_params.get("project"), query=True)
         roles = [
@@ -213,7 +214,7 @@ class PromptVersionsView(APIView):
     permission_classes = [CanEditPrompts]
     parser_classes = PARSERS
 
-    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="prompts_versions_list", parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str, template_type: str) -> Response:
         obj = _lookup(role, template_type)
         project = _project(request.query_params.get("project"), query=True)

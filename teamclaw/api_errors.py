@@ -1,7 +1,16 @@
 """One error shape for the whole REST API.
 
-Every 4xx/5xx body is ``{"detail": str, "errors": {field: [reason, ...]}}`` (``errors`` only
-when fields are at fault), so a client can always show the field and the reason.
+Every 4xx/5xx body is a JSON object ``{"detail": str, "errors": {field: [reason, ...]}}``, so a
+client can always show the field and the reason:
+
+- ``detail``: one sentence for a person (for a field error, ``"<field>: <first reason>"``);
+- ``errors``: always present; each field at fault (``a.b``/``a[0].b`` for nested fields, a JSON
+  pointer in imported documents, ``non_field_errors`` for the body as a whole) with its
+  reasons, and ``{}`` when the request is refused without a field at fault (not signed in,
+  not allowed, nothing there, a body that is not JSON, a version conflict...).
+
+Some refusals add keys of their own next to these two (a 409 conflict: ``current_version``,
+``your_version``, ``changes``, ``current``; skill lifecycle refusals: ``errorCode``...).
 """
 
 from __future__ import annotations
@@ -37,35 +46,33 @@ def _flatten(detail: Any) -> dict[str, list[str]]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF exception handler producing ``{"detail", "errors"}``; Django ValidationErrors
-    become 400s instead of 500s."""
+    """DRF exception handler producing ``{"detail", "errors"}`` for every exception DRF
+    answers; Django ValidationErrors become 400s instead of 500s."""
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        return Response(
-            {"detail": f"the request body is larger than {limit:,} bytes"},
-            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        return error_response(
+            f"the request body is larger than {limit:,} bytes", code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
         )
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
-    if isinstance(exc, ValidationError):
-        errors = _flatten(exc.detail)
+    if not isinstance(exc, ValidationError) and isinstance(response.data, dict) and set(response.data) == {"detail"}:
+        response.data = {"detail": str(response.data["detail"]), "errors": {}}
+    else:  # field errors (a ValidationError, or any APIException raised with a list or mapping)
+        errors = _flatten(response.data)
         first = next(iter(errors.items()), ("", [""]))
         detail = f"{first[0]}: {first[1][0]}" if first[0] and first[0] != "non_field_errors" else first[1][0]
         response.data = {"detail": detail or "Invalid input.", "errors": errors}
-    elif isinstance(response.data, dict) and "detail" in response.data:
-        response.data = {"detail": str(response.data["detail"])}
     return response
 
 
 def error_response(
     detail: str, errors: dict[str, list[str]] | None = None, code: int = status.HTTP_400_BAD_REQUEST, **extra: Any
 ) -> Response:
-    """A response in the API's error shape, for views that refuse input themselves."""
-    body: dict[str, Any] = {"detail": detail}
-    if errors:
-        body["errors"] = errors
+    """A response in the API's error shape, for views that refuse input themselves:
+    ``{"detail", "errors"}`` (``errors`` is ``{}`` when no field is at fault) plus ``extra``."""
+    body: dict[str, Any] = {"detail": detail, "errors": errors or {}}
     body.update(extra)
     return Response(body, status=code)

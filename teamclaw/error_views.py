@@ -1,4 +1,5 @@
-"""Error responses: JSON in the API's error shape under /api/, the site's pages elsewhere."""
+"""Error responses: JSON in the API's error shape (``{"detail", "errors": {}}``, teamclaw.api_errors)
+under /api/, the site's pages elsewhere."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ MESSAGES = {
 
 def _respond(request: HttpRequest, status: int) -> HttpResponse:
     if request.path_info.startswith("/api/"):
-        return JsonResponse({"detail": MESSAGES[status]}, status=status)
+        return JsonResponse({"detail": MESSAGES[status], "errors": {}}, status=status)
     return render(request, "error.html", {"status": status, "message": MESSAGES[status]}, status=status)
 
 
@@ -35,6 +36,6 @@ def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     if request.path_info.startswith("/api/"):
-        return JsonResponse({"detail": MESSAGES[500]}, status=500)
+        return JsonResponse({"detail": MESSAGES[500], "errors": {}}, status=500)
     # no template context processors here: the failure may be in them
     return HttpResponse("<h1>Server error</h1><p>The server failed; the error is logged.</p>", status=500)

@@ -14,6 +14,7 @@ def lockout_response(
     """HTTP 429: JSON in the API's error shape for /api/, the explanation page otherwise."""
     if request.path_info.startswith("/api/"):
         return JsonResponse(
-            {"detail": "too many failed logins for this user from this address; try again later"}, status=429
+            {"detail": "too many failed logins for this user from this address; try again later", "errors": {}},
+            status=429,
         )
     return render(request, "locked_out.html", status=429)

@@ -1,0 +1,103 @@
+"""Every API error is ``{"detail": str, "errors": {field: [reason]}}`` (README "REST API",
+teamclaw.api_errors): ``errors`` is there even when no field is at fault (then ``{}``), and
+refusals with more to say keep their extra keys."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import RequestFactory
+from rest_framework.test import APIClient
+
+from teamclaw.error_views import server_error
+from teamclaw.lockout import lockout_response
+
+INVOKE_MATRIX = "/api/v1/permissions/invoke-matrix"
+
+
+def error_body(response: Any, status: int) -> dict[str, Any]:
+    """The JSON error body, checked for the shape every API error has."""
+    assert response.status_code == status, response.content
+    body = json.loads(response.content)
+    assert isinstance(body["detail"], str) and body["detail"]
+    assert isinstance(body["errors"], dict)
+    assert all(isinstance(r, list) and all(isinstance(x, str) for x in r) for r in body["errors"].values())
+    return body
+
+
+def test_malformed_json_is_a_400_in_the_error_shape(api, builtin):
+    response = api.post("/api/v1/tasks", data=b'{"workflow": ', content_type="application/json")
+    body = error_body(response, 400)
+    assert body["detail"].startswith("JSON parse error") and body["errors"] == {}
+
+
+def test_a_stale_matrix_save_is_a_409_in_the_error_shape_with_its_conflict_keys(api, builtin):
+    loaded = api.get(INVOKE_MATRIX).json()
+    first = api.put(INVOKE_MATRIX, {"version": loaded["version"], "matrix": {"coderA": {"dba": False}}}, format="json")
+    assert first.status_code == 200
+    stale = api.put(INVOKE_MATRIX, {"version": loaded["version"], "matrix": {"pm": {"dba": True}}}, format="json")
+    body = error_body(stale, 409)
+    assert body["errors"] == {}
+    assert {"current_version", "your_version", "changes", "current"} <= set(body)
+    assert body["your_version"] == loaded["version"] and body["current_version"] > loaded["version"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/tasks", "/api/v1/config/export", "/api/v1/docs/"])
+def test_no_credentials_is_a_401_in_the_error_shape(db, path):
+    response = APIClient().get(path)
+    assert response["Content-Type"] == "application/json"
+    assert error_body(response, 401) == {"detail": "Authentication credentials were not provided.", "errors": {}}
+
+
+def test_a_wrong_token_is_a_401_in_the_error_shape(db):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
+    assert error_body(client.get("/api/v1/roles"), 401)["errors"] == {}
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/tasks/no-such-task",  # get_object_or_404 (Django's Http404)
+        "/api/v1/capabilities/no_such_card",  # NotFound raised by the view
+        "/api/v1/health/no_such_card",  # the view's own error_response
+        "/api/v1/no/such/endpoint",  # no URL matches: Django's 404 handler
+    ],
+)
+def test_not_found_is_a_404_in_the_error_shape(api, builtin, path):
+    assert error_body(api.get(path), 404)["errors"] == {}
+
+
+def test_not_allowed_is_a_403_in_the_error_shape(builtin, viewer_user):
+    client = APIClient()
+    client.force_authenticate(viewer_user)
+    body = {"capability_id": "schema_query", "from_role": "main"}
+    assert error_body(client.post("/api/v1/capabilities/invoke", body, format="json"), 403)["errors"] == {}
+
+
+def test_a_wrong_method_and_a_wrong_media_type_are_in_the_error_shape(api, builtin):
+    assert error_body(api.delete("/api/v1/tasks"), 405)["errors"] == {}
+    response = api.post("/api/v1/tasks", data=b"<task/>", content_type="application/xml")
+    assert error_body(response, 415)["errors"] == {}
+
+
+def test_field_errors_keep_naming_each_field(api, builtin):
+    body = error_body(api.post("/api/v1/tasks", {"title": "x"}, format="json"), 400)
+    assert body["detail"] == "workflow: This field is required."
+    assert body["errors"] == {"workflow": ["This field is required."]}
+
+
+def test_a_runtime_refusal_of_a_hook_keeps_its_error_next_to_the_shape(api, runtime_host):
+    version = api.get("/api/v1/roles/dba").json()["version"]
+    assert api.patch("/api/v1/roles/dba", {"version": version, "enabled": False}, format="json").status_code == 200
+    hook = {"event_type": "schema_changed", "from_role": "coderA", "target_roles": ["dba"]}
+    body = error_body(api.post("/api/v1/hooks", hook, format="json"), 400)
+    assert body["errors"] == {} and body["error"]["code"] == "capability_disabled"
+
+
+def test_server_errors_and_lockouts_under_api_are_in_the_error_shape():
+    request = RequestFactory().get("/api/v1/roles")
+    assert error_body(server_error(request), 500)["errors"] == {}
+    assert error_body(lockout_response(RequestFactory().post("/api/v1/auth/token")), 429)["errors"] == {}
