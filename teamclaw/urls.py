@@ -6,7 +6,6 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
 from teamclaw.api_docs import ApiDocsView
-
 from teamclaw.favicon import favicon
 
 urlpatterns = [
