@@ -22,6 +22,7 @@ from capabilities.models import AgentRole, Project, RoleExecutor
 from capabilities.registration import RegistrationError, register_capability
 from capabilities.registry import card_document, filter_capabilities, role_definition
 from capabilities.snapshot import build_snapshot
+from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime.config import CATEGORIES, CapabilityType, ConfigSnapshot
 
@@ -181,9 +182,7 @@ class RoleExecutorView(APIView):
             raise NotFound(f"project '{slug}' does not exist")
         if not isinstance(request.data, dict):
             raise ValidationError({"non_field_errors": ["send a JSON object with executor, model and endpoint"]})
-        unknown = sorted(set(request.data) - set(EXECUTOR_FIELDS))
-        if unknown:
-            raise ValidationError({name: ["unknown field; use executor, model, endpoint"] for name in unknown})
+        api_fields.refuse_unknown_fields(request.data, EXECUTOR_FIELDS)
         values = {
             name: request.data.get(name) if request.data.get(name) is not None else "" for name in EXECUTOR_FIELDS
         }

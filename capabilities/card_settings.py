@@ -22,8 +22,12 @@ from capabilities.registry import card_document
 from capabilities.snapshot import build_snapshot
 from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
+from teamclaw.api_fields import unknown_field_reason
 
 EDITABLE_FIELDS = ("enabled", "name", "description", "timeout", "tags", "owner_roles")
+EDIT_REQUEST_FIELDS = ("document_version", *EDITABLE_FIELDS, "note")
+"""The keys of an edit request (the caller takes ``document_version`` and ``note``); any other
+key, read-only fields such as ``input_schema`` included, is refused."""
 MAX_TAGS = 20
 
 
@@ -58,7 +62,7 @@ def check_card_edit(card: CapabilityCard, data: Any, project: Project | None) ->
     clean: dict[str, Any] = {}
     for name in data:
         if name not in EDITABLE_FIELDS:
-            problems.add(name, f"unknown or read-only field; editable fields are {', '.join(EDITABLE_FIELDS)}")
+            problems.add(name, unknown_field_reason(EDIT_REQUEST_FIELDS))
         elif project is not None and name != "enabled":
             problems.add(name, "only 'enabled' can be set per project; edit the other fields globally")
     if "enabled" in data:

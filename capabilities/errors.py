@@ -50,6 +50,12 @@ class Problems:
     def add(self, path: str, reason: str) -> None:
         self.errors.setdefault(path, []).append(reason)
 
+    def extend(self, errors: dict[str, list[str]]) -> None:
+        """Add every reason of ``errors`` (``{path: [reasons]}``)."""
+        for path, reasons in errors.items():
+            for reason in reasons:
+                self.add(path, reason)
+
     def __bool__(self) -> bool:
         return bool(self.errors)
 

@@ -8,6 +8,7 @@ Reads need a login; writes need the staff flag or the matching Django permission
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.http import HttpResponse
@@ -56,11 +57,17 @@ def project_param(request: Request) -> Project | None:
     return project
 
 
-def body(request: Request) -> dict[str, Any]:
-    """The JSON object body; 400 when it is not an object."""
+def body(request: Request, fields: Iterable[str] | None) -> dict[str, Any]:
+    """The JSON object body; 400 when it is not an object or has a key outside ``fields``.
+
+    ``fields`` are the envelope's keys (what each value holds is checked by the domain code it
+    goes to); None when that domain code refuses unknown keys itself, listed with every other
+    problem of the body (roles, cards, projects)."""
     data = request.data
     if not isinstance(data, dict):
         raise ValidationError({"non_field_errors": ["the body must be a JSON object"]})
+    if fields is not None:
+        api_fields.refuse_unknown_fields(data, fields)
     return dict(data)
 
 
@@ -131,7 +138,7 @@ class MatrixView(GovernanceView):
 
     def put(self, request: Request) -> Response:
         project = project_param(request)
-        data = body(request)
+        data = body(request, MATRIX_SAVE.fields)
         version = version_of(data)
         note = note_of(data)
         if "matrix" not in data:
@@ -183,6 +190,9 @@ def days_param(request: Request) -> int:
     return int(raw)
 
 
+WHAT_IF = inline_serializer("WhatIf", {"matrix": serializers.DictField(help_text="{row: {column: value}}")})
+
+
 class WhatIfView(GovernanceView):
     """What staged cells would have done to the recorded traffic of the last ``days`` days:
     invokes that would now be denied, newly allowed or sent for confirmation, grouped by
@@ -193,13 +203,13 @@ class WhatIfView(GovernanceView):
 
     @extend_schema(
         parameters=[PROJECT_PARAM, OpenApiParameter("days", int, description="1..90, default 7")],
-        request=inline_serializer("WhatIf", {"matrix": serializers.DictField()}),
+        request=WHAT_IF,
         responses=OpenApiTypes.OBJECT,
     )
     def post(self, request: Request) -> Response:
         project = project_param(request)
         days = days_param(request)
-        data = body(request)
+        data = body(request, WHAT_IF.fields)
         cells = parse_cells(self.kind, data.get("matrix", {}), role_slugs(), allow_null=project is not None)
         return Response(what_if(self.kind, project, cells, days))
 
@@ -210,6 +220,16 @@ class InvokeWhatIfView(WhatIfView):
 
 class ToolWhatIfView(WhatIfView):
     kind = TOOL
+
+
+CONSTRAINTS_SAVE = inline_serializer(
+    "ConstraintsSave",
+    {
+        "version": api_fields.StrictIntegerField(),
+        "constraints": serializers.DictField(),
+        "note": api_fields.StrictCharField(required=False),
+    },
+)
 
 
 class ConstraintsView(GovernanceView):
@@ -228,20 +248,13 @@ class ConstraintsView(GovernanceView):
 
     @extend_schema(
         parameters=[PROJECT_PARAM],
-        request=inline_serializer(
-            "ConstraintsSave",
-            {
-                "version": api_fields.StrictIntegerField(),
-                "constraints": serializers.DictField(),
-                "note": api_fields.StrictCharField(required=False),
-            },
-        ),
+        request=CONSTRAINTS_SAVE,
         responses=OpenApiTypes.OBJECT,
     )
     def put(self, request: Request, role: str) -> Response:
         obj = get_object_or_404(AgentRole, role=role)
         project = project_param(request)
-        data = body(request)
+        data = body(request, CONSTRAINTS_SAVE.fields)
         version = version_of(data)
         note = note_of(data)
         if "constraints" not in data:
@@ -265,7 +278,7 @@ def capability_get(request: Request, capability_id: str, document: dict[str, Any
 
 def role_post(request: Request) -> Response:
     """``POST /api/v1/roles``: create a custom role (US-09); 201 with its definition."""
-    data = body(request)
+    data = body(request, None)  # check_new_role refuses unknown keys
     note = note_of(data)
     try:
         result = create_role(data, note=note, actor=request.user)
@@ -278,7 +291,7 @@ def role_patch(request: Request, role: str) -> Response:
     """``PATCH /api/v1/roles/{role}?project=``: edit a role or switch it for a project."""
     obj = get_object_or_404(AgentRole, role=role)
     project = project_param(request)
-    data = body(request)
+    data = body(request, None)  # check_role_edit refuses unknown keys
     version = version_of(data)
     note = note_of(data)
     try:
@@ -298,6 +311,7 @@ def role_delete(request: Request, role: str) -> Response:
     raw = request.query_params.get("version")
     data = {"version": int(raw) if raw and raw.isdigit() else raw}
     if isinstance(request.data, dict):
+        api_fields.refuse_unknown_fields(request.data, ("version", "note"))
         data = {**dict(request.data), **{k: v for k, v in data.items() if v is not None}}
     version = version_of(data)
     note = note_of(data)
@@ -317,7 +331,7 @@ def capability_patch(request: Request, capability_id: str) -> Response:
     if card is None:
         raise NotFound(f"capability '{capability_id}' does not exist")
     project = project_param(request)
-    data = body(request)
+    data = body(request, None)  # check_card_edit refuses unknown keys
     version = version_of(data, "document_version")
     note = note_of(data)
     try:
@@ -355,7 +369,7 @@ class ProjectListView(GovernanceView):
         responses={201: OpenApiTypes.OBJECT},
     )
     def post(self, request: Request) -> Response:
-        data = body(request)
+        data = body(request, None)  # projects.check_fields refuses unknown keys
         note = note_of(data)
         result = create_project(data, note=note, actor=request.user)
         return Response(result.document, status=status.HTTP_201_CREATED)
@@ -377,7 +391,7 @@ class ProjectDetailView(GovernanceView):
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def patch(self, request: Request, slug: str) -> Response:
         project = get_object_or_404(Project, slug=slug)
-        data = body(request)
+        data = body(request, None)  # projects.check_fields refuses unknown keys
         version = version_of(data)
         note = note_of(data)
         result = update_project(project, version=version, data=data, note=note, actor=request.user)

@@ -26,6 +26,7 @@ from capabilities.models import (
     ToolPermission,
 )
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
+from teamclaw.api_fields import unknown_field_reason
 from teamclaw.json_types import json_type_name
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -81,14 +82,17 @@ def working_directory_problem(value: str) -> str | None:
 
 
 def check_fields(data: Any, *, creating: bool) -> dict[str, Any]:
-    """Validate project fields; ``slug`` only when creating. Raises ConfigInvalid."""
+    """Validate project fields; ``slug`` only when creating. Any other key is refused, naming
+    the keys of the request (which also carries a ``note``, and ``version`` for an edit, that
+    the caller takes). Raises ConfigInvalid."""
     if not isinstance(data, dict):
         raise ConfigInvalid({"non_field_errors": ["expected an object"]})
     problems = Problems()
     clean: dict[str, Any] = {}
+    request_fields = ("slug", *FIELDS, "note") if creating else ("version", *FIELDS, "note")
     for name in data:
         if name not in FIELDS and name != "slug":
-            problems.add(name, f"unknown field; fields are slug, {', '.join(FIELDS)}")
+            problems.add(name, unknown_field_reason(request_fields))
     if creating:
         slug = data.get("slug")
         if not isinstance(slug, str) or not slug:

@@ -1,8 +1,8 @@
 """Registering plugin capabilities through the API (US-12; PRD §4.2 注册流程).
 
-A card is validated before it joins the index: every problem is reported at once (fields,
-SemVer, category, owners, tools, 2020-12 schemas without unknown keywords or dangling
-``required`` names). A plugin runs on the ``http`` executor: the server POSTs params to the
+A card is validated before it joins the index: every problem is reported at once (unknown
+keys, fields, SemVer, category, owners, tools, 2020-12 schemas without unknown keywords or
+dangling ``required`` names). A plugin runs on the ``http`` executor: the server POSTs params to the
 card's URL, whose host must be listed in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS, so a
 registration can never make the server call an arbitrary address.
 """
@@ -16,7 +16,11 @@ from django.db import transaction
 from capabilities.config import record_change
 from capabilities.executors import plugin_url_errors
 from capabilities.models import AgentRole, CapabilityCard
-from teamclaw.runtime.schemas import validate_card
+from teamclaw.api_fields import unknown_field_errors
+from teamclaw.runtime.schemas import CARD_REQUIRED, validate_card
+
+CARD_FIELDS = (*CARD_REQUIRED, "required_tools", "timeout", "tags", "executor", "executor_config")
+"""The keys a registered card may have (PRD §2.2 fields plus its executor); any other is refused."""
 
 
 class RegistrationError(Exception):
@@ -31,10 +35,11 @@ class RegistrationError(Exception):
 def register_capability(document: dict[str, Any], *, actor: Any = None, note: str = "") -> CapabilityCard:
     """Create a plugin card from ``document`` (the PRD §2.2 fields plus ``executor_config.url``).
 
-    Raises RegistrationError(400) listing every problem, or (409) when the id is taken.
+    Raises RegistrationError(400) listing every problem (a key outside ``CARD_FIELDS`` is one),
+    or (409) when the id is taken.
     """
     known = set(AgentRole.objects.values_list("role", flat=True))
-    errors = validate_card(document, known)
+    errors = {**unknown_field_errors(document, CARD_FIELDS), **validate_card(document, known)}
     executor = document.get("executor", "http")
     if executor != "http":
         errors.setdefault("executor", []).append("plugins registered through the API run on the http executor")

@@ -35,6 +35,7 @@ from capabilities.role_constraints import check_values
 from capabilities.snapshot import build_snapshot
 from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
+from teamclaw.api_fields import unknown_field_errors, unknown_field_reason
 from teamclaw.json_types import json_type_name
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
 
@@ -42,6 +43,21 @@ RESERVED_SLUGS = frozenset({"user", "system", "operator", "new"})
 """Slugs the runtime uses for parties that are not roles (the operator is ``user``) and
 ``new``, which the pages use for the creation form (``/roles/new/``)."""
 EDITABLE_FIELDS = ("display_name", "emoji", "description", "responsibilities", "enabled")
+NEW_ROLE_FIELDS = (
+    "role",
+    "display_name",
+    "emoji",
+    "description",
+    "responsibilities",
+    "capabilities",
+    "permissions",
+    "constraints",
+    "copy_prompts_from",
+)
+"""The fields ``check_new_role`` reads; a request may also carry its ``note``, any other key is refused."""
+EDIT_REQUEST_FIELDS = ("version", *EDITABLE_FIELDS, "note")
+"""The keys of an edit request: the version loaded, the fields, the note (the caller takes
+``version`` and ``note``; any other key is refused)."""
 MAX_RESPONSIBILITIES = 20
 DEFAULT_TOOLS = {"file_read": ToolMode.ALLOW.value}
 """Tool modes of a new role when none are given: read files, everything else denied."""
@@ -152,6 +168,7 @@ def check_new_role(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigInvalid({"non_field_errors": ["expected an object"]})
     problems = Problems()
+    problems.extend(unknown_field_errors(data, (*NEW_ROLE_FIELDS, "note")))
     slug = data.get("role")
     if not isinstance(slug, str) or not slug:
         problems.add("role", "this field is required")
@@ -329,7 +346,7 @@ def check_role_edit(data: Any, project: Project | None) -> dict[str, Any]:
         if name == "role":
             problems.add(name, "a role's slug cannot change; create a new role instead")
         elif name not in EDITABLE_FIELDS:
-            problems.add(name, f"unknown field; editable fields are {', '.join(EDITABLE_FIELDS)}")
+            problems.add(name, unknown_field_reason(EDIT_REQUEST_FIELDS))
         elif project is not None and name != "enabled":
             problems.add(name, "only 'enabled' can be set per project; edit the other fields globally")
     if "enabled" in data:

@@ -19,6 +19,7 @@ from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils import html
 from rest_framework.views import APIView
 
 from capabilities.lifecycle import (
@@ -86,10 +87,11 @@ class StaffForChanges(BasePermission):
 
 def yaml_body(request: Request) -> bytes | str | None:
     """The uploaded YAML from a YAML body, JSON ``{"yaml"}`` or a multipart ``file``; a 400
-    naming ``yaml`` when that is not a string."""
+    naming ``yaml`` when that is not a string, or naming any other key of the body."""
     data = request.data
     if isinstance(data, bytes | str):
         return data
+    api_fields.refuse_unknown_fields(data, ("yaml", "file") if html.is_html_input(data) else ("yaml",))
     upload = request.FILES.get("file") if hasattr(request, "FILES") else None
     if upload is not None:
         return upload.read(MAX_SKILL_INDEX_BYTES + 1)
@@ -129,7 +131,7 @@ def lifecycle_error(exc: LifecycleError, skill_id: str) -> Response:
     return error_response(exc.message, exc.errors, HTTP_FOR.get(exc.code, 400), errorCode=exc.code, **extra)
 
 
-class SkillForceSerializer(serializers.Serializer):
+class SkillForceSerializer(api_fields.StrictSerializer):
     """``{force}``: go ahead although skills, workflows or running contexts depend on the skill."""
 
     force = api_fields.StrictBooleanField(required=False, default=False)
@@ -137,15 +139,15 @@ class SkillForceSerializer(serializers.Serializer):
 
 def _force(request: Request) -> bool:
     """``?force=`` (text: 1, true, yes or on), else the body's ``force`` (JSON true/false)."""
+    data = SkillForceSerializer(data=request.data if hasattr(request.data, "get") else {})
+    data.is_valid(raise_exception=True)
     value = request.query_params.get("force")
     if value is not None:
         return value.lower() in ("1", "true", "yes", "on")
-    data = SkillForceSerializer(data=request.data if hasattr(request.data, "get") else {})
-    data.is_valid(raise_exception=True)
     return bool(data.validated_data["force"])
 
 
-class SkillActivateSerializer(serializers.Serializer):
+class SkillActivateSerializer(api_fields.StrictSerializer):
     """``{role}``: the role that will own the skill's capability cards."""
 
     role = api_fields.StrictCharField(
@@ -157,7 +159,7 @@ class SkillActivateSerializer(serializers.Serializer):
     )
 
 
-class WorkflowRunSerializer(serializers.Serializer):
+class WorkflowRunSerializer(api_fields.StrictSerializer):
     """``{input, project?}``: ``input`` becomes ``${userInput}`` (an object)."""
 
     input = serializers.JSONField(required=False, allow_null=True)
@@ -231,6 +233,7 @@ class SkillInstallView(APIView):
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, skill_id: str) -> Response:
+        api_fields.refuse_unknown_fields(request.data, ("config",))
         config = request.data.get("config") if hasattr(request.data, "get") else None
         try:
             operation = install_skill(skill_id, config, actor=request.user)

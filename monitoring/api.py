@@ -26,7 +26,7 @@ from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
 
 
-class TokenRequestSerializer(serializers.Serializer):
+class TokenRequestSerializer(api_fields.StrictSerializer):
     username = api_fields.StrictCharField()
     password = api_fields.StrictCharField(style={"input_type": "password"}, trim_whitespace=False)
 
@@ -72,7 +72,7 @@ class DocumentField(api_fields.StrictCharField):
         return data
 
 
-class TaskCreateSerializer(serializers.Serializer):
+class TaskCreateSerializer(api_fields.StrictSerializer):
     workflow = api_fields.StrictChoiceField(choices=WORKFLOWS)
     input_markdown = DocumentField(required=False, allow_blank=True, trim_whitespace=False)
     task_description = api_fields.StrictCharField(required=False, allow_blank=True, max_length=2000)

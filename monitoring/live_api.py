@@ -13,7 +13,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -140,7 +140,7 @@ class ContextDetailView(APIView):
         return Response(context_document(row))
 
 
-class SnapshotCreateSerializer(serializers.Serializer):
+class SnapshotCreateSerializer(api_fields.StrictSerializer):
     label = api_fields.StrictCharField(required=False, allow_blank=True, max_length=context_actions.MAX_LABEL_CHARS)
 
 
@@ -170,7 +170,7 @@ class SnapshotListView(APIView):
         return Response(_stored_snapshot(snapshot), status=status.HTTP_201_CREATED)
 
 
-class InstructionSerializer(serializers.Serializer):
+class InstructionSerializer(api_fields.StrictSerializer):
     text = api_fields.StrictCharField(max_length=context_actions.MAX_INSTRUCTION_CHARS)
 
 

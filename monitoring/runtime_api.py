@@ -52,7 +52,7 @@ class _ProjectField(api_fields.StrictSlugField):
         return value
 
 
-class InvokeSerializer(serializers.Serializer):
+class InvokeSerializer(api_fields.StrictSerializer):
     """``InvokeRequest`` (PRD §4.4) plus who calls: ``from_role``. Give ``capability_id`` or
     ``address`` (``cap://skill/capability[?query]``). ``timeout`` is seconds."""
 
@@ -84,7 +84,7 @@ class InvokeSerializer(serializers.Serializer):
         return attrs
 
 
-class HookSerializer(serializers.Serializer):
+class HookSerializer(api_fields.StrictSerializer):
     """``HookEvent`` (PRD §4.4) plus ``from_role``."""
 
     event_type = api_fields.StrictRegexField(r"\A[A-Za-z][A-Za-z0-9_.:-]{0,99}\Z")
@@ -114,7 +114,7 @@ def _bounded(value: dict[str, Any], field: str) -> dict[str, Any]:
     return value
 
 
-async def _valid(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+async def _valid(serializer_class: type[api_fields.StrictSerializer], data: Any) -> dict[str, Any]:
     serializer = serializer_class(data=data)
     await sync_to_async(serializer.is_valid)(raise_exception=True)
     return dict(serializer.validated_data)
@@ -213,7 +213,7 @@ class CapabilityHealthView(APIView):
             raise NotFound(f"capability '{capability_id}' does not exist") from None
 
 
-class ConfirmationDecisionSerializer(serializers.Serializer):
+class ConfirmationDecisionSerializer(api_fields.StrictSerializer):
     approve = api_fields.StrictBooleanField()
 
 

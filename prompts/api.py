@@ -66,17 +66,7 @@ class CanEditPrompts(BasePermission):
 PARSERS = [SafeJSONParser, parsers.FormParser, parsers.MultiPartParser]
 
 
-class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, so a misspelt option is an error, not a silent default."""
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(getattr(self, "initial_data", {}) or {}) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return attrs
-
-
-class SaveVersionSerializer(StrictSerializer):
+class SaveVersionSerializer(api_fields.StrictSerializer):
     content = api_fields.StrictCharField(allow_blank=True, trim_whitespace=False, max_length=MAX_TEMPLATE_CHARS)
     bump = api_fields.StrictChoiceField(choices=BUMPS, default="patch")
     version = api_fields.StrictCharField(required=False, allow_blank=True, max_length=64)
@@ -88,7 +78,7 @@ class SaveVersionSerializer(StrictSerializer):
     base_version = api_fields.StrictCharField(required=False, allow_blank=True, max_length=64)
 
 
-class RollbackSerializer(StrictSerializer):
+class RollbackSerializer(api_fields.StrictSerializer):
     version = api_fields.StrictCharField(max_length=64)
     bump = api_fields.StrictChoiceField(choices=BUMPS, default="patch")
     note = api_fields.StrictCharField(required=False, allow_blank=True, max_length=500)
@@ -96,13 +86,13 @@ class RollbackSerializer(StrictSerializer):
     base_version = api_fields.StrictCharField(required=False, allow_blank=True, max_length=64)
 
 
-class ActivateSerializer(StrictSerializer):
+class ActivateSerializer(api_fields.StrictSerializer):
     version = api_fields.StrictCharField(max_length=64)
     note = api_fields.StrictCharField(required=False, allow_blank=True, max_length=500)
     project = api_fields.StrictSlugField(required=False, allow_blank=True, allow_null=True)
 
 
-class RenderSerializer(StrictSerializer):
+class RenderSerializer(api_fields.StrictSerializer):
     variables = serializers.DictField(required=False, default=dict)
     project = api_fields.StrictSlugField(required=False, allow_blank=True, allow_null=True)
     task_id = api_fields.StrictCharField(required=False, allow_blank=True, max_length=64)
@@ -112,7 +102,7 @@ class RenderSerializer(StrictSerializer):
     )
 
 
-class PreviewSerializer(StrictSerializer):
+class PreviewSerializer(api_fields.StrictSerializer):
     content = api_fields.StrictCharField(allow_blank=True, trim_whitespace=False, max_length=MAX_TEMPLATE_CHARS)
     variables = serializers.JSONField(required=False, allow_null=True)
     values = serializers.DictField(required=False, default=dict)

@@ -8,16 +8,33 @@ banned-api rule (pyproject.toml) refuses DRF's coercing ones.
 
 A form or multipart body can only carry text, so there booleans and numbers keep DRF's
 reading of their text (``"true"``, ``"5"``); strings are strict in every body.
+
+A body's keys are strict too: a key the endpoint does not know is a 400 naming it
+(``"unknown field; expected one of: a, b, c"``), never dropped, so a misspelt
+``prompt_enhancment`` cannot start a task without its enhancement. ``StrictSerializer`` does
+this for every API serializer (ruff's banned-api rule refuses DRF's plain ``Serializer``);
+views that read a body by hand use ``refuse_unknown_fields``, and domain checks that list every
+problem of a body at once (roles, projects, cards, plugin registrations) add
+``unknown_field_errors`` or ``unknown_field_reason`` to theirs. Only the envelope's own keys
+are checked: object values (``params``, ``payload``, ``input``, ``config``, ``matrix``...) keep
+their own validation (JSON Schemas, matrix and constraint checks), and a configuration import
+is a document checked against its own JSON Schema. Form and multipart bodies are checked the
+same way, except for Django's ``csrfmiddlewaretoken`` (which a browser form adds and the CSRF
+check reads).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rest_framework import serializers
 from rest_framework.utils import html
 
 from teamclaw.json_types import json_type_name
+
+FORM_ONLY_KEYS = frozenset({"csrfmiddlewaretoken"})
+"""Keys a browser form adds that no endpoint declares (Django's CSRF check reads them)."""
 
 
 def sent_as_form(field: Any) -> bool:
@@ -86,3 +103,47 @@ class StrictFloatField(StrictTypeMixin, serializers.FloatField):  # noqa: TID251
     json_types = (int, float)
     expected = "a number"
     accepts_form_text = True
+
+
+def unknown_field_reason(expected: Iterable[str]) -> str:
+    """The reason given for a key the body may not have: ``"unknown field; expected one of:
+    a, b, c"`` (``expected`` in its order, without repeats)."""
+    known = list(dict.fromkeys(expected))
+    return f"unknown field; expected one of: {', '.join(known)}" if known else "unknown field; send no fields"
+
+
+def unknown_field_errors(data: Any, expected: Iterable[str]) -> dict[str, list[str]]:
+    """``{key: [unknown_field_reason(expected)]}`` for every top-level key of the body ``data``
+    that is not in ``expected`` (in the order sent); ``{}`` when there is none or ``data`` is
+    not an object. A form body's ``FORM_ONLY_KEYS`` are not unknown."""
+    if not isinstance(data, Mapping):
+        return {}
+    known = list(dict.fromkeys(expected))
+    ignored = FORM_ONLY_KEYS if html.is_html_input(data) else frozenset()
+    return {str(key): [unknown_field_reason(known)] for key in data if key not in known and key not in ignored}
+
+
+def refuse_unknown_fields(data: Any, expected: Iterable[str]) -> None:
+    """Raise a ValidationError (400) naming every key of ``data`` outside ``expected``; for
+    views that check a body's values by hand or in the domain code they call."""
+    errors = unknown_field_errors(data, expected)
+    if errors:
+        raise serializers.ValidationError(errors, code="unknown")
+
+
+class StrictSerializer(serializers.Serializer):  # noqa: TID251
+    """A ``Serializer`` that refuses keys it has no writable field for (400 naming each one,
+    with the fields it expects), reported together with any other field's error."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        writable = [name for name, field in self.fields.items() if not field.read_only]
+        unknown = unknown_field_errors(data, writable)
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if unknown and isinstance(exc.detail, dict):
+                raise serializers.ValidationError({**unknown, **exc.detail}) from None
+            raise
+        if unknown:
+            raise serializers.ValidationError(unknown, code="unknown")
+        return value

@@ -1,10 +1,22 @@
-"""Waiting for the runtime in tests: poll the database after flushing the recorder."""
+"""Test helpers: wait for the runtime (poll the database after flushing the recorder), and
+take the database's state to show a refused request changed nothing."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
+
+from django.apps import apps
 
 from monitoring.models import Task
+
+STATE_APPS = ("capabilities", "monitoring", "prompts", "authtoken")
+
+
+def database_state() -> dict[str, list[dict[str, Any]]]:
+    """Every row of the TeamClaw apps' tables and the API tokens: what a refusal must not change."""
+    models = [m for label in STATE_APPS for m in apps.get_app_config(label).get_models()]
+    return {m._meta.label: list(m.objects.order_by("pk").values()) for m in models}
 
 
 def wait_for_task(host, task_id: str, timeout: float = 60) -> Task:

@@ -7,20 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.apps import apps
 
 from capabilities.models import Project
 from capabilities.skill_models import Workflow
 from monitoring.models import Message, Task
 from prompts.models import PromptVersion
+from tests.helpers import database_state
 
 VERSIONS = "/api/v1/prompts/pm/persona/versions"
-
-
-def database_state() -> dict[str, list[dict[str, Any]]]:
-    """Every row of the TeamClaw apps' tables (and the tokens): what a refusal must not change."""
-    models = [m for label in ("capabilities", "monitoring", "prompts") for m in apps.get_app_config(label).get_models()]
-    return {m._meta.label: list(m.objects.order_by("pk").values()) for m in models}
 
 
 def assert_refused(response: Any, field: str, reason: str = "must be a string, not a number") -> None:
