@@ -87,3 +87,18 @@ def echo_card(
         timeout_s=timeout_s,
         **extra,
     )
+
+
+PLUGIN = {
+    "id": "invoice_total",
+    "name": "Invoice total",
+    "description": "Sums an invoice",
+    "category": "analysis",
+    "version": "1.0.0",
+    "owner_roles": ["coderB"],
+    "input_schema": {"type": "object", "properties": {"lines": {"type": "array"}}, "required": ["lines"]},
+    "output_schema": {"type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]},
+    "executor": "http",
+    "executor_config": {"url": "http://plugins.internal:9000/total"},
+}
+"""A plugin capability registration body (US-12, POST /api/v1/capabilities) for an http executor."""

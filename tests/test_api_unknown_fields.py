@@ -17,24 +17,13 @@ from monitoring.models import Task
 from prompts.models import PromptVersion
 from teamclaw import api_urls
 from tests.conftest import PASSWORD
+from tests.factories import PLUGIN
 from tests.helpers import database_state, wait_for_task
 from tests.skills.support import skill_yaml
 
 CURRENT = object()
 """In a body below: the document version a GET of the same URL answers under that key."""
 
-PLUGIN = {
-    "id": "invoice_total",
-    "name": "Invoice total",
-    "description": "Sums an invoice",
-    "category": "analysis",
-    "version": "1.0.0",
-    "owner_roles": ["coderB"],
-    "input_schema": {"type": "object", "properties": {"lines": {"type": "array"}}, "required": ["lines"]},
-    "output_schema": {"type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]},
-    "executor": "http",
-    "executor_config": {"url": "http://plugins.internal:9000/total"},
-}
 FLOW = "orchestration:\n  id: greet\n  name: Greet\n  steps: []\n"
 
 # (method, url, a body the endpoint would take, the misspelt key added to it)

@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from capabilities.models import CapabilityCard, ConfigChange
 from monitoring.models import Message, Task, ToolConfirmation
+from tests.factories import PLUGIN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -101,20 +102,6 @@ def test_message_log_filters_and_paginates(api, runtime_host):
     assert seqs == sorted(seqs)
     assert api.get("/api/v1/messages", {"status": "lost"}).status_code == 400
     assert Message.objects.filter(status="delivered").exists()
-
-
-PLUGIN = {
-    "id": "invoice_total",
-    "name": "Invoice total",
-    "description": "Sums an invoice",
-    "category": "analysis",
-    "version": "1.0.0",
-    "owner_roles": ["coderB"],
-    "input_schema": {"type": "object", "properties": {"lines": {"type": "array"}}, "required": ["lines"]},
-    "output_schema": {"type": "object", "properties": {"total": {"type": "number"}}, "required": ["total"]},
-    "executor": "http",
-    "executor_config": {"url": "http://plugins.internal:9000/total"},
-}
 
 
 def test_registering_a_plugin_capability(api, builtin, settings):
