@@ -42,20 +42,8 @@ HEALTH_STATES = ("HEALTHY", "DEGRADED", "UNHEALTHY")
 METRICS = ("success_rate", "p99_latency_ms", "avg_latency_ms", "health_status")
 
 
-class SkillIndexError(ValueError):
+class SkillIndexError(YamlError):
     """A skill-index.yaml that cannot be imported; ``problems`` lists every reason."""
-
-    def __init__(self, problems: list[YamlProblem]) -> None:
-        super().__init__("; ".join(p.text() for p in problems))
-        self.problems = problems
-
-    def as_errors(self) -> dict[str, list[str]]:
-        """``{path: [reason (line N)]}`` in the API's error shape (``""`` -> ``document``)."""
-        out: dict[str, list[str]] = {}
-        for problem in self.problems:
-            reason = f"{problem.message} (line {problem.line})" if problem.line else problem.message
-            out.setdefault(problem.path or "document", []).append(reason)
-        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,6 +74,14 @@ class YamlError(ValueError):
         super().__init__("; ".join(p.text() for p in problems))
         self.problems = problems
 
+    def as_errors(self) -> dict[str, list[str]]:
+        """``{path: [reason (line N)]}`` in the API's error shape (``""`` -> ``document``)."""
+        out: dict[str, list[str]] = {}
+        for problem in self.problems:
+            reason = f"{problem.message} (line {problem.line})" if problem.line else problem.message
+            out.setdefault(problem.path or "document", []).append(reason)
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class ScalarSource:

@@ -45,20 +45,8 @@ NOT_A_STEP = frozenset({"workflow_orchestration", "task_orchestration"})
 """Capabilities that run whole workflows: a step calling one would nest workflows."""
 
 
-class WorkflowError(ValueError):
+class WorkflowError(YamlError):
     """A workflow that cannot be saved; ``problems`` lists every reason (path, line)."""
-
-    def __init__(self, problems: list[YamlProblem]) -> None:
-        super().__init__("; ".join(p.text() for p in problems))
-        self.problems = problems
-
-    def as_errors(self) -> dict[str, list[str]]:
-        """``{path: [reason (line N)]}`` in the API's error shape."""
-        out: dict[str, list[str]] = {}
-        for problem in self.problems:
-            reason = f"{problem.message} (line {problem.line})" if problem.line else problem.message
-            out.setdefault(problem.path or "document", []).append(reason)
-        return out
 
 
 @dataclass(slots=True)
