@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from abc import ABC, abstractmethod
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -67,7 +68,7 @@ def end_session_sockets(session_key: str | None) -> None:
         get_live_sink().send_to_group(f"session.{session_key}", {"type": "session.ended"})
 
 
-class LiveSocket(AsyncWebsocketConsumer):
+class LiveSocket(AsyncWebsocketConsumer, ABC):
     """Shared machinery: access, group membership, outbox, acks, state frames."""
 
     outbox_options: dict[str, int] = {}
@@ -104,13 +105,14 @@ class LiveSocket(AsyncWebsocketConsumer):
         await self.accept()
         await self.send_state(resync=False)
 
+    @abstractmethod
     async def authorize(self, user: Any) -> int | None:
-        """Parse the request and check access; a close code refuses the connection."""
-        raise NotImplementedError
+        """Parse the request and check access; a close code refuses the connection.
+        Each socket (LiveConsumer, TaskConsumer) says who may watch what."""
 
+    @abstractmethod
     async def fills(self) -> list[dict[str, str]]:
-        """The current state as container fills (``live_state``)."""
-        raise NotImplementedError
+        """The current state as container fills (``live_state``), per socket kind."""
 
     def wants(self, event: LiveEvent) -> bool:
         """Whether this socket's user and filters want ``event``."""
