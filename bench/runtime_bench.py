@@ -254,7 +254,12 @@ if __name__ == "__main__":
         type=int,
         nargs=3,
         metavar=("G0", "G1", "G2"),
-        help="gc.set_threshold for the run (CPython's default is 700 10 10)",
+        help="gc.set_threshold for the run, after teamclaw.heap.settle_heap (the server's policy)",
+    )
+    parser.add_argument(
+        "--default-gc",
+        action="store_true",
+        help="keep CPython's collector defaults instead of the server's policy (teamclaw.heap)",
     )
     parser.add_argument(
         "--switch-interval",
@@ -265,10 +270,14 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
-    if args.gc_threshold:
-        import gc
-
-        gc.set_threshold(*args.gc_threshold)
     with tempfile.TemporaryDirectory(prefix="teamclaw-bench-") as data_dir:
         setup_django(data_dir)
+        if not args.default_gc:
+            from teamclaw.heap import settle_heap
+
+            settle_heap()  # what the server does when its runtime host starts
+        if args.gc_threshold:
+            import gc
+
+            gc.set_threshold(*args.gc_threshold)
         asyncio.run(main(args.n, args.callers, args.profile))

@@ -107,7 +107,9 @@ class RuntimeHost:
     def start(self) -> RuntimeHost:
         from capabilities.config import add_listener
         from monitoring.live_sink import get_live_sink
+        from teamclaw.heap import settle_heap
 
+        settle_heap()  # start-up is over: later collections skip its heap (teamclaw.heap)
         # The live sink publishes each batch to the browsers after the recorder committed it.
         self.recorder.add_listener(get_live_sink().on_batch)
         self.recorder.start()
