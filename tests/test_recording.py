@@ -8,18 +8,21 @@ import asyncio
 import pytest
 
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
-from monitoring.recorder import Recorder
+from monitoring.recorder import MESSAGE_ROWS_PER_STATEMENT, Recorder
 from teamclaw.runtime import (
     CollectingSink,
     Constraints,
+    EventKind,
     ExecutorRegistry,
     InvokeRequest,
     ManualClock,
     OfflineExecutor,
     Priority,
     Runtime,
+    RuntimeEvent,
     TaskStatus,
 )
+from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party
 from tests.factories import small_snapshot
 from tests.runtime.conftest import settle
 
@@ -103,7 +106,6 @@ async def test_database_holds_every_message_in_send_order_with_its_final_status(
 
 async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
     from monitoring.models import Alert
-    from teamclaw.runtime import EventKind, RuntimeEvent
 
     recorder = Recorder(batch_wait_s=0.001)
     sink = CollectingSink()
@@ -165,3 +167,70 @@ async def test_each_heartbeat_refreshes_the_recorded_instance():
     finally:
         await runtime.stop()
         await asyncio.to_thread(recorder.stop)
+
+
+def status_update(number: int, payload: dict) -> RuntimeEvent:
+    """A delivered status_update message event, as the runtime emits it."""
+    message = AgentMessage(
+        type=MessageType.STATUS_UPDATE,
+        sender=Party(role="a", instance_id="a-1"),
+        recipient=Party(role="b", instance_id="b-1"),
+        payload={"n": number, **payload},
+        context=MessageContext("task-big", "task-big"),
+        timestamp=1_700_000_000_000 + number,
+    )
+    return RuntimeEvent(EventKind.MESSAGE, {"message": message, "status": DeliveryStatus.DELIVERED}, at=1.0)
+
+
+async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_order():
+    """Rows go in MESSAGE_ROWS_PER_STATEMENT at a time; a batch of two full statements and a
+    remainder loses nothing and keeps the send order and each payload as sent."""
+    count = 2 * MESSAGE_ROWS_PER_STATEMENT + 7
+    payloads = [{"text": f"m{i}"} for i in range(count)]
+    payloads[3] = {"big": 2**70, "nested": {"unicode": "naïve ✓"}}  # beyond orjson's 64-bit ints
+    payloads[60] = {"keys": {1: "int key", "s": None}}  # a non-string key, as json.dumps writes it
+    events = [status_update(i, p) for i, p in enumerate(payloads)]
+    recorder = Recorder(batch_size=10_000, batch_wait_s=0.5)  # one batch holds them all
+    recorder.start()
+    try:
+        for event in events:
+            recorder.publish(event)
+        assert await asyncio.to_thread(recorder.flush)
+    finally:
+        await asyncio.to_thread(recorder.stop)
+    rows = await asyncio.to_thread(
+        lambda: list(Message.objects.filter(task_id="task-big").order_by("seq").values_list("id", "payload"))
+    )
+    assert [r[0] for r in rows] == [e.data["message"].id for e in events]
+    assert rows[3][1]["big"] == 2**70 and rows[3][1]["nested"] == {"unicode": "naïve ✓"}
+    assert rows[60][1]["keys"] == {"1": "int key", "s": None}
+    assert [r[1]["n"] for r in rows] == list(range(count))
+    assert recorder.failed_batches == 0 and recorder.written_events == count
+
+
+async def test_a_batch_that_failed_is_written_again_on_a_fresh_connection(monkeypatch):
+    from django.db import OperationalError, connection
+
+    recorder = Recorder(batch_wait_s=0.001)
+    original = Recorder.write
+    connections_used: list[int] = []
+
+    def flaky_write(self, batch):
+        connection.ensure_connection()
+        connections_used.append(id(connection.connection))
+        if len(connections_used) == 1:
+            connection.connection.close()  # dead underneath, as after a database restart
+            raise OperationalError("server closed the connection unexpectedly")
+        original(self, batch)
+
+    monkeypatch.setattr(Recorder, "write", flaky_write)
+    event = status_update(0, {"text": "after a restart"})
+    recorder.start()
+    try:
+        recorder.publish(event)
+        assert await asyncio.to_thread(recorder.flush)
+    finally:
+        await asyncio.to_thread(recorder.stop)
+    stored = await asyncio.to_thread(lambda: list(Message.objects.values_list("id", flat=True)))
+    assert stored == [event.data["message"].id]
+    assert recorder.failed_batches == 1 and recorder.lost_events == 0 and len(connections_used) == 2
