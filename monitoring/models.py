@@ -145,13 +145,13 @@ class Message(models.Model):
 
     id = models.CharField(max_length=64, primary_key=True)
     seq = models.BigIntegerField(db_index=True)
-    type = models.CharField(max_length=24, db_index=True)
+    type = models.CharField(max_length=24)  # indexed by message_type_seq
     from_role = models.CharField(max_length=40, blank=True)
     from_instance = models.CharField(max_length=64, blank=True)
     to_role = models.CharField(max_length=40, blank=True)
     to_instance = models.CharField(max_length=64, blank=True)
     capability_id = models.CharField(max_length=300, blank=True)
-    task_id = models.CharField(max_length=64, db_index=True)
+    task_id = models.CharField(max_length=64)  # indexed by message_task_seq
     conversation_id = models.CharField(max_length=64, blank=True)
     correlation_id = models.CharField(max_length=80, blank=True)
     project = models.ForeignKey(
