@@ -227,7 +227,7 @@ class ExecutionCall:
         self.context.progress = max(0, min(100, int(percent)))
         if step:
             self.context.current_step = step
-        self.runtime._emit_context(self.context)
+        self.runtime._emit_context(self.context, at_once=True)
 
     def ask(self, question: str) -> None:
         """Add a pending question for the operator to the context's output state."""

@@ -194,6 +194,9 @@ class Runtime:
         self.bus = EventBus()
         for sink in sinks or ():
             self.bus.add_sink(sink)
+        self._changed_contexts: dict[str, ExecutionContext] = {}
+        """Contexts changed since their last ``context`` event (see ``_emit_context``)."""
+        self._context_flush_scheduled = False
         self._config_source = config_source
         self._snapshots: dict[str | None, ConfigSnapshot] = {}
         self.latest_version = 0
@@ -252,6 +255,7 @@ class Runtime:
         workers = [i.worker for i in self.pool if i.worker is not None]
         if workers:
             await asyncio.gather(*workers, return_exceptions=True)
+        self.flush_contexts()  # the last changes reach the sinks before the caller stops them
 
     async def _health_loop(self) -> None:
         while True:
@@ -311,6 +315,8 @@ class Runtime:
         self.bus.add_sink(sink)
 
     def _emit(self, kind: EventKind, data: dict[str, Any]) -> None:
+        if self._changed_contexts:
+            self.flush_contexts()  # keep emit order: a context change precedes what follows it
         self.bus.emit(kind, data, self.clock.now())
 
     def _emit_message(
@@ -327,11 +333,37 @@ class Runtime:
             {"message": message, "status": status, "reason": reason, "project_id": task.project_id if task else None},
         )
 
-    def _emit_context(self, context: ExecutionContext) -> None:
-        # The context object itself travels: sinks read ``state()`` when they flush, so a
-        # burst of changes costs one serialisation, not one per change.
+    def _emit_context(self, context: ExecutionContext, *, at_once: bool = False) -> None:
+        """Note that ``context`` changed; its ``context`` event goes out before the next other
+        event or at the end of the current loop step, whichever comes first (``at_once``: now,
+        for a progress report that a sink should see as it happens).
+
+        The context object itself travels and sinks read ``state()`` when they flush, so the
+        three changes of one invoke (executing, tokens charged, ready) are one event, not three.
+        """
         context.updated_at = self.clock.now()
-        self._emit(EventKind.CONTEXT, {"context": context})
+        self._changed_contexts[context.id] = context
+        if at_once:
+            self.flush_contexts()
+        elif not self._context_flush_scheduled:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # called outside the loop (sync callers): emit now
+                self.flush_contexts()
+                return
+            self._context_flush_scheduled = True
+            loop.call_soon(self._scheduled_context_flush)
+
+    def _scheduled_context_flush(self) -> None:
+        self._context_flush_scheduled = False
+        self.flush_contexts()
+
+    def flush_contexts(self) -> None:
+        """Emit one ``context`` event per context changed since its last one (in change order)."""
+        changed, self._changed_contexts = self._changed_contexts, {}
+        now = self.clock.now()
+        for context in changed.values():
+            self.bus.emit(EventKind.CONTEXT, {"context": context}, now)
 
     def _emit_instance(self, instance: AgentInstance) -> None:
         self._emit(EventKind.INSTANCE, {"instance": instance.as_dict()})
