@@ -339,7 +339,7 @@ class Runtime:
         for a progress report that a sink should see as it happens).
 
         The context object itself travels and sinks read ``state()`` when they flush, so the
-        three changes of one invoke (executing, tokens charged, ready) are one event, not three.
+        changes that finish an invoke (tokens charged, ready) are one event, not two.
         """
         context.updated_at = self.clock.now()
         self._changed_contexts[context.id] = context
@@ -1136,7 +1136,7 @@ class Runtime:
         context.status = ContextStatus.EXECUTING
         context.current_step = card.capability_id
         context.add_message(_summary(message))
-        self._emit_context(context)
+        self._emit_context(context, at_once=True)  # which capability it started is news of its own
         call = ExecutionCall(self, instance, context, task, card, pending.params, message, pending)
         data: Any = None
         error: AgentError | None = None

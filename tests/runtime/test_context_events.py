@@ -14,18 +14,26 @@ def kinds_since(h, start: int) -> list[str]:
     return [str(e.kind) for e in h.sink.events[start:]]
 
 
-async def test_one_invoke_sends_one_context_event_for_its_target_ahead_of_the_response(harness_factory):
-    h = harness_factory(small_snapshot(), charge_tokens=True)  # executing, tokens charged, ready: 3 changes
+async def test_an_invoke_sends_its_start_at_once_and_its_finishing_changes_as_one_event(harness_factory):
+    h = harness_factory(small_snapshot(), charge_tokens=True)  # finishing: tokens charged, then ready
     task = await h.runtime.begin_task(entry_role="a")
     await h.runtime.invoke(InvokeRequest("echo", {"text": "warm"}), from_role="a", task_id=task.task_id)
+    seen: list[tuple[str, str, int]] = []  # (status, step, api_calls) when each event was published
+
+    class StateSink:
+        def publish(self, event) -> None:
+            if event.kind == EventKind.CONTEXT:
+                context = event.data["context"]
+                seen.append((str(context.status), context.current_step, context.api_calls))
+
+    h.runtime.add_sink(StateSink())
     start = len(h.sink.events)
 
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=task.task_id)
 
     assert result.success
-    assert kinds_since(h, start) == ["message", "message_status", "context", "message"]
-    context = h.sink.events[start + 2].data["context"]
-    assert context.role == "b" and str(context.status) == "ready" and context.api_calls == 2
+    assert kinds_since(h, start) == ["message", "message_status", "context", "context", "message"]
+    assert seen == [("executing", "echo", 1), ("ready", "echo", 2)]
 
 
 async def test_a_context_change_with_nothing_after_it_still_reaches_the_sinks_in_the_same_loop_step(
