@@ -80,6 +80,9 @@ EVENT_SEQ = MESSAGE_COLUMNS.index("event_seq")
 PRIORITY_LABELS = {priority: priority.label for priority in Priority}
 MESSAGE_ROWS_PER_STATEMENT = 50
 """Rows of one multi-row INSERT (19 parameters each: within SQLite's limit of 999)."""
+LARGE_PAYLOAD_CHARS = 64 * 1024
+"""A message whose payload JSON is longer than this is inserted alone (PostgreSQL's driver
+builds each statement as one string holding every payload in it)."""
 
 
 def message_row(message: AgentMessage, status: str, reason: str | None, project_id: str | None) -> list[Any]:
@@ -113,25 +116,34 @@ def message_row(message: AgentMessage, status: str, reason: str | None, project_
     ]
 
 
-def _payload_json(value: Any) -> str:
-    """``value`` as JSON text: orjson (several times faster than ``json`` on the recorder's
-    thread, which shares the GIL with the runtime), falling back to ``json`` for what orjson
-    refuses (integers beyond 64 bits). Raises TypeError for values neither can encode."""
+def payload_json(value: Any) -> str:
+    """``value`` (a message payload) as JSON text.
+
+    orjson does it several times faster than ``json``, which matters on the recorder's thread
+    (it shares the GIL with the runtime). What orjson refuses (integers beyond 64 bits, keys
+    that are not strings) goes through ``json`` as before, so keys are spelled as ``json``
+    spells them. NaN and +-Infinity, which JSON cannot hold, are stored as null. Raises
+    TypeError or ValueError for a value neither can encode (the recorder then stores the
+    other events of the batch and raises an alert for this one).
+    """
     try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+        return orjson.dumps(value).decode()
     except orjson.JSONEncodeError:
         return json.dumps(value)
 
 
-def payload_adapter(vendor: str) -> Callable[[Any], Any]:
-    """The function turning a message payload into a query parameter for ``vendor``'s
-    JSONField column: JSON text, wrapped as ``Jsonb`` for PostgreSQL (what Django's own
-    ``adapt_json_value`` does, with a faster encoder)."""
+def _as_is(text: str) -> str:
+    return text
+
+
+def payload_param(vendor: str) -> Callable[[str], Any]:
+    """The function turning payload JSON text (``payload_json``) into a query parameter for
+    ``vendor``'s JSONField column: the text itself, or wrapped as ``Jsonb`` for PostgreSQL."""
     if vendor == "postgresql":
         from psycopg.types.json import Jsonb
 
-        return lambda value: Jsonb(value, dumps=_payload_json)
-    return _payload_json
+        return lambda text: Jsonb(text, dumps=_as_is)
+    return _as_is
 
 
 class Recorder:
@@ -367,10 +379,14 @@ class Recorder:
         fifty rows a step instead of one took about a tenth off the writer's time per batch
         (bench/runtime_bench.py), which is what decides whether it keeps up with the runtime."""
         ops = connection.ops  # resolve the thread-local proxy once, not once per row
-        adapt = payload_adapter(connection.vendor)
+        param = payload_param(connection.vendor)
         payload_index = MESSAGE_COLUMNS.index("payload")
+        small: list[list[Any]] = []
+        large: list[list[Any]] = []
         for row in rows:
-            row[payload_index] = adapt(row[payload_index])
+            text = payload_json(row[payload_index])
+            row[payload_index] = param(text)
+            (large if len(text) > LARGE_PAYLOAD_CHARS else small).append(row)
         quote = ops.quote_name
         columns = ", ".join(quote(c) for c in MESSAGE_COLUMNS)
         row_marks = "(" + ", ".join(["%s"] * len(MESSAGE_COLUMNS)) + ")"
@@ -383,15 +399,17 @@ class Recorder:
             )
 
         per = MESSAGE_ROWS_PER_STATEMENT
-        full = len(rows) - len(rows) % per
+        full = len(small) - len(small) % per
         with connection.cursor() as cursor:
             if full:
                 groups = [
-                    [value for row in rows[start : start + per] for value in row] for start in range(0, full, per)
+                    [value for row in small[start : start + per] for value in row] for start in range(0, full, per)
                 ]
                 cursor.executemany(sql(per), groups)
-            if full < len(rows):
-                cursor.execute(sql(len(rows) - full), [value for row in rows[full:] for value in row])
+            if full < len(small):
+                cursor.execute(sql(len(small) - full), [value for row in small[full:] for value in row])
+            if large:  # one row per statement: fifty large payloads in one query string would be huge
+                cursor.executemany(sql(1), large)
 
     @staticmethod
     def _write_tasks(tasks: dict[str, dict[str, Any]]) -> None:

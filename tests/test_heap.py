@@ -22,6 +22,8 @@ def pristine_collector(monkeypatch):
     gc.set_threshold(*thresholds)
     if was_frozen:
         gc.freeze()
+    else:
+        gc.unfreeze()
 
 
 def test_settling_freezes_the_start_up_heap_and_applies_the_thresholds_once(pristine_collector):

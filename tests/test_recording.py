@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
-from monitoring.recorder import MESSAGE_ROWS_PER_STATEMENT, Recorder
+from monitoring.recorder import LARGE_PAYLOAD_CHARS, MESSAGE_ROWS_PER_STATEMENT, Recorder
 from teamclaw.runtime import (
     CollectingSink,
     Constraints,
@@ -183,12 +183,15 @@ def status_update(number: int, payload: dict) -> RuntimeEvent:
 
 
 async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_order():
-    """Rows go in MESSAGE_ROWS_PER_STATEMENT at a time; a batch of two full statements and a
-    remainder loses nothing and keeps the send order and each payload as sent."""
+    """Rows go in MESSAGE_ROWS_PER_STATEMENT at a time (a large payload alone); a batch of two
+    full statements, a remainder and a large one loses nothing and keeps the send order and
+    each payload as sent."""
     count = 2 * MESSAGE_ROWS_PER_STATEMENT + 7
     payloads = [{"text": f"m{i}"} for i in range(count)]
     payloads[3] = {"big": 2**70, "nested": {"unicode": "naïve ✓"}}  # beyond orjson's 64-bit ints
-    payloads[60] = {"keys": {1: "int key", "s": None}}  # a non-string key, as json.dumps writes it
+    payloads[60] = {"keys": {1: "int key", 1e-07: "float key", "s": None}}  # keys spelled as json spells them
+    payloads[61] = {"score": float("nan"), "limit": float("inf")}  # not JSON: stored as null
+    payloads[70] = {"text": "x" * (LARGE_PAYLOAD_CHARS + 1)}  # inserted on its own
     events = [status_update(i, p) for i, p in enumerate(payloads)]
     recorder = Recorder(batch_size=10_000, batch_wait_s=0.5)  # one batch holds them all
     recorder.start()
@@ -203,7 +206,9 @@ async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_o
     )
     assert [r[0] for r in rows] == [e.data["message"].id for e in events]
     assert rows[3][1]["big"] == 2**70 and rows[3][1]["nested"] == {"unicode": "naïve ✓"}
-    assert rows[60][1]["keys"] == {"1": "int key", "s": None}
+    assert rows[60][1]["keys"] == {"1": "int key", "1e-07": "float key", "s": None}
+    assert rows[61][1] == {"n": 61, "score": None, "limit": None}
+    assert len(rows[70][1]["text"]) == LARGE_PAYLOAD_CHARS + 1
     assert [r[1]["n"] for r in rows] == list(range(count))
     assert recorder.failed_batches == 0 and recorder.written_events == count
 
