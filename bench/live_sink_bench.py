@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> None:
     from monitoring.models import Task
     from teamclaw.asgi import application
     from teamclaw.runtime.context import ContextStatus, ExecutionContext
-    from teamclaw.runtime.events import EventKind, RuntimeEvent
+    from teamclaw.runtime.events import ContextChanged, MessageSent
     from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party
     from tests.live_helpers import session_cookie
 
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> None:
                     context.progress = n % 100
                     context.current_step = f"step {n}"
                     context.updated_at = time.time()
-                    batch.append(RuntimeEvent(EventKind.CONTEXT, {"context": context}, time.time()))
+                    batch.append(ContextChanged(context, at=time.time()))
                 else:
                     message = AgentMessage(
                         type=MessageType.INVOKE_REQUEST if n % 2 else MessageType.INVOKE_RESPONSE,
@@ -180,8 +180,7 @@ def run(args: argparse.Namespace) -> None:
                         context=MessageContext(task.id, task.id, f"c{n}"),
                         timestamp=int(time.time() * 1000),
                     )
-                    data = {"message": message, "status": DeliveryStatus.DELIVERED, "reason": None, "project_id": None}
-                    batch.append(RuntimeEvent(EventKind.MESSAGE, data, time.time()))
+                    batch.append(MessageSent(message, DeliveryStatus.DELIVERED, at=time.time()))
             sink.on_batch(batch)  # what the recorder calls after each commit
             produced[0] += len(batch)
             tick += batch_every

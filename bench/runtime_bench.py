@@ -92,7 +92,7 @@ class CountingSink:
 
     def publish(self, event) -> None:
         if event.kind == "message":
-            self.ids.add(event.data["message"].id)
+            self.ids.add(event.message.id)
 
 
 def report(name: str, value: float) -> None:

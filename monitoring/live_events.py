@@ -29,7 +29,19 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.template.loader import render_to_string
 
 from monitoring import live_items
-from teamclaw.runtime.events import EventKind, RuntimeEvent
+from teamclaw.runtime.events import (
+    AlertRaised,
+    ArtifactWritten,
+    ConfigApplied,
+    ConfirmationChanged,
+    ContextChanged,
+    MessageSent,
+    MessageStatusChanged,
+    RuntimeEvent,
+    SnapshotTaken,
+    TaskFinished,
+    TaskStarted,
+)
 
 LIVE_KINDS = ("message", "context", "snapshot", "confirmation", "alert", "config_change", "task", "artifact")
 """What the live page shows (issue #6): message with delivery status, context (status,
@@ -151,56 +163,50 @@ def extract(batch: Iterable[RuntimeEvent]) -> list[LiveItem]:
     contexts: dict[str, Any] = {}
     tasks: dict[str, dict[str, Any]] = {}
     for event in batch:
-        kind, data = event.kind, event.data
-        if kind in (EventKind.MESSAGE, EventKind.MESSAGE_STATUS):
-            message = data["message"]
-            key = f"message:{message.id}"
-            previous = out.get(key)
-            if previous is not None and kind == EventKind.MESSAGE_STATUS:
-                previous.item["status"] = str(data["status"])
-                previous.item["reason"] = (data.get("reason") or "")[:300]
-                continue
-            out[key] = LiveItem(
-                "message",
-                key,
-                live_items.message_item_from_runtime(
-                    message, str(data["status"]), data.get("reason"), data.get("project_id")
-                ),
-            )
-        elif kind == EventKind.CONTEXT:
-            context = data["context"]
-            key = f"context:{context.id}"
-            contexts[key] = context
-            out.setdefault(key, LiveItem("context", key, {}))
-        elif kind == EventKind.SNAPSHOT:
-            snap = data["snapshot"]
-            key = f"snapshot:{snap['id']}"
-            item = live_items.snapshot_item(snap)
-            item["task_id"] = snap.get("task_id", "")
-            item["project_id"] = snap["state"].get("project_id") if isinstance(snap.get("state"), dict) else None
-            item["role"] = snap["state"].get("role", "") if isinstance(snap.get("state"), dict) else ""
-            out[key] = LiveItem("snapshot", key, item)
-        elif kind == EventKind.CONFIRMATION:
-            info = data["confirmation"]
-            key = f"confirmation:{info['id']}"
-            out.pop(key, None)
-            out[key] = LiveItem("confirmation", key, live_items.confirmation_item(info))
-        elif kind == EventKind.ALERT:
-            key = f"alert:{event.seq}"
-            out[key] = LiveItem("alert", key, live_items.alert_item(data["alert"], str(event.seq)))
-        elif kind == EventKind.CONFIG_CHANGE:
-            change = live_items.config_change_item(data["event"], live_items.from_epoch(event.at))
-            key = f"config_change:{change['new_version']}"
-            out[key] = LiveItem("config_change", key, change)
-        elif kind == EventKind.TASK:
-            key = f"task:{data['task_id']}"
-            tasks.setdefault(key, {}).update(data)
-            out.setdefault(key, LiveItem("task", key, {}))
-        elif kind == EventKind.ARTIFACT:
-            key = f"artifact:{data['task_id']}:{data['name']}"
-            out[key] = LiveItem(
-                "artifact", key, {**live_items.artifact_item(data), "project_id": data.get("project_id")}
-            )
+        match event:
+            case MessageStatusChanged(message=message, status=status, reason=reason) if f"message:{message.id}" in out:
+                previous = out[f"message:{message.id}"]
+                previous.item["status"] = str(status)
+                previous.item["reason"] = (reason or "")[:300]
+            case MessageSent() | MessageStatusChanged():
+                key = f"message:{event.message.id}"
+                out[key] = LiveItem(
+                    "message",
+                    key,
+                    live_items.message_item_from_runtime(
+                        event.message, str(event.status), event.reason, event.project_id
+                    ),
+                )
+            case ContextChanged(context=context):
+                key = f"context:{context.id}"
+                contexts[key] = context
+                out.setdefault(key, LiveItem("context", key, {}))
+            case SnapshotTaken(snapshot=snap):
+                key = f"snapshot:{snap.id}"
+                item = live_items.snapshot_item(snap.as_dict())
+                item["task_id"] = snap.task_id
+                item["project_id"] = snap.state.get("project_id")
+                item["role"] = snap.state.get("role", "")
+                out[key] = LiveItem("snapshot", key, item)
+            case ConfirmationChanged(confirmation=confirmation):
+                key = f"confirmation:{confirmation.id}"
+                out.pop(key, None)
+                out[key] = LiveItem("confirmation", key, live_items.confirmation_item(confirmation.as_dict()))
+            case AlertRaised():
+                key = f"alert:{event.seq}"
+                out[key] = LiveItem("alert", key, live_items.alert_item(event.as_dict(), str(event.seq)))
+            case ConfigApplied(change=change_event):
+                change = live_items.config_change_item(dict(change_event), live_items.from_epoch(event.at))
+                key = f"config_change:{change['new_version']}"
+                out[key] = LiveItem("config_change", key, change)
+            case TaskStarted() | TaskFinished():
+                key = f"task:{event.task_id}"
+                tasks.setdefault(key, {}).update(event.as_dict())
+                out.setdefault(key, LiveItem("task", key, {}))
+            case ArtifactWritten():
+                key = f"artifact:{event.task_id}:{event.name}"
+                data = event.as_dict()
+                out[key] = LiveItem("artifact", key, {**live_items.artifact_item(data), "project_id": event.project_id})
     # Latest fields of each context and task, read once, right after the commit.
     for key, context in contexts.items():
         out[key] = LiveItem("context", key, live_items.context_item_from_runtime(context))

@@ -33,7 +33,21 @@ from monitoring.models import (
     ToolConfirmation,
 )
 from teamclaw.runtime.articles import with_article
-from teamclaw.runtime.events import EventKind, RuntimeEvent
+from teamclaw.runtime.events import (
+    AlertRaised,
+    ArtifactWritten,
+    ConfirmationChanged,
+    ConfirmationState,
+    ContextChanged,
+    InstanceChanged,
+    InstanceReport,
+    MessageSent,
+    MessageStatusChanged,
+    RuntimeEvent,
+    SnapshotTaken,
+    TaskFinished,
+    TaskStarted,
+)
 from teamclaw.runtime.messages import AgentMessage, Priority
 
 log = logging.getLogger(__name__)
@@ -77,6 +91,8 @@ MESSAGE_COLUMNS = (
     "reason",
 )
 EVENT_SEQ = MESSAGE_COLUMNS.index("event_seq")
+STATUS = MESSAGE_COLUMNS.index("status")
+REASON = MESSAGE_COLUMNS.index("reason")
 PRIORITY_LABELS = {priority: priority.label for priority in Priority}
 MESSAGE_ROWS_PER_STATEMENT = 50
 """Rows of one multi-row INSERT (19 parameters each: within SQLite's limit of 999)."""
@@ -275,77 +291,70 @@ class Recorder:
     def write(self, batch: list[RuntimeEvent]) -> None:
         """Write one batch of events in a single transaction (coalesced, see module doc)."""
         tasks: dict[str, dict[str, Any]] = {}
-        instances: dict[str, dict[str, Any]] = {}
+        instances: dict[str, InstanceReport] = {}
         contexts: dict[str, Any] = {}
         snapshots: list[Snapshot] = []
         new_messages: dict[str, list[Any]] = {}
         status_updates: dict[str, tuple[str, str]] = {}
         artifacts: dict[tuple[str, str], Artifact] = {}
-        confirmations: dict[str, dict[str, Any]] = {}
+        confirmations: dict[str, ConfirmationState] = {}
         alerts: list[Alert] = []
 
         for event in batch:
-            data = event.data
-            kind = event.kind
-            if kind == EventKind.MESSAGE:
-                message = data["message"]
-                new_row = message_row(message, str(data["status"]), data.get("reason"), data.get("project_id"))
-                new_row[EVENT_SEQ] = event.seq
-                new_messages[message.id] = new_row
-            elif kind == EventKind.MESSAGE_STATUS:
-                message = data["message"]
-                row = new_messages.get(message.id)
-                if row is not None:
-                    row[-2] = str(data["status"])
-                    row[-1] = (data.get("reason") or "")[:300]
-                else:
-                    status_updates[message.id] = (str(data["status"]), (data.get("reason") or "")[:300])
-            elif kind == EventKind.CONTEXT:
-                contexts[data["context"].id] = data["context"]
-            elif kind == EventKind.SNAPSHOT:
-                snap = data["snapshot"]
-                snapshots.append(
-                    Snapshot(
-                        id=snap["id"],
-                        context_id=snap["context_id"],
-                        type=snap["type"],
-                        trigger=snap["trigger"][:200],
-                        label=(snap.get("label") or "")[:300],
-                        sequence=snap["sequence"],
-                        state=snap["state"],
-                        created_at=_dt(snap["created_at"]),
-                        event_seq=event.seq,
+            match event:
+                case MessageSent(message=message, status=status, reason=reason, project_id=project_id):
+                    new_row = message_row(message, str(status), reason, project_id)
+                    new_row[EVENT_SEQ] = event.seq
+                    new_messages[message.id] = new_row
+                case MessageStatusChanged(message=message, status=status, reason=reason):
+                    row = new_messages.get(message.id)
+                    if row is not None:
+                        row[STATUS] = str(status)
+                        row[REASON] = (reason or "")[:300]
+                    else:
+                        status_updates[message.id] = (str(status), (reason or "")[:300])
+                case ContextChanged(context=context):
+                    contexts[context.id] = context
+                case SnapshotTaken(snapshot=snap):
+                    snapshots.append(
+                        Snapshot(
+                            id=snap.id,
+                            context_id=snap.context_id,
+                            type=snap.type,
+                            trigger=snap.trigger[:200],
+                            label=(snap.label or "")[:300],
+                            sequence=snap.sequence,
+                            state=snap.state,
+                            created_at=_dt(snap.created_at),
+                            event_seq=event.seq,
+                        )
                     )
-                )
-            elif kind == EventKind.TASK:
-                tasks.setdefault(data["task_id"], {}).update(data)
-            elif kind == EventKind.INSTANCE:
-                info = data["instance"]
-                instances[info["instance_id"]] = info
-            elif kind == EventKind.ARTIFACT:
-                artifacts[(data["task_id"], data["name"])] = Artifact(
-                    task_id=data["task_id"],
-                    name=data["name"],
-                    content=data["content"],
-                    content_type=data["content_type"],
-                    role=data.get("role", ""),
-                    context_id=data.get("context_id") or "",
-                    created_at=_dt(event.at),
-                )
-            elif kind == EventKind.CONFIRMATION:
-                info = data["confirmation"]
-                confirmations[info["id"]] = info
-            elif kind == EventKind.ALERT:
-                info = data["alert"]
-                alerts.append(
-                    Alert(
-                        kind=info["kind"][:32],
-                        severity=info["severity"][:10],
-                        message=info["message"],
-                        details=info.get("details", {}),
-                        created_at=_dt(info.get("at", event.at)),
+                case TaskStarted() | TaskFinished():
+                    tasks.setdefault(event.task_id, {}).update(event.as_dict())
+                case InstanceChanged(instance=instance):
+                    instances[instance.instance_id] = instance
+                case ArtifactWritten():
+                    artifacts[(event.task_id, event.name)] = Artifact(
+                        task_id=event.task_id,
+                        name=event.name,
+                        content=event.content,
+                        content_type=event.content_type,
+                        role=event.role,
+                        context_id=event.context_id or "",
+                        created_at=_dt(event.at),
                     )
-                )
+                case ConfirmationChanged(confirmation=confirmation):
+                    confirmations[confirmation.id] = confirmation
+                case AlertRaised():
+                    alerts.append(
+                        Alert(
+                            kind=event.alert_kind[:32],
+                            severity=event.severity[:10],
+                            message=event.message,
+                            details=dict(event.details),
+                            created_at=_dt(event.at),
+                        )
+                    )
 
         with transaction.atomic():
             self._write_tasks(tasks)
@@ -434,19 +443,19 @@ class Recorder:
                 )
 
     @staticmethod
-    def _write_instances(instances: dict[str, dict[str, Any]]) -> None:
+    def _write_instances(instances: dict[str, InstanceReport]) -> None:
         if not instances:
             return
         rows = [
             AgentInstance(
-                instance_id=info["instance_id"],
-                role=info["role"],
-                status=info["status"],
-                healthy=info["healthy"],
-                queued=info["queued"],
-                processed=info["processed"],
-                created_at=_dt(info["created_at"]),
-                last_heartbeat=_dt(info["last_heartbeat"]),
+                instance_id=info.instance_id,
+                role=info.role,
+                status=info.status,
+                healthy=info.healthy,
+                queued=info.queued,
+                processed=info.processed,
+                created_at=_dt(info.created_at),
+                last_heartbeat=_dt(info.last_heartbeat),
             )
             for info in instances.values()
         ]
@@ -511,22 +520,22 @@ class Recorder:
         )
 
     @staticmethod
-    def _write_confirmations(confirmations: dict[str, dict[str, Any]]) -> None:
+    def _write_confirmations(confirmations: dict[str, ConfirmationState]) -> None:
         for info in confirmations.values():
             ToolConfirmation.objects.update_or_create(
-                id=info["id"],
+                id=info.id,
                 defaults={
-                    "context_id": info["context_id"],
-                    "instance_id": info["instance_id"],
-                    "role": info["role"],
-                    "task_id": info["task_id"],
-                    "project_id": info.get("project_id"),
-                    "tool": info["tool"],
-                    "args": info["args"],
-                    "status": info["status"],
-                    "decided_by": info.get("decided_by") or "",
-                    "created_at": _dt(info["created_at"]),
-                    "expires_at": _dt(info["expires_at"]),
-                    "decided_at": _dt(time.time()) if info["status"] != "pending" else None,
+                    "context_id": info.context_id,
+                    "instance_id": info.instance_id,
+                    "role": info.role,
+                    "task_id": info.task_id,
+                    "project_id": info.project_id,
+                    "tool": info.tool,
+                    "args": dict(info.args),
+                    "status": info.status,
+                    "decided_by": info.decided_by or "",
+                    "created_at": _dt(info.created_at),
+                    "expires_at": _dt(info.expires_at),
+                    "decided_at": _dt(time.time()) if info.status != "pending" else None,
                 },
             )

@@ -29,9 +29,8 @@ from monitoring.health import capability_health
 from monitoring.host import get_host
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
-from teamclaw.runtime import HookEvent, InvokeRequest, Priority, RoutingStrategy
+from teamclaw.runtime import HookEvent, InvokeRequest, Priority, RoutingStrategy, TaskNotRunning
 from teamclaw.runtime.address import AddressError, parse_address
-from teamclaw.runtime.runtime import TaskNotRunning
 
 PRIORITIES = ["low", "normal", "high", "urgent"]
 

@@ -10,7 +10,7 @@ import pytest
 from monitoring.live_events import extract
 from monitoring.outbox import Outbox
 from teamclaw.runtime.context import ContextStatus, ExecutionContext
-from teamclaw.runtime.events import EventKind, RuntimeEvent
+from teamclaw.runtime.events import ContextChanged, MessageSent, MessageStatusChanged
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party
 
 
@@ -95,13 +95,13 @@ def test_a_batch_coalesces_to_one_item_per_live_thing_with_its_latest_state():
     message = _message()
     context = ExecutionContext("pm-1", "pm", "t1", "task", "t1", None, 1, created_at=1_700_000_000.0)
     batch = [
-        RuntimeEvent(EventKind.MESSAGE, {"message": message, "status": DeliveryStatus.QUEUED, "project_id": None}, 1.0),
-        RuntimeEvent(EventKind.CONTEXT, {"context": context}, 1.0),
-        RuntimeEvent(EventKind.MESSAGE_STATUS, {"message": message, "status": DeliveryStatus.DELIVERED}, 1.1),
+        MessageSent(message, DeliveryStatus.QUEUED, at=1.0),
+        ContextChanged(context, at=1.0),
+        MessageStatusChanged(message, DeliveryStatus.DELIVERED, at=1.1),
     ]
     context.status = ContextStatus.EXECUTING
     context.progress = 40
-    batch.append(RuntimeEvent(EventKind.CONTEXT, {"context": context}, 1.2))
+    batch.append(ContextChanged(context, at=1.2))
     context.progress = 70
     items = extract(batch)
     assert [(i.kind, i.key) for i in items] == [

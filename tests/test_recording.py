@@ -10,16 +10,16 @@ import pytest
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
 from monitoring.recorder import LARGE_PAYLOAD_CHARS, MESSAGE_ROWS_PER_STATEMENT, Recorder
 from teamclaw.runtime import (
+    ArtifactWritten,
     CollectingSink,
     Constraints,
-    EventKind,
     ExecutorRegistry,
     InvokeRequest,
     ManualClock,
+    MessageSent,
     OfflineExecutor,
     Priority,
     Runtime,
-    RuntimeEvent,
     TaskStatus,
 )
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party
@@ -89,8 +89,8 @@ async def test_database_holds_every_message_in_send_order_with_its_final_status(
     sent: dict[str, tuple[int, str]] = {}
     for event in sink.events:
         if event.kind in ("message", "message_status"):
-            message = event.data["message"]
-            sent[message.id] = (message.seq, str(event.data["status"]))
+            message = event.message
+            sent[message.id] = (message.seq, str(event.status))
     rows = await asyncio.to_thread(lambda: list(Message.objects.order_by("seq").values_list("id", "seq", "status")))
     assert [(r[0], r[1]) for r in rows] == sorted(((mid, seq) for mid, (seq, _) in sent.items()), key=lambda x: x[1])
     assert {r[0]: r[2] for r in rows} == {mid: status for mid, (_, status) in sent.items()}
@@ -115,9 +115,15 @@ async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
             await runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
     finally:
         await runtime.stop()
-    poisoned = RuntimeEvent(
-        EventKind.ARTIFACT,
-        {"task_id": "no-such-task", "name": "a.md", "content": "x", "content_type": "text/markdown"},
+    poisoned = ArtifactWritten(
+        task_id="no-such-task",
+        project_id=None,
+        name="a.md",
+        content="x",
+        content_type="text/markdown",
+        context_id=None,
+        role="",
+        instance_id="",
         at=1.0,
     )
     batch = [*sink.events[:5], poisoned, *sink.events[5:]]
@@ -126,7 +132,7 @@ async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
         recorder.publish(event)
     await asyncio.to_thread(recorder.flush)
     await asyncio.to_thread(recorder.stop)
-    messages = {e.data["message"].id for e in sink.events if e.kind == "message"}
+    messages = {e.message.id for e in sink.events if e.kind == "message"}
     stored = await asyncio.to_thread(lambda: set(Message.objects.values_list("id", flat=True)))
     alerts = await asyncio.to_thread(
         lambda: list(Alert.objects.filter(kind="recorder").values_list("message", flat=True))
@@ -169,7 +175,7 @@ async def test_each_heartbeat_refreshes_the_recorded_instance():
         await asyncio.to_thread(recorder.stop)
 
 
-def status_update(number: int, payload: dict) -> RuntimeEvent:
+def status_update(number: int, payload: dict) -> MessageSent:
     """A delivered status_update message event, as the runtime emits it."""
     message = AgentMessage(
         type=MessageType.STATUS_UPDATE,
@@ -179,7 +185,7 @@ def status_update(number: int, payload: dict) -> RuntimeEvent:
         context=MessageContext("task-big", "task-big"),
         timestamp=1_700_000_000_000 + number,
     )
-    return RuntimeEvent(EventKind.MESSAGE, {"message": message, "status": DeliveryStatus.DELIVERED}, at=1.0)
+    return MessageSent(message, DeliveryStatus.DELIVERED, at=1.0)
 
 
 async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_order():
@@ -204,7 +210,7 @@ async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_o
     rows = await asyncio.to_thread(
         lambda: list(Message.objects.filter(task_id="task-big").order_by("seq").values_list("id", "payload"))
     )
-    assert [r[0] for r in rows] == [e.data["message"].id for e in events]
+    assert [r[0] for r in rows] == [e.message.id for e in events]
     assert rows[3][1]["big"] == 2**70 and rows[3][1]["nested"] == {"unicode": "naïve ✓"}
     assert rows[60][1]["keys"] == {"1": "int key", "1e-07": "float key", "s": None}
     assert rows[61][1] == {"n": 61, "score": None, "limit": None}
@@ -237,5 +243,5 @@ async def test_a_batch_that_failed_is_written_again_on_a_fresh_connection(monkey
     finally:
         await asyncio.to_thread(recorder.stop)
     stored = await asyncio.to_thread(lambda: list(Message.objects.values_list("id", flat=True)))
-    assert stored == [event.data["message"].id]
+    assert stored == [event.message.id]
     assert recorder.failed_batches == 1 and recorder.lost_events == 0 and len(connections_used) == 2

@@ -161,7 +161,7 @@ def test_a_run_that_crashes_before_the_runtime_records_it_marks_the_task_failed(
     def unreadable(*args, **kwargs):
         raise RuntimeError("database is unavailable")
 
-    monkeypatch.setattr(runtime_host.runtime, "begin_task", unreadable)
+    monkeypatch.setattr(runtime_host.runtime.config, "snapshot_for", unreadable)
     response = api.post("/api/v1/tasks", {"workflow": "generic", "task_description": "Anything"}, format="json")
     assert response.status_code == 201, response.content
     task = wait_for_task(runtime_host, response.json()["task_id"], timeout=20)

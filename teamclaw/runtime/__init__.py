@@ -1,8 +1,9 @@
-"""TeamClaw agent runtime: plain asyncio, no ORM (DESIGN.md §2, §4).
+"""TeamClaw agent runtime: plain asyncio, no ORM (docs/architecture.md, "The runtime").
 
-Public surface: ``Runtime``, ``ConfigSnapshot`` and its specs, ``InvokeRequest`` /
-``InvokeResult``, ``HookEvent`` / ``HookAck`` / ``EventSubscription``, ``AgentMessage``,
-``ErrorCode``, clocks and event sinks.
+Public surface: the contract (``AgentRuntime``, ``AgentPort``) and its implementation
+``Runtime``; ``ConfigSnapshot`` and its specs; ``InvokeRequest`` / ``InvokeResult``,
+``HookEvent`` / ``HookAck`` / ``EventSubscription``, ``AgentMessage``, ``ErrorCode``; clocks;
+the typed events and sinks.
 """
 
 from teamclaw.runtime.clock import ManualClock, SystemClock
@@ -19,8 +20,25 @@ from teamclaw.runtime.config import (
     ToolMode,
 )
 from teamclaw.runtime.context import ContextStatus, ExecutionContext, SnapshotType, TaskState, TaskStatus
+from teamclaw.runtime.contract import AgentPort, AgentRuntime
 from teamclaw.runtime.errors import AgentError, AgentFailure, ErrorCode
-from teamclaw.runtime.events import CollectingSink, EventKind, RuntimeEvent
+from teamclaw.runtime.events import (
+    EVENT_TYPES,
+    AlertRaised,
+    ArtifactWritten,
+    CollectingSink,
+    ConfigApplied,
+    ConfirmationChanged,
+    ContextChanged,
+    EventKind,
+    InstanceChanged,
+    MessageSent,
+    MessageStatusChanged,
+    RuntimeEvent,
+    SnapshotTaken,
+    TaskFinished,
+    TaskStarted,
+)
 from teamclaw.runtime.execution import ExecutionCall
 from teamclaw.runtime.executors import ExecutorRegistry
 from teamclaw.runtime.executors.offline import OfflineExecutor
@@ -34,18 +52,27 @@ from teamclaw.runtime.invocation import (
 )
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageType, Party, Priority
 from teamclaw.runtime.runtime import Runtime
+from teamclaw.runtime.tasks import TaskNotRunning
 
 __all__ = [
     "CATEGORIES",
+    "EVENT_TYPES",
     "TOOLS",
     "AgentError",
     "AgentFailure",
     "AgentMessage",
+    "AgentPort",
+    "AgentRuntime",
+    "AlertRaised",
+    "ArtifactWritten",
     "CapabilityType",
     "CardSpec",
     "CollectingSink",
+    "ConfigApplied",
     "ConfigSnapshot",
+    "ConfirmationChanged",
     "Constraints",
+    "ContextChanged",
     "ContextStatus",
     "DeliveryStatus",
     "ErrorCode",
@@ -56,10 +83,13 @@ __all__ = [
     "ExecutorRegistry",
     "HookAck",
     "HookEvent",
+    "InstanceChanged",
     "InvokeRequest",
     "InvokeResult",
     "LayeredPrompt",
     "ManualClock",
+    "MessageSent",
+    "MessageStatusChanged",
     "MessageType",
     "OfflineExecutor",
     "Party",
@@ -69,8 +99,12 @@ __all__ = [
     "RoutingStrategy",
     "Runtime",
     "RuntimeEvent",
+    "SnapshotTaken",
     "SnapshotType",
     "SystemClock",
+    "TaskFinished",
+    "TaskNotRunning",
+    "TaskStarted",
     "TaskState",
     "TaskStatus",
     "ToolMode",

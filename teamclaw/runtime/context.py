@@ -12,10 +12,25 @@ from enum import StrEnum
 from typing import Any
 
 from teamclaw.runtime.config import ConfigSnapshot
-from teamclaw.runtime.messages import new_id
+from teamclaw.runtime.errors import AgentError
+from teamclaw.runtime.messages import AgentMessage, new_id
 
 MAX_CONTEXT_MESSAGES = 500
 """Context message references kept per context (older ones are summarised away)."""
+
+
+def message_reference(message: AgentMessage) -> dict[str, Any]:
+    """A compact reference to a message, kept in a context's ``input_context.messages``:
+    ``{id, type, from, to, capability_id, timestamp}`` (the capability, or a hook's event type)."""
+    payload = message.payload
+    return {
+        "id": message.id,
+        "type": str(message.type),
+        "from": message.sender.role,
+        "to": message.recipient.role,
+        "capability_id": payload.get("capability_id") or payload.get("event_type"),
+        "timestamp": message.timestamp,
+    }
 
 
 class ContextStatus(StrEnum):
@@ -160,3 +175,5 @@ class TaskState:
     """instance_id -> that instance's context for this task."""
     ephemeral: bool = False
     """True for the implicit task around a standalone invoke (no task record is kept open)."""
+    cancelled: AgentError | None = None
+    """Set when the task was cancelled: every later invoke in it is refused with this error."""

@@ -2,7 +2,7 @@
 
 Every failure an invoke can return carries one of ``ErrorCode``; nothing else is ever put in
 ``InvokeResult.error.code``. ``RETRYABLE`` lists the codes the runtime retries with backoff
-(DESIGN.md §4: timeout, unavailable, executor crash).
+(timeout, unavailable, executor crash; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class ErrorCode(StrEnum):
     - ``budget_exceeded``: the task's token budget (PRD §4.7, 50,000 default) is spent.
     - ``tool_denied``: the tool permission matrix denies the tool, or an operator rejected it.
     - ``executor_error``: the executor raised or returned something unusable.
+    - ``cancelled``: the task was cancelled; its waiting and later invokes end with this.
     """
 
     PERMISSION_DENIED = "permission_denied"
@@ -39,6 +40,7 @@ class ErrorCode(StrEnum):
     BUDGET_EXCEEDED = "budget_exceeded"
     TOOL_DENIED = "tool_denied"
     EXECUTOR_ERROR = "executor_error"
+    CANCELLED = "cancelled"
 
 
 RETRYABLE: frozenset[ErrorCode] = frozenset({ErrorCode.TIMEOUT, ErrorCode.UNAVAILABLE, ErrorCode.EXECUTOR_ERROR})

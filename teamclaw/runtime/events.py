@@ -1,39 +1,43 @@
-"""The runtime's one event stream and its sinks (DESIGN.md §3.3).
+"""The runtime's one event stream: a typed event per kind, and the sinks that receive them.
 
-The runtime emits a ``RuntimeEvent`` for everything worth recording or showing live;
-each sink's ``publish`` must return at once (queue the event, never do I/O inline), so the
-hot path never waits on a database or a browser.
+The runtime emits an event for everything worth recording or showing live (see
+docs/architecture.md, "Events"); each sink's ``publish`` must return at once (queue the
+event, never do I/O inline), so the hot path never waits on a database or a browser.
 
-Event kinds and their ``data``:
+Every event is a frozen, slotted dataclass with the emit time ``at`` (clock seconds) and a
+process-wide emit order ``seq``; sinks ``match`` on the class:
 
-- ``message``: ``{"message": AgentMessage, "status": DeliveryStatus, "reason": str|None,
-  "project_id": str|None}`` - a message was sent (queued, delivered at once, denied or
-  refused).
-- ``message_status``: ``{"message": AgentMessage, "status", "reason", "project_id"}`` - a
-  queued message was delivered, dropped (evicted or instance gone) or expired.
-- ``context``: ``{"context": ExecutionContext}`` - a context was created or changed; sinks
-  call ``state()`` when they flush (the latest state wins).
-- ``snapshot``: ``{"snapshot": dict}`` - a context snapshot (PRD §4.6).
-- ``instance``: ``{"instance": dict}`` - spawned, status or health changed, terminated.
-- ``task``: ``{"task_id", "status", "project_id", "error", ...}`` - task lifecycle.
-- ``artifact``: ``{"task_id", "name", "content", "content_type", "context_id", "role"}``.
-- ``confirmation``: ``{"confirmation": dict}`` - a tool confirmation was requested/decided.
-- ``alert``: ``{"alert": dict}`` - queue drop, health change, budget stop.
-- ``config_change``: ``{"event": dict}`` - a ConfigChangeEvent (PRD §4.8) was applied.
+- ``MessageSent``: a message was sent: queued, delivered at once, denied or refused.
+- ``MessageStatusChanged``: a queued message was delivered, dropped or expired.
+- ``ContextChanged``: an execution context was created or changed. It carries the live
+  context object; sinks read its fields when they flush, so the latest state wins.
+- ``SnapshotTaken``: a context snapshot (PRD §4.6).
+- ``InstanceChanged``: an instance was spawned, changed status or health, or terminated.
+- ``TaskStarted`` / ``TaskFinished``: a task's lifecycle.
+- ``ArtifactWritten``: a task artifact was stored (a later write replaces it).
+- ``ConfirmationChanged``: a tool confirmation was requested or decided (PRD §4.7).
+- ``AlertRaised``: a queue drop, a health change, a budget stop, a failover.
+- ``ConfigApplied``: a ``ConfigChangeEvent`` (PRD §4.8) reached the runtime.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
+
+from teamclaw.runtime.context import ExecutionContext
+from teamclaw.runtime.messages import AgentMessage, DeliveryStatus
 
 log = logging.getLogger(__name__)
 
 
 class EventKind(StrEnum):
+    """The kind of an event, as the live page and the recorder name it."""
+
     MESSAGE = "message"
     MESSAGE_STATUS = "message_status"
     CONTEXT = "context"
@@ -49,14 +53,290 @@ class EventKind(StrEnum):
 _event_seq = itertools.count(1)
 
 
-@dataclass(slots=True)
-class RuntimeEvent:
-    """One event: its ``kind``, ``data`` (see module docstring), emit order ``seq``, time ``at`` (s)."""
+def next_event_seq() -> int:
+    """The next emit order number (one counter for the whole process)."""
+    return next(_event_seq)
 
-    kind: EventKind
-    data: dict[str, Any]
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuntimeEvent:
+    """What every event has: ``at`` (clock seconds) and ``seq`` (emit order in this process)."""
+
+    kind: ClassVar[EventKind]
     at: float
-    seq: int = field(default_factory=lambda: next(_event_seq))
+    seq: int = field(default_factory=next_event_seq)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageSent(RuntimeEvent):
+    """``message`` was sent with delivery ``status`` (``reason`` for a refusal)."""
+
+    kind: ClassVar[EventKind] = EventKind.MESSAGE
+    message: AgentMessage
+    status: DeliveryStatus
+    reason: str | None = None
+    project_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageStatusChanged(RuntimeEvent):
+    """A queued ``message`` left its mailbox: ``delivered``, ``dropped`` or ``expired``."""
+
+    kind: ClassVar[EventKind] = EventKind.MESSAGE_STATUS
+    message: AgentMessage
+    status: DeliveryStatus
+    reason: str | None = None
+    project_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextChanged(RuntimeEvent):
+    """``context`` was created or changed; read its fields when you write it (latest wins)."""
+
+    kind: ClassVar[EventKind] = EventKind.CONTEXT
+    context: ExecutionContext
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSnapshot:
+    """The whole state of a context at one moment (PRD §4.6 ``ContextSnapshot``).
+
+    ``type`` is ``auto | error | manual``; ``trigger`` says what took it (``start``,
+    ``before invoke X``, ``user_instruction``...); ``sequence`` counts the context's snapshots
+    from 1; ``created_at`` is clock seconds.
+    """
+
+    id: str
+    context_id: str
+    task_id: str
+    type: str
+    trigger: str
+    label: str
+    sequence: int
+    state: Mapping[str, Any]
+    created_at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON shape of the snapshot (the API's and the live page's)."""
+        return {
+            "id": self.id,
+            "context_id": self.context_id,
+            "task_id": self.task_id,
+            "type": self.type,
+            "trigger": self.trigger,
+            "label": self.label,
+            "sequence": self.sequence,
+            "state": self.state,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotTaken(RuntimeEvent):
+    """A snapshot of a context was taken."""
+
+    kind: ClassVar[EventKind] = EventKind.SNAPSHOT
+    snapshot: ContextSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceReport:
+    """An agent instance as last seen: ``queued`` and ``processed`` are message counts,
+    ``created_at`` and ``last_heartbeat`` clock seconds."""
+
+    instance_id: str
+    role: str
+    status: str
+    healthy: bool
+    queued: int
+    busy_with: str | None
+    processed: int
+    created_at: float
+    last_heartbeat: float
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceChanged(RuntimeEvent):
+    """An instance was spawned, changed status or health, beat, or was terminated."""
+
+    kind: ClassVar[EventKind] = EventKind.INSTANCE
+    instance: InstanceReport
+
+
+@dataclass(frozen=True, slots=True)
+class TaskStarted(RuntimeEvent):
+    """A task began with the config ``config_version`` pinned (PRD §4.8).
+
+    ``task_kind`` is ``task``, or ``invoke`` / ``hook`` for the short task around a call made
+    from outside any agent; ``token_budget`` is tokens; ``started_at`` clock seconds.
+    """
+
+    kind: ClassVar[EventKind] = EventKind.TASK
+    task_id: str
+    project_id: str | None
+    description: str
+    config_version: int
+    task_kind: str
+    token_budget: int
+    started_at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The task fields this event sets: ``{task_id, status: running, ...}``."""
+        return {
+            "task_id": self.task_id,
+            "status": "running",
+            "project_id": self.project_id,
+            "description": self.description,
+            "config_version": self.config_version,
+            "kind": self.task_kind,
+            "token_budget": self.token_budget,
+            "started_at": self.started_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinished(RuntimeEvent):
+    """A task ended ``completed`` or ``failed`` (``error`` is an AgentError's JSON shape)."""
+
+    kind: ClassVar[EventKind] = EventKind.TASK
+    task_id: str
+    status: str
+    project_id: str | None
+    error: Mapping[str, Any] | None
+    tokens_used: int
+    token_budget: int
+    finished_at: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The task fields this event sets: ``{task_id, status, error, tokens_used, ...}``."""
+        return {
+            "task_id": self.task_id,
+            "status": self.status,
+            "project_id": self.project_id,
+            "error": dict(self.error) if self.error is not None else None,
+            "tokens_used": self.tokens_used,
+            "token_budget": self.token_budget,
+            "finished_at": self.finished_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactWritten(RuntimeEvent):
+    """Agent ``role`` (``instance_id``, context ``context_id``) stored artifact ``name``."""
+
+    kind: ClassVar[EventKind] = EventKind.ARTIFACT
+    task_id: str
+    project_id: str | None
+    name: str
+    content: str
+    content_type: str
+    context_id: str | None
+    role: str
+    instance_id: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON shape of the artifact (the live page's)."""
+        return {
+            "task_id": self.task_id,
+            "project_id": self.project_id,
+            "name": self.name,
+            "content": self.content,
+            "content_type": self.content_type,
+            "context_id": self.context_id,
+            "role": self.role,
+            "instance_id": self.instance_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationState:
+    """A tool confirmation (PRD §4.7 ⚠️) as it stands: ``status`` is ``pending``,
+    ``approved``, ``rejected`` or ``expired``; times are clock seconds."""
+
+    id: str
+    context_id: str
+    instance_id: str
+    role: str
+    task_id: str
+    project_id: str | None
+    tool: str
+    args: Mapping[str, Any]
+    status: str
+    created_at: float
+    expires_at: float
+    decided_by: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON shape of the confirmation (the API's and the live page's)."""
+        return {
+            "id": self.id,
+            "context_id": self.context_id,
+            "instance_id": self.instance_id,
+            "role": self.role,
+            "task_id": self.task_id,
+            "project_id": self.project_id,
+            "tool": self.tool,
+            "args": self.args,
+            "status": self.status,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "decided_by": self.decided_by,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmationChanged(RuntimeEvent):
+    """A tool confirmation was requested, decided or expired."""
+
+    kind: ClassVar[EventKind] = EventKind.CONFIRMATION
+    confirmation: ConfirmationState
+
+
+@dataclass(frozen=True, slots=True)
+class AlertRaised(RuntimeEvent):
+    """An alert: ``alert_kind`` is ``queue_full``, ``queue_drop``, ``health``, ``budget``,
+    ``failover``...; ``severity`` is ``info``, ``warning`` or ``critical``."""
+
+    kind: ClassVar[EventKind] = EventKind.ALERT
+    alert_kind: str
+    severity: str
+    message: str
+    details: Mapping[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON shape of the alert: ``{kind, severity, message, details, at}``."""
+        return {
+            "kind": self.alert_kind,
+            "severity": self.severity,
+            "message": self.message,
+            "details": dict(self.details),
+            "at": self.at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigApplied(RuntimeEvent):
+    """A ``ConfigChangeEvent`` (PRD §4.8) reached the runtime: ``change`` is its JSON shape
+    ``{config_type, old_version, new_version, changes, ...}``; later task starts use it."""
+
+    kind: ClassVar[EventKind] = EventKind.CONFIG_CHANGE
+    change: Mapping[str, Any]
+
+
+EVENT_TYPES: tuple[type[RuntimeEvent], ...] = (
+    MessageSent,
+    MessageStatusChanged,
+    ContextChanged,
+    SnapshotTaken,
+    InstanceChanged,
+    TaskStarted,
+    TaskFinished,
+    ArtifactWritten,
+    ConfirmationChanged,
+    AlertRaised,
+    ConfigApplied,
+)
+"""Every event class the runtime emits."""
 
 
 class EventSink(Protocol):
@@ -72,19 +352,21 @@ class EventBus:
         self._sinks: list[EventSink] = []
 
     def add_sink(self, sink: EventSink) -> None:
+        """Send every later event to ``sink`` too."""
         self._sinks.append(sink)
 
     def remove_sink(self, sink: EventSink) -> None:
+        """Stop sending events to ``sink`` (no error when it was not added)."""
         if sink in self._sinks:
             self._sinks.remove(sink)
 
-    def emit(self, kind: EventKind, data: dict[str, Any], at: float) -> RuntimeEvent:
-        event = RuntimeEvent(kind, data, at)
+    def emit(self, event: RuntimeEvent) -> RuntimeEvent:
+        """Hand ``event`` to every sink in the order they were added; returns it."""
         for sink in self._sinks:
             try:
                 sink.publish(event)
             except Exception:  # a sink must never break the runtime
-                log.exception("event sink %r failed on %s", sink, kind)
+                log.exception("event sink %r failed on %s", sink, event.kind)
         return event
 
 
@@ -97,5 +379,8 @@ class CollectingSink:
     def publish(self, event: RuntimeEvent) -> None:
         self.events.append(event)
 
-    def of(self, kind: EventKind) -> list[RuntimeEvent]:
+    def of(self, kind: EventKind | type[RuntimeEvent]) -> list[Any]:
+        """The events of one kind (``EventKind.TASK``) or one class (``TaskFinished``)."""
+        if isinstance(kind, type):
+            return [e for e in self.events if isinstance(e, kind)]
         return [e for e in self.events if e.kind == kind]

@@ -1,9 +1,10 @@
-"""What an executor gets for one capability call: ``ExecutionCall`` (DESIGN.md §5).
+"""What an executor gets for one capability call: ``ExecutionCall`` (docs/architecture.md).
 
 It carries the card, params, the agent's execution context and task, and is the only way
 an executor reaches the rest of the system: invoke and hook other agents, use tools under
 the tool matrix, charge tokens against the task budget, report progress, read and write
-task artifacts, and get the role's rendered prompt. Every such act is recorded.
+task artifacts, and get the role's rendered prompt. Every such act is recorded. It talks to
+the runtime only through the ``AgentPort`` of ``teamclaw.runtime.contract``.
 """
 
 from __future__ import annotations
@@ -12,27 +13,33 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from teamclaw.runtime.clock import Clock
 from teamclaw.runtime.config import CardSpec, ConfigSnapshot, ToolMode
 from teamclaw.runtime.context import Artifact, ContextStatus, ExecutionContext, SnapshotType, TaskState
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
-from teamclaw.runtime.events import EventKind
+from teamclaw.runtime.events import ArtifactWritten
+from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult, RoutingStrategy
-from teamclaw.runtime.messages import AgentMessage, Party, Priority
+from teamclaw.runtime.messages import AgentMessage, Priority
+from teamclaw.runtime.pending import PendingCall
 
 if TYPE_CHECKING:
-    from teamclaw.runtime.instance import AgentInstance
-    from teamclaw.runtime.runtime import PendingCall, Runtime
+    from teamclaw.runtime.contract import AgentPort
 
 ARTIFACT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,119}$")
 MAX_ARTIFACT_BYTES = 5_000_000
 
 
 class ExecutionCall:
-    """One capability call being executed by ``instance`` for ``task``."""
+    """One capability call being executed by ``instance`` for ``task``.
+
+    ``pending`` is the invoke attempt being answered (None for a capability a hook names);
+    its ``deadline`` bounds the call (see ``time_left``).
+    """
 
     def __init__(
         self,
-        runtime: Runtime,
+        port: AgentPort,
         instance: AgentInstance,
         context: ExecutionContext,
         task: TaskState,
@@ -41,7 +48,7 @@ class ExecutionCall:
         message: AgentMessage,
         pending: PendingCall | None,
     ) -> None:
-        self.runtime = runtime
+        self.port = port
         self.instance = instance
         self.context = context
         self.task = task
@@ -52,10 +59,29 @@ class ExecutionCall:
         self.progress_reported = False
         self._outstanding = 0
 
+    def with_card(self, card: CardSpec) -> ExecutionCall:
+        """The same call run under another card (a PROVIDER skill's implementation)."""
+        return ExecutionCall(
+            self.port, self.instance, self.context, self.task, card, self.params, self.message, self.pending
+        )
+
     # -- identity -------------------------------------------------------------
     @property
     def role(self) -> str:
+        """The role of the agent executing the call."""
         return self.instance.role
+
+    @property
+    def clock(self) -> Clock:
+        """The runtime's clock (s)."""
+        return self.port.clock
+
+    def deadline(self, fallback_s: float) -> float:
+        """When the call must be answered (clock s): the invoke's deadline, pushed back while
+        an operator is asked; ``fallback_s`` from now for a call no invoke waits on."""
+        if self.pending is not None:
+            return self.pending.deadline
+        return self.port.clock.now() + fallback_s
 
     @property
     def snapshot(self) -> ConfigSnapshot:
@@ -64,7 +90,7 @@ class ExecutionCall:
 
     @property
     def project_dir(self) -> Path | None:
-        directory = self.snapshot.project_dir or self.runtime.default_project_dir
+        directory = self.snapshot.project_dir or self.port.default_project_dir
         return Path(directory) if directory else None
 
     # -- talking to other agents ----------------------------------------------
@@ -96,27 +122,20 @@ class ExecutionCall:
             timeout=timeout,
             priority=Priority.parse(priority),
         )
-        runtime = self.runtime
-        runtime.take_snapshot(self.context, SnapshotType.AUTO, f"before invoke {capability_id}")
+        port = self.port
+        port.snapshot(self.context, SnapshotType.AUTO, f"before invoke {capability_id}")
         self._outstanding += 1
         self.context.status = ContextStatus.WAITING_RESPONSE
-        runtime._emit_context(self.context)
+        port.context_changed(self.context)
         try:
-            result = await runtime._invoke(
-                request,
-                caller=Party(role=self.role, instance_id=self.instance.instance_id),
-                task=self.task,
-                caller_context=self.context,
-                caller_instance=self.instance,
-                caller_skill=self.card.skill_id,
-            )
+            result = await port.invoke_as(self, request)
         finally:
             self._outstanding -= 1
             if not self._outstanding and self.context.status == ContextStatus.WAITING_RESPONSE:
                 self.context.status = ContextStatus.EXECUTING
         label = "ok" if result.success else f"{result.error.code if result.error else 'failed'}"
-        runtime.take_snapshot(self.context, SnapshotType.AUTO, f"after invoke {capability_id}", label)
-        runtime._emit_context(self.context)
+        port.snapshot(self.context, SnapshotType.AUTO, f"after invoke {capability_id}", label)
+        port.context_changed(self.context)
         return result
 
     async def hook(
@@ -129,12 +148,8 @@ class ExecutionCall:
         capability_id: str | None = None,
     ) -> list[HookAck]:
         """Fire a hook from this agent; returns the receivers' acks (PRD §4.3)."""
-        return await self.runtime._hook(
-            HookEvent(event_type, dict(payload or {}), broadcast, target_roles, capability_id),
-            caller=Party(role=self.role, instance_id=self.instance.instance_id),
-            task=self.task,
-            caller_context=self.context,
-            caller_skill=self.card.skill_id,
+        return await self.port.hook_as(
+            self, HookEvent(event_type, dict(payload or {}), broadcast, target_roles, capability_id)
         )
 
     # -- tools ----------------------------------------------------------------
@@ -150,7 +165,7 @@ class ExecutionCall:
                 retryable=False,
             )
         if mode == ToolMode.CONFIRM:
-            approved = await self.runtime.request_confirmation(self, tool, args)
+            approved = await self.port.request_confirmation(self, tool, args)
             if not approved:
                 raise AgentFailure(
                     ErrorCode.TOOL_DENIED,
@@ -158,7 +173,7 @@ class ExecutionCall:
                     {"tool": tool, "role": self.role},
                     retryable=False,
                 )
-        handler = self.runtime.tools.get(tool)
+        handler = self.port.tools.get(tool)
         if handler is None:
             raise AgentFailure(
                 ErrorCode.EXECUTOR_ERROR,
@@ -197,13 +212,13 @@ class ExecutionCall:
         context.api_calls += 1
         context.tokens_estimated = context.tokens_estimated or estimated
         self.task.tokens_used += max(0, int(input_tokens)) + max(0, int(output_tokens))
-        self.runtime._emit_context(context)
+        self.port.context_changed(context)
         if self.task.tokens_used > self.task.token_budget:
             self._budget_stop(0)
 
     def _budget_stop(self, expected: int) -> None:
         task = self.task
-        self.runtime.alert(
+        self.port.alert(
             "budget",
             "warning",
             f"task {task.task_id} reached its token budget ({task.tokens_used}/{task.token_budget})",
@@ -227,12 +242,12 @@ class ExecutionCall:
         self.context.progress = max(0, min(100, int(percent)))
         if step:
             self.context.current_step = step
-        self.runtime._emit_context(self.context, at_once=True)
+        self.port.context_changed(self.context, at_once=True)
 
     def ask(self, question: str) -> None:
         """Add a pending question for the operator to the context's output state."""
         self.context.pending_questions.append(question)
-        self.runtime._emit_context(self.context)
+        self.port.context_changed(self.context)
 
     def write_artifact(self, name: str, content: str, content_type: str = "application/json") -> None:
         """Store a task artifact (``review_dev.json``...); a later write replaces it.
@@ -243,26 +258,24 @@ class ExecutionCall:
             raise AgentFailure(
                 ErrorCode.EXECUTOR_ERROR, f"artifact {name} exceeds {MAX_ARTIFACT_BYTES} bytes", retryable=False
             )
-        now = self.runtime.clock.now()
+        now = self.port.clock.now()
         self.task.artifacts[name] = Artifact(name, content, content_type, self.role, self.context.id, now)
         self.context.generated_artifacts = [a for a in self.context.generated_artifacts if a["name"] != name]
         self.context.generated_artifacts.append(
             {"name": name, "content_type": content_type, "bytes": len(content.encode("utf-8"))}
         )
-        self.runtime._emit(
-            EventKind.ARTIFACT,
-            {
-                "task_id": self.task.task_id,
-                "project_id": self.task.project_id,
-                "name": name,
-                "content": content,
-                "content_type": content_type,
-                "context_id": self.context.id,
-                "role": self.role,
-                "instance_id": self.instance.instance_id,
-            },
+        self.port.emit(
+            ArtifactWritten,
+            task_id=self.task.task_id,
+            project_id=self.task.project_id,
+            name=name,
+            content=content,
+            content_type=content_type,
+            context_id=self.context.id,
+            role=self.role,
+            instance_id=self.instance.instance_id,
         )
-        self.runtime._emit_context(self.context)
+        self.port.context_changed(self.context)
 
     def read_artifact(self, name: str) -> str | None:
         """Content of a task artifact (None if absent); noted in the context's input artifacts."""
@@ -276,12 +289,13 @@ class ExecutionCall:
         return artifact.content
 
     def artifact_names(self) -> list[str]:
+        """The names of the task's artifacts, sorted."""
         return sorted(self.task.artifacts)
 
     # -- prompt ---------------------------------------------------------------
     def system_prompt(self, **variables: Any) -> str:
         """The role's rendered, layered prompt (PRD §4.5) from the task's pinned config."""
-        renderer = self.runtime.prompt_renderer
+        renderer = self.port.prompt_renderer
         if renderer is not None:
             return renderer(self.snapshot, self.role, self.task, variables)
         role = self.snapshot.roles.get(self.role)

@@ -5,12 +5,17 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING
 
 from teamclaw.runtime.mailbox import Mailbox
 
+if TYPE_CHECKING:
+    from teamclaw.runtime.pending import PendingCall
+
 
 class InstanceStatus(StrEnum):
+    """An instance is ``idle`` or ``busy`` (handling a message) until ``terminated``."""
+
     IDLE = "idle"
     BUSY = "busy"
     TERMINATED = "terminated"
@@ -37,30 +42,20 @@ class AgentInstance:
     waiting_on: set[str] = field(default_factory=set)
     processed: int = 0
     worker: asyncio.Task[None] | None = None
-    executing: Any = None
-    """The PendingCall whose executor is running right now, if any."""
+    executing: PendingCall | None = None
+    """The invoke attempt whose executor is running right now, if any."""
 
     @property
     def load(self) -> int:
+        """Queued + in-flight messages (what ``least_busy`` compares)."""
         return len(self.mailbox) + (1 if self.busy_with else 0)
 
     @property
     def alive(self) -> bool:
+        """True until terminated."""
         return self.status != InstanceStatus.TERMINATED
 
     @property
     def idle(self) -> bool:
+        """Alive, handling nothing and with an empty mailbox."""
         return self.alive and self.busy_with is None and not len(self.mailbox)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "instance_id": self.instance_id,
-            "role": self.role,
-            "status": str(self.status),
-            "healthy": self.healthy,
-            "queued": len(self.mailbox),
-            "busy_with": self.busy_with,
-            "processed": self.processed,
-            "created_at": self.created_at,
-            "last_heartbeat": self.last_heartbeat,
-        }

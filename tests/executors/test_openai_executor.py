@@ -4,6 +4,7 @@ retries, malformed function calls, the round limit, the repair attempt and strea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -81,7 +82,7 @@ async def run_plan(runtime: Runtime, goal: str = "ship the release") -> Any:
 
 
 def context_of(sink: CollectingSink, role: str) -> Any:
-    return next(e.data["context"] for e in reversed(sink.of(EventKind.CONTEXT)) if e.data["context"].role == role)
+    return next(e.context for e in reversed(sink.of(EventKind.CONTEXT)) if e.context.role == role)
 
 
 def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
@@ -112,9 +113,9 @@ async def test_a_tool_call_becomes_a_permitted_invoke_and_its_result_goes_back_t
     (tool_result,) = tool_messages(server.requests[1])
     assert tool_result == {"success": True, "data": {"text": "hello b"}}
     invokes = [
-        e.data["message"]
+        e.message
         for e in sink.of(EventKind.MESSAGE)
-        if e.data["message"].type == MessageType.INVOKE_REQUEST and e.data["message"].payload["capability_id"] == "echo"
+        if e.message.type == MessageType.INVOKE_REQUEST and e.message.payload["capability_id"] == "echo"
     ]
     assert [(m.sender.role, m.recipient.role) for m in invokes] == [("a", "b")]
 
@@ -128,8 +129,8 @@ async def test_a_tool_call_the_matrix_denies_is_refused_recorded_and_the_model_i
     (tool_result,) = tool_messages(server.requests[1])
     assert tool_result["success"] is False
     assert tool_result["error"]["code"] == "permission_denied"
-    denied = [e for e in sink.of(EventKind.MESSAGE) if e.data["status"] == DeliveryStatus.DENIED]
-    assert [e.data["message"].payload["capability_id"] for e in denied] == ["secret"]
+    denied = [e for e in sink.of(EventKind.MESSAGE) if e.status == DeliveryStatus.DENIED]
+    assert [e.message.payload["capability_id"] for e in denied] == ["secret"]
 
 
 async def test_usage_from_every_response_adds_up_in_the_context_and_the_task():
@@ -148,7 +149,7 @@ async def test_usage_from_every_response_adds_up_in_the_context_and_the_task():
     assert context.output_tokens == sum(u[1] for u in usages)
     assert context.api_calls == len(usages)
     assert context.tokens_estimated is False
-    ended = sink.of(EventKind.TASK)[-1].data
+    ended = sink.of(EventKind.TASK)[-1].as_dict()
     echo_tokens = sum(c.input_tokens + c.output_tokens for c in [context_of(sink, "b")])
     assert ended["tokens_used"] == server.reported_tokens() + echo_tokens
 
@@ -170,7 +171,7 @@ async def test_usage_beyond_the_budget_stops_the_call_with_budget_exceeded():
         result = await run_plan(runtime)
     assert not result.success and result.error.code == "budget_exceeded"
     assert len(server.requests) == 1  # nothing was asked after the budget ran out
-    assert any(e.data["alert"]["kind"] == "budget" for e in sink.of(EventKind.ALERT))
+    assert any(e.alert_kind == "budget" for e in sink.of(EventKind.ALERT))
 
 
 async def test_the_answer_is_capped_at_the_budget_left_and_a_cut_answer_is_budget_exceeded():
@@ -230,7 +231,7 @@ async def test_a_refused_request_is_not_retried_and_never_shows_the_key():
     assert not result.success and result.error.code == "executor_error"
     assert "401" in result.error.message and "API key" in result.error.message
     assert len(server.headers) == 1
-    recorded = json.dumps([e.data for e in sink.events], default=lambda o: getattr(o, "__dict__", str(o)))
+    recorded = json.dumps([dataclasses.asdict(e) for e in sink.events], default=str)
     assert API_KEY not in recorded and API_KEY not in result.error.message
 
 
@@ -318,7 +319,7 @@ class StepSink:
 
     def publish(self, event: Any) -> None:
         if event.kind == EventKind.CONTEXT:
-            context = event.data["context"]
+            context = event.context
             self.steps.append((context.role, context.current_step))
 
 

@@ -7,7 +7,15 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from teamclaw.runtime import CollectingSink, ExecutorRegistry, ManualClock, OfflineExecutor, Runtime
+from teamclaw.runtime import (
+    CollectingSink,
+    ExecutorRegistry,
+    ManualClock,
+    MessageSent,
+    MessageStatusChanged,
+    OfflineExecutor,
+    Runtime,
+)
 
 
 async def settle(rounds: int = 30) -> None:
@@ -45,15 +53,10 @@ class Harness:
 
     def messages(self, status: str | None = None) -> list:
         """(message, status) of every MESSAGE event, latest status applied."""
-        from teamclaw.runtime import EventKind
-
         latest: dict[str, tuple] = {}
         for event in self.sink.events:
-            if event.kind == EventKind.MESSAGE:
-                latest[event.data["message"].id] = (event.data["message"], str(event.data["status"]))
-            elif event.kind == EventKind.MESSAGE_STATUS:
-                message = event.data["message"]
-                latest[message.id] = (message, str(event.data["status"]))
+            if isinstance(event, MessageSent | MessageStatusChanged):
+                latest[event.message.id] = (event.message, str(event.status))
         return [(m, s) for m, s in latest.values() if status is None or s == status]
 
 

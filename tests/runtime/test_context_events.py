@@ -23,7 +23,7 @@ async def test_an_invoke_sends_its_start_at_once_and_its_finishing_changes_as_on
     class StateSink:
         def publish(self, event) -> None:
             if event.kind == EventKind.CONTEXT:
-                context = event.data["context"]
+                context = event.context
                 seen.append((str(context.status), context.current_step, context.api_calls))
 
     h.runtime.add_sink(StateSink())
@@ -46,7 +46,7 @@ async def test_a_context_change_with_nothing_after_it_still_reaches_the_sinks_in
     class QuestionSink:
         def publish(self, event) -> None:
             if event.kind == EventKind.CONTEXT:
-                questions_seen.append(list(event.data["context"].pending_questions))
+                questions_seen.append(list(event.context.pending_questions))
 
     h.runtime.add_sink(QuestionSink())
 
@@ -69,8 +69,8 @@ async def test_progress_reports_reach_the_sinks_one_by_one(harness_factory):
 
     class StepSink:
         def publish(self, event) -> None:
-            if event.kind == EventKind.CONTEXT and (not steps or steps[-1] != event.data["context"].current_step):
-                steps.append(event.data["context"].current_step)
+            if event.kind == EventKind.CONTEXT and (not steps or steps[-1] != event.context.current_step):
+                steps.append(event.context.current_step)
 
     h.runtime.add_sink(StepSink())
 
@@ -93,5 +93,5 @@ async def test_stopping_the_runtime_hands_over_the_last_context_changes(harness_
 
     await h.runtime.stop()
 
-    terminated = [e.data["context"] for e in h.sink.events[start:] if e.kind == EventKind.CONTEXT]
+    terminated = [e.context for e in h.sink.events[start:] if e.kind == EventKind.CONTEXT]
     assert terminated and terminated[-1].instance_id == instance.instance_id

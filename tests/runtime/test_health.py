@@ -30,7 +30,7 @@ async def test_silence_past_90_s_makes_capabilities_unavailable_until_the_next_b
     h.runtime.heartbeat(instance.instance_id)
     assert h.runtime.capability_health(snapshot, "echo")["status"] == "available"
     assert (await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")).success
-    alerts = [e.data["alert"]["details"]["status"] for e in h.sink.events if e.kind == EventKind.ALERT]
+    alerts = [e.details["status"] for e in h.sink.events if e.kind == EventKind.ALERT]
     assert alerts == ["unavailable", "available"]
 
 

@@ -48,5 +48,5 @@ async def test_config_change_events_are_published_to_sinks():
         {"config_type": "prompt", "role": "a", "new_version": "7", "old_version": "6", "changed_fields": ["content"]}
     )
     [event] = sink.of(EventKind.CONFIG_CHANGE)
-    assert event.data["event"]["new_version"] == "7" and runtime.latest_version == 7
+    assert event.change["new_version"] == "7" and runtime.latest_version == 7
     await asyncio.sleep(0)

@@ -348,7 +348,7 @@ async def test_a_full_mailbox_refuses_with_queue_full(harness_factory):
     evicted = await second
     assert evicted.error.code == ErrorCode.QUEUE_FULL and "evicted" in evicted.error.message
     assert (await urgent).data == {"text": "4"}
-    alerts = [e.data["alert"]["kind"] for e in h.sink.events if e.kind == "alert"]
+    alerts = [e.alert_kind for e in h.sink.events if e.kind == "alert"]
     assert "queue_full" in alerts and "queue_drop" in alerts
 
 

@@ -7,7 +7,7 @@ from tests.factories import echo_card, small_snapshot
 
 
 def snapshots(h):
-    return [(e.data["snapshot"]["type"], e.data["snapshot"]["trigger"]) for e in h.sink.of(EventKind.SNAPSHOT)]
+    return [(e.snapshot.type, e.snapshot.trigger) for e in h.sink.of(EventKind.SNAPSHOT)]
 
 
 async def test_an_agent_calling_another_snapshots_start_and_both_sides_of_the_invoke(harness_factory):
@@ -34,7 +34,7 @@ async def test_an_agent_calling_another_snapshots_start_and_both_sides_of_the_in
         ("auto", "start"),
         ("auto", "after invoke inner"),
     ]
-    after = h.sink.of(EventKind.SNAPSHOT)[-1].data["snapshot"]
+    after = h.sink.of(EventKind.SNAPSHOT)[-1].snapshot.as_dict()
     assert after["label"] == "ok" and after["state"]["input_context"]["messages"]
 
 
@@ -53,7 +53,7 @@ async def test_errors_and_user_instructions_and_manual_requests_are_snapshotted(
     kinds = snapshots(h)
     assert kinds[0] == ("auto", "start")
     assert ("error", "error") in kinds and ("auto", "user_instruction") in kinds and kinds[-1] == ("manual", "manual")
-    manual = h.sink.of(EventKind.SNAPSHOT)[-1].data["snapshot"]
+    manual = h.sink.of(EventKind.SNAPSHOT)[-1].snapshot.as_dict()
     assert manual["label"] == "before release"
     assert manual["state"]["input_context"]["user_instructions"] == ["use PostgreSQL"]
     assert manual["state"]["output_state"]["errors"][0]["code"] == "executor_error"

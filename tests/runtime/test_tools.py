@@ -76,7 +76,7 @@ async def test_an_unanswered_confirmation_times_out(harness_factory, tmp_path):
     await h.advance(301, step=10)
     result = await task
     assert result.error.code == ErrorCode.TOOL_DENIED
-    statuses = [e.data["confirmation"]["status"] for e in h.sink.events if e.kind == EventKind.CONFIRMATION]
+    statuses = [e.confirmation.status for e in h.sink.events if e.kind == EventKind.CONFIRMATION]
     assert statuses == ["pending", "expired"]
 
 
@@ -137,7 +137,7 @@ async def test_the_token_budget_stops_a_task_before_and_after_model_calls(harnes
     assert after.code == before.code == ErrorCode.BUDGET_EXCEEDED
     assert after.details == {"token_budget": 150, "tokens_used": 160, "expected_tokens": 0}  # 2 x (40 + 40)
     assert before.details["expected_tokens"] == 40 and task.tokens_used == 160  # refused before spending
-    assert any(e.kind == EventKind.ALERT and e.data["alert"]["kind"] == "budget" for e in h.sink.events)
+    assert any(e.kind == EventKind.ALERT and e.alert_kind == "budget" for e in h.sink.events)
 
 
 async def test_offline_token_counts_are_estimated_and_recorded_on_the_context(harness_factory):

@@ -36,7 +36,7 @@ WORK = "timed__work"
 async def timed_work(call):
     """Works for exactly ``delay_ms`` of the manual clock (it moves the clock itself, so the
     recorded latency is known), then answers well, breaks its output schema or fails."""
-    call.runtime.clock.advance(call.params["delay_ms"] / 1000)
+    call.clock.advance(call.params["delay_ms"] / 1000)
     await asyncio.sleep(0)
     outcome = call.params.get("outcome", "ok")
     if outcome == "bad_output":

@@ -20,7 +20,7 @@ from capabilities.models import Project
 from capabilities.snapshot import build_snapshot
 from monitoring.models import Task
 from monitoring.tasks import DocumentError, validate_document
-from teamclaw.runtime.events import EventKind, RuntimeEvent
+from teamclaw.runtime.events import ContextChanged, RuntimeEvent
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES, WORKFLOWS
 
@@ -34,9 +34,9 @@ class ProgressPrinter:
         self._lock = threading.Lock()
 
     def publish(self, event: RuntimeEvent) -> None:
-        if event.kind != EventKind.CONTEXT:
+        if not isinstance(event, ContextChanged):
             return
-        context = event.data["context"]
+        context = event.context
         key = (str(context.status), context.progress, context.current_step)
         with self._lock:
             if self._last.get(context.id) == key:

@@ -297,8 +297,7 @@ class ModelChat:
         self.rounds = 0
         self._secrets = settings.secrets()
         self._client: openai.AsyncOpenAI | None = None
-        clock = call.runtime.clock
-        self._fallback_deadline = clock.now() + call.card.timeout_s
+        self._fallback_deadline = call.clock.now() + call.card.timeout_s
 
     async def __aenter__(self) -> ModelChat:
         endpoint = self.options.endpoint
@@ -321,7 +320,7 @@ class ModelChat:
         """Seconds until the invoke's deadline (paused while waiting for an operator)."""
         pending = self.call.pending
         deadline = pending.deadline if pending is not None else self._fallback_deadline
-        return deadline - self.call.runtime.clock.now()
+        return deadline - self.call.clock.now()
 
     def _answer_limit(self, prompt_estimate: int) -> tuple[int, bool]:
         """``(max answer tokens, limited_by_budget)``; raises budget_exceeded when the task
@@ -382,7 +381,7 @@ class ModelChat:
             f"the model's answer needs more than the {limit} tokens left of the task's budget "
             f"({task.tokens_used}/{task.token_budget} used)"
         )
-        self.call.runtime.alert(
+        self.call.port.alert(
             "budget",
             "warning",
             f"task {task.task_id}: {message}",
@@ -399,7 +398,7 @@ class ModelChat:
         )
 
     async def _with_retries(self, request: dict[str, Any], percent: int, step: str) -> ChatReply:
-        clock = self.call.runtime.clock
+        clock = self.call.clock
         attempts = self.settings.max_retries + 1
         endpoint = self.options.endpoint.label
         for attempt in range(attempts):

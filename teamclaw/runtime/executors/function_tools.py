@@ -60,7 +60,7 @@ FILE_TOOL_PARAMETERS: dict[str, dict[str, Any]] = {
         "required": ["path", "content"],
     },
 }
-"""Parameters of the file tools of runtime.tools, as function schemas."""
+"""Parameters of the file tools (``teamclaw.runtime.tools``), as function schemas."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +121,7 @@ class FunctionTools:
         call = self.call
         snapshot, me, card = call.snapshot, call.role, call.card
         for tool in card.required_tools:
-            if tool in FILE_TOOL_PARAMETERS and tool in call.runtime.tools:
+            if tool in FILE_TOOL_PARAMETERS and tool in call.port.tools:
                 if snapshot.tool_mode(me, tool) != ToolMode.DENY:
                     mode = snapshot.tool_mode(me, tool)
                     note = " An operator must approve each use." if mode == ToolMode.CONFIRM else ""

@@ -228,9 +228,8 @@ class HttpExecutor:
         url = (call.card.executor_config or {}).get("url")
         if not isinstance(url, str) or not url:
             raise self._refuse(f"capability {call.card.capability_id} has no executor_config.url", "")
-        pending = call.pending
-        clock = call.runtime.clock
-        deadline = pending.deadline if pending is not None else clock.now() + call.card.timeout_s
+        clock = call.clock
+        deadline = call.deadline(call.card.timeout_s)
         headers = {
             "Accept": "application/json",
             "User-Agent": USER_AGENT,

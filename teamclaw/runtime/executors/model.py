@@ -135,7 +135,7 @@ class ModelSession:
                 "input_tokens": reply.input_tokens,
                 "output_tokens": reply.output_tokens,
                 "estimated": reply.estimated,
-                "timestamp": self.call.runtime.clock.now_ms(),
+                "timestamp": self.call.clock.now_ms(),
             }
         )
 
@@ -233,7 +233,7 @@ class ModelSession:
             {"role": "system", "content": self.system_prompt()},
             {"role": "user", "content": task_message(call, bool(tools and tools.specs()))},
         ]
-        _, output_validator = call.runtime.validators.for_card(call.card)
+        _, output_validator = call.port.validators.for_card(call.card)
         return await self.answer(messages, call.card.output_schema, tools=tools, validator=output_validator)
 
 

@@ -106,11 +106,9 @@ class ProviderExecutor:
 
     async def execute(self, call: ExecutionCall) -> dict[str, Any]:
         """Try the implementations in ``order`` (module docstring). Raises AgentFailure."""
-        from teamclaw.runtime.execution import ExecutionCall
-
-        runtime = call.runtime
+        port = call.port
         card = call.card
-        order = self.order(card, runtime.clock.now())
+        order = self.order(card, call.clock.now())
         if not order:
             raise AgentFailure(
                 ErrorCode.UNAVAILABLE,
@@ -125,21 +123,19 @@ class ProviderExecutor:
             kind = item.get("executor") or "offline"
             health = self._health(card.capability_id, provider)
             health.calls += 1
-            health.last_used_at = runtime.clock.now()
-            delegate = runtime.executors.get(kind)
+            health.last_used_at = call.clock.now()
+            delegate = port.executors.get(kind)
             if delegate is None or kind == self.kind:
                 code, message = ErrorCode.UNAVAILABLE, f"executor {kind!r} is not available on this server"
             else:
                 sub_card = dataclasses.replace(
                     card, executor=kind, executor_config={**dict(item.get("config") or {}), "provider": provider}
                 )
-                sub_call = ExecutionCall(
-                    runtime, call.instance, call.context, call.task, sub_card, call.params, call.message, call.pending
-                )
+                sub_call = call.with_card(sub_card)
                 timeout_s = item["timeout_ms"] / 1000 if item.get("timeout_ms") else share_s
                 job = asyncio.ensure_future(delegate.execute(sub_call))
                 try:
-                    await runtime.clock.wait_any([job], timeout_s)
+                    await call.clock.wait_any([job], timeout_s)
                 except asyncio.CancelledError:
                     job.cancel()
                     raise
@@ -164,10 +160,10 @@ class ProviderExecutor:
             health.failures += 1
             health.failovers += 1
             health.last_error = f"{code}: {message}"
-            health.down_until = runtime.clock.now() + self.cooldown_s
+            health.down_until = call.clock.now() + self.cooldown_s
             attempts.append({"provider": provider, "code": str(code), "message": message})
             following = order[position + 1]["provider"] if position + 1 < len(order) else None
-            runtime.alert(
+            port.alert(
                 "failover",
                 "warning" if following else "critical",
                 f"{card.capability_id}: {provider} {code} ({message}); "

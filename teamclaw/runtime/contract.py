@@ -1,0 +1,157 @@
+"""What the rest of the product may ask of a runtime, and what an executing agent may ask.
+
+Two Protocols, kept apart from their implementation (``teamclaw.runtime.runtime.Runtime``):
+
+- ``AgentRuntime``: the product's side. The runtime host, the API views, the management
+  commands (and a client of a runtime in another process) speak only this: start a task,
+  invoke, hook, instruct a running agent, decide a tool confirmation, take a snapshot,
+  cancel a task, subscribe a sink to the events, and ask about health and configuration.
+- ``AgentPort``: the agent's side. An ``ExecutionCall`` (what an executor gets for one
+  capability call) reaches the runtime only through this small port: invoke and hook as
+  the calling agent, ask an operator, report context changes, emit artifacts and alerts,
+  take snapshots, and read the clock, the validators, the tools and the prompt renderer.
+
+Units: durations are seconds, ``latency_ms`` milliseconds, token counts tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from teamclaw.runtime.clock import Clock
+from teamclaw.runtime.config import ConfigSnapshot
+from teamclaw.runtime.context import ExecutionContext, SnapshotType, TaskState
+from teamclaw.runtime.events import ContextSnapshot, EventSink, RuntimeEvent
+from teamclaw.runtime.executors import ExecutorRegistry
+from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult
+from teamclaw.runtime.schemas import SchemaValidators
+from teamclaw.runtime.tools import ToolHandler
+
+if TYPE_CHECKING:
+    from teamclaw.runtime.execution import ExecutionCall
+
+PromptRenderer = Callable[[ConfigSnapshot, str, TaskState, dict[str, Any]], str]
+"""``(snapshot, role, task, extra_variables) -> system prompt text`` (the prompts app's)."""
+
+
+class AgentRuntime(Protocol):
+    """The runtime as the product sees it (module docstring). Every failure of a call
+    between agents is an ``InvokeResult.error``; the exceptions listed are about the request."""
+
+    async def start(self) -> None:
+        """Start the background loops (heartbeats, PRD §4.2)."""
+
+    async def stop(self) -> None:
+        """Terminate every instance and stop the loops; the last events reach the sinks."""
+
+    async def run_task(
+        self,
+        *,
+        capability_id: str,
+        params: dict[str, Any],
+        task_id: str | None = None,
+        project_id: str | None = None,
+        description: str = "",
+        entry_role: str = "main",
+        prompt_enhancement: str = "",
+    ) -> InvokeResult:
+        """Run a whole task: hand ``capability_id`` to ``entry_role`` (PRD §4.1 main: 任务接收).
+        Raises ValueError when ``task_id`` is already running."""
+
+    async def invoke(
+        self,
+        request: InvokeRequest,
+        *,
+        from_role: str,
+        project_id: str | None = None,
+        task_id: str | None = None,
+        description: str = "",
+    ) -> InvokeResult:
+        """Invoke as ``from_role`` from outside any agent (PRD §4.4); joins running task
+        ``task_id`` or runs in a short task of its own. Raises TaskNotRunning."""
+
+    async def hook(
+        self, event: HookEvent, *, from_role: str, project_id: str | None = None, task_id: str | None = None
+    ) -> list[HookAck]:
+        """Fire a hook as ``from_role`` (PRD §4.3); the receivers' acks. Raises TaskNotRunning,
+        AgentFailure (a target role unknown or disabled)."""
+
+    def add_user_instruction(self, context_id: str, text: str, *, author: str = "operator") -> dict[str, Any]:
+        """Instruct a running agent (PRD §4.6); the snapshot it took. KeyError when the
+        context is not live here."""
+
+    def resolve_confirmation(self, confirmation_id: str, approve: bool, decided_by: str) -> dict[str, Any]:
+        """Approve or reject a waiting tool confirmation (PRD §4.7 ⚠️). KeyError when it is
+        not waiting here."""
+
+    def manual_snapshot(self, context_id: str, label: str) -> dict[str, Any]:
+        """A ``manual`` snapshot of a live context (PRD §4.6). KeyError when it is not live."""
+
+    def cancel_task(self, task_id: str, reason: str = "cancelled by the operator") -> bool:
+        """End a running task as ``failed`` with ``cancelled``; False when it is not running."""
+
+    def add_sink(self, sink: EventSink) -> None:
+        """Send every later event to ``sink``."""
+
+    def apply_config_change(self, change: Mapping[str, Any]) -> None:
+        """Take a ConfigChangeEvent (PRD §4.8): later task starts use the new version."""
+
+    async def snapshot_for(self, project_id: str | None) -> ConfigSnapshot:
+        """The newest configuration snapshot of a project (None = global)."""
+
+    def capability_health(self, snapshot: ConfigSnapshot, capability_id: str) -> dict[str, Any]:
+        """``{capability_id, status: available|unavailable, enabled, instances}`` (PRD §4.2).
+        KeyError for an unknown capability."""
+
+
+class AgentPort(Protocol):
+    """What an executing agent's ``ExecutionCall`` may ask of the runtime (module docstring)."""
+
+    @property
+    def clock(self) -> Clock:
+        """The runtime's clock (s)."""
+
+    @property
+    def validators(self) -> SchemaValidators:
+        """Compiled input/output schemas per card."""
+
+    @property
+    def executors(self) -> ExecutorRegistry:
+        """The installed executors (a PROVIDER skill delegates to them)."""
+
+    @property
+    def tools(self) -> Mapping[str, ToolHandler]:
+        """Tool implementations by name (``file_read``, ``file_write``...)."""
+
+    @property
+    def prompt_renderer(self) -> PromptRenderer | None:
+        """Renders a role's layered prompt (PRD §4.5); None without the prompts app."""
+
+    @property
+    def default_project_dir(self) -> Path | None:
+        """Where file tools work when the project names no folder."""
+
+    async def invoke_as(self, call: ExecutionCall, request: InvokeRequest) -> InvokeResult:
+        """Invoke as the agent running ``call`` (matrix, schemas, routing apply)."""
+
+    async def hook_as(self, call: ExecutionCall, event: HookEvent) -> list[HookAck]:
+        """Fire a hook as the agent running ``call``."""
+
+    async def request_confirmation(self, call: ExecutionCall, tool: str, args: dict[str, Any]) -> bool:
+        """Ask an operator to approve ``tool``; True only when approved (PRD §4.7 ⚠️)."""
+
+    def context_changed(self, context: ExecutionContext, *, at_once: bool = False) -> None:
+        """Note a change of ``context`` (coalesced per loop step unless ``at_once``)."""
+
+    def snapshot(
+        self, context: ExecutionContext, snapshot_type: SnapshotType, trigger: str, label: str = ""
+    ) -> ContextSnapshot:
+        """Record the whole state of ``context`` (PRD §4.6)."""
+
+    def emit(self, event_type: type[RuntimeEvent], /, **fields: Any) -> None:
+        """Emit an event of ``event_type`` (an ``ArtifactWritten``...) stamped now."""
+
+    def alert(self, kind: str, severity: str, message: str, **details: Any) -> None:
+        """Raise an alert (``budget``, ``failover``...)."""
