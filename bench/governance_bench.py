@@ -46,13 +46,13 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from capabilities.builtin import load_builtin
-    from capabilities.config_export import dump, export_document
-    from capabilities.config_import import import_config
     from capabilities.matrices import INVOKE, matrix_document, save_matrix
     from capabilities.safe_yaml import load_document
     from capabilities.whatif import DAY_MS, invoke_what_if, tool_what_if
     from monitoring.models import Message
+    from team.builtin import load_builtin
+    from team.config_export import dump, export_document
+    from team.config_import import import_config
 
     load_builtin()
     pairs = [("coderA", "dba", "schema_query"), ("main", "pm", "prd_writing"), ("pm", "designer", "ui_design")]

@@ -100,10 +100,10 @@ def report(name: str, value: float) -> None:
 
 
 async def teamclaw_figures(n: int, callers: int, profile: bool) -> dict[str, float]:
-    from capabilities.snapshot import build_snapshot
-    from monitoring.host import build_runtime
     from monitoring.models import Message
     from monitoring.recorder import Recorder
+    from runs.host import build_runtime
+    from team.snapshot import build_snapshot
     from teamclaw.runtime import InvokeRequest, TaskStatus
 
     snapshot = await asyncio.to_thread(build_snapshot, None)

@@ -196,8 +196,8 @@ def bench_provider(n: int = 2000) -> None:
 
 def bench_workflow() -> None:
     from capabilities.lifecycle import activate_skill, discover_skill, install_skill
-    from capabilities.snapshot import build_snapshot
     from capabilities.workflow_spec import read_workflow
+    from team.snapshot import build_snapshot
 
     discover_skill(big_skill(10, 2))
     install_skill("big-skill", {})

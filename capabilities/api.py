@@ -21,7 +21,7 @@ from capabilities.executors import model_status, role_executor, role_kinds, set_
 from capabilities.models import AgentRole, Project, RoleExecutor
 from capabilities.registration import RegistrationError, register_capability
 from capabilities.registry import card_document, filter_capabilities, role_definition
-from capabilities.snapshot import build_snapshot
+from team.snapshot import build_snapshot
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime.config import CATEGORIES, CapabilityType, ConfigSnapshot

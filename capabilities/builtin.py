@@ -1,19 +1,18 @@
-"""Load the built-in team (capabilities/builtin/*.yaml) into the database, idempotently.
+"""The built-in team (capabilities/builtin/*.yaml): roles, cards, both matrices, constraints.
 
-Only missing rows are created: a role, card, matrix cell, constraint or prompt template
-that already exists is left exactly as the operator last saved it. Loading anything bumps
-the config version once, audited as ``builtin``.
+``load_builtin_team`` creates only missing rows: a role, card, matrix cell or constraint that
+already exists is left exactly as the operator last saved it. ``team.builtin.load_builtin``
+adds the prompts and records the change.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from django.db import transaction
 
-from capabilities.config import record_change
 from capabilities.models import (
     AgentRole,
     CapabilityCard,
@@ -34,104 +33,83 @@ def read_builtin() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return team, cards
 
 
-def load_builtin() -> dict[str, int]:
-    """Create whatever built-in rows are missing; returns counts of rows created per kind.
+@dataclass(frozen=True)
+class BuiltinTeam:
+    """What ``load_builtin_team`` did: rows ``created`` per kind, and every built-in role with
+    its YAML spec (``responsibilities``, ``persona``...), in the YAML's order."""
 
-    Raises ValueError if a built-in card is invalid (a packaging bug, caught by the tests).
-    """
-    from prompts.builtin import default_templates
-    from prompts.models import PromptTemplate, PromptVersion
+    created: dict[str, int]
+    roles: list[tuple[AgentRole, dict[str, Any]]]
 
+
+def load_builtin_team() -> BuiltinTeam:
+    """Create whatever built-in roles, cards, matrix cells and constraints are missing (call
+    it inside a transaction). Raises ValueError if a built-in card is invalid (a packaging
+    bug, caught by the tests)."""
     team, cards = read_builtin()
-    created = {"roles": 0, "cards": 0, "invoke_cells": 0, "tool_cells": 0, "constraints": 0, "prompts": 0}
-    with transaction.atomic():
-        all_roles = [(r, True) for r in team["roles"]] + [(r, False) for r in team.get("custom_roles", [])]
-        roles: dict[str, AgentRole] = {}
-        for order, (spec, builtin) in enumerate(all_roles):
-            role, made = AgentRole.objects.get_or_create(
-                role=spec["role"],
-                defaults={
-                    "display_name": spec["display_name"],
-                    "emoji": spec["emoji"],
-                    "description": spec["description"],
-                    "responsibilities": spec["responsibilities"],
-                    "is_builtin": builtin,
-                    "sort_order": order,
-                    "metadata": {
-                        "core_capabilities": spec["core_capabilities"],
-                        "persona": spec["persona"],
-                        "source": "PRD §4.1" if builtin else "seed 002 reviewer",
-                    },
+    created = {"roles": 0, "cards": 0, "invoke_cells": 0, "tool_cells": 0, "constraints": 0}
+    all_roles = [(r, True) for r in team["roles"]] + [(r, False) for r in team.get("custom_roles", [])]
+    roles: dict[str, AgentRole] = {}
+    for order, (spec, builtin) in enumerate(all_roles):
+        role, made = AgentRole.objects.get_or_create(
+            role=spec["role"],
+            defaults={
+                "display_name": spec["display_name"],
+                "emoji": spec["emoji"],
+                "description": spec["description"],
+                "responsibilities": spec["responsibilities"],
+                "is_builtin": builtin,
+                "sort_order": order,
+                "metadata": {
+                    "core_capabilities": spec["core_capabilities"],
+                    "persona": spec["persona"],
+                    "source": "PRD §4.1" if builtin else "seed 002 reviewer",
                 },
+            },
+        )
+        roles[role.role] = role
+        created["roles"] += made
+    known = set(roles) | set(AgentRole.objects.values_list("role", flat=True))
+    for card in cards:
+        card = {"version": "1.0.0", **card}
+        problems = validate_card(card, known)
+        if problems:
+            raise ValueError(f"built-in card {card.get('id')} is invalid: {problems}")
+        obj, made = CapabilityCard.objects.get_or_create(
+            capability_id=card["id"],
+            defaults={
+                "name": card["name"],
+                "description": card["description"],
+                "category": card["category"],
+                "input_schema": card["input_schema"],
+                "output_schema": card["output_schema"],
+                "version": card.get("version", "1.0.0"),
+                "required_tools": card.get("required_tools", []),
+                "timeout_s": card.get("timeout", 60),
+                "tags": card.get("tags", []),
+                "is_builtin": True,
+            },
+        )
+        if made:
+            obj.owner_roles.set([roles[r] for r in card["owner_roles"]])
+            created["cards"] += 1
+    for caller, targets in team["invoke_matrix"].items():
+        for target in roles:
+            _, made = InvokePermission.objects.get_or_create(
+                project=None,
+                caller=roles[caller],
+                target=roles[target],
+                defaults={"allowed": target in targets},
             )
-            roles[role.role] = role
-            created["roles"] += made
-        known = set(roles) | set(AgentRole.objects.values_list("role", flat=True))
-        for card in cards:
-            card = {"version": "1.0.0", **card}
-            problems = validate_card(card, known)
-            if problems:
-                raise ValueError(f"built-in card {card.get('id')} is invalid: {problems}")
-            obj, made = CapabilityCard.objects.get_or_create(
-                capability_id=card["id"],
-                defaults={
-                    "name": card["name"],
-                    "description": card["description"],
-                    "category": card["category"],
-                    "input_schema": card["input_schema"],
-                    "output_schema": card["output_schema"],
-                    "version": card.get("version", "1.0.0"),
-                    "required_tools": card.get("required_tools", []),
-                    "timeout_s": card.get("timeout", 60),
-                    "tags": card.get("tags", []),
-                    "is_builtin": True,
-                },
+            created["invoke_cells"] += made
+    for role_name, cells in team["tool_matrix"].items():
+        for tool, mode in cells.items():
+            _, made = ToolPermission.objects.get_or_create(
+                project=None, role=roles[role_name], tool=tool, defaults={"mode": mode}
             )
-            if made:
-                obj.owner_roles.set([roles[r] for r in card["owner_roles"]])
-                created["cards"] += 1
-        for caller, targets in team["invoke_matrix"].items():
-            for target in roles:
-                _, made = InvokePermission.objects.get_or_create(
-                    project=None,
-                    caller=roles[caller],
-                    target=roles[target],
-                    defaults={"allowed": target in targets},
-                )
-                created["invoke_cells"] += made
-        for role_name, cells in team["tool_matrix"].items():
-            for tool, mode in cells.items():
-                _, made = ToolPermission.objects.get_or_create(
-                    project=None, role=roles[role_name], tool=tool, defaults={"mode": mode}
-                )
-                created["tool_cells"] += made
-        defaults = {name: team["constraints"][name] for name in CONSTRAINT_FIELDS}
-        for role in roles.values():
-            _, made = RoleConstraint.objects.get_or_create(project=None, role=role, defaults=defaults)
-            created["constraints"] += made
-        for spec, _builtin in all_roles:
-            role = roles[spec["role"]]
-            for template_type, (content, variables) in default_templates(
-                role.role, spec["responsibilities"], spec["persona"]
-            ).items():
-                template, made = PromptTemplate.objects.get_or_create(
-                    role=role, template_type=template_type, project=None
-                )
-                if made:
-                    PromptVersion.objects.create(
-                        template=template,
-                        version="1.0.0",
-                        content=content,
-                        variables=variables,
-                        is_active=True,
-                        note="built-in default",
-                    )
-                    created["prompts"] += 1
-        if any(created.values()):
-            record_change(
-                "builtin",
-                changed_fields=[k for k, v in created.items() if v],
-                changes={k: {"old": None, "new": v} for k, v in created.items() if v},
-                note="built-in TeamClaw team loaded",
-            )
-    return created
+            created["tool_cells"] += made
+    defaults = {name: team["constraints"][name] for name in CONSTRAINT_FIELDS}
+    for role in roles.values():
+        _, made = RoleConstraint.objects.get_or_create(project=None, role=role, defaults=defaults)
+        created["constraints"] += made
+    return BuiltinTeam(created, [(roles[spec["role"]], spec) for spec, _builtin in all_roles])

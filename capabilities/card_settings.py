@@ -19,7 +19,7 @@ from capabilities.errors import ConfigInvalid, Problems
 from capabilities.matrices import SaveResult
 from capabilities.models import AgentRole, CapabilityCard, Project, ProjectCapabilityOverride
 from capabilities.registry import card_document
-from capabilities.snapshot import build_snapshot
+from capabilities.snapshot import governance_snapshot
 from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
 from teamclaw.api_fields import unknown_field_reason
@@ -38,7 +38,7 @@ def capability_document(
     built it) plus ``document_version``, ``global_enabled`` and, for a project,
     ``project_enabled`` (``None`` = inherits)."""
     if document is None:
-        document = card_document(build_snapshot(project.slug if project else None).cards[card.capability_id])
+        document = card_document(governance_snapshot(project).cards[card.capability_id])
     doc = dict(document)
     doc["document_version"] = document_version(f"capability:{card.capability_id}", project)
     doc["global_enabled"] = card.enabled

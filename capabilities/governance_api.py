@@ -27,17 +27,18 @@ from rest_framework.views import APIView
 from capabilities.access import CanChangeConfig
 from capabilities.audit import change_document, filter_changes
 from capabilities.card_settings import capability_document, update_capability
-from capabilities.config_export import dump, export_document
-from capabilities.config_import import import_config
-from capabilities.config_schema import config_document_schema
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, parse_cells, role_slugs, save_matrix
 from capabilities.models import AgentRole, CapabilityCard, Project
-from capabilities.projects import create_project, project_document, update_project
 from capabilities.role_constraints import constraints_document, save_constraints
-from capabilities.roles import create_role, delete_role, role_document, update_role
+from capabilities.roles import delete_role
 from capabilities.safe_yaml import DocumentError, guess_format, load_document, max_config_bytes
 from capabilities.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
+from team.config_export import dump, export_document
+from team.config_import import import_config
+from team.config_schema import config_document_schema
+from team.projects import create_project, project_document, update_project
+from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.json_types import json_type_name

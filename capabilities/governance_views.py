@@ -22,14 +22,15 @@ from capabilities.access import can_change, require_change
 from capabilities.audit import CONFIG_TYPES, change_document, filter_changes
 from capabilities.card_settings import update_capability
 from capabilities.config import current_version
-from capabilities.config_import import import_config
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.models import AgentRole, CapabilityCard, Project, ProjectCapabilityOverride, ProjectRoleOverride
-from capabilities.projects import create_project, project_document, update_project
-from capabilities.roles import DEFAULT_TOOLS, create_role, delete_role, update_role
+from capabilities.roles import DEFAULT_TOOLS, delete_role
 from capabilities.safe_yaml import DocumentError, load_document, max_config_bytes
 from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
 from capabilities.versions import document_version
+from team.config_import import import_config
+from team.projects import create_project, project_document, update_project
+from team.roles import create_role, update_role
 from teamclaw.runtime.config import TOOLS, ToolMode
 
 SWITCH_VALUES = {"on": True, "off": False, "inherit": None}

@@ -479,7 +479,20 @@ def _check_cards(skill: Skill, cards: list[dict[str, Any]]) -> None:
 
 
 # ---------------------------------------------------------------------------- dependents
-def skill_dependents(skill: Skill) -> dict[str, list[dict[str, Any]]]:
+RunningContexts = Callable[[set[str]], list[dict[str, Any]]]
+"""``(capability ids) -> [{contextId, taskId, role, status, step}]``: the running execution
+contexts busy with one of those capabilities (``monitoring.skill_contexts.running_contexts``;
+the runs are recorded above this app, so the caller hands the lookup in)."""
+
+
+def no_running_contexts(capability_ids: set[str]) -> list[dict[str, Any]]:
+    """A ``RunningContexts`` for callers without run records: none."""
+    return []
+
+
+def skill_dependents(
+    skill: Skill, running_contexts: RunningContexts = no_running_contexts
+) -> dict[str, list[dict[str, Any]]]:
     """What depends on ``skill`` (shown before deactivating or uninstalling it):
     ``capabilities`` (its cards), ``skills`` (other skills whose dependency it provides),
     ``workflows`` (that call its capabilities), ``roles`` (that own its cards) and
@@ -507,11 +520,6 @@ def skill_dependents(skill: Skill) -> dict[str, list[dict[str, Any]]]:
         if used:
             workflows.append({"workflowId": workflow.workflow_id, "name": workflow.name, "capabilities": used})
     roles = sorted({r.role for c in cards for r in c.owner_roles.all()})
-    from monitoring.models import ExecutionContext  # monitoring reads capabilities; only this lookup goes back
-
-    busy = ExecutionContext.objects.filter(current_step__in=card_ids).exclude(
-        status__in=["completed", "failed", "terminated"]
-    )
     return {
         "capabilities": [
             {"capabilityId": c.capability_id, "address": c.address, "type": c.capability_type, "enabled": c.enabled}
@@ -520,15 +528,12 @@ def skill_dependents(skill: Skill) -> dict[str, list[dict[str, Any]]]:
         "skills": dependents,
         "workflows": workflows,
         "roles": [{"role": r} for r in roles],
-        "contexts": [
-            {"contextId": c.id, "taskId": c.task_id, "role": c.role, "status": c.status, "step": c.current_step}
-            for c in busy[:100]
-        ],
+        "contexts": running_contexts(card_ids),
     }
 
 
-def _blocking(skill: Skill, *, active_only: bool) -> dict[str, Any]:
-    dependents = skill_dependents(skill)
+def _blocking(skill: Skill, *, active_only: bool, running_contexts: RunningContexts) -> dict[str, Any]:
+    dependents = skill_dependents(skill, running_contexts)
     states = {S.ACTIVATED} if active_only else set(INSTALLED_STATES) | {S.ERROR}
     skills = [d for d in dependents["skills"] if d["required"] and d["status"] in states]
     workflows = [] if active_only else dependents["workflows"]
@@ -536,7 +541,13 @@ def _blocking(skill: Skill, *, active_only: bool) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- deactivate / uninstall
-def deactivate_skill(skill_id: str, *, actor: Any = None, force: bool = False) -> SkillOperation:
+def deactivate_skill(
+    skill_id: str,
+    *,
+    actor: Any = None,
+    force: bool = False,
+    running_contexts: RunningContexts = no_running_contexts,
+) -> SkillOperation:
     """``POST /skills/{skillId}/deactivate``: ACTIVATED -> DEACTIVATING -> DEACTIVATED. Its
     cards are disabled (out of routing: invokes get ``capability_disabled``) but kept with
     their history; tasks already running keep their pinned config (PRD §4.8). Refused with
@@ -545,7 +556,7 @@ def deactivate_skill(skill_id: str, *, actor: Any = None, force: bool = False) -
     def body(run: _Run) -> None:
         skill = run.skill
         run.move(S.DEACTIVATING)
-        blocking = _blocking(skill, active_only=True)
+        blocking = _blocking(skill, active_only=True, running_contexts=running_contexts)
         if blocking["skills"] and not force:
             names = ", ".join(d["skillId"] for d in blocking["skills"])
             raise LifecycleError(
@@ -560,7 +571,13 @@ def deactivate_skill(skill_id: str, *, actor: Any = None, force: bool = False) -
     return _operate(skill_id, "deactivate", actor, body)
 
 
-def uninstall_skill(skill_id: str, *, actor: Any = None, force: bool = False) -> SkillOperation:
+def uninstall_skill(
+    skill_id: str,
+    *,
+    actor: Any = None,
+    force: bool = False,
+    running_contexts: RunningContexts = no_running_contexts,
+) -> SkillOperation:
     """``DELETE /skills/{skillId}``: DISCOVERED|INSTALLED|DEACTIVATED|ERROR -> UNINSTALLING ->
     UNINSTALLED. Its cards leave the registry (messages that mention them stay); the row,
     document and history stay. An ACTIVATED skill must be deactivated first. Refused with
@@ -575,7 +592,7 @@ def uninstall_skill(skill_id: str, *, actor: Any = None, force: bool = False) ->
                 {"status": ["is ACTIVATED"]},
             )
         run.move(S.UNINSTALLING)
-        blocking = _blocking(skill, active_only=False)
+        blocking = _blocking(skill, active_only=False, running_contexts=running_contexts)
         if (blocking["skills"] or blocking["workflows"]) and not force:
             reasons = [f"skill {d['skillId']} ({d['status']}) requires it" for d in blocking["skills"]]
             reasons += [

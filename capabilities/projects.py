@@ -16,8 +16,8 @@ from typing import Any
 from django.db import transaction
 
 from capabilities.errors import ConfigInvalid, Problems
-from capabilities.matrices import SaveResult
 from capabilities.models import (
+    ConfigChange,
     InvokePermission,
     Project,
     ProjectCapabilityOverride,
@@ -34,22 +34,20 @@ FIELDS = {"name": 200, "description": 5000, "tech_stack": 500, "working_director
 
 
 def override_counts(project: Project) -> dict[str, int]:
-    """How many values ``project`` overrides, per kind."""
-    from prompts.models import PromptTemplate
-
+    """How many governed values ``project`` overrides, per kind (``team.projects`` adds its
+    prompt overrides)."""
     return {
         "roles": ProjectRoleOverride.objects.filter(project=project).count(),
         "capabilities": ProjectCapabilityOverride.objects.filter(project=project).count(),
         "invoke_matrix": InvokePermission.objects.filter(project=project).count(),
         "tool_matrix": ToolPermission.objects.filter(project=project).count(),
         "constraints": RoleConstraint.objects.filter(project=project).count(),
-        "prompts": PromptTemplate.objects.filter(project=project).count(),
     }
 
 
-def project_document(project: Project, *, counts: bool = True) -> dict[str, Any]:
+def project_document(project: Project) -> dict[str, Any]:
     """``{slug, name, description, tech_stack, working_directory, version, created_at,
-    updated_at, overrides {kind: count}}``."""
+    updated_at}`` (``team.projects.project_document`` adds the override counts)."""
     doc: dict[str, Any] = {
         "slug": project.slug,
         "name": project.name,
@@ -60,8 +58,6 @@ def project_document(project: Project, *, counts: bool = True) -> dict[str, Any]
         "created_at": project.created_at.isoformat(),
         "updated_at": project.updated_at.isoformat(),
     }
-    if counts:
-        doc["overrides"] = override_counts(project)
     return doc
 
 
@@ -127,8 +123,9 @@ def check_fields(data: Any, *, creating: bool) -> dict[str, Any]:
     return clean
 
 
-def create_project(data: Any, *, note: str = "", actor: Any = None) -> SaveResult:
-    """Create a project (audited as ``project``, one config version). Raises ConfigInvalid."""
+def add_project(data: Any, *, note: str = "", actor: Any = None) -> tuple[ConfigChange | None, Project]:
+    """Create a project (audited as ``project``, one config version): the audit row and the
+    project. Raises ConfigInvalid."""
     with transaction.atomic():
         lock_config()
         clean = check_fields(data, creating=True)
@@ -140,13 +137,14 @@ def create_project(data: Any, *, note: str = "", actor: Any = None) -> SaveResul
         change = commit_change(
             "project", documents=["project"], changes=changes, project=project, note=note, actor=actor
         )
-    return SaveResult(change, project_document(project))
+    return change, project
 
 
-def update_project(
+def edit_project(
     project: Project, *, version: int | None, data: Any, note: str = "", actor: Any = None
-) -> SaveResult:
-    """Edit a project's fields as one change. Raises ConfigInvalid or StaleVersion."""
+) -> tuple[ConfigChange | None, Project]:
+    """Edit a project's fields as one change: the audit row (None when nothing changed) and
+    the project as saved. Raises ConfigInvalid or StaleVersion."""
     clean = check_fields(data, creating=False)
     with transaction.atomic():
         lock_config()
@@ -162,7 +160,7 @@ def update_project(
         change = commit_change(
             "project", documents=["project"], changes=changes, project=project, note=note, actor=actor
         )
-    return SaveResult(change, project_document(project))
+    return change, project
 
 
 def _gone(project: Project) -> Project:

@@ -1,4 +1,4 @@
-"""Role actions: create custom roles (US-09), edit, enable/disable per project, delete custom roles.
+"""Role actions: add custom roles (US-09), edit, enable/disable per project, delete custom roles.
 
 PRD §4.1: a role is an ``AgentRoleDefinition`` (display name, emoji, description,
 responsibilities, capabilities, permissions, constraints, prompt config). The 8 built-in
@@ -7,34 +7,34 @@ deleted. A disabled role's capabilities are refused at invoke time with
 ``capability_disabled`` (the runtime reads the snapshot's enabled flags).
 
 Every action is one config version with one audit row (``role``) and one
-ConfigChangeEvent after commit (PRD §4.8).
+ConfigChangeEvent after commit (PRD §4.8). A new role's prompts and the role's document (its
+AgentRoleDefinition, prompt config included) are the team app's (``team.roles``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
 
 from capabilities.errors import ConfigInvalid, Problems
-from capabilities.matrices import SaveResult
 from capabilities.models import (
     ROLE_SLUG,
     AgentRole,
     CapabilityCard,
+    ConfigChange,
     InvokePermission,
     Project,
     ProjectRoleOverride,
     RoleConstraint,
     ToolPermission,
 )
-from capabilities.registry import role_definition
 from capabilities.role_constraints import check_values
-from capabilities.snapshot import build_snapshot
 from capabilities.switches import set_enabled_override
-from capabilities.versions import commit_change, document_version, expect_version, lock_config
+from capabilities.versions import commit_change, expect_version, lock_config
 from teamclaw.api_fields import unknown_field_errors, unknown_field_reason
 from teamclaw.json_types import json_type_name
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
@@ -62,23 +62,6 @@ MAX_RESPONSIBILITIES = 20
 DEFAULT_TOOLS = {"file_read": ToolMode.ALLOW.value}
 """Tool modes of a new role when none are given: read files, everything else denied."""
 _SLUG = re.compile(ROLE_SLUG)
-
-
-def role_document(
-    role: AgentRole, project: Project | None = None, definition: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The role's AgentRoleDefinition (PRD §4.1) as ``project`` sees it (``definition`` when
-    the caller already built it), plus ``version``, ``global_enabled`` and, for a project,
-    ``project_enabled`` (``None`` = inherits)."""
-    if definition is None:
-        definition = role_definition(build_snapshot(project.slug if project else None), role)
-    doc = dict(definition)
-    doc["version"] = document_version(f"role:{role.role}", project)
-    doc["global_enabled"] = role.enabled
-    if project is not None:
-        override = ProjectRoleOverride.objects.filter(project=project, role=role).first()
-        doc["project_enabled"] = override.enabled if override else None
-    return doc
 
 
 def _text(problems: Problems, data: dict[str, Any], name: str, limit: int, *, required: bool = False) -> str | None:
@@ -242,96 +225,60 @@ def check_new_role(data: Any) -> dict[str, Any]:
     return spec
 
 
-def seed_prompts(
-    role: AgentRole, *, source: str | None = None, actor: Any = None, skip: Any = ()
-) -> dict[str, dict[str, Any]]:
-    """Give a new ``role`` its six PRD §4.5 templates at version 1.0.0: copies of ``source``'s
-    active global versions where it has them, else the standard templates filled with the
-    role's responsibilities. Template types in ``skip`` are left alone. Returns the changes
-    (``prompts.<role>.<type>``)."""
-    from prompts.builtin import default_templates
-    from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
+@dataclass(frozen=True)
+class NewRole:
+    """A custom role just added (not yet committed): the row, the audit ``changes``
+    (``{path: {old, new}}``) and the config ``documents`` it touched."""
 
-    copied: dict[str, PromptVersion] = {}
-    if source:
-        for version in PromptVersion.objects.filter(
-            is_active=True, template__role__role=source, template__project__isnull=True
-        ).select_related("template"):
-            copied[version.template.template_type] = version
-    defaults = default_templates(role.role, role.responsibilities, role.description or role.display_name)
-    changes = {}
-    for template_type in TEMPLATE_TYPES:
-        if template_type in skip:
-            continue
-        template = PromptTemplate.objects.create(role=role, template_type=template_type, project=None)
-        original = copied.get(template_type)
-        if original is not None:
-            content, variables, language = original.content, original.variables, original.language
-            note = f"copied from {source} {template_type} v{original.version}"
-        else:
-            content, variables = defaults[template_type]
-            language, note = "en", "standard template for a new role"
-        PromptVersion.objects.create(
-            template=template,
-            version="1.0.0",
-            content=content,
-            variables=variables,
-            language=language,
-            is_active=True,
-            note=note,
-            created_by=actor if getattr(actor, "is_authenticated", False) else None,
-        )
-        changes[f"prompts.{role.role}.{template_type}"] = {"old": None, "new": "1.0.0"}
-    return changes
+    role: AgentRole
+    changes: dict[str, dict[str, Any]]
+    documents: list[str]
 
 
-def create_role(data: Any, *, note: str = "", actor: Any = None) -> SaveResult:
-    """Create a custom role (US-09) with its matrix cells, tool modes, constraints, cards
-    and prompts, as one config version. Raises ConfigInvalid (nothing created)."""
-    with transaction.atomic():
-        lock_config()
-        spec = check_new_role(data)
-        slug = spec["role"]
-        order = (AgentRole.objects.aggregate(top=Max("sort_order"))["top"] or 0) + 1
-        role = AgentRole.objects.create(
-            role=slug,
-            display_name=spec["display_name"],
-            emoji=spec["emoji"],
-            description=spec["description"],
-            responsibilities=spec["responsibilities"],
-            is_builtin=False,
-            sort_order=order,
-            metadata={"source": "custom role (US-09)"},
-        )
-        roles = {r.role: r for r in AgentRole.objects.all()}
-        changes: dict[str, dict[str, Any]] = {f"roles.{slug}.created": {"old": None, "new": spec["display_name"]}}
-        cells = {(slug, target): target in spec["can_invoke"] for target in roles}
-        cells.update({(caller, slug): caller in spec["can_be_invoked_by"] for caller in roles})
-        cells[(slug, slug)] = slug in spec["can_invoke"]
-        InvokePermission.objects.bulk_create(
-            InvokePermission(project=None, caller=roles[c], target=roles[t], allowed=allowed)
-            for (c, t), allowed in cells.items()
-        )
-        for (caller, target), allowed in sorted(cells.items()):
-            if allowed:
-                changes[f"invoke_matrix.{caller}.{target}"] = {"old": None, "new": True}
-        ToolPermission.objects.bulk_create(
-            ToolPermission(project=None, role=role, tool=tool, mode=mode) for tool, mode in spec["tools"].items()
-        )
-        for tool, mode in spec["tools"].items():
-            changes[f"tool_matrix.{slug}.{tool}"] = {"old": None, "new": mode}
-        RoleConstraint.objects.create(project=None, role=role, **spec["constraints"])
-        for name, value in spec["constraints"].items():
-            changes[f"constraints.{slug}.{name}"] = {"old": None, "new": value}
-        documents = [f"role:{slug}", "invoke_matrix", "tool_matrix", f"constraints:{slug}"]
-        for card in CapabilityCard.objects.filter(capability_id__in=spec["capabilities"]):
-            old = sorted(card.owner_roles.values_list("role", flat=True))
-            card.owner_roles.add(role)
-            changes[f"capabilities.{card.capability_id}.owner_roles"] = {"old": old, "new": sorted([*old, slug])}
-            documents.append(f"capability:{card.capability_id}")
-        changes.update(seed_prompts(role, source=spec["copy_prompts_from"], actor=actor))
-        change = commit_change("role", documents=documents, changes=changes, role=slug, note=note, actor=actor)
-    return SaveResult(change, role_document(role))
+def add_role(spec: dict[str, Any]) -> NewRole:
+    """Add a custom role (US-09) checked by ``check_new_role``: its row, its invoke matrix
+    cells (both directions), tool modes, constraints and the cards it owns. Call it inside a
+    transaction holding ``lock_config``; ``team.roles.create_role`` adds its prompts and
+    commits the change."""
+    slug = spec["role"]
+    order = (AgentRole.objects.aggregate(top=Max("sort_order"))["top"] or 0) + 1
+    role = AgentRole.objects.create(
+        role=slug,
+        display_name=spec["display_name"],
+        emoji=spec["emoji"],
+        description=spec["description"],
+        responsibilities=spec["responsibilities"],
+        is_builtin=False,
+        sort_order=order,
+        metadata={"source": "custom role (US-09)"},
+    )
+    roles = {r.role: r for r in AgentRole.objects.all()}
+    changes: dict[str, dict[str, Any]] = {f"roles.{slug}.created": {"old": None, "new": spec["display_name"]}}
+    cells = {(slug, target): target in spec["can_invoke"] for target in roles}
+    cells.update({(caller, slug): caller in spec["can_be_invoked_by"] for caller in roles})
+    cells[(slug, slug)] = slug in spec["can_invoke"]
+    InvokePermission.objects.bulk_create(
+        InvokePermission(project=None, caller=roles[c], target=roles[t], allowed=allowed)
+        for (c, t), allowed in cells.items()
+    )
+    for (caller, target), allowed in sorted(cells.items()):
+        if allowed:
+            changes[f"invoke_matrix.{caller}.{target}"] = {"old": None, "new": True}
+    ToolPermission.objects.bulk_create(
+        ToolPermission(project=None, role=role, tool=tool, mode=mode) for tool, mode in spec["tools"].items()
+    )
+    for tool, mode in spec["tools"].items():
+        changes[f"tool_matrix.{slug}.{tool}"] = {"old": None, "new": mode}
+    RoleConstraint.objects.create(project=None, role=role, **spec["constraints"])
+    for name, value in spec["constraints"].items():
+        changes[f"constraints.{slug}.{name}"] = {"old": None, "new": value}
+    documents = [f"role:{slug}", "invoke_matrix", "tool_matrix", f"constraints:{slug}"]
+    for card in CapabilityCard.objects.filter(capability_id__in=spec["capabilities"]):
+        old = sorted(card.owner_roles.values_list("role", flat=True))
+        card.owner_roles.add(role)
+        changes[f"capabilities.{card.capability_id}.owner_roles"] = {"old": old, "new": sorted([*old, slug])}
+        documents.append(f"capability:{card.capability_id}")
+    return NewRole(role, changes, documents)
 
 
 def check_role_edit(data: Any, project: Project | None) -> dict[str, Any]:
@@ -371,7 +318,7 @@ def check_role_edit(data: Any, project: Project | None) -> dict[str, Any]:
     return clean
 
 
-def update_role(
+def edit_role(
     role: AgentRole,
     *,
     project: Project | None,
@@ -379,9 +326,10 @@ def update_role(
     data: Any,
     note: str = "",
     actor: Any = None,
-) -> SaveResult:
-    """Edit a role, or switch it on/off for ``project`` (PRD §4.1). Raises ConfigInvalid or
-    StaleVersion; nothing is saved then."""
+) -> tuple[ConfigChange | None, AgentRole]:
+    """Edit a role, or switch it on/off for ``project`` (PRD §4.1): the audit row (None when
+    nothing changed) and the role as saved. Raises ConfigInvalid or StaleVersion; nothing is
+    saved then."""
     clean = check_role_edit(data, project)
     name = f"role:{role.role}"
     with transaction.atomic():
@@ -403,7 +351,7 @@ def update_role(
         change = commit_change(
             "role", documents=[name], changes=changes, project=project, role=role.role, note=note, actor=actor
         )
-    return SaveResult(change, role_document(role, project))
+    return change, role
 
 
 def _gone(role: AgentRole) -> AgentRole:

@@ -38,6 +38,7 @@ from capabilities.skill_index import MAX_SKILL_INDEX_BYTES, SkillIndexError
 from capabilities.skill_models import Workflow
 from capabilities.workflow_actions import WorkflowConflict, delete_workflow, save_workflow
 from capabilities.workflow_spec import WorkflowError
+from monitoring.skill_contexts import running_contexts
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
@@ -220,7 +221,9 @@ class SkillDetailView(APIView):
     @extend_schema(parameters=[OpenApiParameter("force", bool)], responses=OpenApiTypes.OBJECT)
     def delete(self, request: Request, skill_id: str) -> Response:
         try:
-            operation = uninstall_skill(skill_id, actor=request.user, force=_force(request))
+            operation = uninstall_skill(
+                skill_id, actor=request.user, force=_force(request), running_contexts=running_contexts
+            )
         except LifecycleError as exc:
             return lifecycle_error(exc, skill_id)
         return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
@@ -283,7 +286,9 @@ class SkillDeactivateView(APIView):
     @extend_schema(request=SkillForceSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, skill_id: str) -> Response:
         try:
-            operation = deactivate_skill(skill_id, actor=request.user, force=_force(request))
+            operation = deactivate_skill(
+                skill_id, actor=request.user, force=_force(request), running_contexts=running_contexts
+            )
         except LifecycleError as exc:
             return lifecycle_error(exc, skill_id)
         return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
@@ -295,7 +300,7 @@ class SkillDependentsView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, skill_id: str) -> Response:
-        return Response(skill_dependents(skill_or_404(skill_id)))
+        return Response(skill_dependents(skill_or_404(skill_id), running_contexts))
 
 
 class SchemaView(APIView):
@@ -366,7 +371,7 @@ class WorkflowRunView(APIView):
 
     @extend_schema(request=WorkflowRunSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, workflow_id: str) -> Response:
-        from monitoring.workflow_runs import RunInputError, start_workflow_run
+        from runs.workflow_runs import RunInputError, start_workflow_run
 
         workflow = workflow_or_404(workflow_id)
         data = WorkflowRunSerializer(data=request.data)

@@ -30,9 +30,11 @@ from capabilities.models import AgentRole, Skill
 from capabilities.skill_documents import skill_document, workflow_document
 from capabilities.skill_index import MAX_SKILL_INDEX_BYTES, SkillIndexError
 from capabilities.skill_models import SkillStatus, Workflow
-from capabilities.snapshot import build_snapshot
 from capabilities.workflow_actions import WorkflowConflict, save_workflow
 from capabilities.workflow_spec import WorkflowError
+from monitoring.skill_contexts import running_contexts
+from runs.host import get_host
+from team.snapshot import build_snapshot
 
 ACTIONS = ("install", "activate", "deactivate", "uninstall")
 
@@ -96,9 +98,9 @@ def skill_upload(request: HttpRequest) -> HttpResponse:
 def skill_detail(request: HttpRequest, skill_id: str) -> HttpResponse:
     """A skill: capabilities by type with cap:// addresses, health and metrics; dependencies
     with status; providers; alert rules and their alerts; warnings; history; the YAML."""
-    from monitoring.health import capability_status
     from monitoring.metrics import capability_metrics
     from monitoring.models import Alert
+    from runs.health import capability_status
 
     skill = get_object_or_404(Skill, skill_id=skill_id)
     document = skill_document(skill)
@@ -107,7 +109,7 @@ def skill_detail(request: HttpRequest, skill_id: str) -> HttpResponse:
         if not row["registered"]:
             continue
         try:
-            health = capability_status(row["capabilityId"])
+            health = capability_status(get_host(), row["capabilityId"])
         except Exception as exc:  # the page must render even when the runtime is not reachable
             health = {"status": "UNKNOWN", "message": f"runtime not reachable: {exc}", "providers": []}
         if health is None:  # registered a moment ago: the runtime has not reloaded its config yet
@@ -165,7 +167,7 @@ def skill_action(request: HttpRequest, skill_id: str, action: str) -> HttpRespon
             level(request, text + (f" — {operation.error}" if operation.error else "."))
             return redirect("skill-detail", skill_id=skill_id)
         skill.refresh_from_db()
-    dependents = skill_dependents(skill) if action in ("deactivate", "uninstall") else None
+    dependents = skill_dependents(skill, running_contexts) if action in ("deactivate", "uninstall") else None
     return render(
         request,
         "capabilities/skill_action.html",
@@ -202,8 +204,8 @@ def _perform(action: str, skill_id: str, form: dict[str, Any], user: Any) -> Any
     if action == "activate":
         return activate_skill(skill_id, form["role"], actor=user)
     if action == "deactivate":
-        return deactivate_skill(skill_id, actor=user, force=form["force"])
-    return uninstall_skill(skill_id, actor=user, force=form["force"])
+        return deactivate_skill(skill_id, actor=user, force=form["force"], running_contexts=running_contexts)
+    return uninstall_skill(skill_id, actor=user, force=form["force"], running_contexts=running_contexts)
 
 
 def dependency_graph(request: HttpRequest) -> HttpResponse:
@@ -258,7 +260,7 @@ def workflow_edit(request: HttpRequest, workflow_id: str | None = None) -> HttpR
 def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
     """A workflow: its steps, YAML, recent runs, and a form to run it (POST)."""
     from monitoring.models import Task
-    from monitoring.workflow_runs import RunInputError, start_workflow_run
+    from runs.workflow_runs import RunInputError, start_workflow_run
 
     workflow = get_object_or_404(Workflow, workflow_id=workflow_id)
     run_input = request.POST.get("input", "{}") if request.method == "POST" else "{}"

@@ -1,12 +1,14 @@
-"""Build the runtime's immutable ``ConfigSnapshot`` from the database (DESIGN.md §3.1).
+"""The governed part of the runtime's ``ConfigSnapshot``, from the database (docs/architecture.md).
 
 Effective values = project override else global (PRD §4.7), for invoke cells, tool cells,
 constraint fields, the roles' executor choices and the enabled flags of roles and cards
-(PRD §4.1 角色启用/禁用, US-06); prompts carry the global layer and the project layer (PRD §4.5).
+(PRD §4.1 角色启用/禁用, US-06). The prompts are the prompts app's: ``team.snapshot.build_snapshot``
+adds their layers (PRD §4.5) to build the snapshot a task runs on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from django.conf import settings
@@ -26,6 +28,7 @@ from teamclaw.runtime.config import (
     CardSpec,
     ConfigSnapshot,
     Constraints,
+    LayeredPrompt,
     RoleSpec,
     ToolMode,
 )
@@ -104,14 +107,13 @@ def card_spec(card: CapabilityCard, enabled: bool | None = None) -> CardSpec:
     )
 
 
-def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
-    """The effective configuration for ``project_slug`` (None = global) at the current version.
-
-    Raises Project.DoesNotExist for an unknown slug.
-    """
-    from prompts.layers import layered_prompts  # prompts depends on capabilities, not the reverse
-
-    project = Project.objects.get(slug=project_slug) if project_slug else None
+def governance_snapshot(
+    project: Project | None, *, prompts: Mapping[str, Mapping[str, LayeredPrompt]] | None = None
+) -> ConfigSnapshot:
+    """The effective configuration of ``project`` (None = global) at the current version:
+    roles, cards, both matrices, constraints, executors and the project's folder, with
+    ``prompts`` as given (none by default: what needs the prompts builds the whole snapshot
+    with ``team.snapshot.build_snapshot``)."""
     version = current_version()
     roles = list(AgentRole.objects.prefetch_related("constraints", "capabilities", "executor_choices"))
     executors = {r.pk: effective_executor(r, project) for r in roles}
@@ -157,7 +159,7 @@ def build_snapshot(project_slug: str | None = None) -> ConfigSnapshot:
         cards=cards,
         invoke_allowed=[pair for pair, allowed in cells.items() if allowed],
         tool_modes={pair: ToolMode(mode) for pair, mode in tool_cells.items()},
-        prompts=layered_prompts(project),
+        prompts=prompts,
         project_dir=str(project_directory(project)),
         project_name=project.name if project else "TeamClaw",
         project_description=project.description if project else "",

@@ -11,7 +11,8 @@ from capabilities.executors import model_status, role_executor
 from capabilities.governance_views import capability_governance, role_governance
 from capabilities.models import AgentRole, CapabilityCard
 from capabilities.registry import card_document, filter_capabilities, role_definition
-from capabilities.snapshot import build_snapshot
+from runs.host import get_host
+from team.snapshot import build_snapshot
 from teamclaw.runtime.config import CATEGORIES, TOOLS
 
 
@@ -73,7 +74,7 @@ def capability_detail(request: HttpRequest, capability_id: str) -> HttpResponse:
     if card is None:
         raise Http404(f"no capability {capability_id}")
     document = card_document(card)
-    from monitoring.health import capability_health  # the runtime's view of availability
+    from runs.health import capability_health  # the runtime's view of availability
 
     return render(
         request,
@@ -81,7 +82,7 @@ def capability_detail(request: HttpRequest, capability_id: str) -> HttpResponse:
         {
             "nav": "capabilities",
             "card": document,
-            "health": capability_health(snapshot, capability_id),
+            "health": capability_health(get_host(), snapshot, capability_id),
             "input_schema": json.dumps(document["input_schema"], indent=2, ensure_ascii=False),
             "output_schema": json.dumps(document["output_schema"], indent=2, ensure_ascii=False),
             **capability_governance(request, get_object_or_404(CapabilityCard, capability_id=capability_id)),

@@ -13,7 +13,7 @@ from django.db import transaction
 
 from capabilities.config import record_change
 from capabilities.skill_models import Workflow
-from capabilities.snapshot import build_snapshot
+from capabilities.snapshot import governance_snapshot
 from capabilities.workflow_spec import read_workflow
 
 
@@ -31,7 +31,7 @@ def save_workflow(raw: bytes | str, *, actor: Any = None, replace: str | None = 
     """Create a workflow from YAML, or replace workflow ``replace`` (its id must match).
 
     Raises WorkflowError (every problem with its path) or WorkflowConflict."""
-    spec = read_workflow(raw, build_snapshot())
+    spec = read_workflow(raw, governance_snapshot(None))
     text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
     warnings = [{"path": w.path, "line": w.line, "message": w.message} for w in spec.warnings]
     with transaction.atomic():

@@ -19,7 +19,7 @@ from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.message_log import visible_messages
 from monitoring.models import Message, Task
-from monitoring.tasks import DocumentError, start_task
+from runs.tasks import DocumentError, start_task
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.json_types import json_type_name
@@ -59,7 +59,7 @@ class TokenView(APIView):
 
 
 class DocumentField(api_fields.StrictCharField):
-    """Markdown text whose checks (empty, size, binary) are monitoring.tasks.validate_document's,
+    """Markdown text whose checks (empty, size, binary) are runs.tasks.validate_document's,
     so the operator gets one clear reason instead of DRF's generic null-character message."""
 
     def __init__(self, **kwargs: object) -> None:

@@ -16,9 +16,10 @@ from rest_framework.views import APIView
 
 from capabilities.models import CapabilityCard
 from capabilities.skill_index import parse_duration
-from monitoring.health import capability_status
 from monitoring.metrics import capability_metrics
 from monitoring.models import Alert
+from runs.health import capability_status
+from runs.host import get_host
 from teamclaw.api_errors import error_response
 
 
@@ -34,7 +35,7 @@ class HealthView(APIView):
     def get(self, request: Request, capability_id: str) -> Response:
         if not CapabilityCard.objects.filter(capability_id=capability_id).exists():
             return _not_found(capability_id)
-        health = capability_status(capability_id)
+        health = capability_status(get_host(), capability_id)
         if health is None:  # registered after the runtime's last config load and gone since
             return _not_found(capability_id)
         return Response(health)

@@ -19,11 +19,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from monitoring import context_actions, token_stats
+from monitoring import token_stats
 from monitoring.access import visible_contexts
-from monitoring.context_actions import ContextActionError
 from monitoring.live_items import from_epoch
 from monitoring.models import ExecutionContext, Snapshot
+from runs import context_actions
+from runs.context_actions import ContextActionError
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime.context import ContextStatus

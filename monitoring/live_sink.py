@@ -15,7 +15,7 @@ group (a consumer that sees a number skipped resynchronises):
 - ``project.<slug>``: the events of that project's tasks;
 - ``task.<task_id>``: the events of one task.
 
-Event loops: the runtime has its own thread and loop (``monitoring.host``), the recorder
+Event loops: the runtime has its own thread and loop (``runs.host``), the recorder
 and this sink their own threads, and websocket consumers run on the ASGI server's loop.
 Channels' ``InMemoryChannelLayer`` keeps asyncio queues bound to the loop its consumers
 wait on, so with it ``group_send`` is scheduled onto the server's loop, captured by

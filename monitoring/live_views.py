@@ -14,16 +14,17 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
 from capabilities.models import Project
-from monitoring import context_actions, live_items, live_state, replay, token_stats
+from monitoring import live_items, live_state, replay, token_stats
 from monitoring.access import can_decide_confirmations, can_operate_task, visible_contexts, visible_tasks
 from monitoring.call_graph import call_graph
-from monitoring.confirmations import ConfirmationError, decide
-from monitoring.context_actions import ContextActionError, state_from_row
 from monitoring.live_filters import MESSAGE_TYPES, FilterError, LiveFilters
 from monitoring.message_log import PAGE_SIZE, message_page, parse_before
 from monitoring.models import Artifact, ExecutionContext, Snapshot, ToolConfirmation
 from monitoring.role_labels import role_order
 from monitoring.sequence import sequence_diagram
+from runs import context_actions
+from runs.confirmations import ConfirmationError, decide
+from runs.context_actions import ContextActionError, state_from_row
 
 INSPECTOR_SNAPSHOTS = 20
 

@@ -234,7 +234,7 @@ class Alert(models.Model):
 class AlertRuleState(models.Model):
     """Where one alert rule stands for one capability (seed 003 ``alerting``): the condition
     has held since ``pending_since`` (None = it does not hold), ``alert`` is the open alert
-    once it held for the rule's duration. Written only by monitoring.alerting."""
+    once it held for the rule's duration. Written only by runs.alerting."""
 
     rule = models.ForeignKey("capabilities.AlertRule", on_delete=models.CASCADE, related_name="states")
     capability_id = models.CharField(max_length=64)

@@ -24,9 +24,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.models import AgentRole, Project
-from monitoring.confirmations import ConfirmationError, decide
-from monitoring.health import capability_health
-from monitoring.host import get_host
+from runs.confirmations import ConfirmationError, decide
+from runs.health import capability_health
+from runs.host import get_host
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime import HookEvent, InvokeRequest, Priority, RoutingStrategy, TaskNotRunning
@@ -204,10 +204,10 @@ class CapabilityHealthView(APIView):
         project = request.query_params.get("project") or None
         if project and not Project.objects.filter(slug=project).exists():
             raise NotFound(f"project '{project}' does not exist")
-        from capabilities.snapshot import build_snapshot
+        from team.snapshot import build_snapshot
 
         try:
-            return Response(capability_health(build_snapshot(project), capability_id))
+            return Response(capability_health(get_host(), build_snapshot(project), capability_id))
         except KeyError:
             raise NotFound(f"capability '{capability_id}' does not exist") from None
 

@@ -10,12 +10,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from capabilities.executors import model_status, role_executor
 from capabilities.models import AgentRole, CapabilityCard, Project
-from capabilities.snapshot import build_snapshot
 from monitoring.access import visible_tasks
-from monitoring.host import executor_problems
 from monitoring.live_state import task_page_context
 from monitoring.models import AgentInstance
-from monitoring.tasks import DocumentError, max_document_bytes, sample_requirement, start_task
+from runs.host import executor_problems
+from runs.tasks import DocumentError, max_document_bytes, sample_requirement, start_task
+from team.snapshot import build_snapshot
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:

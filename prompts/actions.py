@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from capabilities.config import record_change
 from capabilities.models import AgentRole, ConfigChange, Project
-from capabilities.snapshot import build_snapshot
+from capabilities.snapshot import governance_snapshot
 from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
 from prompts.queries import find_template, get_version
 from prompts.render import (
@@ -89,7 +89,7 @@ class ContentCheck:
 
 def sample_values(role: AgentRole, project: Project | None, task_description: str = "") -> dict[str, Any]:
     """The standard variables ``role`` gets in ``project`` (None = global config) for a task."""
-    snapshot = build_snapshot(project.slug if project else None)
+    snapshot = governance_snapshot(project)
     return standard_variables(snapshot, role.role, task_description)
 
 

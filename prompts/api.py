@@ -22,9 +22,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.models import AgentRole
+from monitoring.task_prompts import TaskInputError, task_inputs
 from prompts.actions import PromptChangeError, activate, check_content, rollback, save_version
 from prompts.diff import diff_texts
-from prompts.layers import TaskInputError, preview_role, task_inputs
 from prompts.queries import (
     NotFoundError,
     check_template_type,
@@ -38,6 +38,7 @@ from prompts.queries import (
 )
 from prompts.render import MAX_TEMPLATE_CHARS, PromptRenderError
 from prompts.versions import BUMPS
+from team.prompt_preview import preview_role
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser

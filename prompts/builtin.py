@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from capabilities.models import AgentRole
+from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
+
 PROJECT_VARIABLES: list[dict[str, Any]] = [
     {"name": "project_name", "description": "Project name", "required": True},
     {"name": "role_display_name", "description": "The role's display name", "required": True},
@@ -63,3 +66,66 @@ def default_templates(
             [],
         ),
     }
+
+
+def load_builtin_prompts(roles: list[tuple[AgentRole, dict[str, Any]]]) -> int:
+    """Give each built-in role the default templates it lacks, at version 1.0.0 and active;
+    ``roles`` pairs each role with its built-in spec (``responsibilities``, ``persona``).
+    Returns how many templates were created (call it inside a transaction)."""
+    created = 0
+    for role, spec in roles:
+        for template_type, (content, variables) in default_templates(
+            role.role, spec["responsibilities"], spec["persona"]
+        ).items():
+            template, made = PromptTemplate.objects.get_or_create(role=role, template_type=template_type, project=None)
+            if made:
+                PromptVersion.objects.create(
+                    template=template,
+                    version="1.0.0",
+                    content=content,
+                    variables=variables,
+                    is_active=True,
+                    note="built-in default",
+                )
+                created += 1
+    return created
+
+
+def seed_prompts(
+    role: AgentRole, *, source: str | None = None, actor: Any = None, skip: Any = ()
+) -> dict[str, dict[str, Any]]:
+    """Give a new ``role`` its six PRD §4.5 templates at version 1.0.0: copies of ``source``'s
+    active global versions where it has them, else the standard templates filled with the
+    role's responsibilities. Template types in ``skip`` are left alone. Returns the changes
+    (``prompts.<role>.<type>``)."""
+    copied: dict[str, PromptVersion] = {}
+    if source:
+        for version in PromptVersion.objects.filter(
+            is_active=True, template__role__role=source, template__project__isnull=True
+        ).select_related("template"):
+            copied[version.template.template_type] = version
+    defaults = default_templates(role.role, role.responsibilities, role.description or role.display_name)
+    changes = {}
+    for template_type in TEMPLATE_TYPES:
+        if template_type in skip:
+            continue
+        template = PromptTemplate.objects.create(role=role, template_type=template_type, project=None)
+        original = copied.get(template_type)
+        if original is not None:
+            content, variables, language = original.content, original.variables, original.language
+            note = f"copied from {source} {template_type} v{original.version}"
+        else:
+            content, variables = defaults[template_type]
+            language, note = "en", "standard template for a new role"
+        PromptVersion.objects.create(
+            template=template,
+            version="1.0.0",
+            content=content,
+            variables=variables,
+            language=language,
+            is_active=True,
+            note=note,
+            created_by=actor if getattr(actor, "is_authenticated", False) else None,
+        )
+        changes[f"prompts.{role.role}.{template_type}"] = {"old": None, "new": "1.0.0"}
+    return changes

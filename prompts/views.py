@@ -22,10 +22,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import AgentRole, Project
+from monitoring.task_prompts import TaskInputError, task_inputs
 from prompts.actions import PromptChangeError, activate, check_content, rollback, sample_values, save_version
 from prompts.api import can_edit_prompts
 from prompts.diff import diff_texts
-from prompts.layers import TaskInputError, preview_role, task_inputs
 from prompts.models import TEMPLATE_TYPES
 from prompts.queries import (
     NotFoundError,
@@ -39,6 +39,7 @@ from prompts.queries import (
 )
 from prompts.render import MAX_TEMPLATE_CHARS, STANDARD_VARIABLES, PromptRenderError
 from prompts.versions import BUMPS, next_version, parse
+from team.prompt_preview import preview_role
 
 HISTORY_PAGE_SIZE = 25
 

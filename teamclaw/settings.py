@@ -52,7 +52,9 @@ INSTALLED_APPS = [
     "axes",
     "capabilities",
     "prompts",
+    "team",
     "monitoring",
+    "runs",
 ]
 
 MIDDLEWARE = [

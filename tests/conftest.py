@@ -38,7 +38,7 @@ def no_model_from_the_environment(settings, tmp_path_factory):
 @pytest.fixture
 def builtin(db):
     """The built-in team loaded into the test database."""
-    from capabilities.builtin import load_builtin
+    from team.builtin import load_builtin
 
     return load_builtin()
 
@@ -71,7 +71,7 @@ def api(staff_user) -> APIClient:
 @pytest.fixture
 def runtime_host(transactional_db, builtin) -> Iterator[object]:
     """A fresh RuntimeHost (runtime thread + recorder) for this test, stopped afterwards."""
-    from monitoring import host as host_module
+    from runs import host as host_module
 
     host_module.reset_host()
     host = host_module.get_host()

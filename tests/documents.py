@@ -1,7 +1,7 @@
 """Requirement documents used as test input."""
 
 BOOKSTORE = open(
-    __file__.replace("tests/documents.py", "monitoring/samples/online_bookstore.md"), encoding="utf-8"
+    __file__.replace("tests/documents.py", "runs/samples/online_bookstore.md"), encoding="utf-8"
 ).read()
 
 CLINIC = """# 诊所预约系统 (Clinic booking)

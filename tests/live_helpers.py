@@ -14,7 +14,7 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.sessions.backends.db import SessionStore
 
 from monitoring.models import Task, ToolConfirmation
-from monitoring.tasks import start_task
+from runs.tasks import start_task
 
 ORIGIN = (b"origin", b"http://localhost")
 

@@ -11,10 +11,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import resolve
 
 from capabilities.models import Project
-from capabilities.roles import create_role
 from capabilities.skill_models import Workflow
 from monitoring.models import Task
 from prompts.models import PromptVersion
+from team.roles import create_role
 from teamclaw import api_urls
 from tests.conftest import PASSWORD
 from tests.factories import PLUGIN

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from jsonschema import Draft202012Validator
 
-from capabilities.builtin import load_builtin
 from capabilities.models import AgentRole, CapabilityCard, InvokePermission, RoleConstraint, ToolPermission
 from prompts.models import PromptTemplate, PromptVersion
+from team.builtin import load_builtin
 from teamclaw.runtime.config import CATEGORIES
 
 pytestmark = pytest.mark.django_db

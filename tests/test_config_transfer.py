@@ -13,7 +13,6 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from capabilities.config import current_version
-from capabilities.config_schema import schema_errors
 from capabilities.models import (
     AgentRole,
     CapabilityCard,
@@ -23,8 +22,9 @@ from capabilities.models import (
     ProjectRoleOverride,
     RoleConstraint,
 )
-from capabilities.snapshot import build_snapshot
 from prompts.models import PromptVersion
+from team.config_schema import schema_errors
+from team.snapshot import build_snapshot
 
 EXPORT = "/api/v1/config/export"
 IMPORT = "/api/v1/config/import"

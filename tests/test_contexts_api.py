@@ -7,7 +7,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from monitoring.models import ExecutionContext, Snapshot, Task
-from monitoring.tasks import start_task
+from runs.tasks import start_task
 from tests.helpers import wait_for_task
 from tests.live_helpers import start_deploying_task, wait_for_confirmation
 
@@ -132,7 +132,7 @@ def test_an_instruction_to_a_running_agent_is_recorded_and_snapshotted(api, runt
     assert context.input_context["user_instructions"] == ["Use the blue slot"]
     live = api.post(f"/api/v1/contexts/{context.id}/snapshots", {"label": "while waiting"}, format="json")
     assert live.status_code == 201 and live.json()["state"]["status"] == "waiting_user"
-    from monitoring.confirmations import decide
+    from runs.confirmations import decide
 
     decide(confirmation.id, True, staff_user)
     assert wait_for_task(runtime_host, task.id).status == "completed"

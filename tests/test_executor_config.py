@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from capabilities.models import AgentRole, ConfigChange, Project, RoleExecutor
-from capabilities.snapshot import build_snapshot
+from team.snapshot import build_snapshot
 
 
 @pytest.fixture

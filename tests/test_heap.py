@@ -39,7 +39,7 @@ def test_settling_freezes_the_start_up_heap_and_applies_the_thresholds_once(pris
 
 
 def test_starting_a_runtime_host_settles_the_heap(pristine_collector, transactional_db):
-    from monitoring.host import RuntimeHost
+    from runs.host import RuntimeHost
 
     host = RuntimeHost(name="heap-test").start()
     try:

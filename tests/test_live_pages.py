@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 
 from monitoring.models import ExecutionContext, Message, Snapshot, Task, ToolConfirmation
-from monitoring.tasks import start_task
+from runs.tasks import start_task
 from tests.helpers import wait_for_task
 from tests.live_helpers import start_deploying_task, wait_for_confirmation
 

@@ -9,7 +9,7 @@ import socket as sockets
 import pytest
 from asgiref.sync import sync_to_async
 
-from monitoring.tasks import start_task
+from runs.tasks import start_task
 from tests.live_helpers import close, collect_until, next_frame, open_socket, task_finished
 
 pytestmark = [pytest.mark.redis, pytest.mark.django_db(transaction=True)]

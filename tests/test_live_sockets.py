@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from monitoring.consumers import LiveConsumer, TaskConsumer
 from monitoring.live_sink import get_live_sink
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
-from monitoring.tasks import start_task
+from runs.tasks import start_task
 from tests.helpers import wait_for_task
 from tests.live_helpers import (
     close,

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from capabilities.builtin import read_builtin
 from capabilities.config import add_listener, current_version, remove_listener
 from capabilities.models import ConfigChange, InvokePermission, Project, ToolPermission
-from capabilities.snapshot import build_snapshot
+from team.snapshot import build_snapshot
 
 INVOKE = "/api/v1/permissions/invoke-matrix"
 TOOLS = "/api/v1/permissions/tool-matrix"

@@ -8,10 +8,10 @@ import re
 import pytest
 from django.test import Client
 
-from monitoring import host as host_module
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
 from monitoring.replay import build_timeline, snapshot_diff, step
-from monitoring.tasks import start_task
+from runs import host as host_module
+from runs.tasks import start_task
 from tests.helpers import wait_for_task
 
 

@@ -19,8 +19,8 @@ from capabilities.models import (
     RoleConstraint,
     ToolPermission,
 )
-from capabilities.snapshot import build_snapshot
 from prompts.models import PromptVersion
+from team.snapshot import build_snapshot
 from teamclaw.runtime import InvokeRequest
 
 ROLES = "/api/v1/roles"

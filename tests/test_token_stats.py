@@ -11,7 +11,7 @@ from django.test import Client
 
 from capabilities.models import Project
 from monitoring.models import ExecutionContext, Task
-from monitoring.tasks import start_task
+from runs.tasks import start_task
 from tests.helpers import wait_for_task
 
 

@@ -10,7 +10,7 @@ import re
 from playwright.sync_api import expect
 
 from monitoring.models import ExecutionContext, Task
-from monitoring.tasks import start_task
+from runs.tasks import start_task
 from tests.helpers import wait_for_task
 from tests.live_helpers import start_deploying_task, wait_for_confirmation
 

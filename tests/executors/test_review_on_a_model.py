@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from capabilities.snapshot import build_snapshot
 from monitoring.models import ExecutionContext, Task
 from prompts.render import system_prompt
+from team.snapshot import build_snapshot
 from tests.documents import CLINIC
 from tests.helpers import wait_for_task
 from tests.model_server import Completion, ModelServer, usage_for
@@ -86,7 +86,7 @@ class ReviewBrain:
 
 @pytest.fixture
 def model_host(transactional_db, builtin, settings):
-    from monitoring import host as host_module
+    from runs import host as host_module
 
     brain = ReviewBrain()
     with ModelServer(brain) as server:

@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from capabilities.models import AgentRole
-from monitoring import host as host_module
 from monitoring.models import Task
 from prompts.actions import save_version
+from runs import host as host_module
 from teamclaw.runtime import ExecutorRegistry, OfflineExecutor
 from teamclaw.runtime.executors.offline import synthesise
 from tests.helpers import wait_for_task

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from capabilities.snapshot import build_snapshot
 from monitoring.models import Task
 from prompts.render import PromptRenderError, render, system_prompt
+from team.snapshot import build_snapshot
 
 
 def save(api, role, template_type, content, **body):

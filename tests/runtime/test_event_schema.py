@@ -11,7 +11,7 @@ import typing
 import pytest
 from typeguard import TypeCheckError, check_type
 
-from monitoring.tasks import sample_requirement
+from runs.tasks import sample_requirement
 from teamclaw.runtime import (
     EVENT_TYPES,
     CollectingSink,

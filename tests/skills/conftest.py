@@ -57,7 +57,7 @@ class ClockedHost:
 def clocked(transactional_db, builtin, settings) -> Iterator[ClockedHost]:
     """The process's runtime host, on a ManualClock, without automatic heartbeats and
     without the background alert loop (tests evaluate alert rules themselves)."""
-    from monitoring import host as host_module
+    from runs import host as host_module
 
     settings.TEAMCLAW = {**settings.TEAMCLAW, "ALERT_INTERVAL_S": 0}
     host_module.reset_host()

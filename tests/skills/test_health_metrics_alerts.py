@@ -9,8 +9,8 @@ import math
 import pytest
 
 from capabilities.models import RoleConstraint
-from monitoring.alerting import evaluate_alert_rules
 from monitoring.models import Alert, Message
+from runs.alerting import evaluate_alert_rules
 from teamclaw.runtime import AgentFailure, ErrorCode
 from tests.skills.support import bring_up
 

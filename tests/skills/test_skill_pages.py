@@ -177,7 +177,7 @@ def test_the_dashboard_shows_active_entry_points(page_client, api, builtin):
 
 def test_the_detail_page_renders_while_the_runtime_has_not_loaded_a_new_card(page_client, api, builtin, monkeypatch):
     bring_up(api, skill_yaml("fresh", "lookup"))
-    monkeypatch.setattr("monitoring.health.capability_status", lambda capability_id, host=None: None)
+    monkeypatch.setattr("runs.health.capability_status", lambda host, capability_id: None)
     response = page_client.get("/skills/fresh/")
     assert response.status_code == 200
     assert "UNKNOWN" in response.content.decode() and "not loaded" in response.content.decode()

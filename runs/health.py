@@ -20,8 +20,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from monitoring.host import get_host
 from monitoring.models import Message
+from runs.host_port import HostPort, runtime_of
+from teamclaw.runtime import Runtime
 from teamclaw.runtime.config import ConfigSnapshot
 
 OUTPUT_FAILURE_STREAK = 3
@@ -83,7 +84,7 @@ def classify(
     return "HEALTHY", f"{len(instances)} instance(s) beating"
 
 
-async def _runtime_view(runtime: Any, capability_id: str) -> dict[str, Any] | None:
+async def _runtime_view(runtime: Runtime, capability_id: str) -> dict[str, Any] | None:
     snapshot = await runtime.snapshot_for(None)
     card = snapshot.cards.get(capability_id)
     if card is None:
@@ -108,14 +109,12 @@ async def _runtime_view(runtime: Any, capability_id: str) -> dict[str, Any] | No
     }
 
 
-def capability_health(snapshot: ConfigSnapshot, capability_id: str) -> dict[str, Any]:
+def capability_health(host: HostPort, snapshot: ConfigSnapshot, capability_id: str) -> dict[str, Any]:
     """``{capability_id, status: available|unavailable, enabled, instances: [{instance_id,
     role, healthy, last_heartbeat}]}``: the runtime's heartbeats (90 s timeout) for the owner
     roles ``snapshot`` gives the card. Raises KeyError for an unknown capability.
     """
-    host = get_host()
-    runtime = host.runtime
-    assert runtime is not None
+    runtime = runtime_of(host)
 
     async def health() -> dict[str, Any]:
         return runtime.capability_health(snapshot, capability_id)
@@ -123,11 +122,10 @@ def capability_health(snapshot: ConfigSnapshot, capability_id: str) -> dict[str,
     return host.call(health(), timeout=30)
 
 
-def capability_status(capability_id: str, host: Any = None) -> dict[str, Any] | None:
+def capability_status(host: HostPort, capability_id: str) -> dict[str, Any] | None:
     """``{capabilityId, status, lastCheck, message, lastHeartbeat, instances, outputFailures,
     providers}`` for ``capability_id``, or None when no card has that id."""
-    host = host or get_host()
-    view = host.call(_runtime_view(host.runtime, capability_id), timeout=30)
+    view = host.call(_runtime_view(runtime_of(host), capability_id), timeout=30)
     if view is None:
         return None
     streak = output_failure_streak(capability_id)

@@ -17,9 +17,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from capabilities.executors import workflow_executors
 from capabilities.models import Project
-from capabilities.snapshot import build_snapshot
 from monitoring.models import Task
-from monitoring.tasks import DocumentError, validate_document
+from runs.tasks import DocumentError, validate_document
+from team.snapshot import build_snapshot
 from teamclaw.runtime.events import ContextChanged, RuntimeEvent
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES, WORKFLOWS
@@ -56,7 +56,7 @@ class Command(BaseCommand):
         parser.add_argument("--title", default="")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from monitoring.host import RuntimeHost
+        from runs.host import RuntimeHost
 
         path = Path(options["input"])
         if not path.exists():

@@ -14,8 +14,8 @@ from django.conf import settings
 
 from capabilities.executors import workflow_executors
 from capabilities.models import Project
-from capabilities.snapshot import build_snapshot
 from monitoring.models import Task
+from team.snapshot import build_snapshot
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES
 
@@ -110,7 +110,7 @@ def start_task(
 
     Raises DocumentError for a bad document (requirement_review) or missing description.
     """
-    from monitoring.host import get_host
+    from runs.host import get_host
 
     params: dict[str, Any] = {"workflow": workflow}
     if workflow == "requirement_review":

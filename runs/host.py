@@ -16,10 +16,24 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connections
 
+from capabilities.config import add_listener, remove_listener
+from monitoring.live_sink import get_live_sink
+from monitoring.recorder import Recorder
+from prompts.render import system_prompt
+from runs.alerting import start_alert_loop
+from team.snapshot import build_snapshot
+from teamclaw.heap import settle_heap
 from teamclaw.runtime import ConfigSnapshot, ExecutorRegistry, OfflineExecutor, Runtime
 from teamclaw.runtime.events import EventSink
+from teamclaw.runtime.executors.chat import ModelSettings
+from teamclaw.runtime.executors.http import HttpExecutor
+from teamclaw.runtime.executors.model import OpenAIExecutor
+from teamclaw.runtime.executors.plugins import install_entry_point_executors
+from teamclaw.runtime.executors.provider import ProviderExecutor
+from teamclaw.workflows import register_model_handlers, register_offline_handlers
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -31,15 +45,6 @@ def build_executors() -> ExecutorRegistry:
     PROVIDER skills (failover between implementations) and the installed
     ``teamclaw.executors`` entry points. The default brain is ``settings.TEAMCLAW["EXECUTOR"]``.
     Raises ImproperlyConfigured for a malformed TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS."""
-    from django.core.exceptions import ImproperlyConfigured
-
-    from teamclaw.runtime.executors.chat import ModelSettings
-    from teamclaw.runtime.executors.http import HttpExecutor
-    from teamclaw.runtime.executors.model import OpenAIExecutor
-    from teamclaw.runtime.executors.plugins import install_entry_point_executors
-    from teamclaw.runtime.executors.provider import ProviderExecutor
-    from teamclaw.workflows import register_model_handlers, register_offline_handlers
-
     conf = settings.TEAMCLAW
     offline = OfflineExecutor()
     register_offline_handlers(offline)
@@ -58,8 +63,6 @@ def build_executors() -> ExecutorRegistry:
 def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
     """A Runtime wired to the database config, the prompts renderer, the executors
     (``build_executors``) and the built-in workflows, with limits from ``settings.TEAMCLAW``."""
-    from capabilities.snapshot import build_snapshot
-    from prompts.render import system_prompt
 
     def config_source(project_id: str | None) -> ConfigSnapshot:
         # Runs in asyncio.to_thread's pool: drop connections past their age first.
@@ -91,8 +94,6 @@ class RuntimeHost:
     """Runs a Runtime on a dedicated thread; see module docstring."""
 
     def __init__(self, name: str = "server", **runtime_overrides: Any) -> None:
-        from monitoring.recorder import Recorder
-
         self.name = name
         self.recorder = Recorder()
         self.loop = asyncio.new_event_loop()
@@ -105,10 +106,8 @@ class RuntimeHost:
         self.alert_loop: Future[None] | None = None
 
     def start(self) -> RuntimeHost:
-        from capabilities.config import add_listener
-        from monitoring.live_sink import get_live_sink
-        from teamclaw.heap import settle_heap
-
+        """Start the recorder and the runtime's thread, follow config changes, and start the
+        alert rules' loop. Raises RuntimeError when the runtime cannot start."""
         settle_heap()  # start-up is over: later collections skip its heap (teamclaw.heap)
         # The live sink publishes each batch to the browsers after the recorder committed it.
         self.recorder.add_listener(get_live_sink().on_batch)
@@ -118,8 +117,6 @@ class RuntimeHost:
         if self._error is not None:
             raise RuntimeError("the runtime failed to start") from self._error
         add_listener(self.on_config_change)
-        from monitoring.alerting import start_alert_loop
-
         self.alert_loop = start_alert_loop(self)
         return self
 
@@ -139,8 +136,8 @@ class RuntimeHost:
         self.loop.run_forever()
 
     def stop(self) -> None:
-        from capabilities.config import remove_listener
-
+        """Stop the alert loop, the runtime (its last events recorded) and the recorder, and
+        close the database connections of the host's threads."""
         remove_listener(self.on_config_change)
         if self.alert_loop is not None:
             self.alert_loop.cancel()

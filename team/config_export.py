@@ -1,6 +1,6 @@
 """Export the configuration as a document (US-10), globally or one project's overrides.
 
-The document follows ``capabilities.config_schema`` and re-imports to no change. It holds
+The document follows ``team.config_schema`` and re-imports to no change. It holds
 roles, capability cards (skill cards travel with their skill package, seed 003), the invoke
 and tool matrices (PRD §4.7), constraints and the active prompt versions (PRD §4.5), with
 ``history=True`` every version. Never exported: ``executor_config`` (plugin URLs, keys,
@@ -15,7 +15,6 @@ from typing import Any
 import yaml
 
 from capabilities.config import current_version
-from capabilities.config_schema import FORMAT
 from capabilities.matrices import INVOKE, TOOL, layers, role_slugs
 from capabilities.models import (
     AgentRole,
@@ -26,6 +25,7 @@ from capabilities.models import (
     RoleConstraint,
 )
 from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
+from team.config_schema import FORMAT
 from teamclaw.runtime.config import TOOLS
 
 

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from capabilities.builtin import load_builtin
+from team.builtin import load_builtin
 
 
 class Command(BaseCommand):

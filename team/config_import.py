@@ -26,7 +26,6 @@ from django.db.models import Max
 
 from capabilities.audit import change_document
 from capabilities.config import current_version
-from capabilities.config_schema import pointer, schema_errors
 from capabilities.errors import ConfigInvalid, Problems, StaleVersion
 from capabilities.matrices import INVOKE, TOOL, apply_cells
 from capabilities.models import (
@@ -39,9 +38,11 @@ from capabilities.models import (
 )
 from capabilities.projects import check_fields
 from capabilities.role_constraints import apply_values, file_scope_problem
-from capabilities.roles import RESERVED_SLUGS, seed_prompts
+from capabilities.roles import RESERVED_SLUGS
 from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, documents_for, lock_config
+from prompts.builtin import seed_prompts
+from team.config_schema import pointer, schema_errors
 from teamclaw.runtime.schemas import validate_card
 
 CARD_FIELDS = ("name", "description", "category", "input_schema", "output_schema", "version", "required_tools", "tags")

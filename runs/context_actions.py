@@ -62,7 +62,7 @@ async def _on_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def _live_runtime_call(method: str, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
     """Call ``runtime.<method>(*args)`` on the running host; None when no runtime holds the
     context (KeyError from the runtime) or no runtime runs in this process."""
-    from monitoring.host import current_host
+    from runs.host import current_host
 
     host = current_host()
     if host is None or host.runtime is None:

@@ -29,7 +29,7 @@ def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
     Raises ConfirmationError: 404 unknown id; 409 already decided, expired, or no longer
     waiting in this server's runtime (it restarted or the request timed out).
     """
-    from monitoring.host import get_host
+    from runs.host import get_host
 
     record = ToolConfirmation.objects.filter(pk=confirmation_id).first()
     if record is None:

@@ -5,7 +5,7 @@ each enabled capability it covers:
 
 - the metric: ``success_rate``, ``p99_latency_ms`` and ``avg_latency_ms`` over the calls sent
   in the last ``duration``, at least a minute (monitoring.metrics; no calls = no data = the
-  condition does not hold), ``health_status`` from monitoring.health now;
+  condition does not hold), ``health_status`` from runs.health now;
 - the condition holding starts ``pending_since``; once it has held for the rule's
   ``duration`` (Prometheus ``for:`` semantics) an ``Alert`` opens (kind ``alert_rule``,
   the rule's severity, the value that broke it) and the actions run once:
@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +36,10 @@ from capabilities.models import AlertRule, CapabilityCard
 from capabilities.skill_index import AlertCondition
 from capabilities.skill_models import SkillStatus
 from monitoring.metrics import capability_metrics
-from monitoring.models import Alert, AlertRuleState
+from monitoring.models import Alert, AlertRuleState, Message
+from runs.health import capability_status
+from runs.host_port import HostPort, runtime_of
+from teamclaw.runtime import Runtime
 
 log = logging.getLogger(__name__)
 MIN_WINDOW_MS = 60_000
@@ -47,12 +51,10 @@ def _dt(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def metric_value(rule: AlertRule, card: CapabilityCard, now_ms: int, host: Any = None) -> float | str | None:
+def metric_value(rule: AlertRule, card: CapabilityCard, now_ms: int, host: HostPort) -> float | str | None:
     """The value of ``rule.metric`` for ``card`` at ``now_ms`` (None = no data)."""
     if rule.metric == "health_status":
-        from monitoring.health import capability_status
-
-        health = capability_status(card.capability_id, host)
+        health = capability_status(host, card.capability_id)
         return health["status"] if health else None
     window = max(int(rule.duration_s * 1000), MIN_WINDOW_MS)
     metrics = capability_metrics(card.capability_id, since_ms=now_ms - window, until_ms=now_ms + 1)
@@ -63,7 +65,7 @@ def metric_value(rule: AlertRule, card: CapabilityCard, now_ms: int, host: Any =
     }[rule.metric]
 
 
-def evaluate_alert_rules(*, now_ms: int, host: Any = None) -> list[dict[str, Any]]:
+def evaluate_alert_rules(*, now_ms: int, host: HostPort) -> list[dict[str, Any]]:
     """Evaluate every rule at ``now_ms`` (epoch ms of the runtime clock); returns the changes
     ``[{rule, capability_id, change: pending|opened|resolved|cleared, value, alert_id}]``."""
     changes: list[dict[str, Any]] = []
@@ -122,7 +124,7 @@ def _resolve_orphans(now_ms: int) -> list[dict[str, Any]]:
     return changes
 
 
-def _step(rule: AlertRule, card: CapabilityCard, value: Any, now_ms: int, host: Any) -> dict[str, Any] | None:
+def _step(rule: AlertRule, card: CapabilityCard, value: Any, now_ms: int, host: HostPort) -> dict[str, Any] | None:
     condition = AlertCondition(rule.metric, rule.op, rule.threshold)
     holds = condition.holds(value)
     now = _dt(now_ms)
@@ -185,7 +187,7 @@ def _show(metric: str, value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------- actions
-def run_actions(rule: AlertRule, card: CapabilityCard, now_ms: int, host: Any = None) -> list[str]:
+def run_actions(rule: AlertRule, card: CapabilityCard, now_ms: int, host: HostPort) -> list[str]:
     """Run the rule's runtime actions for ``card``; returns what each did, in words."""
     actions = rule.actions or {}
     taken = []
@@ -193,10 +195,7 @@ def run_actions(rule: AlertRule, card: CapabilityCard, now_ms: int, host: Any = 
         taken.append(f"notified {actions['notify']}")
     if not any(actions.get(name) for name in ("failover", "auto_restart", "scale_out")):
         return taken
-    from monitoring.host import get_host
-
-    host = host or get_host()
-    runtime = host.runtime
+    runtime = runtime_of(host)
     since_ms = now_ms - int(rule.duration_s * 1000)
     failing = set(
         card_messages(card.capability_id, since_ms).values_list("from_instance", flat=True)
@@ -212,17 +211,16 @@ def run_actions(rule: AlertRule, card: CapabilityCard, now_ms: int, host: Any = 
 
 def card_messages(capability_id: str, since_ms: int) -> Any:
     """The ``invoke_error`` messages of ``capability_id`` sent since ``since_ms`` (epoch ms)."""
-    from monitoring.models import Message
 
     return Message.objects.filter(type="invoke_error", capability_id=capability_id, timestamp_ms__gte=since_ms)
 
 
-async def _card(runtime: Any, capability_id: str) -> Any:
+async def _card(runtime: Runtime, capability_id: str) -> Any:
     snapshot = await runtime.snapshot_for(None)
     return snapshot, snapshot.cards.get(capability_id)
 
 
-async def _failover(runtime: Any, capability_id: str) -> str:
+async def _failover(runtime: Runtime, capability_id: str) -> str:
     _, card = await _card(runtime, capability_id)
     executor = runtime.executors.get("provider")
     if card is None or card.executor != "provider" or executor is None:
@@ -246,7 +244,7 @@ async def _failover(runtime: Any, capability_id: str) -> str:
     return f"failover: {active['provider']} -> {after}"
 
 
-async def _restart(runtime: Any, capability_id: str, failing: set[str]) -> str:
+async def _restart(runtime: Runtime, capability_id: str, failing: set[str]) -> str:
     _, card = await _card(runtime, capability_id)
     if card is None:
         return "auto_restart: the capability is gone"
@@ -263,7 +261,7 @@ async def _restart(runtime: Any, capability_id: str, failing: set[str]) -> str:
     return "auto_restart: " + ", ".join(restarted)
 
 
-async def _scale_out(runtime: Any, capability_id: str, count: int) -> str:
+async def _scale_out(runtime: Runtime, capability_id: str, count: int) -> str:
     snapshot, card = await _card(runtime, capability_id)
     if card is None or not card.owner_roles:
         return "scale_out: the capability is gone"
@@ -276,9 +274,9 @@ async def _scale_out(runtime: Any, capability_id: str, count: int) -> str:
 
 
 # ---------------------------------------------------------------------------- loop
-async def alert_loop(host: Any, interval_s: float) -> None:
+async def alert_loop(host: HostPort, interval_s: float) -> None:
     """Evaluate the rules every ``interval_s`` seconds of the runtime's clock, forever."""
-    runtime = host.runtime
+    runtime = runtime_of(host)
     while True:
         await runtime.clock.sleep(interval_s)
         try:
@@ -287,7 +285,7 @@ async def alert_loop(host: Any, interval_s: float) -> None:
             log.exception("alert evaluation failed")
 
 
-def _evaluate_in_thread(now_ms: int, host: Any) -> None:
+def _evaluate_in_thread(now_ms: int, host: HostPort) -> None:
     close_old_connections()
     try:
         evaluate_alert_rules(now_ms=now_ms, host=host)
@@ -295,7 +293,7 @@ def _evaluate_in_thread(now_ms: int, host: Any) -> None:
         close_old_connections()
 
 
-def start_alert_loop(host: Any) -> Any:
+def start_alert_loop(host: HostPort) -> Future[None] | None:
     """Start ``alert_loop`` on the host's runtime loop when TEAMCLAW_ALERT_INTERVAL_S > 0;
     returns the concurrent Future (cancel it to stop) or None."""
     interval = float(settings.TEAMCLAW.get("ALERT_INTERVAL_S", 15))
