@@ -30,6 +30,7 @@ run: setup
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
 	$(BIN)/python manage.py makemigrations --check --dry-run -v0
 

@@ -48,8 +48,8 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from capabilities.matrices import INVOKE, matrix_document, save_matrix
     from capabilities.safe_yaml import load_document
-    from capabilities.whatif import DAY_MS, invoke_what_if, tool_what_if
     from monitoring.models import Message
+    from monitoring.whatif import DAY_MS, invoke_what_if, tool_what_if
     from team.builtin import load_builtin
     from team.config_export import dump, export_document
     from team.config_import import import_config

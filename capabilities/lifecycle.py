@@ -34,6 +34,7 @@ from capabilities.skill_index import (
     SkillIndexError,
     alert_rules,
     capability_cards,
+    capability_id_for,
     read_skill_index,
 )
 from capabilities.skill_models import AlertRule, SkillOperation, SkillStatus, Workflow
@@ -328,7 +329,6 @@ def resolve_dependency(dependency: dict[str, Any], skills: list[Skill]) -> dict[
     candidates.sort(key=lambda s: (s.skill_id != dependency["skillId"], s.status != S.ACTIVATED, s.skill_id))
     if candidates:
         provider = candidates[0]
-        from capabilities.skill_index import capability_id_for
 
         out.update(
             providedBy=provider.skill_id,

@@ -8,14 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from capabilities.models import AgentRole, CapabilityCard
+from capabilities.snapshot import card_spec
 from teamclaw.runtime.config import TOOLS, CardSpec, ConfigSnapshot, ToolMode
 
 
 def card_document(card: CardSpec | CapabilityCard) -> dict[str, Any]:
     """A card in the API's shape (PRD §2.2 field names; ``timeout`` in seconds)."""
     if isinstance(card, CapabilityCard):
-        from capabilities.snapshot import card_spec
-
         card = card_spec(card)
     return {
         "id": card.capability_id,

@@ -42,11 +42,13 @@ from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import Any
 
+from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import close_old_connections, connection
 
 from monitoring import live_events
 from monitoring.live_events import LiveEvent, LiveItem
+from monitoring.models import Task
 from teamclaw.runtime.events import RuntimeEvent
 from teamclaw.runtime.messages import new_id
 
@@ -322,8 +324,6 @@ class LiveSink:
         if layer is None:
             return False
         if not isinstance(layer, InMemoryChannelLayer):
-            from asgiref.sync import async_to_sync
-
             async_to_sync(layer.group_send)(group, message)
             return True
         loop = self._server_loop
@@ -420,7 +420,6 @@ class LiveSink:
     def _task_info(self, task_ids: set[str]) -> dict[str, tuple[int | None, str, str]]:
         """task id -> (id of the user who started it or None, title, kind), cached (none of
         them changes)."""
-        from monitoring.models import Task
 
         known = {t: self._tasks[t] for t in task_ids if t in self._tasks}
         missing = task_ids - known.keys()

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 from django.db import close_old_connections, connection, transaction
+from psycopg.types.json import Jsonb
 
 from monitoring.models import (
     AgentInstance,
@@ -156,8 +157,6 @@ def payload_param(vendor: str) -> Callable[[str], Any]:
     """The function turning payload JSON text (``payload_json``) into a query parameter for
     ``vendor``'s JSONField column: the text itself, or wrapped as ``Jsonb`` for PostgreSQL."""
     if vendor == "postgresql":
-        from psycopg.types.json import Jsonb
-
         return lambda text: Jsonb(text, dumps=_as_is)
     return _as_is
 

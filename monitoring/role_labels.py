@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 
+from capabilities.models import AgentRole
+
 OPERATOR_EMOJI = "🧑"
 """The operator (a message from ``user``: a task hand-over or a user instruction)."""
 
@@ -24,7 +26,6 @@ def role_labels() -> dict[str, tuple[str, str]]:
     loaded_at, labels = _cache
     if time.monotonic() - loaded_at < TTL_S and labels:
         return labels
-    from capabilities.models import AgentRole
 
     labels = {r.role: (r.emoji, r.display_name) for r in AgentRole.objects.only("role", "emoji", "display_name")}
     labels["user"] = (OPERATOR_EMOJI, "Operator")
@@ -35,7 +36,6 @@ def role_labels() -> dict[str, tuple[str, str]]:
 
 def role_order() -> list[str]:
     """Roles in their display order (``user`` first), for graphs and filters."""
-    from capabilities.models import AgentRole
 
     return ["user", *AgentRole.objects.values_list("role", flat=True)]
 

@@ -41,6 +41,7 @@ from typing import Any
 from jinja2 import StrictUndefined, Undefined, nodes
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
+from jinja2.runtime import LoopContext, Macro
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import _PassArg
 
@@ -210,8 +211,6 @@ def measure(value: Any, *, printable: bool = False, limit: int = MAX_VALUE_SIZE)
 
 
 def _kind(value: Any) -> str:
-    from jinja2.runtime import LoopContext, Macro
-
     if isinstance(value, LoopContext):
         return "a loop"
     if isinstance(value, Macro):

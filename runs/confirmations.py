@@ -11,6 +11,7 @@ from typing import Any
 from django.utils import timezone
 
 from monitoring.models import ToolConfirmation
+from runs.host import get_host
 
 
 class ConfirmationError(Exception):
@@ -29,7 +30,6 @@ def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
     Raises ConfirmationError: 404 unknown id; 409 already decided, expired, or no longer
     waiting in this server's runtime (it restarted or the request timed out).
     """
-    from runs.host import get_host
 
     record = ToolConfirmation.objects.filter(pk=confirmation_id).first()
     if record is None:

@@ -25,7 +25,10 @@ from django.db.models import Max
 
 from monitoring import live_items
 from monitoring.access import can_operate_task, can_view_task
+from monitoring.live_events import LiveItem
+from monitoring.live_sink import get_live_sink
 from monitoring.models import ExecutionContext, Snapshot
+from runs.host import current_host
 from teamclaw.runtime.messages import new_id
 
 MAX_INSTRUCTION_CHARS = 2000
@@ -62,7 +65,6 @@ async def _on_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 def _live_runtime_call(method: str, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
     """Call ``runtime.<method>(*args)`` on the running host; None when no runtime holds the
     context (KeyError from the runtime) or no runtime runs in this process."""
-    from runs.host import current_host
 
     host = current_host()
     if host is None or host.runtime is None:
@@ -194,7 +196,4 @@ def _snapshot_from_database(context: ExecutionContext, label: str) -> dict[str, 
 
 
 def _publish_snapshot(item: dict[str, Any]) -> None:
-    from monitoring.live_events import LiveItem
-    from monitoring.live_sink import get_live_sink
-
     get_live_sink().publish_items([LiveItem("snapshot", f"snapshot:{item['id']}", item)])

@@ -11,11 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
 from capabilities.executors import workflow_executors
-from capabilities.models import Project
+from capabilities.models import AgentRole, Project
+from capabilities.snapshot import effective_constraints
+from monitoring import live_items
+from monitoring.live_events import LiveItem
+from monitoring.live_sink import get_live_sink
 from monitoring.models import Task
+from runs.host import get_host
 from team.snapshot import build_snapshot
+from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES
 
@@ -75,9 +82,6 @@ def validate_document(raw: bytes | str | None) -> str:
 def check_budget(text: str, project: Project | None) -> None:
     """Refuse a document the task's token budget (main's ``token_budget``, PRD §4.7) cannot
     even read once, instead of starting a task that fails at its first step."""
-    from capabilities.models import AgentRole
-    from capabilities.snapshot import effective_constraints
-    from teamclaw.runtime.executors.offline import estimate_tokens
 
     main = AgentRole.objects.filter(role="main").prefetch_related("constraints").first()
     if main is None:
@@ -110,7 +114,6 @@ def start_task(
 
     Raises DocumentError for a bad document (requirement_review) or missing description.
     """
-    from runs.host import get_host
 
     params: dict[str, Any] = {"workflow": workflow}
     if workflow == "requirement_review":
@@ -164,12 +167,6 @@ def crash_handler(task_id: str) -> Callable[[BaseException], None]:
     ``executor_error`` naming the exception type, so it never shows ``running`` forever."""
 
     def mark_failed(exc: BaseException) -> None:
-        from django.utils import timezone
-
-        from monitoring import live_items
-        from monitoring.live_events import LiveItem
-        from monitoring.live_sink import get_live_sink
-
         error = {"code": "executor_error", "message": f"the run stopped on an internal error ({type(exc).__name__})"}
         if Task.objects.filter(pk=task_id, status="running").update(
             status="failed", error=error, finished_at=timezone.now()

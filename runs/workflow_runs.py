@@ -12,6 +12,7 @@ from typing import Any
 from capabilities.models import Project
 from capabilities.skill_models import Workflow
 from monitoring.models import Task
+from runs.host import get_host
 from runs.tasks import crash_handler
 from teamclaw.runtime.messages import new_id
 
@@ -29,7 +30,6 @@ class RunInputError(ValueError):
 def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, project: Project | None = None) -> Task:
     """Record a task for ``workflow`` on ``run_input`` (a mapping: ``${userInput...}``) and
     start it (returns at once, status ``running``). Raises RunInputError."""
-    from runs.host import get_host
 
     if run_input is None:
         run_input = {}

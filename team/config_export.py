@@ -9,6 +9,7 @@ credentials), users, tokens, settings - an export holds no secret.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +26,7 @@ from capabilities.models import (
     RoleConstraint,
 )
 from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
+from prompts.models import TEMPLATE_TYPES, PromptTemplate
 from team.config_schema import FORMAT
 from teamclaw.runtime.config import TOOLS
 
@@ -39,8 +41,6 @@ def _prompt_version(version: Any) -> dict[str, Any]:
 
 
 def _prompts(project: Project | None, history: bool) -> dict[str, dict[str, Any]]:
-    from prompts.models import TEMPLATE_TYPES, PromptTemplate
-
     out: dict[str, dict[str, Any]] = {}
     templates = (
         PromptTemplate.objects.filter(project=project)
@@ -180,7 +180,5 @@ _Dumper.add_representer(str, _str)
 def dump(document: dict[str, Any], fmt: str = "yaml") -> str:
     """``document`` as YAML (safe dumper, readable blocks) or JSON (UTF-8, indented)."""
     if fmt == "json":
-        import json
-
         return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
     return yaml.dump(document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -37,11 +37,17 @@ from capabilities.models import (
     ProjectRoleOverride,
 )
 from capabilities.projects import check_fields
+from capabilities.registry import card_document
 from capabilities.role_constraints import apply_values, file_scope_problem
 from capabilities.roles import RESERVED_SLUGS
 from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, documents_for, lock_config
+from prompts.actions import LANGUAGE
 from prompts.builtin import seed_prompts
+from prompts.models import PromptTemplate, PromptVersion
+from prompts.render import PromptRenderError, parse, validate_variables
+from prompts.versions import VersionError, next_version
+from prompts.versions import parse as parse_version
 from team.config_schema import pointer, schema_errors
 from teamclaw.runtime.schemas import validate_card
 
@@ -161,8 +167,6 @@ class _Importer:
                     self.add(["project", name], reason)
 
     def _check_cards(self, known: set[str]) -> None:
-        from capabilities.registry import card_document
-
         for capability_id, spec in (self.data.get("capabilities") or {}).items():
             card = self.cards.get(capability_id)
             path = ["capabilities", capability_id]
@@ -188,10 +192,6 @@ class _Importer:
     def _check_prompts(self) -> None:
         """The prompts app's own rules (PRD §4.5): SemVer versions, templates that compile in
         the sandbox, well-formed variable declarations, language codes."""
-        from prompts.actions import LANGUAGE
-        from prompts.render import PromptRenderError, parse, validate_variables
-        from prompts.versions import VersionError
-        from prompts.versions import parse as parse_version
 
         for role, templates in (self.data.get("prompts") or {}).items():
             for template_type, spec in templates.items():
@@ -351,9 +351,6 @@ class _Importer:
                     self.change(f"{prefix}.owner_roles", current, owners)
 
     def _apply_prompts(self) -> None:
-        from prompts.models import PromptTemplate, PromptVersion
-        from prompts.versions import VersionError, next_version
-
         user = self.actor if getattr(self.actor, "is_authenticated", False) else None
         for slug, templates in (self.data.get("prompts") or {}).items():
             role = self.roles[slug]

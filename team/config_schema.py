@@ -25,6 +25,8 @@ from jsonschema import Draft202012Validator
 from capabilities.models import CAPABILITY_ID, ROLE_SLUG
 from capabilities.role_constraints import FILE_SCOPE_MAX, bounds
 from capabilities.snapshot import CONSTRAINT_FIELDS
+from prompts.models import TEMPLATE_TYPES
+from prompts.render import MAX_TEMPLATE_CHARS
 from teamclaw.runtime.config import CATEGORIES, TOOLS, ToolMode
 
 FORMAT = "teamclaw-config/1"
@@ -61,8 +63,6 @@ def _constraint_fields(project: bool) -> dict[str, Any]:
 
 
 def _prompt() -> dict[str, Any]:
-    from prompts.render import MAX_TEMPLATE_CHARS
-
     version = {
         "type": "object",
         "additionalProperties": False,
@@ -93,8 +93,6 @@ def _prompt() -> dict[str, Any]:
 
 
 def _prompts() -> dict[str, Any]:
-    from prompts.models import TEMPLATE_TYPES
-
     return _by_role(
         {"type": "object", "propertyNames": {"enum": list(TEMPLATE_TYPES)}, "additionalProperties": _prompt()}
     )

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "team",
     "monitoring",
     "runs",
+    "web",
 ]
 
 MIDDLEWARE = [

@@ -15,10 +15,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/docs/", ApiDocsView.as_view(url_name="api-schema"), name="api-docs"),
-    path("api/v1/", include("teamclaw.api_urls")),
-    path("", include("monitoring.urls")),
-    path("", include("capabilities.urls")),
-    path("", include("prompts.urls")),
+    path("api/v1/", include("web.api_urls")),
+    path("", include("web.urls")),
 ]
 
 handler400 = "teamclaw.error_views.bad_request"

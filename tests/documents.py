@@ -1,8 +1,6 @@
 """Requirement documents used as test input."""
 
-BOOKSTORE = open(
-    __file__.replace("tests/documents.py", "runs/samples/online_bookstore.md"), encoding="utf-8"
-).read()
+BOOKSTORE = open(__file__.replace("tests/documents.py", "runs/samples/online_bookstore.md"), encoding="utf-8").read()
 
 CLINIC = """# 诊所预约系统 (Clinic booking)
 

@@ -45,7 +45,7 @@ async def open_socket(path: str, user=None, *, origin: tuple[bytes, bytes] | Non
 
 
 async def next_frame(communicator, *, ack: bool = True, timeout: float = 20) -> dict[str, Any]:
-    """The next frame, acknowledged unless ``ack`` is False (flow control, monitoring.outbox)."""
+    """The next frame, acknowledged unless ``ack`` is False (flow control, web.sockets.outbox)."""
     frame = json.loads(await communicator.receive_from(timeout=timeout))
     if ack and frame.get("seq"):
         await communicator.send_to(text_data=json.dumps({"type": "ack", "seq": frame["seq"]}))

@@ -15,11 +15,11 @@ from capabilities.skill_models import Workflow
 from monitoring.models import Task
 from prompts.models import PromptVersion
 from team.roles import create_role
-from teamclaw import api_urls
 from tests.conftest import PASSWORD
 from tests.factories import PLUGIN
 from tests.helpers import database_state, wait_for_task
 from tests.skills.support import skill_yaml
+from web import api_urls
 
 CURRENT = object()
 """In a body below: the document version a GET of the same URL answers under that key."""

@@ -1,4 +1,4 @@
-"""A browser's outbox: frame credits, coalescing, falling behind, resync (monitoring.outbox);
+"""A browser's outbox: frame credits, coalescing, falling behind, resync (web.sockets.outbox);
 and the live sink's coalescing of a committed batch (monitoring.live_events.extract)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import json
 import pytest
 
 from monitoring.live_events import extract
-from monitoring.outbox import Outbox
 from teamclaw.runtime.context import ContextStatus, ExecutionContext
 from teamclaw.runtime.events import ContextChanged, MessageSent, MessageStatusChanged
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party
+from web.sockets.outbox import Outbox
 
 
 def event(key: str, n: int) -> str:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from asgiref.sync import sync_to_async
 
-from monitoring.consumers import LiveConsumer, TaskConsumer
 from monitoring.live_sink import get_live_sink
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
 from runs.tasks import start_task
@@ -20,6 +19,7 @@ from tests.live_helpers import (
     task_finished,
     wait_for_confirmation,
 )
+from web.sockets.consumers import LiveConsumer, TaskConsumer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,8 +9,8 @@ import pytest
 
 from capabilities.matrices import INVOKE, apply_cells
 from capabilities.models import AgentRole, Project
-from capabilities.whatif import DAY_MS, invoke_what_if, tool_what_if
 from monitoring.models import Message
+from monitoring.whatif import DAY_MS, invoke_what_if, tool_what_if
 
 _ids = itertools.count(1)
 

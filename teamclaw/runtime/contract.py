@@ -1,6 +1,8 @@
 """What the rest of the product may ask of a runtime, and what an executing agent may ask.
 
-Two Protocols, kept apart from their implementation (``teamclaw.runtime.runtime.Runtime``):
+Two Protocols, kept apart from their implementation (``teamclaw.runtime.runtime.Runtime``);
+``AgentPort`` is defined beside ``ExecutionCall`` (``teamclaw.runtime.execution``), the one
+thing that talks to it:
 
 - ``AgentRuntime``: the product's side. The runtime host, the API views, the management
   commands (and a client of a runtime in another process) speak only this: start a task,
@@ -16,24 +18,15 @@ Units: durations are seconds, ``latency_ms`` milliseconds, token counts tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from teamclaw.runtime.clock import Clock
 from teamclaw.runtime.config import ConfigSnapshot
-from teamclaw.runtime.context import ExecutionContext, SnapshotType, TaskState
-from teamclaw.runtime.events import ContextSnapshot, EventSink, RuntimeEvent
-from teamclaw.runtime.executors import ExecutorRegistry
+from teamclaw.runtime.events import EventSink
+from teamclaw.runtime.execution import AgentPort, PromptRenderer
 from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult
-from teamclaw.runtime.schemas import SchemaValidators
-from teamclaw.runtime.tools import ToolHandler
 
-if TYPE_CHECKING:
-    from teamclaw.runtime.execution import ExecutionCall
-
-PromptRenderer = Callable[[ConfigSnapshot, str, TaskState, dict[str, Any]], str]
-"""``(snapshot, role, task, extra_variables) -> system prompt text`` (the prompts app's)."""
+__all__ = ["AgentPort", "AgentRuntime", "PromptRenderer"]
 
 
 class AgentRuntime(Protocol):
@@ -104,54 +97,3 @@ class AgentRuntime(Protocol):
     def capability_health(self, snapshot: ConfigSnapshot, capability_id: str) -> dict[str, Any]:
         """``{capability_id, status: available|unavailable, enabled, instances}`` (PRD §4.2).
         KeyError for an unknown capability."""
-
-
-class AgentPort(Protocol):
-    """What an executing agent's ``ExecutionCall`` may ask of the runtime (module docstring)."""
-
-    @property
-    def clock(self) -> Clock:
-        """The runtime's clock (s)."""
-
-    @property
-    def validators(self) -> SchemaValidators:
-        """Compiled input/output schemas per card."""
-
-    @property
-    def executors(self) -> ExecutorRegistry:
-        """The installed executors (a PROVIDER skill delegates to them)."""
-
-    @property
-    def tools(self) -> Mapping[str, ToolHandler]:
-        """Tool implementations by name (``file_read``, ``file_write``...)."""
-
-    @property
-    def prompt_renderer(self) -> PromptRenderer | None:
-        """Renders a role's layered prompt (PRD §4.5); None without the prompts app."""
-
-    @property
-    def default_project_dir(self) -> Path | None:
-        """Where file tools work when the project names no folder."""
-
-    async def invoke_as(self, call: ExecutionCall, request: InvokeRequest) -> InvokeResult:
-        """Invoke as the agent running ``call`` (matrix, schemas, routing apply)."""
-
-    async def hook_as(self, call: ExecutionCall, event: HookEvent) -> list[HookAck]:
-        """Fire a hook as the agent running ``call``."""
-
-    async def request_confirmation(self, call: ExecutionCall, tool: str, args: dict[str, Any]) -> bool:
-        """Ask an operator to approve ``tool``; True only when approved (PRD §4.7 ⚠️)."""
-
-    def context_changed(self, context: ExecutionContext, *, at_once: bool = False) -> None:
-        """Note a change of ``context`` (coalesced per loop step unless ``at_once``)."""
-
-    def snapshot(
-        self, context: ExecutionContext, snapshot_type: SnapshotType, trigger: str, label: str = ""
-    ) -> ContextSnapshot:
-        """Record the whole state of ``context`` (PRD §4.6)."""
-
-    def emit(self, event_type: type[RuntimeEvent], /, **fields: Any) -> None:
-        """Emit an event of ``event_type`` (an ``ArtifactWritten``...) stamped now."""
-
-    def alert(self, kind: str, severity: str, message: str, **details: Any) -> None:
-        """Raise an alert (``budget``, ``failover``...)."""

@@ -4,27 +4,27 @@ It carries the card, params, the agent's execution context and task, and is the 
 an executor reaches the rest of the system: invoke and hook other agents, use tools under
 the tool matrix, charge tokens against the task budget, report progress, read and write
 task artifacts, and get the role's rendered prompt. Every such act is recorded. It talks to
-the runtime only through the ``AgentPort`` of ``teamclaw.runtime.contract``.
+the runtime only through ``AgentPort`` (below), which the runtime implements.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from teamclaw.runtime.clock import Clock
 from teamclaw.runtime.config import CardSpec, ConfigSnapshot, ToolMode
 from teamclaw.runtime.context import Artifact, ContextStatus, ExecutionContext, SnapshotType, TaskState
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
-from teamclaw.runtime.events import ArtifactWritten
+from teamclaw.runtime.events import ArtifactWritten, ContextSnapshot, RuntimeEvent
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult, RoutingStrategy
 from teamclaw.runtime.messages import AgentMessage, Priority
 from teamclaw.runtime.pending import PendingCall
-
-if TYPE_CHECKING:
-    from teamclaw.runtime.contract import AgentPort
+from teamclaw.runtime.schemas import SchemaValidators
+from teamclaw.runtime.tools import ToolHandler
 
 ARTIFACT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,119}$")
 MAX_ARTIFACT_BYTES = 5_000_000
@@ -301,3 +301,74 @@ class ExecutionCall:
         role = self.snapshot.roles.get(self.role)
         name = role.display_name if role else self.role
         return f"You are the {name} of this team. {role.description if role else ''}".strip()
+
+
+PromptRenderer = Callable[[ConfigSnapshot, str, TaskState, dict[str, Any]], str]
+"""``(snapshot, role, task, extra_variables) -> system prompt text`` (the prompts app's)."""
+
+
+class Executor(Protocol):
+    """Runs one capability call. Raise AgentFailure for a coded failure; any other
+    exception becomes ``executor_error`` for the caller (see ``teamclaw.runtime.executors``)."""
+
+    kind: str
+
+    async def execute(self, call: ExecutionCall) -> dict[str, Any]: ...
+
+
+class ExecutorLookup(Protocol):
+    """Executors by kind (``ExecutorRegistry``)."""
+
+    def get(self, kind: str) -> Executor | None:
+        """The executor of ``kind``, None when none is installed."""
+
+
+class AgentPort(Protocol):
+    """What an executing agent's ``ExecutionCall`` may ask of the runtime (module docstring)."""
+
+    @property
+    def clock(self) -> Clock:
+        """The runtime's clock (s)."""
+
+    @property
+    def validators(self) -> SchemaValidators:
+        """Compiled input/output schemas per card."""
+
+    @property
+    def executors(self) -> ExecutorLookup:
+        """The installed executors by kind (a PROVIDER skill delegates to them)."""
+
+    @property
+    def tools(self) -> Mapping[str, ToolHandler]:
+        """Tool implementations by name (``file_read``, ``file_write``...)."""
+
+    @property
+    def prompt_renderer(self) -> PromptRenderer | None:
+        """Renders a role's layered prompt (PRD §4.5); None without the prompts app."""
+
+    @property
+    def default_project_dir(self) -> Path | None:
+        """Where file tools work when the project names no folder."""
+
+    async def invoke_as(self, call: ExecutionCall, request: InvokeRequest) -> InvokeResult:
+        """Invoke as the agent running ``call`` (matrix, schemas, routing apply)."""
+
+    async def hook_as(self, call: ExecutionCall, event: HookEvent) -> list[HookAck]:
+        """Fire a hook as the agent running ``call``."""
+
+    async def request_confirmation(self, call: ExecutionCall, tool: str, args: dict[str, Any]) -> bool:
+        """Ask an operator to approve ``tool``; True only when approved (PRD §4.7 ⚠️)."""
+
+    def context_changed(self, context: ExecutionContext, *, at_once: bool = False) -> None:
+        """Note a change of ``context`` (coalesced per loop step unless ``at_once``)."""
+
+    def snapshot(
+        self, context: ExecutionContext, snapshot_type: SnapshotType, trigger: str, label: str = ""
+    ) -> ContextSnapshot:
+        """Record the whole state of ``context`` (PRD §4.6)."""
+
+    def emit(self, event_type: type[RuntimeEvent], /, **fields: Any) -> None:
+        """Emit an event of ``event_type`` (an ``ArtifactWritten``...) stamped now."""
+
+    def alert(self, kind: str, severity: str, message: str, **details: Any) -> None:
+        """Raise an alert (``budget``, ``failover``...)."""

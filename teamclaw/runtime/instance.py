@@ -5,12 +5,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
 from teamclaw.runtime.mailbox import Mailbox
-
-if TYPE_CHECKING:
-    from teamclaw.runtime.pending import PendingCall
 
 
 class InstanceStatus(StrEnum):
@@ -42,8 +38,8 @@ class AgentInstance:
     waiting_on: set[str] = field(default_factory=set)
     processed: int = 0
     worker: asyncio.Task[None] | None = None
-    executing: PendingCall | None = None
-    """The invoke attempt whose executor is running right now, if any."""
+    executing: str | None = None
+    """The correlation id of the invoke attempt whose executor is running right now, if any."""
 
     @property
     def load(self) -> int:

@@ -252,7 +252,11 @@ class Invoker:
         """The attempt's deadline passed: take the request back (or stop the callee's
         executor) and record the ``invoke_error`` the caller gets."""
         message, instance = pending.message, pending.instance
-        if not self.delivery.withdraw(instance, message) and instance.executing is pending and instance.worker:
+        if (
+            not self.delivery.withdraw(instance, message)
+            and instance.executing == pending.correlation_id
+            and instance.worker
+        ):
             pending.cancelled_for_timeout = True
             instance.worker.cancel()
         error = AgentError(
@@ -327,7 +331,7 @@ class Invoker:
         error: AgentError | None
         # The executor runs inline in the worker (no task per call); a caller that times
         # out cancels the worker, which uncancels itself and reports the timeout.
-        instance.executing = pending
+        instance.executing = pending.correlation_id
         try:
             data, error = await run_capability(call, self.executors, self.validators)
             if pending.cancelled_for_timeout:

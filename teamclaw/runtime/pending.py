@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from teamclaw.runtime.clock import Clock, TimerHandle
 from teamclaw.runtime.config import CardSpec
 from teamclaw.runtime.context import TaskState
 from teamclaw.runtime.errors import AgentError
+from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.messages import AgentMessage, Party
-
-if TYPE_CHECKING:
-    from teamclaw.runtime.instance import AgentInstance
 
 
 class TimedOut:

@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from capabilities.executors import workflow_executors
 from capabilities.models import Project
 from monitoring.models import Task
+from runs.host import RuntimeHost
 from runs.tasks import DocumentError, validate_document
 from team.snapshot import build_snapshot
 from teamclaw.runtime.events import ContextChanged, RuntimeEvent
@@ -56,8 +57,6 @@ class Command(BaseCommand):
         parser.add_argument("--title", default="")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from runs.host import RuntimeHost
-
         path = Path(options["input"])
         if not path.exists():
             raise CommandError(f"no such file: {path}", returncode=2)

@@ -20,28 +20,17 @@ Choosing the executor for one call (``choose_kind``), PRD §4.7 "可在项目级
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
-
+from teamclaw.runtime.config import CardSpec, RoleSpec
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
+from teamclaw.runtime.execution import Executor
 
-if TYPE_CHECKING:
-    from teamclaw.runtime.config import CardSpec, RoleSpec
-    from teamclaw.runtime.execution import ExecutionCall
+__all__ = ["BRAIN_KINDS", "BUILTIN_KINDS", "Executor", "ExecutorRegistry", "choose_kind"]
 
 BRAIN_KINDS: frozenset[str] = frozenset({"offline", "openai"})
 """Executor kinds that can run any capability; a role or project may switch between them."""
 
 BUILTIN_KINDS: tuple[str, ...] = ("offline", "openai", "http")
 """The kinds TeamClaw ships; an entry-point plugin may not take one of these names."""
-
-
-class Executor(Protocol):
-    """Runs one capability call. Raise AgentFailure for a coded failure; any other
-    exception becomes ``executor_error`` for the caller."""
-
-    kind: str
-
-    async def execute(self, call: ExecutionCall) -> dict[str, Any]: ...
 
 
 def choose_kind(card: CardSpec, role: RoleSpec | None, default: str = "offline") -> str:

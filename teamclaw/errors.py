@@ -1,0 +1,77 @@
+"""The one domain error: a request the product refuses, and everything needed to say why.
+
+Services raise a ``DomainError`` (or one of its kinds: ``ConfigInvalid``, ``StaleVersion``,
+``LifecycleError``, ``PromptChangeError``...) and never build responses. It is translated
+in one place for the API (``teamclaw.api_errors.exception_handler``: the body
+``{"detail", "errors", **extra}`` with ``status``) and in one place for pages
+(``web.forms.show_refusal`` for a refusal shown on the next page, ``web.errors`` for an
+error page).
+
+- ``message``: one sentence for a person (the API's ``detail``);
+- ``errors``: ``{field: [reasons]}``, ``{}`` when no field is at fault;
+- ``status``: the HTTP status that fits (400 bad input, 403, 404, 409 conflict, 413...);
+- ``code``: a machine-readable reason (``invalid``, ``not_found``, ``conflict``...);
+- ``extra``: more keys for the API body (``current_version``, ``errorCode``...).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """A refused request (see module docstring). Subclasses set a default ``status``/``code``."""
+
+    status: int = 400
+    code: str = "invalid"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: dict[str, list[str]] | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.errors: dict[str, list[str]] = errors or {}
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
+        self.extra: dict[str, Any] = dict(extra or {})
+
+    @classmethod
+    def for_field(cls, field: str, reason: str, **options: Any) -> DomainError:
+        """The error of one ``field``: message ``"field: reason"``, errors ``{field: [reason]}``."""
+        return cls(f"{field}: {reason}", errors={field: [reason]}, **options)
+
+    def body(self) -> dict[str, Any]:
+        """The API's error body: ``{"detail": message, "errors": {...}, **extra}``."""
+        return {"detail": self.message, "errors": self.errors, **self.extra}
+
+
+class NotFound(DomainError):
+    """Something named in the request does not exist (404); ``errors`` stays empty."""
+
+    status = 404
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    """The request contradicts the current state (409)."""
+
+    status = 409
+    code = "conflict"
+
+
+def field_message(errors: dict[str, list[str]], fallback: str = "invalid input") -> str:
+    """``"<field>: <first reason>"`` of the first field in ``errors`` (just the reason for
+    ``non_field_errors`` or a blank field; ``fallback`` when there is none)."""
+    first = next(iter(errors.items()), None)
+    if first is None or not first[1]:
+        return fallback
+    field, reasons = first
+    return f"{field}: {reasons[0]}" if field and field != "non_field_errors" else reasons[0]

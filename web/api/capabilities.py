@@ -1,0 +1,119 @@
+"""The capability registry (PRD §4.2): search and filter cards, one card, switch or edit it
+(US-06), register a plugin capability (US-12)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from capabilities.access import CanChangeConfig
+from capabilities.card_settings import capability_document, update_capability
+from capabilities.errors import ConfigInvalid, StaleVersion
+from capabilities.models import CapabilityCard
+from capabilities.registration import RegistrationError, register_capability
+from capabilities.registry import card_document, filter_capabilities
+from teamclaw.api_errors import error_response
+from teamclaw.runtime.config import CATEGORIES, CapabilityType
+from web.api.governance import PROJECT_PARAM, body, note_of, stale_response, version_of
+from web.scope import project_scope, scoped_snapshot
+
+
+class CapabilityListView(APIView):
+    """The registry: every capability card, filtered by ``role``, ``category``, ``q`` (search),
+    ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL); POST registers a plugin card (US-12, staff)."""
+
+    @extend_schema(
+        operation_id="capabilities_list",
+        parameters=[
+            PROJECT_PARAM,
+            OpenApiParameter("role", str),
+            OpenApiParameter("category", str, enum=list(CATEGORIES)),
+            OpenApiParameter("q", str, description="Keyword in id, name, description or tags."),
+            OpenApiParameter("skillId", str),
+            OpenApiParameter("type", str, enum=[t.value for t in CapabilityType]),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        category = params.get("category", "")
+        if category and category not in CATEGORIES:
+            raise ValidationError({"category": [f"must be one of {', '.join(CATEGORIES)}"]})
+        capability_type = params.get("type", "")
+        if capability_type and capability_type not in {t.value for t in CapabilityType}:
+            raise ValidationError({"type": ["must be ENTRY, EXPOSED or INTERNAL"]})
+        snapshot = scoped_snapshot(request)
+        cards = filter_capabilities(
+            snapshot,
+            role=params.get("role", ""),
+            category=category,
+            q=params.get("q", ""),
+            skill_id=params.get("skillId", ""),
+            capability_type=capability_type,
+        )
+        return Response({"count": len(cards), "capabilities": [card_document(c) for c in cards]})
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        if not request.user.is_staff:
+            raise PermissionDenied("registering capabilities needs a staff account")
+        if not isinstance(request.data, dict):
+            raise ValidationError({"non_field_errors": ["send a JSON object (a capability card)"]})
+        try:
+            card = register_capability(dict(request.data), actor=request.user)
+        except RegistrationError as exc:
+            first_field, reasons = next(iter(exc.errors.items()))
+            return error_response(f"{first_field}: {reasons[0]}", exc.errors, exc.status)
+        return Response(card_document(card), status=201)
+
+
+class CapabilityDetailView(APIView):
+    """One capability card; PATCH edits it or switches it on/off (``?project=``, US-06)."""
+
+    permission_classes = [CanChangeConfig]
+    config_actions = {"PATCH": "capability"}
+
+    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, capability_id: str) -> Response:
+        snapshot = scoped_snapshot(request)
+        card = snapshot.cards.get(capability_id)
+        if card is None:
+            raise NotFound(f"capability '{capability_id}' does not exist")
+        body: dict[str, Any] = card_document(card)
+        return Response(capability_get(request, capability_id, body))
+
+    @extend_schema(parameters=[PROJECT_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def patch(self, request: Request, capability_id: str) -> Response:
+        return capability_patch(request, capability_id)
+
+
+def capability_get(request: Request, capability_id: str, document: dict[str, Any]) -> dict[str, Any]:
+    """The card plus its ``document_version`` and enabled layers."""
+    card = get_object_or_404(CapabilityCard, capability_id=capability_id)
+    return capability_document(card, project_scope(request), document)
+
+
+def capability_patch(request: Request, capability_id: str) -> Response:
+    """``PATCH /api/v1/capabilities/{id}?project=``: edit a card or switch it (US-06).
+    The concurrency field is ``document_version`` (``version`` is the card's SemVer)."""
+    card = CapabilityCard.objects.filter(capability_id=capability_id).first()
+    if card is None:
+        raise NotFound(f"capability '{capability_id}' does not exist")
+    project = project_scope(request)
+    data = body(request, None)  # check_card_edit refuses unknown keys
+    version = version_of(data, "document_version")
+    note = note_of(data)
+    try:
+        result = update_capability(card, project=project, version=version, data=data, note=note, actor=request.user)
+    except ConfigInvalid as exc:
+        return error_response(exc.detail, exc.errors)
+    except StaleVersion as exc:
+        return stale_response(exc, capability_document(card, project))
+    return Response({**result.document, "changed": bool(result.change)})

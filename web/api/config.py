@@ -1,0 +1,173 @@
+"""The configuration as a whole: its audit trail (PRD §4.8), export, import (US-10) and the
+import document's JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from capabilities.audit import change_document, filter_changes
+from capabilities.safe_yaml import DocumentError, guess_format, load_document, max_config_bytes
+from team.config_export import dump, export_document
+from team.config_import import import_config
+from team.config_schema import config_document_schema
+from teamclaw.api_errors import error_response
+from web.api.governance import NOTE_MAX, PROJECT_PARAM, GovernanceView
+from web.scope import project_scope
+
+
+class ChangePagination(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+class ConfigChangeListView(GovernanceView):
+    """The audit trail (PRD §4.8), newest first, 50 a page: who, when, type, role, project,
+    old -> new version, changed fields, ``changes {field: {old, new}}`` and the note.
+    Filters: ``config_type``, ``project``, ``role``, ``actor``, ``since_version``."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("config_type", str),
+            OpenApiParameter("project", str, description="Project slug, or 'global' for global changes only."),
+            OpenApiParameter("role", str),
+            OpenApiParameter("actor", str, description="Username"),
+            OpenApiParameter("since_version", int, description="Only changes with a newer version."),
+            OpenApiParameter("page", int),
+            OpenApiParameter("page_size", int),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request) -> Response:
+        rows = filter_changes(request.query_params)
+        paginator = ChangePagination()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response([change_document(c) for c in page or []])
+
+
+def _flag(request: Request, name: str, default: bool) -> bool:
+    raw = (request.query_params.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in {"true", "1", "yes"}:
+        return True
+    if raw in {"false", "0", "no"}:
+        return False
+    raise ValidationError({name: ["must be true or false"]})
+
+
+class DocumentFormatNegotiation(DefaultContentNegotiation):
+    """Here ``?format=`` names the document format (yaml/json), not a DRF renderer:
+    answer with the default (JSON) renderer whatever it says."""
+
+    def select_renderer(self, request: Request, renderers: list[Any], format_suffix: str | None = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+class ConfigSchemaView(APIView):
+    """The JSON Schema (2020-12) of import/export documents (US-10)."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        return Response(config_document_schema())
+
+
+class ConfigExportView(APIView):
+    """Export roles, capabilities, matrices, constraints and prompts as YAML or JSON (US-10):
+    globally, or one project's overrides (``?project=``); ``history=true`` adds every prompt
+    version. Never contains executor settings or any secret."""
+
+    content_negotiation_class = DocumentFormatNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("format", str, enum=["yaml", "json"], description="default yaml"),
+            PROJECT_PARAM,
+            OpenApiParameter("history", bool, description="include every prompt version"),
+        ],
+        responses={(200, "application/yaml"): OpenApiTypes.STR, (200, "application/json"): OpenApiTypes.OBJECT},
+    )
+    def get(self, request: Request) -> HttpResponse:
+        fmt = request.query_params.get("format") or "yaml"
+        if fmt not in {"yaml", "json"}:
+            raise ValidationError({"format": ["must be yaml or json"]})
+        project = project_scope(request)
+        document = export_document(project, history=_flag(request, "history", False))
+        name = f"teamclaw-config{'-' + project.slug if project else ''}-v{document['config_version']}.{fmt}"
+        response = HttpResponse(
+            dump(document, fmt),
+            content_type="application/json; charset=utf-8" if fmt == "json" else "application/yaml; charset=utf-8",
+        )
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+
+class ConfigImportView(GovernanceView):
+    """Import a YAML or JSON document sent as the request body (US-10).
+
+    The whole document is validated against ``GET /api/v1/config/schema`` and the current
+    configuration first: every problem is listed by JSON pointer and nothing changes.
+    ``dry_run=true`` returns the exact change list without applying it; otherwise all
+    changes apply in one transaction as one config version. ``expected_version`` refuses
+    (409) when the configuration moved since a reviewed dry run. ``format`` overrides the
+    Content-Type; ``note`` goes to the audit trail.
+    """
+
+    config_actions = {"POST": "import"}
+    parser_classes: list[type] = []
+    content_negotiation_class = DocumentFormatNegotiation
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("dry_run", bool, description="default false"),
+            OpenApiParameter("format", str, enum=["yaml", "json"]),
+            OpenApiParameter("expected_version", int),
+            OpenApiParameter("note", str),
+        ],
+        request={"application/yaml": OpenApiTypes.STR, "application/json": OpenApiTypes.OBJECT},
+        responses=OpenApiTypes.OBJECT,
+    )
+    def post(self, request: Request) -> Response:
+        params = request.query_params
+        dry_run = _flag(request, "dry_run", False)
+        fmt = params.get("format") or ""
+        if fmt and fmt not in {"yaml", "json"}:
+            raise ValidationError({"format": ["must be yaml or json"]})
+        expected = params.get("expected_version")
+        if expected is not None and not expected.isdigit():
+            raise ValidationError({"expected_version": ["must be a whole number"]})
+        note = params.get("note") or ""
+        if len(note) > NOTE_MAX:
+            raise ValidationError({"note": [f"must be at most {NOTE_MAX} characters"]})
+        limit = max_config_bytes()
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if length.isdigit() and int(length) > limit:
+            return error_response(
+                f"the document is {int(length):,} bytes; the limit is {limit:,} bytes",
+                {"document": [f"larger than {limit:,} bytes"]},
+                code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            )
+        try:
+            raw = request.body
+            data = load_document(raw, fmt or guess_format(raw[:64].decode("utf-8", "replace"), request.content_type))
+        except DocumentError as exc:
+            return error_response(f"the document cannot be read: {exc}", exc.errors)
+        result = import_config(
+            data,
+            dry_run=dry_run,
+            expected_version=int(expected) if expected is not None else None,
+            note=note.strip(),
+            actor=request.user,
+        )
+        return Response(result.as_dict())

@@ -1,0 +1,73 @@
+"""Firing a hook as a role (PRD §4.3/§4.4 ``hook``): the receivers' acks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adrf.views import APIView as AsyncAPIView
+from asgiref.sync import sync_to_async
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.permissions import IsAdminUser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.host import get_host
+from teamclaw import api_fields
+from teamclaw.api_errors import error_response
+from teamclaw.runtime import AgentFailure, HookEvent, TaskNotRunning
+from web.api.invoke import ProjectField, RoleField, bounded, validated
+
+
+class HookSerializer(api_fields.StrictSerializer):
+    """``HookEvent`` (PRD §4.4) plus ``from_role``."""
+
+    event_type = api_fields.StrictRegexField(r"\A[A-Za-z][A-Za-z0-9_.:-]{0,99}\Z")
+    from_role = RoleField(max_length=40)
+    payload = serializers.DictField(required=False, default=dict)
+    broadcast = api_fields.StrictBooleanField(required=False, default=False)
+    target_roles = serializers.ListField(child=RoleField(max_length=40), required=False, max_length=64)
+    capability_id = api_fields.StrictCharField(required=False, max_length=300)
+    project = ProjectField(required=False)
+    task_id = api_fields.StrictCharField(required=False, max_length=64)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        bounded(attrs.get("payload") or {}, "payload")
+        if not attrs.get("broadcast") and not attrs.get("target_roles"):
+            raise serializers.ValidationError({"target_roles": ["name at least one role, or set broadcast"]})
+        return attrs
+
+
+class HookView(AsyncAPIView):
+    """Fire a hook as ``from_role`` (staff only); each receiver acks on enqueue:
+    ``{"acks": [{instance_id, role, status, reason?}]}``."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(request=HookSerializer, responses={200: OpenApiTypes.OBJECT})
+    async def post(self, request: Request) -> Response:
+        values = await validated(HookSerializer, request.data)
+        event = HookEvent(
+            values["event_type"],
+            values.get("payload") or {},
+            values.get("broadcast", False),
+            values.get("target_roles"),
+            values.get("capability_id"),
+        )
+        host = await sync_to_async(get_host)()
+        assert host.runtime is not None
+        try:
+            acks = await host.acall(
+                host.runtime.hook(
+                    event,
+                    from_role=values["from_role"],
+                    project_id=values.get("project"),
+                    task_id=values.get("task_id"),
+                )
+            )
+        except AgentFailure as failure:
+            return error_response(failure.error.message, error=failure.error.as_dict())
+        except TaskNotRunning as exc:
+            return error_response(str(exc), {"task_id": [str(exc)]})
+        return Response({"acks": [ack.as_dict() for ack in acks]})

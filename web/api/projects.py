@@ -1,0 +1,72 @@
+"""Projects and how much each overrides (US-06)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from capabilities.models import Project
+from team.projects import create_project, project_document, update_project
+from teamclaw import api_fields
+from web.api.governance import GovernanceView, body, note_of, version_of
+
+
+class ProjectListView(GovernanceView):
+    """Projects (``GET``) and creating one (``POST {slug, name, description, tech_stack,
+    working_directory, note}`` -> 201)."""
+
+    config_actions = {"POST": "project_create"}
+
+    @extend_schema(operation_id="projects_list", responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        projects = [project_document(p) for p in Project.objects.all()]
+        return Response({"count": len(projects), "projects": projects})
+
+    @extend_schema(
+        request=inline_serializer(
+            "ProjectCreate",
+            {
+                "slug": api_fields.StrictSlugField(),
+                "name": api_fields.StrictCharField(),
+                "description": api_fields.StrictCharField(required=False),
+                "tech_stack": api_fields.StrictCharField(required=False),
+                "working_directory": api_fields.StrictCharField(required=False),
+                "note": api_fields.StrictCharField(required=False),
+            },
+        ),
+        responses={201: OpenApiTypes.OBJECT},
+    )
+    def post(self, request: Request) -> Response:
+        data = body(request, None)  # projects.check_fields refuses unknown keys
+        note = note_of(data)
+        result = create_project(data, note=note, actor=request.user)
+        return Response(result.document, status=status.HTTP_201_CREATED)
+
+
+class ProjectDetailView(GovernanceView):
+    """One project with its override counts; ``PATCH {version, name?, description?,
+    tech_stack?, working_directory?, note?}``."""
+
+    config_actions = {"PATCH": "project"}
+
+    def current_document(self, request: Request) -> dict[str, Any] | None:
+        return project_document(get_object_or_404(Project, slug=self.kwargs["slug"]))
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(project_document(get_object_or_404(Project, slug=slug)))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def patch(self, request: Request, slug: str) -> Response:
+        project = get_object_or_404(Project, slug=slug)
+        data = body(request, None)  # projects.check_fields refuses unknown keys
+        version = version_of(data)
+        note = note_of(data)
+        result = update_project(project, version=version, data=data, note=note, actor=request.user)
+        return Response({**result.document, "changed": bool(result.change)})

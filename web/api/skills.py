@@ -1,0 +1,289 @@
+"""Skills (seed 003 REST API): list, discover (upload), install, activate, deactivate,
+uninstall, dependents; and the published JSON Schemas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils import html
+from rest_framework.views import APIView
+
+from capabilities.lifecycle import (
+    LifecycleError,
+    activate_skill,
+    deactivate_skill,
+    discover_skill,
+    install_skill,
+    skill_dependents,
+    uninstall_skill,
+)
+from capabilities.models import Skill
+from capabilities.published_schemas import load_schema
+from capabilities.skill_documents import skill_document
+from capabilities.skill_index import MAX_SKILL_INDEX_BYTES, SkillIndexError
+from monitoring.skill_contexts import running_contexts
+from teamclaw import api_fields
+from teamclaw.api_errors import error_response
+from teamclaw.api_parsers import SafeJSONParser
+from teamclaw.json_types import json_type_name
+
+HTTP_FOR = {
+    "not_found": status.HTTP_404_NOT_FOUND,
+    "illegal_transition": status.HTTP_409_CONFLICT,
+    "invalid": status.HTTP_400_BAD_REQUEST,
+    "dependency": status.HTTP_409_CONFLICT,
+    "conflict": status.HTTP_409_CONFLICT,
+    "dependents": status.HTTP_409_CONFLICT,
+}
+
+
+class YamlParser(BaseParser):
+    """``application/yaml``: hands the raw bytes to the view (read strictly there)."""
+
+    media_type = "application/yaml"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> bytes:
+        return stream.read(MAX_SKILL_INDEX_BYTES + 1) if stream is not None else b""
+
+
+class TextYamlParser(YamlParser):
+    media_type = "text/yaml"
+
+
+class XYamlParser(YamlParser):
+    media_type = "application/x-yaml"
+
+
+PARSERS = [YamlParser, TextYamlParser, XYamlParser, SafeJSONParser, MultiPartParser, FormParser]
+
+
+class StaffForChanges(BasePermission):
+    """Reads for every signed-in user; writes for staff (DESIGN.md §7)."""
+
+    message = "changing skills and workflows needs a staff account"
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        return request.method in SAFE_METHODS or bool(user.is_staff)
+
+
+def yaml_body(request: Request) -> bytes | str | None:
+    """The uploaded YAML from a YAML body, JSON ``{"yaml"}`` or a multipart ``file``; a 400
+    naming ``yaml`` when that is not a string, or naming any other key of the body."""
+    data = request.data
+    if isinstance(data, bytes | str):
+        return data
+    api_fields.refuse_unknown_fields(data, ("yaml", "file") if html.is_html_input(data) else ("yaml",))
+    upload = request.FILES.get("file") if hasattr(request, "FILES") else None
+    if upload is not None:
+        return upload.read(MAX_SKILL_INDEX_BYTES + 1)
+    if hasattr(data, "get"):
+        value = data.get("yaml")
+        if value is not None and not isinstance(value, str):
+            raise ValidationError({"yaml": [f"must be a string, not {json_type_name(value)}"]})
+        return value
+    return None
+
+
+def skill_or_404(skill_id: str) -> Skill:
+    """The skill, or a 404 whose detail names the id."""
+    skill = Skill.objects.filter(skill_id=skill_id).first()
+    if skill is None:
+        raise NotFound(f"there is no skill '{skill_id}'")
+    return skill
+
+
+def lifecycle_error(exc: LifecycleError, skill_id: str) -> Response:
+    """A refused operation in the API's error shape plus its id, status and phases."""
+    extra: dict[str, Any] = {}
+    current = Skill.objects.filter(skill_id=skill_id).values_list("status", flat=True).first()
+    if current:
+        extra["status"] = current
+    if exc.operation is not None:
+        extra["operationId"] = exc.operation.id
+    extra.update({k: v for k, v in exc.details.items() if v})
+    return error_response(exc.message, exc.errors, HTTP_FOR.get(exc.code, 400), errorCode=exc.code, **extra)
+
+
+class SkillForceSerializer(api_fields.StrictSerializer):
+    """``{force}``: go ahead although skills, workflows or running contexts depend on the skill."""
+
+    force = api_fields.StrictBooleanField(required=False, default=False)
+
+
+def _force(request: Request) -> bool:
+    """``?force=`` (text: 1, true, yes or on), else the body's ``force`` (JSON true/false)."""
+    data = SkillForceSerializer(data=request.data if hasattr(request.data, "get") else {})
+    data.is_valid(raise_exception=True)
+    value = request.query_params.get("force")
+    if value is not None:
+        return value.lower() in ("1", "true", "yes", "on")
+    return bool(data.validated_data["force"])
+
+
+class SkillActivateSerializer(api_fields.StrictSerializer):
+    """``{role}``: the role that will own the skill's capability cards."""
+
+    role = api_fields.StrictCharField(
+        max_length=40,
+        error_messages={
+            "required": "the role that will own the capabilities is required",
+            "blank": "the role that will own the capabilities is required",
+        },
+    )
+
+
+class SkillListView(APIView):
+    """``GET /skills`` (``?status=``) and ``POST /skills`` (skill-index.yaml -> DISCOVERED)."""
+
+    permission_classes = [StaffForChanges]
+    parser_classes = PARSERS
+
+    @extend_schema(
+        operation_id="skills_list", parameters=[OpenApiParameter("status", str)], responses=OpenApiTypes.OBJECT
+    )
+    def get(self, request: Request) -> Response:
+        skills = Skill.objects.all()
+        if wanted := request.query_params.get("status"):
+            skills = skills.filter(status=wanted.upper())
+        rows = [skill_document(s, full=False) for s in skills]
+        return Response({"count": len(rows), "skills": rows})
+
+    @extend_schema(request={"application/yaml": OpenApiTypes.STR}, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        raw = yaml_body(request)
+        if raw is None or (isinstance(raw, bytes | str) and not raw):
+            return error_response(
+                "send the skill-index.yaml as application/yaml (or JSON {yaml}, or a multipart file)",
+                {"document": ["the document is empty"]},
+            )
+        try:
+            skill, operation, created = discover_skill(raw, actor=request.user)
+        except SkillIndexError as exc:
+            errors = exc.as_errors()
+            return error_response(f"the skill-index.yaml has {len(exc.problems)} problem(s)", errors)
+        except LifecycleError as exc:
+            return error_response(exc.message, exc.errors, HTTP_FOR[exc.code], errorCode=exc.code)
+        body = {
+            "skillId": skill.skill_id,
+            "status": skill.status,
+            "operationId": operation.id,
+            "warnings": skill.warnings,
+        }
+        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class SkillDetailView(APIView):
+    """``GET /skills/{skillId}`` and ``DELETE /skills/{skillId}`` (uninstall; ``?force=true``
+    goes ahead although skills or workflows depend on it)."""
+
+    permission_classes = [StaffForChanges]
+    parser_classes = PARSERS
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, skill_id: str) -> Response:
+        return Response(skill_document(skill_or_404(skill_id)))
+
+    @extend_schema(parameters=[OpenApiParameter("force", bool)], responses=OpenApiTypes.OBJECT)
+    def delete(self, request: Request, skill_id: str) -> Response:
+        try:
+            operation = uninstall_skill(
+                skill_id, actor=request.user, force=_force(request), running_contexts=running_contexts
+            )
+        except LifecycleError as exc:
+            return lifecycle_error(exc, skill_id)
+        return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
+
+
+class SkillInstallView(APIView):
+    """``POST /skills/{skillId}/install {config}`` -> ``{installId, status}``."""
+
+    permission_classes = [StaffForChanges]
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, skill_id: str) -> Response:
+        api_fields.refuse_unknown_fields(request.data, ("config",))
+        config = request.data.get("config") if hasattr(request.data, "get") else None
+        try:
+            operation = install_skill(skill_id, config, actor=request.user)
+        except LifecycleError as exc:
+            return lifecycle_error(exc, skill_id)
+        body = {"installId": operation.id, "status": operation.to_status, "warnings": operation.warnings}
+        if operation.to_status == "ERROR":
+            reasons = [r.strip() for r in operation.error.split(":", 1)[-1].split(";")]
+            return error_response(
+                operation.error, {"dependencies": reasons}, status.HTTP_409_CONFLICT, errorCode="dependency", **body
+            )
+        return Response(body)
+
+
+class SkillActivateView(APIView):
+    """``POST /skills/{skillId}/activate {role}`` -> ``{activationId, status, phases}``."""
+
+    permission_classes = [StaffForChanges]
+
+    @extend_schema(request=SkillActivateSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, skill_id: str) -> Response:
+        data = SkillActivateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        role = data.validated_data["role"]
+        try:
+            operation = activate_skill(skill_id, role, actor=request.user)
+        except LifecycleError as exc:
+            response = lifecycle_error(exc, skill_id)
+            if exc.operation is not None:
+                response.data["activationId"] = exc.operation.id
+            return response
+        return Response(
+            {
+                "activationId": operation.id,
+                "status": operation.to_status,
+                "phases": operation.phases,
+                "warnings": operation.warnings,
+            }
+        )
+
+
+class SkillDeactivateView(APIView):
+    """``POST /skills/{skillId}/deactivate`` (``{force}``) -> ``{status: DEACTIVATED}``."""
+
+    permission_classes = [StaffForChanges]
+
+    @extend_schema(request=SkillForceSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, skill_id: str) -> Response:
+        try:
+            operation = deactivate_skill(
+                skill_id, actor=request.user, force=_force(request), running_contexts=running_contexts
+            )
+        except LifecycleError as exc:
+            return lifecycle_error(exc, skill_id)
+        return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
+
+
+class SkillDependentsView(APIView):
+    """``GET /skills/{skillId}/dependents``: capabilities, skills, workflows, roles and
+    running contexts that depend on the skill (what deactivating or uninstalling touches)."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, skill_id: str) -> Response:
+        return Response(skill_dependents(skill_or_404(skill_id), running_contexts))
+
+
+class SchemaView(APIView):
+    """The published JSON Schemas: ``skill-index`` and ``orchestration``."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, name: str) -> Response:
+        if name not in ("skill-index", "orchestration"):
+            return error_response(f"no schema {name!r}: skill-index or orchestration", code=404)
+        return Response(load_schema(name))

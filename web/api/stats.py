@@ -1,0 +1,43 @@
+"""Token statistics (US-11) by role, task or project."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from monitoring import token_stats
+from teamclaw.api_errors import error_response
+
+
+class TokenStatsView(APIView):
+    """Token usage (US-11) grouped by ``role`` (default), ``task`` or ``project``, for contexts
+    started ``since`` an ISO 8601 date or datetime: ``{group_by, since, rows: [{key, label,
+    input_tokens, output_tokens, total_tokens, api_calls, contexts, estimated_contexts,
+    estimated}], totals}``. ``estimated`` rows include offline-executor estimates."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("group_by", str, enum=token_stats.GROUP_BY),
+            OpenApiParameter("since", str, description="ISO 8601 date or datetime (UTC when no zone)"),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request) -> Response:
+        errors: dict[str, list[str]] = {}
+        group_by, since = "role", None
+        try:
+            group_by = token_stats.parse_group_by(request.query_params.get("group_by"))
+        except token_stats.StatsError as exc:
+            errors[exc.field] = [exc.reason]
+        try:
+            since = token_stats.parse_since(request.query_params.get("since"))
+        except token_stats.StatsError as exc:
+            errors[exc.field] = [exc.reason]
+        if errors:
+            field, reasons = next(iter(errors.items()))
+            return error_response(f"{field}: {reasons[0]}", errors)
+        stats = token_stats.token_stats(request.user, group_by, since)
+        return Response({"group_by": group_by, "since": since, "rows": stats.rows, "totals": stats.totals})

@@ -1,0 +1,133 @@
+"""Tasks (US-02): start one (``requirement_review`` on a document, or a generic task), list
+them, one task with its contexts and artifacts."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from capabilities.models import Project
+from monitoring.access import visible_tasks
+from monitoring.models import Task
+from runs.tasks import DocumentError, start_task
+from teamclaw import api_fields
+from teamclaw.api_errors import error_response
+from teamclaw.json_types import json_type_name
+from teamclaw.workflows import WORKFLOWS
+
+
+class DocumentField(api_fields.StrictCharField):
+    """Markdown text whose checks (empty, size, binary) are runs.tasks.validate_document's,
+    so the operator gets one clear reason instead of DRF's generic null-character message."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.validators = []
+
+    def to_internal_value(self, data: object) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError(f"must be a string of Markdown, not {json_type_name(data)}")
+        return data
+
+
+class TaskCreateSerializer(api_fields.StrictSerializer):
+    workflow = api_fields.StrictChoiceField(choices=WORKFLOWS)
+    input_markdown = DocumentField(required=False, allow_blank=True, trim_whitespace=False)
+    task_description = api_fields.StrictCharField(required=False, allow_blank=True, max_length=2000)
+    title = api_fields.StrictCharField(required=False, allow_blank=True, max_length=300)
+    project = api_fields.StrictSlugField(required=False, allow_blank=True)
+    prompt_enhancement = api_fields.StrictCharField(required=False, allow_blank=True, max_length=20_000)
+
+    def validate_project(self, value: str) -> Project | None:
+        if not value:
+            return None
+        try:
+            return Project.objects.get(slug=value)
+        except Project.DoesNotExist:
+            raise serializers.ValidationError(f"project '{value}' does not exist") from None
+
+
+def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
+    """A task in the API's shape: status, contexts (one per agent instance) and artifacts."""
+    body: dict[str, object] = {
+        "task_id": task.id,
+        "kind": task.kind,
+        "workflow": task.workflow,
+        "title": task.title,
+        "status": task.status,
+        "project": task.project_id,
+        "executor": task.executor,
+        "tokens_used": task.tokens_used,
+        "token_budget": task.token_budget,
+        "error": task.error,
+        "created_at": task.created_at,
+        "finished_at": task.finished_at,
+    }
+    if full:
+        body["contexts"] = [
+            {
+                "id": c.id,
+                "instance_id": c.instance_id,
+                "role": c.role,
+                "status": c.status,
+                "progress": c.progress,
+                "current_step": c.current_step,
+                "resource_usage": c.resource_usage,
+            }
+            for c in task.contexts.all()
+        ]
+        body["artifacts"] = [
+            {"name": a.name, "content_type": a.content_type, "role": a.role, "content": a.content}
+            for a in task.artifacts.all()
+        ]
+    return body
+
+
+class TaskListView(APIView):
+    """Start a task (``requirement_review`` with ``input_markdown``, or ``generic`` with a
+    ``task_description``) and list recent tasks."""
+
+    @extend_schema(request=TaskCreateSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        data = TaskCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        try:
+            task = start_task(
+                workflow=values["workflow"],
+                input_markdown=values.get("input_markdown"),
+                task_description=values.get("task_description", ""),
+                title=values.get("title", ""),
+                project=values.get("project"),
+                user=request.user,
+                prompt_enhancement=values.get("prompt_enhancement", ""),
+            )
+        except DocumentError as exc:
+            return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]})
+        return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
+
+    @extend_schema(operation_id="tasks_list", responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        queryset = visible_tasks(request.user).select_related("project")
+        if status_filter := request.query_params.get("status"):
+            queryset = queryset.filter(status=status_filter)
+        if kind := request.query_params.get("kind"):
+            queryset = queryset.filter(kind=kind)
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response([task_document(t, full=False) for t in page])
+
+
+class TaskDetailView(APIView):
+    """A task's status, its contexts and its artifacts (with content)."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, task_id: str) -> Response:
+        task = get_object_or_404(visible_tasks(request.user).prefetch_related("contexts", "artifacts"), pk=task_id)
+        return Response(task_document(task))

@@ -1,0 +1,54 @@
+"""What every page form carries besides its own fields: the version the operator loaded
+(optimistic concurrency), a change note, where to go next; and how a refused change is told.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponseRedirect
+from django.shortcuts import redirect
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from capabilities.errors import ConfigInvalid, StaleVersion
+
+NOTE_MAX = 2000
+"""Longest change note kept (characters)."""
+SWITCH_VALUES: dict[str, bool | None] = {"on": True, "off": False, "inherit": None}
+"""A switch form's ``enabled`` value -> the flag saved (``inherit``: a project follows the
+global setting)."""
+SWITCH_STATES = {"on": "enabled", "off": "disabled", "inherit": "following the global setting"}
+"""How a switch's new state is told to the operator."""
+
+
+def form_version(request: HttpRequest) -> int | None:
+    """The form's ``version`` (the document version the operator loaded), None when absent
+    or not a whole number (the save is then refused as stale or invalid)."""
+    raw = request.POST.get("version", "")
+    return int(raw) if raw.isdigit() else None
+
+
+def form_note(request: HttpRequest) -> str:
+    """The form's change ``note``, stripped and cut at NOTE_MAX characters."""
+    return (request.POST.get("note") or "").strip()[:NOTE_MAX]
+
+
+def safe_next(request: HttpRequest, fallback: str) -> HttpResponseRedirect:
+    """Redirect to the form's ``next`` when it is a page of this site, else to ``fallback``
+    (an external ``next`` is never followed)."""
+    target = request.POST.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):
+        return redirect(target)
+    return redirect(fallback)
+
+
+def show_refusal(request: HttpRequest, exc: Exception) -> None:
+    """Tell the operator why a change was refused, as a message on the next page: a stale
+    version with the latest changes saved meanwhile, or every field at fault."""
+    if isinstance(exc, StaleVersion):
+        lines = [str(exc)]
+        for change in exc.changes[-5:]:
+            fields = ", ".join(f"{k}: {v['old']} → {v['new']}" for k, v in list(change["changes"].items())[:5])
+            lines.append(f"v{change['version']} by {change['actor'] or 'an import'}: {fields}")
+        messages.error(request, " · ".join(lines))
+    elif isinstance(exc, ConfigInvalid):
+        messages.error(request, "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.errors.items()))

@@ -1,0 +1,1 @@
+"""Pages: one module per object, function views (parse, authorize, call, render)."""

@@ -1,0 +1,51 @@
+"""Alerts (queue drops, health changes, budget stops, failovers, alert rules): the list and
+resolving one."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from monitoring.alerts import filter_alerts
+from monitoring.models import Alert
+
+SEVERITIES = ("info", "warning", "critical")
+
+
+def alert_list(request: HttpRequest) -> HttpResponse:
+    """Alerts newest first, 50 a page; ``status`` (open|resolved), ``severity``, ``kind``.
+    An htmx request gets only the rows partial (the page polls it)."""
+    filters = {key: request.GET.get(key, "") for key in ("status", "severity", "kind")}
+    page = Paginator(filter_alerts(filters), 50).get_page(request.GET.get("page"))
+    kinds = Alert.objects.order_by().values_list("kind", flat=True).distinct()
+    context = {
+        "nav": "alerts",
+        "page": page,
+        "alerts": page.object_list,
+        "filters": filters,
+        "severities": SEVERITIES,
+        "kinds": sorted(kinds),
+        "query": "&".join(f"{k}={v}" for k, v in filters.items() if v),
+    }
+    if request.htmx:
+        return render(request, "monitoring/_alert_rows.html", context)
+    return render(request, "monitoring/alert_list.html", context)
+
+
+@require_POST
+def alert_resolve(request: HttpRequest, alert_id: int) -> HttpResponse:
+    """An operator resolves an open alert (staff only)."""
+    if not request.user.is_staff:
+        messages.error(request, "Resolving alerts needs a staff account.")
+        return redirect("alerts")
+    alert = get_object_or_404(Alert, pk=alert_id)
+    if alert.resolved_at is None:
+        alert.resolved_at = timezone.now()
+        alert.details = {**alert.details, "resolved_by": request.user.get_username()}
+        alert.save(update_fields=["resolved_at", "details"])
+        messages.success(request, f"Alert {alert.pk} resolved.")
+    return redirect(request.POST.get("next") or "alerts")

@@ -1,0 +1,111 @@
+"""Pages: the audit trail of config changes (PRD §4.8) and import/export (US-10)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from capabilities.access import can_change, require_change
+from capabilities.audit import CONFIG_TYPES, change_document, filter_changes
+from capabilities.config import current_version
+from capabilities.errors import ConfigInvalid, StaleVersion
+from capabilities.models import Project
+from capabilities.safe_yaml import DocumentError, load_document, max_config_bytes
+from team.config_import import import_config
+from web.forms import form_note
+
+
+# --------------------------------------------------------------------------- audit
+def change_list(request: HttpRequest) -> HttpResponse:
+    """The audit trail: every config change, newest first, 50 a page, with filters."""
+    filters = {name: request.GET.get(name, "") for name in ("config_type", "project", "role", "q")}
+    error = ""
+    try:
+        rows = filter_changes(filters)
+    except ConfigInvalid as exc:
+        error, rows = exc.detail, filter_changes({})
+    page = Paginator(rows, 50).get_page(request.GET.get("page"))
+    query = "&".join(f"{k}={v}" for k, v in filters.items() if v)
+    return render(
+        request,
+        "capabilities/change_list.html",
+        {
+            "nav": "audit",
+            "page": page,
+            "changes": [change_document(c) for c in page.object_list],
+            "filters": filters,
+            "query": query,
+            "error": error,
+            "config_types": CONFIG_TYPES,
+            "projects": Project.objects.all(),
+            "version": current_version(),
+        },
+    )
+
+
+# --------------------------------------------------------------------------- import/export
+@require_http_methods(["GET", "POST"])
+def config_transfer(request: HttpRequest) -> HttpResponse:
+    """Export (download links) and import: preview a dry run's change list, then apply
+    exactly that: the same text (its SHA-256 travels with the preview) at the config version
+    it was previewed at (US-10)."""
+    context: dict[str, Any] = {
+        "nav": "transfer",
+        "projects": Project.objects.all(),
+        "can_import": can_change(request.user, "import"),
+        "limit": max_config_bytes(),
+        "text": "",
+        "note": "",
+        "result": None,
+        "errors": {},
+        "conflict": None,
+        "version": current_version(),
+    }
+    status = 200
+    if request.method == "POST":
+        require_change(request.user, "import")
+        upload = request.FILES.get("document")
+        raw: bytes | str = upload.read(max_config_bytes() + 1) if upload else request.POST.get("text", "")
+        context["note"] = form_note(request)
+        apply = request.POST.get("action") == "apply"
+        expected = request.POST.get("expected_version", "")
+        try:
+            data = load_document(raw, request.POST.get("format") or "")
+            context["text"] = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+            context["digest"] = hashlib.sha256(context["text"].encode()).hexdigest()
+            if apply and request.POST.get("digest") != context["digest"]:
+                raise ConfigInvalid(
+                    {"document": ["changed since the preview (or was never previewed): preview it again, then apply"]}
+                )
+            result = import_config(
+                data,
+                dry_run=not apply,
+                expected_version=int(expected) if apply and expected.isdigit() else None,
+                note=context["note"],
+                actor=request.user,
+            )
+        except DocumentError as exc:
+            context["errors"], status = exc.errors, 400
+            context["text"] = raw if isinstance(raw, str) else ""
+        except ConfigInvalid as exc:
+            context["errors"], status = exc.errors, 400
+        except StaleVersion as exc:
+            context["conflict"], status = exc, 409
+        else:
+            if apply:
+                if result.applied:
+                    messages.success(
+                        request, f"Imported {len(result.changes)} changes as config version {result.config_version}."
+                    )
+                else:
+                    messages.info(request, "Nothing to import: the configuration already matches the document.")
+                return redirect("config-transfer")
+            context["result"] = result
+            context["version"] = result.config_version
+    return render(request, "capabilities/config_transfer.html", context, status=status)

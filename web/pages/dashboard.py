@@ -1,0 +1,40 @@
+"""The dashboard: the team, the executors, recent tasks."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from capabilities.executors import model_status, role_executor
+from capabilities.models import AgentRole, CapabilityCard
+from monitoring.access import visible_tasks
+from monitoring.models import AgentInstance
+from runs.host import executor_problems
+from team.snapshot import build_snapshot
+
+
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """The team with its capabilities and the executor each role uses, active instances and
+    recent tasks."""
+    roles = list(AgentRole.objects.prefetch_related("capabilities"))
+    snapshot = build_snapshot()
+    for role in roles:
+        role.executor_info = role_executor(snapshot, role.role)
+    instances = AgentInstance.objects.exclude(status="terminated")
+    tasks = visible_tasks(request.user).filter(kind="task").select_related("project")[:10]
+    entry_points = CapabilityCard.objects.filter(
+        capability_type="ENTRY", enabled=True, skill__status="ACTIVATED"
+    ).select_related("skill")  # seed 003: ENTRY capabilities are the user-facing entry points
+    return render(
+        request,
+        "monitoring/dashboard.html",
+        {
+            "nav": "dashboard",
+            "roles": roles,
+            "instances": instances,
+            "tasks": tasks,
+            "model": model_status(),
+            "executor_problems": executor_problems(),
+            "entry_points": entry_points,
+        },
+    )

@@ -1,0 +1,350 @@
+"""Pages under /prompts/ (PRD §4.5): templates, versions, diff, rollback, layered preview.
+
+Viewing needs a login; changing needs staff or the ``prompts.add_promptversion``
+permission, checked in each view because htmx may request any partial."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from capabilities.models import AgentRole, Project
+from monitoring.task_prompts import TaskInputError, task_inputs
+from prompts.access import can_edit_prompts
+from prompts.actions import PromptChangeError, activate, check_content, rollback, sample_values, save_version
+from prompts.diff import diff_texts
+from prompts.models import TEMPLATE_TYPES
+from prompts.queries import (
+    NotFoundError,
+    check_template_type,
+    find_template,
+    get_project,
+    get_role,
+    get_version,
+    role_overview,
+    versions_of,
+)
+from prompts.render import MAX_TEMPLATE_CHARS, STANDARD_VARIABLES, PromptRenderError
+from prompts.versions import BUMPS, next_version, parse
+from team.prompt_preview import preview_role
+
+HISTORY_PAGE_SIZE = 25
+
+
+def _scope(request: HttpRequest, role: str, template_type: str | None = None) -> dict[str, Any]:
+    """Role, template type and project of a page; 404 naming what does not exist."""
+    try:
+        obj = get_role(role)
+        if template_type is not None:
+            check_template_type(template_type)
+        project = get_project(request.GET.get("project") or request.POST.get("project"))
+    except NotFoundError as exc:
+        raise Http404(exc.reason) from None
+    scope: dict[str, Any] = {"nav": "prompts", "role": obj, "project": project, "projects": Project.objects.all()}
+    if template_type is not None:
+        scope["template_type"] = template_type
+        scope["template"] = find_template(obj, template_type, project)
+        scope["layer"] = f"project {project.name}" if project else "global"
+    scope["can_edit"] = can_edit_prompts(request.user)
+    scope["query"] = f"?project={project.slug}" if project else ""
+    return scope
+
+
+def _require_editor(request: HttpRequest) -> None:
+    if not can_edit_prompts(request.user):
+        raise PermissionDenied("changing prompts needs staff status or the prompts.add_promptversion permission")
+
+
+def _template_url(scope: dict[str, Any], **params: str) -> str:
+    url = reverse("prompt-template", args=[scope["role"].role, scope["template_type"]])
+    query = {"project": scope["project"].slug} if scope["project"] else {}
+    query.update(params)
+    return url + ("?" + urlencode(query) if query else "")
+
+
+@require_GET
+def prompt_index(request: HttpRequest) -> HttpResponse:
+    """Every role with the active version of each of its six templates."""
+    roles = [(role, role_overview(role)) for role in AgentRole.objects.all()]
+    return render(request, "prompts/index.html", {"nav": "prompts", "roles": roles, "types": TEMPLATE_TYPES})
+
+
+@require_GET
+def prompt_role(request: HttpRequest, role: str) -> HttpResponse:
+    """A role's six templates with each layer's active version."""
+    scope = _scope(request, role)
+    scope["rows"] = role_overview(scope["role"], scope["project"])
+    return render(request, "prompts/role.html", scope)
+
+
+@require_GET
+def prompt_template(request: HttpRequest, role: str, template_type: str) -> HttpResponse:
+    """One template in one layer: the active (or ``?version=``) version and the history."""
+    scope = _scope(request, role, template_type)
+    versions = versions_of(scope["template"])
+    active = versions.filter(is_active=True).first()
+    shown = active
+    if request.GET.get("version"):
+        try:
+            shown = get_version(scope["template"], request.GET["version"])
+        except NotFoundError as exc:
+            raise Http404(exc.reason) from None
+    page = Paginator(versions, HISTORY_PAGE_SIZE).get_page(request.GET.get("page"))
+    newer = _newer_than(active)
+    for version in page.object_list:
+        version.is_draft = not version.is_active and newer(version.version)
+        # "diff with active" reads in time order: from the older of the two to the newer.
+        if active is not None:
+            version.diff_from, version.diff_to = sorted((version, active), key=lambda v: v.pk)
+    scope.update(
+        active=active,
+        shown=shown,
+        page=page,
+        all_versions=list(versions.values_list("version", flat=True)),
+        template_url=_template_url(scope),
+    )
+    return render(request, "prompts/template.html", scope)
+
+
+def _newer_than(active: Any) -> Any:
+    if active is None:
+        return lambda version: True
+    current = parse(active.version)
+    return lambda version: parse(version).compare(current) > 0
+
+
+def _editor_form(request: HttpRequest, scope: dict[str, Any], active: Any) -> dict[str, str]:
+    if request.method == "POST":
+        keys = ("content", "variables", "language", "bump", "version", "note", "base_version", "values")
+        return {key: request.POST.get(key, "") for key in keys}
+    inherited = active
+    if inherited is None and scope["project"] is not None:
+        base_template = find_template(scope["role"], scope["template_type"], None)
+        inherited = base_template.versions.filter(is_active=True).first() if base_template else None
+    samples = sample_values(scope["role"], scope["project"], "Sample task description")
+    return {
+        "content": active.content if active else "",
+        "variables": json.dumps(inherited.variables if inherited else [], indent=2, ensure_ascii=False),
+        "language": inherited.language if inherited else "en",
+        "bump": "patch",
+        "version": "",
+        "note": "",
+        "base_version": active.version if active else "",
+        "values": json.dumps(samples, indent=2, ensure_ascii=False),
+    }
+
+
+def _json_field(text: str, name: str, kind: type) -> Any:
+    if not text.strip():
+        return kind()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PromptChangeError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", name) from None
+    if not isinstance(value, kind):
+        raise PromptChangeError(f"must be a JSON {'list' if kind is list else 'object'}", name)
+    return value
+
+
+@require_http_methods(["GET", "POST"])
+def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResponse:
+    """The editor: content, variables, language, bump and note; saving creates a new version
+    (active, or a draft with the "Save as draft" button)."""
+    _require_editor(request)
+    scope = _scope(request, role, template_type)
+    active = scope["template"].versions.filter(is_active=True).first() if scope["template"] else None
+    form = _editor_form(request, scope, active)
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        try:
+            result = save_version(
+                role=scope["role"],
+                template_type=template_type,
+                content=form["content"],
+                variables=_json_field(form["variables"], "variables", list),
+                language=form["language"] or None,
+                bump=form["bump"] or "patch",
+                version=form["version"].strip() or None,
+                note=form["note"],
+                project=scope["project"],
+                activate=request.POST.get("action") != "draft",
+                base_version=form["base_version"],
+                actor=request.user,
+            )
+        except PromptChangeError as exc:
+            errors[exc.field] = exc.reason
+        else:
+            state = "active" if result.version.is_active else "saved as a draft"
+            messages.success(request, f"{template_type} {result.version.version} is {state}.")
+            for warning in result.warnings:
+                messages.warning(request, warning)
+            return redirect(_template_url(scope))
+    existing = list(scope["template"].versions.values_list("version", flat=True)) if scope["template"] else []
+    scope.update(
+        form=form,
+        errors=errors,
+        active=active,
+        bumps=[(bump, next_version(existing, bump)) for bump in BUMPS],
+        standard_variables=STANDARD_VARIABLES,
+        max_chars=MAX_TEMPLATE_CHARS,
+        template_url=_template_url(scope),
+    )
+    return render(
+        request, "prompts/edit.html", scope, status=409 if "base_version" in errors else 400 if errors else 200
+    )
+
+
+@require_POST
+def prompt_edit_preview(request: HttpRequest, role: str, template_type: str) -> HttpResponse:
+    """The editor's live preview (htmx): the content being edited, rendered in the sandbox
+    with its variables and the sample values. Changes nothing."""
+    scope = _scope(request, role, template_type)
+    preview: dict[str, Any] = {}
+    try:
+        values = _json_field(request.POST.get("values", ""), "values", dict)
+        variables = _json_field(request.POST.get("variables", ""), "variables", list)
+        checked = check_content(
+            request.POST.get("content", ""), variables, role=scope["role"], project=scope["project"], values=values
+        )
+    except PromptChangeError as exc:
+        preview["error"] = {"field": exc.field, "message": exc.reason}
+    else:
+        preview.update(text=checked.text, warnings=checked.warnings, undeclared=checked.undeclared)
+        if checked.error is not None:
+            preview["error"] = {"field": checked.error.field, "message": checked.error.message}
+    return render(request, "prompts/edit.html#preview", {**scope, "preview": preview})
+
+
+@require_GET
+def prompt_diff(request: HttpRequest, role: str, template_type: str) -> HttpResponse:
+    """Two versions side by side (``?from=X&to=Y``), changed words highlighted."""
+    scope = _scope(request, role, template_type)
+    versions = list(versions_of(scope["template"]).values_list("version", flat=True))
+    if not versions:
+        raise Http404("this template has no versions in this layer")
+    chosen = {
+        "from": request.GET.get("from") or versions[min(1, len(versions) - 1)],
+        "to": request.GET.get("to") or versions[0],
+    }
+    try:
+        old, new = (get_version(scope["template"], chosen[k]) for k in ("from", "to"))
+    except NotFoundError as exc:
+        raise Http404(exc.reason) from None
+    label = f"{role}/{template_type}"
+    scope.update(
+        old=old,
+        new=new,
+        versions=versions,
+        diff=diff_texts(
+            old.content, new.content, old_label=f"{label} {old.version}", new_label=f"{label} {new.version}"
+        ),
+        template_url=_template_url(scope),
+    )
+    return render(request, "prompts/diff.html", scope)
+
+
+@require_http_methods(["GET", "POST"])
+def prompt_rollback(request: HttpRequest, role: str, template_type: str, version: str) -> HttpResponse:
+    """Confirm, then roll back to ``version``: a new active version with its content."""
+    return _confirm_change(request, role, template_type, version, "rollback")
+
+
+@require_http_methods(["GET", "POST"])
+def prompt_activate(request: HttpRequest, role: str, template_type: str, version: str) -> HttpResponse:
+    """Confirm, then activate draft ``version``."""
+    return _confirm_change(request, role, template_type, version, "activate")
+
+
+def _confirm_change(request: HttpRequest, role: str, template_type: str, version: str, action: str) -> HttpResponse:
+    _require_editor(request)
+    scope = _scope(request, role, template_type)
+    try:
+        target = get_version(scope["template"], version)
+    except NotFoundError as exc:
+        raise Http404(exc.reason) from None
+    active = scope["template"].versions.filter(is_active=True).first()
+    error = ""
+    if request.method == "POST":
+        try:
+            if action == "rollback":
+                result = rollback(
+                    role=scope["role"],
+                    template_type=template_type,
+                    version=version,
+                    project=scope["project"],
+                    bump=request.POST.get("bump") or "patch",
+                    note=request.POST.get("note"),
+                    base_version=request.POST.get("base_version", ""),
+                    actor=request.user,
+                )
+                messages.success(request, f"Rolled back to {version}: {result.version.version} is active.")
+            else:
+                result = activate(
+                    role=scope["role"],
+                    template_type=template_type,
+                    version=version,
+                    project=scope["project"],
+                    note=request.POST.get("note"),
+                    actor=request.user,
+                )
+                messages.success(request, f"{result.version.version} is active.")
+        except PromptChangeError as exc:
+            error = exc.reason
+        else:
+            return redirect(_template_url(scope))
+    existing = list(scope["template"].versions.values_list("version", flat=True))
+    scope.update(
+        action=action,
+        target=target,
+        active=active,
+        error=error,
+        bumps=[(bump, next_version(existing, bump)) for bump in BUMPS],
+        diff=diff_texts(
+            active.content if active else "",
+            target.content,
+            old_label=f"active {active.version if active else '(none)'}",
+            new_label=f"{action} {target.version}",
+        ),
+        template_url=_template_url(scope),
+    )
+    return render(request, "prompts/confirm.html", scope, status=400 if error else 200)
+
+
+@require_GET
+def prompt_layers(request: HttpRequest, role: str) -> HttpResponse:
+    """The layered preview: each template type's global and project layers, the task
+    enhancement and the final prompt, for a chosen project and task text (htmx refreshes
+    the result as the form changes)."""
+    scope = _scope(request, role)
+    keys = ("task_id", "task_description", "prompt_enhancement", "variables")
+    form = {key: request.GET.get(key, "").strip() if key == "task_id" else request.GET.get(key, "") for key in keys}
+    result: dict[str, Any] = {}
+    project, description, enhancement = scope["project"], form["task_description"], form["prompt_enhancement"]
+    try:
+        values = _json_field(form["variables"], "variables", dict)
+        if form["task_id"]:
+            project, description, enhancement = task_inputs(form["task_id"], project, description, enhancement or None)
+        result["preview"] = preview_role(
+            scope["role"].role,
+            project=project,
+            values=values,
+            task_description=description[:2000],
+            prompt_enhancement=enhancement[:20_000],
+        )
+    except (PromptChangeError, TaskInputError) as exc:
+        result["error"] = f"{exc.field}: {exc.reason}"
+    except PromptRenderError as exc:
+        result["error"] = exc.message
+    scope.update(form=form, result=result)
+    if request.htmx:
+        return render(request, "prompts/layers.html#result", scope)
+    return render(request, "prompts/layers.html", scope)

@@ -1,0 +1,258 @@
+"""Pages: roles (PRD §4.1, US-01), custom roles (US-09) and role switches (US-06)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from capabilities.access import can_change, require_change
+from capabilities.errors import ConfigInvalid, StaleVersion
+from capabilities.executors import model_status, role_executor
+from capabilities.matrices import INVOKE, TOOL, layers
+from capabilities.models import AgentRole, CapabilityCard, Project, ProjectRoleOverride
+from capabilities.registry import card_document, role_definition
+from capabilities.roles import DEFAULT_TOOLS, delete_role
+from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
+from capabilities.versions import document_version
+from team.roles import create_role, update_role
+from team.snapshot import build_snapshot
+from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
+from web.forms import SWITCH_STATES, SWITCH_VALUES, form_note, form_version, safe_next, show_refusal
+from web.scope import project_scope
+
+
+def role_list(request: HttpRequest) -> HttpResponse:
+    """Every role with its responsibilities and capabilities."""
+    snapshot = build_snapshot()
+    roles = [role_definition(snapshot, role) for role in AgentRole.objects.all()]
+    return render(request, "capabilities/role_list.html", {"nav": "roles", "roles": roles})
+
+
+def role_detail(request: HttpRequest, role: str) -> HttpResponse:
+    """One role: capabilities, permissions, tool bindings, constraints and prompt config."""
+    obj = get_object_or_404(AgentRole, role=role)
+    snapshot = build_snapshot()
+    definition = role_definition(snapshot, obj)
+    executor = role_executor(snapshot, role)
+    runs_on = {row["capability_id"]: row["executor"] for row in executor["capabilities"]}
+    cards = [{**card_document(snapshot.cards[c]), "runs_on": runs_on.get(c)} for c in definition["capabilities"]]
+    return render(
+        request,
+        "capabilities/role_detail.html",
+        {
+            "nav": "roles",
+            "role": obj,
+            "definition": definition,
+            "cards": cards,
+            "tools": TOOLS,
+            "executor": executor,
+            "model": model_status(),
+            **role_governance(request, obj),
+        },
+    )
+
+
+# --------------------------------------------------------------------------- roles
+def role_governance(request: HttpRequest, role: AgentRole) -> dict[str, Any]:
+    """Extra context for the role page: versions, switches per project, what the user may do."""
+    overrides = {o.project_id: o.enabled for o in ProjectRoleOverride.objects.filter(role=role)}
+    return {
+        "role_version": document_version(f"role:{role.role}"),
+        "can_edit_role": can_change(request.user, "role"),
+        "can_delete_role": can_change(request.user, "role_delete") and not role.is_builtin,
+        "project_switches": [
+            {
+                "project": p,
+                "value": overrides.get(p.pk),
+                "effective": role.enabled if overrides.get(p.pk) is None else overrides[p.pk],
+                "version": document_version(f"role:{role.role}", p),
+            }
+            for p in Project.objects.all()
+        ],
+        "responsibilities_text": "\n".join(role.responsibilities),
+    }
+
+
+@require_POST
+def role_switch(request: HttpRequest, role: str) -> HttpResponse:
+    """Enable/disable a role globally, or for a project (``inherit`` = follow global)."""
+    obj = get_object_or_404(AgentRole, role=role)
+    require_change(request.user, "role")
+    project = project_scope(request, form=True)
+    wanted = request.POST.get("enabled", "")
+    if wanted not in SWITCH_VALUES or (wanted == "inherit" and project is None):
+        messages.error(request, "enabled: must be on, off or (for a project) inherit")
+        return safe_next(request, reverse("role-detail", args=[obj.role]))
+    try:
+        result = update_role(
+            obj,
+            project=project,
+            version=form_version(request),
+            data={"enabled": SWITCH_VALUES[wanted]},
+            note=form_note(request),
+            actor=request.user,
+        )
+    except (StaleVersion, ConfigInvalid) as exc:
+        show_refusal(request, exc)
+    else:
+        where = f" in project {project.name}" if project else ""
+        state = SWITCH_STATES[wanted]
+        if result.change:
+            messages.success(
+                request, f"Role {obj.role} is now {state}{where} (config version {result.change.new_version})."
+            )
+        else:
+            messages.info(request, f"Nothing changed: role {obj.role} is already {state}{where}.")
+    return safe_next(request, reverse("role-detail", args=[obj.role]))
+
+
+@require_POST
+def role_edit(request: HttpRequest, role: str) -> HttpResponse:
+    """Edit a role's display name, emoji, description and responsibilities."""
+    obj = get_object_or_404(AgentRole, role=role)
+    require_change(request.user, "role")
+    data = {name: request.POST.get(name, "") for name in ("display_name", "emoji", "description")}
+    data["responsibilities"] = request.POST.get("responsibilities", "")
+    try:
+        result = update_role(
+            obj,
+            project=None,
+            version=form_version(request),
+            data=data,
+            note=form_note(request),
+            actor=request.user,
+        )
+    except (StaleVersion, ConfigInvalid) as exc:
+        show_refusal(request, exc)
+    else:
+        if result.change:
+            messages.success(request, f"Saved {obj.role} as config version {result.change.new_version}.")
+        else:
+            messages.info(request, "Nothing changed.")
+    return redirect("role-detail", role=obj.role)
+
+
+@require_POST
+def role_delete(request: HttpRequest, role: str) -> HttpResponse:
+    """Delete a custom role (built-in roles can only be disabled)."""
+    obj = get_object_or_404(AgentRole, role=role)
+    require_change(request.user, "role_delete")
+    try:
+        delete_role(obj, version=form_version(request), note=form_note(request), actor=request.user)
+    except (StaleVersion, ConfigInvalid) as exc:
+        show_refusal(request, exc)
+        return redirect("role-detail", role=obj.role)
+    messages.success(request, f"Role {role} was deleted.")
+    return redirect("roles")
+
+
+def _role_form_defaults(source: AgentRole | None) -> dict[str, Any]:
+    """The creation form's starting values, copied from ``source`` (permissions, tools,
+    constraints, prompts) or least privilege."""
+
+    form: dict[str, Any] = {
+        "role": "",
+        "display_name": "",
+        "emoji": "",
+        "description": "",
+        "responsibilities": "",
+        "capabilities": [],
+        "can_invoke": [],
+        "can_be_invoked_by": ["main"],
+        "tools": {tool: DEFAULT_TOOLS.get(tool, ToolMode.DENY.value) for tool in TOOLS},
+        "constraints": effective_constraints(source, None).as_dict() if source else None,
+        "copy_prompts_from": source.role if source else "",
+        "from": source.role if source else "",
+    }
+    if source is not None:
+        invoke, _ = layers(INVOKE, None)
+        tools, _ = layers(TOOL, None)
+        form["can_invoke"] = sorted(t for (c, t), allowed in invoke.items() if c == source.role and allowed)
+        form["can_be_invoked_by"] = sorted(c for (c, t), allowed in invoke.items() if t == source.role and allowed)
+        form["tools"] = {tool: tools.get((source.role, tool), ToolMode.DENY.value) for tool in TOOLS}
+    if form["constraints"] is None:
+        form["constraints"] = Constraints().as_dict()
+    return form
+
+
+def _role_form_data(post: Any) -> dict[str, Any]:
+    tools = {tool: post.get(f"tool_{tool}", ToolMode.DENY.value) for tool in TOOLS}
+    constraints: dict[str, Any] = {}
+    for name in CONSTRAINT_FIELDS:
+        raw = (post.get(f"constraint_{name}") or "").strip()
+        if raw:
+            constraints[name] = raw if name == "file_scope" else int(raw) if raw.lstrip("-").isdigit() else raw
+    return {
+        "role": post.get("role", "").strip(),
+        "display_name": post.get("display_name", ""),
+        "emoji": post.get("emoji", ""),
+        "description": post.get("description", ""),
+        "responsibilities": post.get("responsibilities", ""),
+        "capabilities": post.getlist("capabilities"),
+        "permissions": {
+            "can_invoke": post.getlist("can_invoke"),
+            "can_be_invoked_by": post.getlist("can_be_invoked_by"),
+            "allowed_tools": [t for t, m in tools.items() if m == ToolMode.ALLOW.value],
+            "denied_tools": [t for t, m in tools.items() if m == ToolMode.DENY.value],
+            "requires_user_confirmation": [t for t, m in tools.items() if m == ToolMode.CONFIRM.value],
+        },
+        "constraints": constraints,
+        "copy_prompts_from": post.get("copy_prompts_from") or None,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+def role_new(request: HttpRequest) -> HttpResponse:
+    """Create a custom role (US-09); ``?from=<role>`` starts from that role's permissions,
+    tools, constraints and prompts."""
+    source = AgentRole.objects.filter(role=request.GET.get("from") or "").first()
+    form = _role_form_defaults(source)
+    errors: dict[str, list[str]] = {}
+    status = 200
+    if request.method == "POST":
+        require_change(request.user, "role_create")
+        data = _role_form_data(request.POST)
+        try:
+            result = create_role(data, note=form_note(request), actor=request.user)
+        except ConfigInvalid as exc:
+            errors, status = exc.errors, 400
+            form.update(
+                {
+                    "role": data["role"],
+                    "display_name": data["display_name"],
+                    "emoji": data["emoji"],
+                    "description": data["description"],
+                    "responsibilities": data["responsibilities"],
+                    "capabilities": data["capabilities"],
+                    "can_invoke": data["permissions"]["can_invoke"],
+                    "can_be_invoked_by": data["permissions"]["can_be_invoked_by"],
+                    "tools": {tool: request.POST.get(f"tool_{tool}", "deny") for tool in TOOLS},
+                    "constraints": {n: request.POST.get(f"constraint_{n}", "") for n in CONSTRAINT_FIELDS},
+                    "copy_prompts_from": data["copy_prompts_from"] or "",
+                }
+            )
+        else:
+            messages.success(
+                request, f"Role {result.document['role']} created (config version {result.change.new_version})."
+            )
+            return redirect("role-detail", role=result.document["role"])
+    return render(
+        request,
+        "capabilities/role_new.html",
+        {
+            "nav": "roles",
+            "form": form,
+            "errors": errors,
+            "roles": AgentRole.objects.all(),
+            "cards": CapabilityCard.objects.filter(skill__isnull=True).order_by("capability_id"),
+            "tool_rows": [(tool, form["tools"].get(tool, "deny")) for tool in TOOLS],
+            "modes": ("allow", "confirm", "deny"),
+            "can_create": can_change(request.user, "role_create"),
+        },
+        status=status,
+    )

@@ -1,0 +1,98 @@
+"""Pages: workflows (seed 003 YAML orchestration): list, new, detail with recent runs, run."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from capabilities.skill_documents import workflow_document
+from capabilities.skill_models import Workflow
+from capabilities.workflow_actions import WorkflowConflict, delete_workflow, save_workflow
+from capabilities.workflow_spec import WorkflowError
+from monitoring.models import Task
+from runs.workflow_runs import RunInputError, start_workflow_run
+from web.pages.skills import require_staff
+
+
+# ---------------------------------------------------------------------------- workflows
+def workflow_list(request: HttpRequest) -> HttpResponse:
+    """Saved workflows with their step count and latest runs."""
+    workflows = [workflow_document(w, full=False) for w in Workflow.objects.all()]
+    return render(request, "capabilities/workflow_list.html", {"nav": "workflows", "workflows": workflows})
+
+
+@require_http_methods(["GET", "POST"])
+def workflow_edit(request: HttpRequest, workflow_id: str | None = None) -> HttpResponse:
+    """Write a new workflow or edit one; refused saves list every problem with its line."""
+    require_staff(request)
+    workflow = get_object_or_404(Workflow, workflow_id=workflow_id) if workflow_id else None
+    text = workflow.source if workflow else ""
+    problems: list[Any] = []
+    error = ""
+    if request.method == "POST":
+        text = request.POST.get("yaml", "")
+        try:
+            saved = save_workflow(text, actor=request.user, replace=workflow_id)
+        except WorkflowError as exc:
+            problems = exc.problems
+        except WorkflowConflict as exc:
+            error = exc.message
+        else:
+            messages.success(request, f"Workflow {saved.workflow_id} saved (version {saved.version}).")
+            return redirect("workflow-detail", workflow_id=saved.workflow_id)
+    return render(
+        request,
+        "capabilities/workflow_edit.html",
+        {"nav": "workflows", "workflow": workflow, "text": text, "problems": problems, "error": error},
+        status=400 if problems or error else 200,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
+    """A workflow: its steps, YAML, recent runs, and a form to run it (POST)."""
+
+    workflow = get_object_or_404(Workflow, workflow_id=workflow_id)
+    run_input = request.POST.get("input", "{}") if request.method == "POST" else "{}"
+    error = ""
+    if request.method == "POST":
+        try:
+            data = json.loads(run_input or "{}")
+            task = start_workflow_run(workflow, data, user=request.user)
+        except json.JSONDecodeError as exc:
+            error = f"input is not JSON: {exc.msg} (line {exc.lineno})"
+        except RunInputError as exc:
+            error = exc.reason
+        else:
+            messages.success(request, f"Workflow {workflow_id} started.")
+            return redirect("task-detail", task_id=task.id)
+    runs = Task.objects.filter(workflow=workflow_id).order_by("-created_at")[:20]
+    return render(
+        request,
+        "capabilities/workflow_detail.html",
+        {
+            "nav": "workflows",
+            "workflow": workflow,
+            "doc": workflow_document(workflow),
+            "runs": runs,
+            "input": run_input,
+            "error": error,
+        },
+        status=400 if error else 200,
+    )
+
+
+@require_POST
+@staff_member_required
+def workflow_delete(request: HttpRequest, workflow_id: str) -> HttpResponse:
+    """Delete a workflow (its runs stay as tasks)."""
+
+    delete_workflow(get_object_or_404(Workflow, workflow_id=workflow_id), actor=request.user)
+    messages.success(request, f"Workflow {workflow_id} deleted.")
+    return redirect("workflows")

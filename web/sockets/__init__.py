@@ -1,0 +1,1 @@
+"""Websockets under ``/ws/``: the live viewer's and a task page's streams."""

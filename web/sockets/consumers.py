@@ -1,0 +1,239 @@
+"""The live sockets (PRD §4.6): ``/ws/live/`` and ``/ws/tasks/<id>/``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from abc import ABC, abstractmethod
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from monitoring import live_state
+from monitoring.access import Viewer, can_view_task
+from monitoring.live_events import LiveEvent, unpack
+from monitoring.live_filters import FilterError, LiveFilters
+from monitoring.live_sink import LIVE_GROUP, get_live_sink, project_group, task_group
+from monitoring.models import Task
+from web.sockets.outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+
+CLOSE_UNAUTHENTICATED = 4401
+
+
+CLOSE_NOT_FOUND = 4404
+
+
+CLOSE_BAD_REQUEST = 4400
+
+
+def _visible_task(user: Any, task_id: str) -> Task | None:
+    task = Task.objects.filter(pk=task_id).first()
+    return task if task is not None and can_view_task(user, task) else None
+
+
+def session_group(scope: dict[str, Any]) -> str | None:
+    """The group of every socket opened with one login session (``session.<key>``), so that
+    logging out closes them; None without a session key."""
+    session = scope.get("session")
+    key = getattr(session, "session_key", None)
+    return f"session.{key}" if key else None
+
+
+def end_session_sockets(session_key: str | None) -> None:
+    """Close every live socket of the login session ``session_key`` (called on logout)."""
+    if session_key:
+        get_live_sink().send_to_group(f"session.{session_key}", {"type": "session.ended"})
+
+
+class LiveSocket(AsyncWebsocketConsumer, ABC):
+    """Shared machinery: access, group membership, outbox, acks, state frames."""
+
+    outbox_options: dict[str, int] = {}
+    """Overrides for ``Outbox`` limits (tests use small ones)."""
+
+    group: str | None = None
+    session_group: str | None = None
+    viewer: Viewer | None = None
+
+    async def connect(self) -> None:
+        self.outbox = Outbox(**self.outbox_options)
+        self.last_numbers: dict[Any, Any] = {}
+        self.joined = False
+        self.counted = False
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        refusal = await self.authorize(user)
+        if refusal is not None:
+            await self.close(code=refusal)
+            return
+        self.viewer = await database_sync_to_async(Viewer.for_user)(user)
+        self.session_group = session_group(self.scope)
+        if self.session_group:
+            await self.channel_layer.group_add(self.session_group, self.channel_name)
+        sink = get_live_sink()
+        sink.bind_loop(asyncio.get_running_loop())
+        sink.client_connected()
+        self.counted = True
+        assert self.group is not None
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.joined = True
+        await self.accept()
+        await self.send_state(resync=False)
+
+    @abstractmethod
+    async def authorize(self, user: Any) -> int | None:
+        """Parse the request and check access; a close code refuses the connection.
+        Each socket (LiveConsumer, TaskConsumer) says who may watch what."""
+
+    @abstractmethod
+    async def fills(self) -> list[dict[str, str]]:
+        """The current state as container fills (``live_state``), per socket kind."""
+
+    def wants(self, event: LiveEvent) -> bool:
+        """Whether this socket's user and filters want ``event``."""
+        assert self.viewer is not None
+        return self.viewer.may_see(event.owner_id, event.public)
+
+    async def disconnect(self, code: int) -> None:
+        if getattr(self, "session_group", None):
+            await self.channel_layer.group_discard(self.session_group, self.channel_name)
+            self.session_group = None
+        if getattr(self, "joined", False) and self.group is not None:
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+            self.joined = False
+        if getattr(self, "counted", False):
+            get_live_sink().client_disconnected()
+            self.counted = False
+
+    async def send_state(self, *, resync: bool) -> None:
+        fills = await self.fills()
+        await self.send(text_data=self.outbox.state_frame(fills, resync=resync))
+        await self.pump()
+
+    async def pump(self) -> None:
+        """Send what the outbox allows; resynchronise a client that caught up after falling behind."""
+        if self.outbox.wants_resync:
+            await self.send_state(resync=True)
+            return
+        while (frame := self.outbox.next_frame()) is not None:
+            await self.send(text_data=frame)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        try:
+            message = json.loads(text_data or "")
+        except ValueError:
+            log.debug("ignoring a non-JSON frame from a live socket")
+            return
+        if isinstance(message, dict) and message.get("type") == "ack":
+            self.outbox.ack(message.get("seq"))
+            await self.pump()
+
+    # -- group messages ------------------------------------------------------------------
+    async def session_ended(self, message: dict[str, Any]) -> None:
+        """The user logged out of this session: stop streaming at once (close 4401)."""
+        await self.close(code=CLOSE_UNAUTHENTICATED)
+
+    async def live_batch(self, message: dict[str, Any]) -> None:
+        events = self._events_of(message)
+        if events is None:  # a batch was lost on the way: resynchronise
+            await self.live_resync(message)
+            return
+        fell_behind = False
+        for event in events:
+            if self.in_group(event) and self.wants(event):
+                fell_behind = self.outbox.push(event.key, event.text) or fell_behind
+        if fell_behind:
+            await self.send(text_data=self.outbox.behind_frame())
+        await self.pump()
+
+    def _events_of(self, message: dict[str, Any]) -> list[LiveEvent] | None:
+        """The batch's events, or None when this consumer missed one (a number skipped, or the
+        shared batch already left the sink's ring)."""
+        sink, number = message.get("sink"), message.get("g")
+        last = self.last_numbers.get(sink)
+        self.last_numbers[sink] = number
+        if last is not None and number != last + 1:
+            return None
+        if "texts" in message:
+            return unpack(message)
+        return get_live_sink().published(message["n"])
+
+    def in_group(self, event: LiveEvent) -> bool:
+        """Whether ``event`` belongs to this socket's group (a shared batch holds every group's)."""
+        if self.group is None or self.group == LIVE_GROUP:
+            return True
+        if self.group.startswith("task."):
+            return event.task_id == self.group[5:]
+        return event.project_id == self.group[8:]
+
+    async def live_resync(self, message: dict[str, Any]) -> None:
+        """The sink dropped events (overload): resynchronise from the database."""
+        if not self.outbox.behind:
+            self.outbox.mark_lost()
+            await self.send(text_data=self.outbox.behind_frame())
+        await self.pump()
+
+
+class LiveConsumer(LiveSocket):
+    """``/ws/live/``: everything the user may see, under the page's filters (US-04, US-05)."""
+
+    filters: LiveFilters
+
+    async def authorize(self, user: Any) -> int | None:
+        params = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
+        try:
+            self.filters = LiveFilters.parse(params)
+        except FilterError:
+            return CLOSE_BAD_REQUEST
+        if self.filters.task:
+            if await database_sync_to_async(_visible_task)(user, self.filters.task) is None:
+                return CLOSE_NOT_FOUND
+            self.group = task_group(self.filters.task)
+        elif self.filters.project:
+            self.group = project_group(self.filters.project)
+        else:
+            self.group = LIVE_GROUP
+        return None
+
+    async def fills(self) -> list[dict[str, str]]:
+        user = self.scope["user"]
+        return await database_sync_to_async(live_state.live_fills)(user, self.filters)
+
+    def wants(self, event: LiveEvent) -> bool:
+        if not super().wants(event):
+            return False
+        if event.kind == "artifact":
+            return False
+        return self.filters.matches(event.kind, event.roles, event.message_type)
+
+
+class TaskConsumer(LiveSocket):
+    """``/ws/tasks/<task_id>/``: one task's status, agents, confirmations, artifacts and messages."""
+
+    task: Task
+
+    async def authorize(self, user: Any) -> int | None:
+        task_id = self.scope["url_route"]["kwargs"]["task_id"]
+        task = await database_sync_to_async(_visible_task)(user, task_id)
+        if task is None:
+            return CLOSE_NOT_FOUND
+        self.task = task
+        self.group = task_group(task.id)
+        return None
+
+    async def fills(self) -> list[dict[str, str]]:
+        # Read the task again: a resync after the task finished must show its final status,
+        # not the one it had when the socket connected.
+        await database_sync_to_async(self.task.refresh_from_db)()
+        return await database_sync_to_async(live_state.task_fills)(self.scope["user"], self.task)
+
+    def wants(self, event: LiveEvent) -> bool:
+        return super().wants(event) and event.kind not in ("alert", "config_change")
