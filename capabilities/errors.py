@@ -1,4 +1,4 @@
-"""Why a config save is refused (issue 5): bad input, or a stale version.
+"""Why a config save is refused: bad input, or a stale version (``DomainError`` kinds).
 
 Both carry what the API and the pages show: ``ConfigInvalid.errors`` is
 ``{field path: [reasons]}`` (every problem at once, nothing applied); ``StaleVersion``
@@ -9,24 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from teamclaw.errors import DomainError
 
-class ConfigInvalid(ValueError):
-    """The input is refused; ``errors`` maps each field path (``matrix.coderA.dba``) to its reasons."""
+
+class ConfigInvalid(DomainError):
+    """The input is refused (400); ``errors`` maps each field path (``matrix.coderA.dba``) to its reasons."""
 
     def __init__(self, errors: dict[str, list[str]], detail: str = "") -> None:
-        self.errors = errors
         first = next(iter(errors.items()), ("", ["invalid input"]))
         self.detail = detail or (f"{first[0]}: {first[1][0]}" if first[0] else first[1][0])
-        super().__init__(self.detail)
+        super().__init__(self.detail, errors=errors)
 
 
-class StaleVersion(Exception):
+class StaleVersion(DomainError):
     """A save based on ``expected`` while the document is at ``current`` (HTTP 409).
 
     ``changes`` lists what was saved in between, newest last:
     ``[{version, config_type, actor, at, note, changes: {field: {old, new}}}]`` restricted to
     this document's fields, so the operator sees the difference before saving again.
     """
+
+    status = 409
+    code = "stale_version"
 
     def __init__(self, document: str, expected: int, current: int, changes: list[dict[str, Any]]) -> None:
         self.document = document
@@ -37,7 +41,8 @@ class StaleVersion(Exception):
         by = f" by {', '.join(who)}" if who else ""
         super().__init__(
             f"{document} was changed{by} since you loaded it (your version {expected}, now {current}); "
-            "review the difference and save again"
+            "review the difference and save again",
+            extra={"current_version": current, "your_version": expected, "changes": changes},
         )
 
 

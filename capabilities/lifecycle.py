@@ -39,6 +39,7 @@ from capabilities.skill_index import (
 )
 from capabilities.skill_models import AlertRule, SkillOperation, SkillStatus, Workflow
 from capabilities.strict_yaml import YamlProblem
+from teamclaw.errors import DomainError
 from teamclaw.runtime.articles import with_article
 
 S = SkillStatus
@@ -72,8 +73,19 @@ PHASES = ("INITIALIZING", "INSTALLING", "CONFIGURING", "ACTIVATING", "COMPLETED"
 """Seed 003 ``ActivationPhase``."""
 
 
-class LifecycleError(Exception):
-    """A refused or failed lifecycle operation.
+STATUS_FOR_CODE = {
+    "not_found": 404,
+    "illegal_transition": 409,
+    "invalid": 400,
+    "dependency": 409,
+    "conflict": 409,
+    "dependents": 409,
+}
+"""The HTTP status of each refusal code."""
+
+
+class LifecycleError(DomainError):
+    """A refused or failed lifecycle operation (seed 003's ``errorCode`` in the API body).
 
     ``code``: ``not_found`` | ``illegal_transition`` | ``invalid`` | ``dependency`` |
     ``conflict`` | ``dependents``; ``errors`` maps a field or path to reasons; ``operation``
@@ -88,10 +100,9 @@ class LifecycleError(Exception):
         *,
         details: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.errors = errors or {}
+        super().__init__(
+            message, errors=errors, code=code, status=STATUS_FOR_CODE.get(code, 400), extra={"errorCode": code}
+        )
         self.details = details or {}
         self.operation: SkillOperation | None = None
 

@@ -17,19 +17,20 @@ from capabilities.config import record_change
 from capabilities.executors import plugin_url_errors
 from capabilities.models import AgentRole, CapabilityCard
 from teamclaw.api_fields import unknown_field_errors
+from teamclaw.errors import DomainError
 from teamclaw.runtime.schemas import CARD_REQUIRED, validate_card
 
 CARD_FIELDS = (*CARD_REQUIRED, "required_tools", "timeout", "tags", "executor", "executor_config")
 """The keys a registered card may have (PRD §2.2 fields plus its executor); any other is refused."""
 
 
-class RegistrationError(Exception):
-    """The card was refused: ``errors`` is ``{field: [reasons]}``; ``status`` 400 or 409."""
+class RegistrationError(DomainError):
+    """The card was refused: ``errors`` is ``{field: [reasons]}``; ``status`` 400, or 409 when
+    the id is taken; the message names the first field and its first reason."""
 
     def __init__(self, errors: dict[str, list[str]], status: int = 400) -> None:
-        super().__init__("; ".join(f"{k}: {v[0]}" for k, v in errors.items()))
-        self.errors = errors
-        self.status = status
+        field, reasons = next(iter(errors.items()))
+        super().__init__(f"{field}: {reasons[0]}", errors=errors, status=status)
 
 
 def register_capability(document: dict[str, Any], *, actor: Any = None, note: str = "") -> CapabilityCard:

@@ -25,6 +25,8 @@ from django.conf import settings
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from teamclaw.errors import DomainError
+
 MAX_EXPANDED_NODES = 250_000
 """Most YAML nodes a document may have once every alias is expanded."""
 MAX_EXPANDED_CHARS_FACTOR = 4
@@ -34,13 +36,16 @@ MAX_DEPTH = 64
 """Deepest nesting of mappings and lists accepted (a JSON Schema inside a card needs ~10)."""
 
 
-class DocumentError(ValueError):
-    """The text cannot be read as a config document; ``errors`` is ``{where: [reasons]}``."""
+class DocumentError(DomainError):
+    """The text cannot be read as a config document (400); ``errors`` is ``{where: [reasons]}``."""
 
     def __init__(self, errors: dict[str, list[str]]) -> None:
-        self.errors = errors
         where, reasons = next(iter(errors.items()))
-        super().__init__(f"{where}: {reasons[0]}")
+        self.first = f"{where}: {reasons[0]}"
+        super().__init__(f"the document cannot be read: {self.first}", errors=errors)
+
+    def __str__(self) -> str:
+        return self.first
 
 
 def max_config_bytes() -> int:

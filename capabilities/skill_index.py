@@ -45,6 +45,8 @@ METRICS = ("success_rate", "p99_latency_ms", "avg_latency_ms", "health_status")
 class SkillIndexError(YamlError):
     """A skill-index.yaml that cannot be imported; ``problems`` lists every reason."""
 
+    document = "the skill-index.yaml"
+
 
 @dataclass(frozen=True, slots=True)
 class AlertCondition:

@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from teamclaw.errors import DomainError
+
 MAX_DEPTH = 64
 """Deepest nesting of mappings/sequences accepted (PyYAML's composer recurses per level)."""
 
@@ -67,12 +69,19 @@ class YamlProblem:
         return ": ".join(part for part in (where, self.path, self.message) if part)
 
 
-class YamlError(ValueError):
-    """The document cannot be read; ``problems`` lists every reason found."""
+class YamlError(DomainError):
+    """The document cannot be read (400); ``problems`` lists every reason found, and
+    ``errors`` is them by path (``as_errors``). The message counts them, naming the document
+    as the subclass's ``document`` says."""
+
+    document = "the document"
 
     def __init__(self, problems: list[YamlProblem]) -> None:
-        super().__init__("; ".join(p.text() for p in problems))
         self.problems = problems
+        super().__init__(f"{self.document} has {len(problems)} problem(s)", errors=self.as_errors())
+
+    def __str__(self) -> str:
+        return "; ".join(p.text() for p in self.problems)
 
     def as_errors(self) -> dict[str, list[str]]:
         """``{path: [reason (line N)]}`` in the API's error shape (``""`` -> ``document``)."""

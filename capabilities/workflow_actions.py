@@ -15,16 +15,22 @@ from capabilities.config import record_change
 from capabilities.skill_models import Workflow
 from capabilities.snapshot import governance_snapshot
 from capabilities.workflow_spec import read_workflow
+from teamclaw.errors import DomainError
 
 
-class WorkflowConflict(Exception):
-    """Saving would overwrite (``exists``) or update a workflow that is not there
-    (``missing``), or the YAML's id differs from the one being replaced (``id_mismatch``)."""
+class WorkflowConflict(DomainError):
+    """Saving would overwrite (``exists``, 409) or update a workflow that is not there
+    (``missing``, 404), or the YAML's id differs from the one being replaced (``id_mismatch``,
+    409); the field at fault is ``orchestration.id``."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(
+            message,
+            errors={"orchestration.id": [message]},
+            code=code,
+            status=404 if code == "missing" else 409,
+            extra={"errorCode": code},
+        )
 
 
 def save_workflow(raw: bytes | str, *, actor: Any = None, replace: str | None = None) -> Workflow:

@@ -48,6 +48,8 @@ NOT_A_STEP = frozenset({"workflow_orchestration", "task_orchestration"})
 class WorkflowError(YamlError):
     """A workflow that cannot be saved; ``problems`` lists every reason (path, line)."""
 
+    document = "the workflow"
+
 
 @dataclass(slots=True)
 class WorkflowSpec:

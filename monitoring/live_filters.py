@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from teamclaw.errors import DomainError
 from teamclaw.runtime.messages import MessageType
 
 ROLE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
@@ -21,12 +22,11 @@ SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 MESSAGE_TYPES = tuple(str(t) for t in MessageType)
 
 
-class FilterError(ValueError):
-    """Bad filter values: ``errors`` is ``{field: [reason]}``."""
+class FilterError(DomainError):
+    """Bad filter values (400): ``errors`` is ``{field: [reason]}``."""
 
     def __init__(self, errors: dict[str, list[str]]) -> None:
-        super().__init__("; ".join(f"{k}: {v[0]}" for k, v in errors.items()))
-        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v[0]}" for k, v in errors.items()), errors=errors)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 from capabilities.models import Project
 from monitoring.models import Task
+from teamclaw.errors import InvalidField
 
 
-class TaskInputError(ValueError):
-    """A ``task_id`` that cannot be previewed; ``field`` names the input at fault."""
-
-    def __init__(self, reason: str, field: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.field = field
+class TaskInputError(InvalidField):
+    """A ``task_id`` that cannot be previewed (400); ``field`` names the input at fault."""
 
 
 def task_inputs(

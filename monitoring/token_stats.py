@@ -23,6 +23,7 @@ from pygal.style import Style
 from monitoring.access import visible_contexts
 from monitoring.models import ExecutionContext
 from monitoring.role_labels import role_labels
+from teamclaw.errors import InvalidField
 
 GROUP_BY = ("role", "task", "project")
 SERIES_KEYS = 8
@@ -39,13 +40,11 @@ CHART_STYLE = Style(
 )
 
 
-class StatsError(ValueError):
-    """A bad parameter: ``field`` and ``reason``."""
+class StatsError(InvalidField):
+    """A bad parameter (400): ``field`` and ``reason``."""
 
     def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
+        super().__init__(reason, field)
 
 
 def parse_group_by(raw: str | None) -> str:

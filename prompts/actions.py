@@ -22,7 +22,7 @@ from capabilities.config import record_change
 from capabilities.models import AgentRole, ConfigChange, Project
 from capabilities.snapshot import governance_snapshot
 from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
-from prompts.queries import find_template, get_version
+from prompts.queries import NotFoundError, find_template, get_version
 from prompts.render import (
     STANDARD_VARIABLES,
     PromptRenderError,
@@ -33,21 +33,19 @@ from prompts.render import (
     validate_variables,
 )
 from prompts.versions import VersionError, next_version, parse
+from teamclaw.errors import InvalidField
 
 LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}$")
 MAX_NOTE_CHARS = 500
 
 
-class PromptChangeError(ValueError):
+class PromptChangeError(InvalidField):
     """A change that was refused. ``field`` names the input at fault, ``reason`` says why,
     ``status`` is the HTTP status that fits (400 bad input, 409 conflict with the current
     state)."""
 
     def __init__(self, reason: str, field: str = "non_field_errors", status: int = 400) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.field = field
-        self.status = status
+        super().__init__(reason, field, status=status)
 
 
 @dataclass
@@ -306,8 +304,8 @@ def rollback(
     template = find_template(role, template_type, project)
     try:
         target = get_version(template, version)
-    except LookupError as exc:
-        raise PromptChangeError(str(exc), "version", 404) from None
+    except NotFoundError as exc:
+        raise PromptChangeError(exc.reason, "version", 404) from None
     active = _active(template)
     if active and (target.content, target.variables, target.language) == (
         active.content,
@@ -370,8 +368,8 @@ def activate(
     template = find_template(role, template_type, project)
     try:
         target = get_version(template, version)
-    except LookupError as exc:
-        raise PromptChangeError(str(exc), "version", 404) from None
+    except NotFoundError as exc:
+        raise PromptChangeError(exc.reason, "version", 404) from None
     note = _note(note) or f"Activate {target.version}"
     with transaction.atomic():
         _lock(role)

@@ -13,10 +13,12 @@ from django.db.models import QuerySet
 
 from capabilities.models import AgentRole, Project
 from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
+from teamclaw.errors import NotFound
 
 
-class NotFoundError(LookupError):
-    """A role, project, template type or version that does not exist; ``field`` names it."""
+class NotFoundError(NotFound):
+    """A role, project, template type or version that does not exist (404); ``field`` names
+    it, ``reason`` says so."""
 
     def __init__(self, reason: str, field: str) -> None:
         super().__init__(reason)

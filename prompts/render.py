@@ -40,6 +40,7 @@ from prompts.sandbox import (
     guard_loops,
     measure,
 )
+from teamclaw.errors import DomainError
 from teamclaw.runtime.config import ConfigSnapshot, LayeredPrompt
 
 MAX_TEMPLATE_CHARS = 50_000
@@ -70,8 +71,8 @@ VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 ENV = PromptSandbox()
 
 
-class PromptRenderError(ValueError):
-    """A template could not be compiled or rendered.
+class PromptRenderError(DomainError):
+    """A template could not be compiled or rendered (400).
 
     ``kind`` is one of ``syntax`` (cannot be parsed or compiled), ``security`` (refused by
     the sandbox), ``limit`` (size, time, output or depth limit), ``missing`` (a required
@@ -95,15 +96,18 @@ class PromptRenderError(ValueError):
         self.field = field
         self.kind = kind
         self.line = line
+        super().__init__(reason, errors={field: [reason]}, code=kind, extra={"kind": kind, "line": line})
+        self.locate(template_type, layer)
+
+    def locate(self, template_type: str, layer: str) -> None:
+        """Say which layer of a role's prompt failed (``template_type``, ``layer`` such as
+        ``"global 1.2.0"``); the message then starts with them."""
         self.template_type = template_type
         self.layer = layer
-        super().__init__(self.message)
-
-    @property
-    def message(self) -> str:
-        where = f"{self.template_type} ({self.layer}): " if self.template_type else ""
-        line = f"line {self.line}: " if self.line else ""
-        return f"{where}{line}{self.reason}"
+        where = f"{template_type} ({layer}): " if template_type else ""
+        at_line = f"line {self.line}: " if self.line else ""
+        self.message = f"{where}{at_line}{self.reason}"
+        self.args = (self.message,)
 
     @property
     def blocks_saving(self) -> bool:
@@ -379,8 +383,7 @@ def render_layers(layers: Mapping[str, LayeredPrompt], values: Mapping[str, Any]
             try:
                 texts.append(render(spec.content, spec.variables, values))
             except PromptRenderError as exc:
-                exc.template_type, exc.layer = template_type, f"{name} {spec.version}"
-                exc.args = (exc.message,)
+                exc.locate(template_type, f"{name} {spec.version}")
                 raise
         previews.append(
             LayerPreview(

@@ -12,15 +12,14 @@ from django.utils import timezone
 
 from monitoring.models import ToolConfirmation
 from runs.host import get_host
+from teamclaw.errors import DomainError
 
 
-class ConfirmationError(Exception):
+class ConfirmationError(DomainError):
     """A decision that cannot be applied; ``status`` is the HTTP status that fits (404/409)."""
 
     def __init__(self, message: str, status: int) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
+        super().__init__(message, status=status)
 
 
 def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from monitoring.live_events import LiveItem
 from monitoring.live_sink import get_live_sink
 from monitoring.models import ExecutionContext, Snapshot
 from runs.host import current_host
+from teamclaw.errors import DomainError
 from teamclaw.runtime.messages import new_id
 
 MAX_INSTRUCTION_CHARS = 2000
@@ -36,15 +37,17 @@ MAX_LABEL_CHARS = 300
 CALL_TIMEOUT_S = 10.0
 
 
-class ContextActionError(Exception):
+class ContextActionError(DomainError):
     """An action refused: ``status`` (HTTP: 400, 403, 404, 409), the ``field`` at fault
     (or ``""``) and the ``reason`` for the operator."""
 
     def __init__(self, status: int, reason: str, field: str = "") -> None:
-        super().__init__(reason)
-        self.status = status
         self.reason = reason
         self.field = field
+        if field:
+            super().__init__(f"{field}: {reason}", errors={field: [reason]}, status=status)
+        else:
+            super().__init__(reason, status=status)
 
 
 def operable_context(user: Any, context_id: str) -> ExecutionContext:

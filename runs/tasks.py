@@ -22,6 +22,7 @@ from monitoring.live_sink import get_live_sink
 from monitoring.models import Task
 from runs.host import get_host
 from team.snapshot import build_snapshot
+from teamclaw.errors import InvalidField
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES
@@ -29,13 +30,12 @@ from teamclaw.workflows import WORKFLOW_CAPABILITIES
 SAMPLE_REQUIREMENT = Path(__file__).resolve().parent / "samples" / "online_bookstore.md"
 
 
-class DocumentError(ValueError):
-    """A requirement document that cannot be used; ``reason`` says why, for the operator."""
+class DocumentError(InvalidField):
+    """A requirement document (or task description) that cannot be used; ``reason`` says
+    why, for the operator (400)."""
 
     def __init__(self, reason: str, field: str = "input_markdown") -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.field = field
+        super().__init__(reason, field)
 
 
 def max_document_bytes() -> int:

@@ -14,17 +14,17 @@ from capabilities.skill_models import Workflow
 from monitoring.models import Task
 from runs.host import get_host
 from runs.tasks import crash_handler
+from teamclaw.errors import InvalidField
 from teamclaw.runtime.messages import new_id
 
 MAX_INPUT_BYTES = 1_000_000
 
 
-class RunInputError(ValueError):
-    """The run's ``input`` is unusable; ``reason`` says why."""
+class RunInputError(InvalidField):
+    """The run's ``input`` is unusable; ``reason`` says why (400, field ``input``)."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+        super().__init__(reason, "input")
 
 
 def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, project: Project | None = None) -> Task:

@@ -24,6 +24,9 @@ from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+from rest_framework.views import set_rollback
+
+from teamclaw.errors import DomainError
 
 
 def _flatten(detail: Any) -> dict[str, list[str]]:
@@ -47,7 +50,11 @@ def _flatten(detail: Any) -> dict[str, list[str]]:
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF exception handler producing ``{"detail", "errors"}`` for every exception DRF
-    answers; Django ValidationErrors become 400s instead of 500s."""
+    answers: a ``DomainError`` (the services' refusals) with its status and extra keys, DRF's
+    own exceptions, and Django ValidationErrors as 400s instead of 500s."""
+    if isinstance(exc, DomainError):
+        set_rollback()
+        return Response(exc.body(), status=exc.status)
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return error_response(

@@ -19,7 +19,8 @@ MESSAGES = {
 def _respond(request: HttpRequest, status: int) -> HttpResponse:
     if request.path_info.startswith("/api/"):
         return JsonResponse({"detail": MESSAGES[status], "errors": {}}, status=status)
-    return render(request, "error.html", {"status": status, "message": MESSAGES[status]}, status=status)
+    hint = "Documents are limited to a few megabytes; upload a smaller file." if status == 400 else ""
+    return render(request, "error.html", {"status": status, "message": MESSAGES[status], "hint": hint}, status=status)
 
 
 def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:

@@ -43,14 +43,19 @@ class DomainError(Exception):
             self.code = code
         self.extra: dict[str, Any] = dict(extra or {})
 
-    @classmethod
-    def for_field(cls, field: str, reason: str, **options: Any) -> DomainError:
-        """The error of one ``field``: message ``"field: reason"``, errors ``{field: [reason]}``."""
-        return cls(f"{field}: {reason}", errors={field: [reason]}, **options)
-
     def body(self) -> dict[str, Any]:
         """The API's error body: ``{"detail": message, "errors": {...}, **extra}``."""
         return {"detail": self.message, "errors": self.errors, **self.extra}
+
+
+class InvalidField(DomainError):
+    """One input is refused: ``reason`` says why ``field`` cannot be used (message
+    ``"field: reason"``, errors ``{field: [reason]}``); 400 unless ``status`` says otherwise."""
+
+    def __init__(self, reason: str, field: str, *, status: int | None = None, code: str | None = None) -> None:
+        self.reason = reason
+        self.field = field
+        super().__init__(f"{field}: {reason}", errors={field: [reason]}, status=status, code=code)
 
 
 class NotFound(DomainError):

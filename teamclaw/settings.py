@@ -70,6 +70,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "teamclaw.middleware.LoginRequiredForPagesMiddleware",
     "axes.middleware.AxesMiddleware",
+    "web.errors.DomainErrorPagesMiddleware",
 ]
 
 # Repeated failed logins (login page, admin, API token) lock that username from that address

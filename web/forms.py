@@ -9,7 +9,8 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from capabilities.errors import ConfigInvalid, StaleVersion
+from capabilities.errors import StaleVersion
+from teamclaw.errors import DomainError
 
 NOTE_MAX = 2000
 """Longest change note kept (characters)."""
@@ -41,14 +42,17 @@ def safe_next(request: HttpRequest, fallback: str) -> HttpResponseRedirect:
     return redirect(fallback)
 
 
-def show_refusal(request: HttpRequest, exc: Exception) -> None:
-    """Tell the operator why a change was refused, as a message on the next page: a stale
-    version with the latest changes saved meanwhile, or every field at fault."""
+def show_refusal(request: HttpRequest, exc: DomainError) -> None:
+    """Tell the operator why a change was refused, as a message on the next page (the pages'
+    one place for refusals shown this way): a stale version with the latest changes saved
+    meanwhile; every field at fault; else the error's message."""
     if isinstance(exc, StaleVersion):
         lines = [str(exc)]
         for change in exc.changes[-5:]:
             fields = ", ".join(f"{k}: {v['old']} → {v['new']}" for k, v in list(change["changes"].items())[:5])
             lines.append(f"v{change['version']} by {change['actor'] or 'an import'}: {fields}")
         messages.error(request, " · ".join(lines))
-    elif isinstance(exc, ConfigInvalid):
+    elif exc.errors:
         messages.error(request, "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.errors.items()))
+    else:
+        messages.error(request, exc.message)

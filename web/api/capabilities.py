@@ -15,13 +15,12 @@ from rest_framework.views import APIView
 
 from capabilities.access import CanChangeConfig
 from capabilities.card_settings import capability_document, update_capability
-from capabilities.errors import ConfigInvalid, StaleVersion
+from capabilities.errors import StaleVersion
 from capabilities.models import CapabilityCard
-from capabilities.registration import RegistrationError, register_capability
+from capabilities.registration import register_capability
 from capabilities.registry import card_document, filter_capabilities
-from teamclaw.api_errors import error_response
 from teamclaw.runtime.config import CATEGORIES, CapabilityType
-from web.api.governance import PROJECT_PARAM, body, note_of, stale_response, version_of
+from web.api.governance import PROJECT_PARAM, body, note_of, version_of, with_current
 from web.scope import project_scope, scoped_snapshot
 
 
@@ -66,11 +65,7 @@ class CapabilityListView(APIView):
             raise PermissionDenied("registering capabilities needs a staff account")
         if not isinstance(request.data, dict):
             raise ValidationError({"non_field_errors": ["send a JSON object (a capability card)"]})
-        try:
-            card = register_capability(dict(request.data), actor=request.user)
-        except RegistrationError as exc:
-            first_field, reasons = next(iter(exc.errors.items()))
-            return error_response(f"{first_field}: {reasons[0]}", exc.errors, exc.status)
+        card = register_capability(dict(request.data), actor=request.user)
         return Response(card_document(card), status=201)
 
 
@@ -112,8 +107,6 @@ def capability_patch(request: Request, capability_id: str) -> Response:
     note = note_of(data)
     try:
         result = update_capability(card, project=project, version=version, data=data, note=note, actor=request.user)
-    except ConfigInvalid as exc:
-        return error_response(exc.detail, exc.errors)
     except StaleVersion as exc:
-        return stale_response(exc, capability_document(card, project))
+        raise with_current(exc, capability_document(card, project)) from None
     return Response({**result.document, "changed": bool(result.change)})

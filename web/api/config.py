@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.audit import change_document, filter_changes
-from capabilities.safe_yaml import DocumentError, guess_format, load_document, max_config_bytes
+from capabilities.safe_yaml import guess_format, load_document, max_config_bytes
 from team.config_export import dump, export_document
 from team.config_import import import_config
 from team.config_schema import config_document_schema
@@ -158,11 +158,8 @@ class ConfigImportView(GovernanceView):
                 {"document": [f"larger than {limit:,} bytes"]},
                 code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
             )
-        try:
-            raw = request.body
-            data = load_document(raw, fmt or guess_format(raw[:64].decode("utf-8", "replace"), request.content_type))
-        except DocumentError as exc:
-            return error_response(f"the document cannot be read: {exc}", exc.errors)
+        raw = request.body
+        data = load_document(raw, fmt or guess_format(raw[:64].decode("utf-8", "replace"), request.content_type))
         result = import_config(
             data,
             dry_run=dry_run,

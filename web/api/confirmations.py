@@ -10,9 +10,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.confirmations import ConfirmationError, decide
+from runs.confirmations import decide
 from teamclaw import api_fields
-from teamclaw.api_errors import error_response
 
 
 class ConfirmationDecisionSerializer(api_fields.StrictSerializer):
@@ -29,8 +28,5 @@ class ConfirmationView(APIView):
         data = ConfirmationDecisionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         user: AbstractBaseUser = request.user  # type: ignore[assignment]
-        try:
-            result = decide(confirmation_id, data.validated_data["approve"], user)
-        except ConfirmationError as exc:
-            return error_response(exc.message, code=exc.status)
+        result = decide(confirmation_id, data.validated_data["approve"], user)
         return Response(result)

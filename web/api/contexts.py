@@ -17,7 +17,6 @@ from monitoring.access import visible_contexts
 from monitoring.live_items import from_epoch
 from monitoring.models import ExecutionContext, Snapshot
 from runs import context_actions
-from runs.context_actions import ContextActionError
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime.context import ContextStatus
@@ -87,12 +86,6 @@ def _not_found(context_id: str) -> Response:
     return error_response(f"there is no execution context {context_id}", code=status.HTTP_404_NOT_FOUND)
 
 
-def _refused(exc: ContextActionError) -> Response:
-    if exc.field:
-        return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]}, code=exc.status)
-    return error_response(exc.reason, code=exc.status)
-
-
 class ContextListView(APIView):
     """Execution contexts the caller may see, newest first, paginated; filter by
     ``task_id``, ``role`` and ``status`` (an AgentStatus of PRD §4.6)."""
@@ -155,12 +148,7 @@ class SnapshotListView(APIView):
     def post(self, request: Request, context_id: str) -> Response:
         data = SnapshotCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            snapshot = context_actions.take_manual_snapshot(
-                request.user, context_id, data.validated_data.get("label", "")
-            )
-        except ContextActionError as exc:
-            return _refused(exc)
+        snapshot = context_actions.take_manual_snapshot(request.user, context_id, data.validated_data.get("label", ""))
         return Response(_stored_snapshot(snapshot), status=status.HTTP_201_CREATED)
 
 
@@ -177,10 +165,7 @@ class InstructionView(APIView):
     def post(self, request: Request, context_id: str) -> Response:
         data = InstructionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            snapshot = context_actions.send_user_instruction(request.user, context_id, data.validated_data["text"])
-        except ContextActionError as exc:
-            return _refused(exc)
+        snapshot = context_actions.send_user_instruction(request.user, context_id, data.validated_data["text"])
         return Response(
             {
                 "context_id": context_id,

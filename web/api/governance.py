@@ -7,16 +7,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.access import CanChangeConfig
-from capabilities.errors import ConfigInvalid, StaleVersion
+from capabilities.errors import StaleVersion
 from teamclaw import api_fields
-from teamclaw.api_errors import error_response
 from teamclaw.json_types import json_type_name
 
 PROJECT_PARAM = OpenApiParameter("project", str, description="Project slug: that project's layer (overrides).")
@@ -59,27 +57,26 @@ def note_of(data: dict[str, Any]) -> str:
     return note.strip()
 
 
-def stale_response(exc: StaleVersion, current: dict[str, Any] | None = None) -> Response:
-    """409 in the API error shape, with ``current_version``, ``your_version``, the
-    ``changes`` saved since and, when given, the ``current`` document."""
-    extra: dict[str, Any] = {"current_version": exc.current, "your_version": exc.expected, "changes": exc.changes}
+def with_current(exc: StaleVersion, current: dict[str, Any] | None) -> StaleVersion:
+    """``exc`` carrying the ``current`` document too (the 409's ``current`` key), so the
+    client sees what it would overwrite."""
     if current is not None:
-        extra["current"] = current
-    return error_response(str(exc), code=status.HTTP_409_CONFLICT, **extra)
+        exc.extra["current"] = current
+    return exc
 
 
 class GovernanceView(APIView):
-    """Base view: ``CanChangeConfig`` and ConfigInvalid -> 400, StaleVersion -> 409."""
+    """Base view of a governed config document: ``CanChangeConfig``; a stale save's 409 also
+    carries the ``current`` document (refusals reach the API's one error handler)."""
 
     permission_classes = [CanChangeConfig]
     config_actions: dict[str, str] = {}
 
     def current_document(self, request: Request) -> dict[str, Any] | None:
+        """The document as it is now (None: the 409 shows only the changes since)."""
         return None
 
     def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, ConfigInvalid):
-            return error_response(exc.detail, exc.errors)
         if isinstance(exc, StaleVersion):
-            return stale_response(exc, self.current_document(self.request))
+            with_current(exc, self.current_document(self.request))
         return super().handle_exception(exc)

@@ -15,9 +15,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.models import AgentRole
-from monitoring.task_prompts import TaskInputError, task_inputs
+from monitoring.task_prompts import task_inputs
 from prompts.access import can_edit_prompts
-from prompts.actions import PromptChangeError, activate, check_content, rollback, save_version
+from prompts.actions import activate, check_content, rollback, save_version
 from prompts.diff import diff_texts
 from prompts.queries import (
     NotFoundError,
@@ -99,10 +99,6 @@ class PreviewSerializer(api_fields.StrictSerializer):
     project = api_fields.StrictSlugField(required=False, allow_blank=True, allow_null=True)
 
 
-def _change_error(exc: PromptChangeError) -> Response:
-    return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]}, exc.status)
-
-
 def _render_error(exc: PromptRenderError, content_field: str = "content") -> Response:
     if exc.field not in ("content", "variables"):
         key = f"variables.{exc.field}"
@@ -117,12 +113,10 @@ def _render_error(exc: PromptRenderError, content_field: str = "content") -> Res
 
 
 def _lookup(role: str, template_type: str | None = None) -> AgentRole:
-    try:
-        if template_type is not None:
-            check_template_type(template_type)
-        return get_role(role)
-    except NotFoundError as exc:
-        raise NotFound(exc.reason) from None
+    """The role (and that its ``template_type`` exists); 404 naming what does not exist."""
+    if template_type is not None:
+        check_template_type(template_type)
+    return get_role(role)
 
 
 def _project(slug: str | None, *, query: bool = False) -> Any:
@@ -209,23 +203,20 @@ class PromptVersionsView(APIView):
         data = SaveVersionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        try:
-            result = save_version(
-                role=obj,
-                template_type=template_type,
-                content=values["content"],
-                actor=request.user,
-                bump=values["bump"],
-                version=values.get("version") or None,
-                variables=values.get("variables"),
-                language=values.get("language") or None,
-                note=values.get("note", ""),
-                project=_project(values.get("project")),
-                activate=values["activate"],
-                base_version=values.get("base_version"),
-            )
-        except PromptChangeError as exc:
-            return _change_error(exc)
+        result = save_version(
+            role=obj,
+            template_type=template_type,
+            content=values["content"],
+            actor=request.user,
+            bump=values["bump"],
+            version=values.get("version") or None,
+            variables=values.get("variables"),
+            language=values.get("language") or None,
+            note=values.get("note", ""),
+            project=_project(values.get("project")),
+            activate=values["activate"],
+            base_version=values.get("base_version"),
+        )
         body = {
             **(version_document(result.version) or {}),
             "undeclared_variables": result.undeclared,
@@ -244,10 +235,7 @@ class PromptVersionView(APIView):
     def get(self, request: Request, role: str, template_type: str, version: str) -> Response:
         obj = _lookup(role, template_type)
         template = find_template(obj, template_type, _project(request.query_params.get("project"), query=True))
-        try:
-            return Response(version_document(get_version(template, version)))
-        except NotFoundError as exc:
-            raise NotFound(exc.reason) from None
+        return Response(version_document(get_version(template, version)))
 
 
 class PromptDiffView(APIView):
@@ -313,19 +301,16 @@ class PromptRollbackView(APIView):
         data = RollbackSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        try:
-            result = rollback(
-                role=obj,
-                template_type=template_type,
-                version=values["version"],
-                actor=request.user,
-                project=_project(values.get("project")),
-                bump=values["bump"],
-                note=values.get("note"),
-                base_version=values.get("base_version"),
-            )
-        except PromptChangeError as exc:
-            return _change_error(exc)
+        result = rollback(
+            role=obj,
+            template_type=template_type,
+            version=values["version"],
+            actor=request.user,
+            project=_project(values.get("project")),
+            bump=values["bump"],
+            note=values.get("note"),
+            base_version=values.get("base_version"),
+        )
         body = {**(version_document(result.version) or {}), "config_version": result.change.new_version}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -343,17 +328,14 @@ class PromptActivateView(APIView):
         data = ActivateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        try:
-            result = activate(
-                role=obj,
-                template_type=template_type,
-                version=values["version"],
-                actor=request.user,
-                project=_project(values.get("project")),
-                note=values.get("note"),
-            )
-        except PromptChangeError as exc:
-            return _change_error(exc)
+        result = activate(
+            role=obj,
+            template_type=template_type,
+            version=values["version"],
+            actor=request.user,
+            project=_project(values.get("project")),
+            note=values.get("note"),
+        )
         return Response({**(version_document(result.version) or {}), "config_version": result.change.new_version})
 
 
@@ -372,12 +354,9 @@ class PromptPreviewView(APIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         project = _project(values.get("project"))
-        try:
-            checked = check_content(
-                values["content"], values.get("variables"), role=obj, project=project, values=values["values"]
-            )
-        except PromptChangeError as exc:
-            return _change_error(exc)
+        checked = check_content(
+            values["content"], values.get("variables"), role=obj, project=project, values=values["values"]
+        )
         if checked.error is not None:
             return _render_error(checked.error)
         return Response(
@@ -404,10 +383,7 @@ class PromptRenderView(APIView):
         description = values.get("task_description", "")
         enhancement = values.get("prompt_enhancement")
         if values.get("task_id"):
-            try:
-                project, description, enhancement = task_inputs(values["task_id"], project, description, enhancement)
-            except TaskInputError as exc:
-                return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]})
+            project, description, enhancement = task_inputs(values["task_id"], project, description, enhancement)
         try:
             preview = preview_role(
                 obj.role,

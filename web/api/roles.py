@@ -15,15 +15,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.access import CanChangeConfig
-from capabilities.errors import ConfigInvalid, StaleVersion
+from capabilities.errors import StaleVersion
 from capabilities.executors import model_status, role_executor, role_kinds, set_role_executor
 from capabilities.models import AgentRole, Project, RoleExecutor
 from capabilities.registry import role_definition
 from capabilities.roles import delete_role
 from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields
-from teamclaw.api_errors import error_response
-from web.api.governance import PROJECT_PARAM, body, note_of, stale_response, version_of
+from web.api.governance import PROJECT_PARAM, body, note_of, version_of, with_current
 from web.scope import project_scope, scoped_snapshot
 
 
@@ -120,10 +119,7 @@ def role_post(request: Request) -> Response:
     """``POST /api/v1/roles``: create a custom role (US-09); 201 with its definition."""
     data = body(request, None)  # check_new_role refuses unknown keys
     note = note_of(data)
-    try:
-        result = create_role(data, note=note, actor=request.user)
-    except ConfigInvalid as exc:
-        return error_response(exc.detail, exc.errors)
+    result = create_role(data, note=note, actor=request.user)
     return Response(result.document, status=status.HTTP_201_CREATED)
 
 
@@ -136,10 +132,8 @@ def role_patch(request: Request, role: str) -> Response:
     note = note_of(data)
     try:
         result = update_role(obj, project=project, version=version, data=data, note=note, actor=request.user)
-    except ConfigInvalid as exc:
-        return error_response(exc.detail, exc.errors)
     except StaleVersion as exc:
-        return stale_response(exc, role_document(obj, project))
+        raise with_current(exc, role_document(obj, project)) from None
     return Response({**result.document, "changed": bool(result.change)})
 
 
@@ -157,8 +151,6 @@ def role_delete(request: Request, role: str) -> Response:
     note = note_of(data)
     try:
         delete_role(obj, version=version, note=note, actor=request.user)
-    except ConfigInvalid as exc:
-        return error_response(exc.detail, exc.errors)
     except StaleVersion as exc:
-        return stale_response(exc, role_document(obj))
+        raise with_current(exc, role_document(obj)) from None
     return Response(status=status.HTTP_204_NO_CONTENT)

@@ -28,21 +28,12 @@ from capabilities.lifecycle import (
 from capabilities.models import Skill
 from capabilities.published_schemas import load_schema
 from capabilities.skill_documents import skill_document
-from capabilities.skill_index import MAX_SKILL_INDEX_BYTES, SkillIndexError
+from capabilities.skill_index import MAX_SKILL_INDEX_BYTES
 from monitoring.skill_contexts import running_contexts
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
 from teamclaw.json_types import json_type_name
-
-HTTP_FOR = {
-    "not_found": status.HTTP_404_NOT_FOUND,
-    "illegal_transition": status.HTTP_409_CONFLICT,
-    "invalid": status.HTTP_400_BAD_REQUEST,
-    "dependency": status.HTTP_409_CONFLICT,
-    "conflict": status.HTTP_409_CONFLICT,
-    "dependents": status.HTTP_409_CONFLICT,
-}
 
 
 class YamlParser(BaseParser):
@@ -103,16 +94,16 @@ def skill_or_404(skill_id: str) -> Skill:
     return skill
 
 
-def lifecycle_error(exc: LifecycleError, skill_id: str) -> Response:
-    """A refused operation in the API's error shape plus its id, status and phases."""
-    extra: dict[str, Any] = {}
+def with_skill_state(exc: LifecycleError, skill_id: str) -> LifecycleError:
+    """``exc`` carrying what the client needs next: the skill's ``status`` now, the failed
+    attempt's ``operationId`` and the refusal's details (dependents, phases)."""
     current = Skill.objects.filter(skill_id=skill_id).values_list("status", flat=True).first()
     if current:
-        extra["status"] = current
+        exc.extra["status"] = current
     if exc.operation is not None:
-        extra["operationId"] = exc.operation.id
-    extra.update({k: v for k, v in exc.details.items() if v})
-    return error_response(exc.message, exc.errors, HTTP_FOR.get(exc.code, 400), errorCode=exc.code, **extra)
+        exc.extra["operationId"] = exc.operation.id
+    exc.extra.update({k: v for k, v in exc.details.items() if v})
+    return exc
 
 
 class SkillForceSerializer(api_fields.StrictSerializer):
@@ -167,13 +158,7 @@ class SkillListView(APIView):
                 "send the skill-index.yaml as application/yaml (or JSON {yaml}, or a multipart file)",
                 {"document": ["the document is empty"]},
             )
-        try:
-            skill, operation, created = discover_skill(raw, actor=request.user)
-        except SkillIndexError as exc:
-            errors = exc.as_errors()
-            return error_response(f"the skill-index.yaml has {len(exc.problems)} problem(s)", errors)
-        except LifecycleError as exc:
-            return error_response(exc.message, exc.errors, HTTP_FOR[exc.code], errorCode=exc.code)
+        skill, operation, created = discover_skill(raw, actor=request.user)
         body = {
             "skillId": skill.skill_id,
             "status": skill.status,
@@ -201,7 +186,7 @@ class SkillDetailView(APIView):
                 skill_id, actor=request.user, force=_force(request), running_contexts=running_contexts
             )
         except LifecycleError as exc:
-            return lifecycle_error(exc, skill_id)
+            raise with_skill_state(exc, skill_id) from None
         return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
 
 
@@ -217,7 +202,7 @@ class SkillInstallView(APIView):
         try:
             operation = install_skill(skill_id, config, actor=request.user)
         except LifecycleError as exc:
-            return lifecycle_error(exc, skill_id)
+            raise with_skill_state(exc, skill_id) from None
         body = {"installId": operation.id, "status": operation.to_status, "warnings": operation.warnings}
         if operation.to_status == "ERROR":
             reasons = [r.strip() for r in operation.error.split(":", 1)[-1].split(";")]
@@ -240,10 +225,10 @@ class SkillActivateView(APIView):
         try:
             operation = activate_skill(skill_id, role, actor=request.user)
         except LifecycleError as exc:
-            response = lifecycle_error(exc, skill_id)
+            with_skill_state(exc, skill_id)
             if exc.operation is not None:
-                response.data["activationId"] = exc.operation.id
-            return response
+                exc.extra["activationId"] = exc.operation.id
+            raise
         return Response(
             {
                 "activationId": operation.id,
@@ -266,7 +251,7 @@ class SkillDeactivateView(APIView):
                 skill_id, actor=request.user, force=_force(request), running_contexts=running_contexts
             )
         except LifecycleError as exc:
-            return lifecycle_error(exc, skill_id)
+            raise with_skill_state(exc, skill_id) from None
         return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
 
 

@@ -15,9 +15,8 @@ from rest_framework.views import APIView
 from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.models import Task
-from runs.tasks import DocumentError, start_task
+from runs.tasks import start_task
 from teamclaw import api_fields
-from teamclaw.api_errors import error_response
 from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
 
@@ -98,18 +97,15 @@ class TaskListView(APIView):
         data = TaskCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        try:
-            task = start_task(
-                workflow=values["workflow"],
-                input_markdown=values.get("input_markdown"),
-                task_description=values.get("task_description", ""),
-                title=values.get("title", ""),
-                project=values.get("project"),
-                user=request.user,
-                prompt_enhancement=values.get("prompt_enhancement", ""),
-            )
-        except DocumentError as exc:
-            return error_response(f"{exc.field}: {exc.reason}", {exc.field: [exc.reason]})
+        task = start_task(
+            workflow=values["workflow"],
+            input_markdown=values.get("input_markdown"),
+            task_description=values.get("task_description", ""),
+            title=values.get("title", ""),
+            project=values.get("project"),
+            user=request.user,
+            prompt_enhancement=values.get("prompt_enhancement", ""),
+        )
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="tasks_list", responses=OpenApiTypes.OBJECT)

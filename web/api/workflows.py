@@ -13,9 +13,8 @@ from rest_framework.views import APIView
 from capabilities.models import Project
 from capabilities.skill_documents import workflow_document
 from capabilities.skill_models import Workflow
-from capabilities.workflow_actions import WorkflowConflict, delete_workflow, save_workflow
-from capabilities.workflow_spec import WorkflowError
-from runs.workflow_runs import RunInputError, start_workflow_run
+from capabilities.workflow_actions import delete_workflow, save_workflow
+from runs.workflow_runs import start_workflow_run
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from web.api.skills import PARSERS, StaffForChanges, yaml_body
@@ -77,13 +76,7 @@ def _save(request: Request, replace: str | None) -> Response:
     raw = yaml_body(request)
     if not raw:
         return error_response("send the workflow YAML as application/yaml (or JSON {yaml})", {"document": ["empty"]})
-    try:
-        workflow = save_workflow(raw, actor=request.user, replace=replace)
-    except WorkflowError as exc:
-        return error_response(f"the workflow has {len(exc.problems)} problem(s)", exc.as_errors())
-    except WorkflowConflict as exc:
-        code = status.HTTP_404_NOT_FOUND if exc.code == "missing" else status.HTTP_409_CONFLICT
-        return error_response(exc.message, {"orchestration.id": [exc.message]}, code, errorCode=exc.code)
+    workflow = save_workflow(raw, actor=request.user, replace=replace)
     body = workflow_document(workflow)
     return Response(body, status=status.HTTP_201_CREATED if replace is None else status.HTTP_200_OK)
 
@@ -103,8 +96,5 @@ class WorkflowRunView(APIView):
             project = Project.objects.filter(slug=slug).first()
             if project is None:
                 return error_response(f"project '{slug}' does not exist", {"project": ["unknown project"]})
-        try:
-            task = start_workflow_run(workflow, values.get("input"), user=request.user, project=project)
-        except RunInputError as exc:
-            return error_response(f"input: {exc.reason}", {"input": [exc.reason]})
+        task = start_workflow_run(workflow, values.get("input"), user=request.user, project=project)
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
