@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.utils import html
 
@@ -147,3 +149,109 @@ class StrictSerializer(serializers.Serializer):  # noqa: TID251
         if unknown:
             raise serializers.ValidationError(unknown, code="unknown")
         return value
+
+
+VERSION_REQUIRED = "this field is required: the version you loaded (optimistic concurrency)"
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class DocumentVersionField(serializers.Field):  # type: ignore[type-arg]
+    """The config document version the client loaded (optimistic concurrency): a whole
+    number >= 0, required (``null`` counts as missing)."""
+
+    default_error_messages = {
+        "required": VERSION_REQUIRED,
+        "null": VERSION_REQUIRED,
+        "invalid": "must be a whole number >= 0",
+    }
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int) or data < 0:
+            self.fail("invalid")
+        return int(data)
+
+    def to_representation(self, value: Any) -> int:
+        return int(value)
+
+
+NOTE_MAX = 2000
+"""Longest change note (characters)."""
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class ChangeNoteField(serializers.Field):  # type: ignore[type-arg]
+    """The note of a config change: optional text up to ``NOTE_MAX`` characters, stripped
+    (an empty or missing note is ``""``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", True)
+        kwargs.setdefault("default", "")
+        super().__init__(**kwargs)
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if not data:  # missing, null, "" (and a falsy non-string, as before): no note
+            return True, ""
+        return super().validate_empty_values(data)
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            raise serializers.ValidationError(f"must be a string, not {json_type_name(data)}")
+        if len(data) > NOTE_MAX:
+            raise serializers.ValidationError(f"must be at most {NOTE_MAX} characters")
+        return data.strip()
+
+    def to_representation(self, value: Any) -> str:
+        return str(value)
+
+
+class PassThroughField(serializers.JSONField):
+    """A value handed as sent (``null`` included) to the domain check that validates it (a
+    matrix, constraint values, a document field): the serializer only says the key exists;
+    refusals name paths inside it."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+
+NOT_AN_OBJECT = "the body must be a JSON object"
+
+
+class ObjectBodySerializer(StrictSerializer):
+    """A ``StrictSerializer`` whose body must be a JSON object (``non_field_errors``: "the
+    body must be a JSON object" otherwise): the governed config endpoints' bodies."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError({"non_field_errors": [NOT_AN_OBJECT]})
+        return super().to_internal_value(data)
+
+
+class DocumentSerializer(ObjectBodySerializer):
+    """The body of a governed config document (a role, a project, a card).
+
+    The serializer checks the ``envelope`` (the document ``version`` loaded, the change
+    ``note``) and hands the document's own keys, as sent and in the order sent, to the domain
+    check as ``validated_data["document"]``; that check refuses unknown keys together with its
+    other refusals (every problem at once). Declare the document's fields as optional
+    ``PassThroughField``s so the API schema shows them (the domain check says which it needs)."""
+
+    envelope: tuple[str, ...] = ("version", "note")
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError({"non_field_errors": [NOT_AN_OBJECT]})
+        ignored = FORM_ONLY_KEYS if html.is_html_input(data) else frozenset()
+        value = serializers.Serializer.to_internal_value(self, data)  # noqa: TID251  (unknown keys: the domain's)
+        clean = {name: value[name] for name in self.envelope if name in value}
+        clean["document"] = {key: data[key] for key in data if key not in self.envelope and key not in ignored}
+        return clean
+
+
+def read_body(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:  # noqa: TID251
+    """Validate a request body with ``serializer_class``; its ``validated_data``. Raises the
+    serializer's ValidationError (a 400 naming every field at fault)."""
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)

@@ -19,9 +19,25 @@ from capabilities.errors import StaleVersion
 from capabilities.models import CapabilityCard
 from capabilities.registration import register_capability
 from capabilities.registry import card_document, filter_capabilities
+from teamclaw import api_fields
 from teamclaw.runtime.config import CATEGORIES, CapabilityType
-from web.api.governance import PROJECT_PARAM, body, note_of, version_of, with_current
+from web.api.governance import PROJECT_PARAM, with_current
 from web.scope import project_scope, scoped_snapshot
+
+
+class CapabilityEditSerializer(api_fields.DocumentSerializer):
+    """A card edit or switch (US-06); ``document_version`` is the concurrency field (a card's
+    ``version`` is its SemVer)."""
+
+    envelope = ("document_version", "note")
+    document_version = api_fields.DocumentVersionField(help_text="The document version you loaded.")
+    enabled = api_fields.PassThroughField(required=False)
+    name = api_fields.PassThroughField(required=False)
+    description = api_fields.PassThroughField(required=False)
+    timeout = api_fields.PassThroughField(required=False)
+    tags = api_fields.PassThroughField(required=False)
+    owner_roles = api_fields.PassThroughField(required=False)
+    note = api_fields.ChangeNoteField()
 
 
 class CapabilityListView(APIView):
@@ -102,11 +118,16 @@ def capability_patch(request: Request, capability_id: str) -> Response:
     if card is None:
         raise NotFound(f"capability '{capability_id}' does not exist")
     project = project_scope(request)
-    data = body(request, None)  # check_card_edit refuses unknown keys
-    version = version_of(data, "document_version")
-    note = note_of(data)
+    data = api_fields.read_body(CapabilityEditSerializer, request.data)
     try:
-        result = update_capability(card, project=project, version=version, data=data, note=note, actor=request.user)
+        result = update_capability(
+            card,
+            project=project,
+            version=data["document_version"],
+            data=data["document"],
+            note=data["note"],
+            actor=request.user,
+        )
     except StaleVersion as exc:
         raise with_current(exc, capability_document(card, project)) from None
     return Response({**result.document, "changed": bool(result.change)})

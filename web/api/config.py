@@ -21,8 +21,9 @@ from capabilities.safe_yaml import guess_format, load_document, max_config_bytes
 from team.config_export import dump, export_document
 from team.config_import import import_config
 from team.config_schema import config_document_schema
+from teamclaw import api_fields
 from teamclaw.api_errors import error_response
-from web.api.governance import NOTE_MAX, PROJECT_PARAM, GovernanceView
+from web.api.governance import PROJECT_PARAM, GovernanceView
 from web.scope import project_scope
 
 
@@ -148,8 +149,8 @@ class ConfigImportView(GovernanceView):
         if expected is not None and not expected.isdigit():
             raise ValidationError({"expected_version": ["must be a whole number"]})
         note = params.get("note") or ""
-        if len(note) > NOTE_MAX:
-            raise ValidationError({"note": [f"must be at most {NOTE_MAX} characters"]})
+        if len(note) > api_fields.NOTE_MAX:
+            raise ValidationError({"note": [f"must be at most {api_fields.NOTE_MAX} characters"]})
         limit = max_config_bytes()
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > limit:

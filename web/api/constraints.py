@@ -6,26 +6,23 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from capabilities.models import AgentRole
 from capabilities.role_constraints import constraints_document, save_constraints
 from teamclaw import api_fields
-from web.api.governance import PROJECT_PARAM, GovernanceView, body, note_of, version_of
+from web.api.governance import PROJECT_PARAM, GovernanceView
 from web.scope import project_scope
 
-CONSTRAINTS_SAVE = inline_serializer(
-    "ConstraintsSave",
-    {
-        "version": api_fields.StrictIntegerField(),
-        "constraints": serializers.DictField(),
-        "note": api_fields.StrictCharField(required=False),
-    },
-)
+
+class ConstraintsSaveSerializer(api_fields.ObjectBodySerializer):
+    """``{version, constraints: {field: value}, note?}`` (``null`` = inherit, in a project)."""
+
+    version = api_fields.DocumentVersionField(help_text="The version you loaded.")
+    constraints = api_fields.PassThroughField(allow_null=True, error_messages={"required": "this field is required"})
+    note = api_fields.ChangeNoteField()
 
 
 class ConstraintsView(GovernanceView):
@@ -44,18 +41,19 @@ class ConstraintsView(GovernanceView):
 
     @extend_schema(
         parameters=[PROJECT_PARAM],
-        request=CONSTRAINTS_SAVE,
+        request=ConstraintsSaveSerializer,
         responses=OpenApiTypes.OBJECT,
     )
     def put(self, request: Request, role: str) -> Response:
         obj = get_object_or_404(AgentRole, role=role)
         project = project_scope(request)
-        data = body(request, CONSTRAINTS_SAVE.fields)
-        version = version_of(data)
-        note = note_of(data)
-        if "constraints" not in data:
-            raise ValidationError({"constraints": ["this field is required"]})
+        data = api_fields.read_body(ConstraintsSaveSerializer, request.data)
         result = save_constraints(
-            obj, project=project, version=version, values=data["constraints"], note=note, actor=request.user
+            obj,
+            project=project,
+            version=data["version"],
+            values=data["constraints"],
+            note=data["note"],
+            actor=request.user,
         )
         return Response({**result.document, "changed": bool(result.change)})

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -15,17 +14,26 @@ from rest_framework.response import Response
 from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, parse_cells, role_slugs, save_matrix
 from monitoring.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
 from teamclaw import api_fields
-from web.api.governance import PROJECT_PARAM, GovernanceView, body, note_of, version_of
+from web.api.governance import PROJECT_PARAM, GovernanceView
 from web.scope import project_scope
 
-MATRIX_SAVE = inline_serializer(
-    "MatrixSave",
-    {
-        "version": api_fields.StrictIntegerField(help_text="The version you loaded."),
-        "matrix": serializers.DictField(help_text="{row: {column: value}}; only the cells to set."),
-        "note": api_fields.StrictCharField(required=False),
-    },
-)
+REQUIRED = {"required": "this field is required"}
+
+
+class MatrixSaveSerializer(api_fields.ObjectBodySerializer):
+    """``{version, matrix, note?}``: the cells to set as one change."""
+
+    version = api_fields.DocumentVersionField(help_text="The version you loaded.")
+    matrix = api_fields.PassThroughField(
+        allow_null=True, error_messages=REQUIRED, help_text="{row: {column: value}}; only the cells to set."
+    )
+    note = api_fields.ChangeNoteField()
+
+
+class WhatIfSerializer(api_fields.ObjectBodySerializer):
+    """``{matrix?}``: the staged cells to replay against the recorded traffic."""
+
+    matrix = api_fields.PassThroughField(required=False, default=dict, help_text="{row: {column: value}}")
 
 
 class MatrixView(GovernanceView):
@@ -39,13 +47,14 @@ class MatrixView(GovernanceView):
 
     def put(self, request: Request) -> Response:
         project = project_scope(request)
-        data = body(request, MATRIX_SAVE.fields)
-        version = version_of(data)
-        note = note_of(data)
-        if "matrix" not in data:
-            raise ValidationError({"matrix": ["this field is required"]})
+        data = api_fields.read_body(MatrixSaveSerializer, request.data)
         result = save_matrix(
-            self.kind, project=project, version=version, matrix=data["matrix"], note=note, actor=request.user
+            self.kind,
+            project=project,
+            version=data["version"],
+            matrix=data["matrix"],
+            note=data["note"],
+            actor=request.user,
         )
         return Response({**result.document, "changed": bool(result.change)})
 
@@ -62,7 +71,7 @@ class InvokeMatrixView(MatrixView):
     def get(self, request: Request) -> Response:
         return super().get(request)
 
-    @extend_schema(parameters=[PROJECT_PARAM], request=MATRIX_SAVE, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[PROJECT_PARAM], request=MatrixSaveSerializer, responses=OpenApiTypes.OBJECT)
     def put(self, request: Request) -> Response:
         return super().put(request)
 
@@ -78,7 +87,7 @@ class ToolMatrixView(MatrixView):
     def get(self, request: Request) -> Response:
         return super().get(request)
 
-    @extend_schema(parameters=[PROJECT_PARAM], request=MATRIX_SAVE, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[PROJECT_PARAM], request=MatrixSaveSerializer, responses=OpenApiTypes.OBJECT)
     def put(self, request: Request) -> Response:
         return super().put(request)
 
@@ -91,9 +100,6 @@ def days_param(request: Request) -> int:
     return int(raw)
 
 
-WHAT_IF = inline_serializer("WhatIf", {"matrix": serializers.DictField(help_text="{row: {column: value}}")})
-
-
 class WhatIfView(GovernanceView):
     """What staged cells would have done to the recorded traffic of the last ``days`` days:
     invokes that would now be denied, newly allowed or sent for confirmation, grouped by
@@ -104,14 +110,14 @@ class WhatIfView(GovernanceView):
 
     @extend_schema(
         parameters=[PROJECT_PARAM, OpenApiParameter("days", int, description="1..90, default 7")],
-        request=WHAT_IF,
+        request=WhatIfSerializer,
         responses=OpenApiTypes.OBJECT,
     )
     def post(self, request: Request) -> Response:
         project = project_scope(request)
         days = days_param(request)
-        data = body(request, WHAT_IF.fields)
-        cells = parse_cells(self.kind, data.get("matrix", {}), role_slugs(), allow_null=project is not None)
+        data = api_fields.read_body(WhatIfSerializer, request.data)
+        cells = parse_cells(self.kind, data["matrix"], role_slugs(), allow_null=project is not None)
         return Response(what_if(self.kind, project, cells, days))
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,7 +14,30 @@ from rest_framework.response import Response
 from capabilities.models import Project
 from team.projects import create_project, project_document, update_project
 from teamclaw import api_fields
-from web.api.governance import GovernanceView, body, note_of, version_of
+from web.api.governance import GovernanceView
+
+
+class ProjectCreateSerializer(api_fields.DocumentSerializer):
+    """A new project: checked as a whole by ``capabilities.projects.check_fields``."""
+
+    envelope = ("note",)
+    slug = api_fields.PassThroughField(required=False)
+    name = api_fields.PassThroughField(required=False)
+    description = api_fields.PassThroughField(required=False)
+    tech_stack = api_fields.PassThroughField(required=False)
+    working_directory = api_fields.PassThroughField(required=False)
+    note = api_fields.ChangeNoteField()
+
+
+class ProjectEditSerializer(api_fields.DocumentSerializer):
+    """A project edit: any of its fields (not its slug)."""
+
+    version = api_fields.DocumentVersionField(help_text="The version you loaded.")
+    name = api_fields.PassThroughField(required=False)
+    description = api_fields.PassThroughField(required=False)
+    tech_stack = api_fields.PassThroughField(required=False)
+    working_directory = api_fields.PassThroughField(required=False)
+    note = api_fields.ChangeNoteField()
 
 
 class ProjectListView(GovernanceView):
@@ -28,24 +51,10 @@ class ProjectListView(GovernanceView):
         projects = [project_document(p) for p in Project.objects.all()]
         return Response({"count": len(projects), "projects": projects})
 
-    @extend_schema(
-        request=inline_serializer(
-            "ProjectCreate",
-            {
-                "slug": api_fields.StrictSlugField(),
-                "name": api_fields.StrictCharField(),
-                "description": api_fields.StrictCharField(required=False),
-                "tech_stack": api_fields.StrictCharField(required=False),
-                "working_directory": api_fields.StrictCharField(required=False),
-                "note": api_fields.StrictCharField(required=False),
-            },
-        ),
-        responses={201: OpenApiTypes.OBJECT},
-    )
+    @extend_schema(request=ProjectCreateSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
-        data = body(request, None)  # projects.check_fields refuses unknown keys
-        note = note_of(data)
-        result = create_project(data, note=note, actor=request.user)
+        data = api_fields.read_body(ProjectCreateSerializer, request.data)
+        result = create_project(data["document"], note=data["note"], actor=request.user)
         return Response(result.document, status=status.HTTP_201_CREATED)
 
 
@@ -62,11 +71,11 @@ class ProjectDetailView(GovernanceView):
     def get(self, request: Request, slug: str) -> Response:
         return Response(project_document(get_object_or_404(Project, slug=slug)))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=ProjectEditSerializer, responses=OpenApiTypes.OBJECT)
     def patch(self, request: Request, slug: str) -> Response:
         project = get_object_or_404(Project, slug=slug)
-        data = body(request, None)  # projects.check_fields refuses unknown keys
-        version = version_of(data)
-        note = note_of(data)
-        result = update_project(project, version=version, data=data, note=note, actor=request.user)
+        data = api_fields.read_body(ProjectEditSerializer, request.data)
+        result = update_project(
+            project, version=data["version"], data=data["document"], note=data["note"], actor=request.user
+        )
         return Response({**result.document, "changed": bool(result.change)})

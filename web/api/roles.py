@@ -22,8 +22,53 @@ from capabilities.registry import role_definition
 from capabilities.roles import delete_role
 from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields
-from web.api.governance import PROJECT_PARAM, body, note_of, version_of, with_current
+from web.api.governance import PROJECT_PARAM, with_current
 from web.scope import project_scope, scoped_snapshot
+
+
+class RoleCreateSerializer(api_fields.DocumentSerializer):
+    """A custom role (US-09): checked as a whole by ``capabilities.roles.check_new_role``."""
+
+    envelope = ("note",)
+    role = api_fields.PassThroughField(required=False, help_text="The new role's slug")
+    display_name = api_fields.PassThroughField(required=False)
+    emoji = api_fields.PassThroughField(required=False)
+    description = api_fields.PassThroughField(required=False)
+    responsibilities = api_fields.PassThroughField(required=False, help_text="A list of lines")
+    capabilities = api_fields.PassThroughField(required=False, help_text="Capability ids it will own")
+    permissions = api_fields.PassThroughField(
+        required=False, help_text="can_invoke, can_be_invoked_by, allowed/denied/requires_user_confirmation tools"
+    )
+    constraints = api_fields.PassThroughField(required=False)
+    copy_prompts_from = api_fields.PassThroughField(required=False, help_text="A role whose prompts to copy")
+    note = api_fields.ChangeNoteField()
+
+
+class RoleEditSerializer(api_fields.DocumentSerializer):
+    """A role edit (globally any field; in a project only ``enabled``, ``null`` = inherit)."""
+
+    version = api_fields.DocumentVersionField(help_text="The version you loaded.")
+    display_name = api_fields.PassThroughField(required=False)
+    emoji = api_fields.PassThroughField(required=False)
+    description = api_fields.PassThroughField(required=False)
+    responsibilities = api_fields.PassThroughField(required=False)
+    enabled = api_fields.PassThroughField(required=False)
+    note = api_fields.ChangeNoteField()
+
+
+class RoleDeleteSerializer(api_fields.ObjectBodySerializer):
+    """``{version, note?}`` (``version`` may come as a query parameter instead)."""
+
+    version = api_fields.DocumentVersionField()
+    note = api_fields.ChangeNoteField()
+
+
+class RoleExecutorSerializer(api_fields.ObjectBodySerializer):
+    """``{executor, model, endpoint}``: blank (or null) inherits."""
+
+    executor = api_fields.PassThroughField(required=False, allow_null=True)
+    model = api_fields.PassThroughField(required=False, allow_null=True)
+    endpoint = api_fields.PassThroughField(required=False, allow_null=True)
 
 
 class RoleListView(APIView):
@@ -38,7 +83,7 @@ class RoleListView(APIView):
         roles = [role_definition(snapshot, role) for role in AgentRole.objects.all()]
         return Response({"count": len(roles), "roles": roles, "config_version": snapshot.version})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=RoleCreateSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         return role_post(request)
 
@@ -55,7 +100,7 @@ class RoleDetailView(APIView):
         obj = get_object_or_404(AgentRole, role=role)
         return Response(role_get(request, obj, role_definition(scoped_snapshot(request), obj)))
 
-    @extend_schema(parameters=[PROJECT_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[PROJECT_PARAM], request=RoleEditSerializer, responses=OpenApiTypes.OBJECT)
     def patch(self, request: Request, role: str) -> Response:
         return role_patch(request, role)
 
@@ -91,7 +136,7 @@ class RoleExecutorView(APIView):
     def get(self, request: Request, role: str) -> Response:
         return Response(_executor_body(get_object_or_404(AgentRole, role=role), request))
 
-    @extend_schema(parameters=[PROJECT_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[PROJECT_PARAM], request=RoleExecutorSerializer, responses=OpenApiTypes.OBJECT)
     def put(self, request: Request, role: str) -> Response:
         if not request.user.is_staff:
             raise PermissionDenied("changing the configuration needs staff permission")
@@ -102,10 +147,8 @@ class RoleExecutorView(APIView):
             raise NotFound(f"project '{slug}' does not exist")
         if not isinstance(request.data, dict):
             raise ValidationError({"non_field_errors": ["send a JSON object with executor, model and endpoint"]})
-        api_fields.refuse_unknown_fields(request.data, EXECUTOR_FIELDS)
-        values = {
-            name: request.data.get(name) if request.data.get(name) is not None else "" for name in EXECUTOR_FIELDS
-        }
+        data = api_fields.read_body(RoleExecutorSerializer, request.data)
+        values = {name: data.get(name) if data.get(name) is not None else "" for name in EXECUTOR_FIELDS}
         set_role_executor(obj, project, actor=request.user, **values)
         return Response(_executor_body(obj, request))
 
@@ -117,9 +160,8 @@ def role_get(request: Request, role: AgentRole, definition: dict[str, Any]) -> d
 
 def role_post(request: Request) -> Response:
     """``POST /api/v1/roles``: create a custom role (US-09); 201 with its definition."""
-    data = body(request, None)  # check_new_role refuses unknown keys
-    note = note_of(data)
-    result = create_role(data, note=note, actor=request.user)
+    data = api_fields.read_body(RoleCreateSerializer, request.data)
+    result = create_role(data["document"], note=data["note"], actor=request.user)
     return Response(result.document, status=status.HTTP_201_CREATED)
 
 
@@ -127,11 +169,16 @@ def role_patch(request: Request, role: str) -> Response:
     """``PATCH /api/v1/roles/{role}?project=``: edit a role or switch it for a project."""
     obj = get_object_or_404(AgentRole, role=role)
     project = project_scope(request)
-    data = body(request, None)  # check_role_edit refuses unknown keys
-    version = version_of(data)
-    note = note_of(data)
+    data = api_fields.read_body(RoleEditSerializer, request.data)
     try:
-        result = update_role(obj, project=project, version=version, data=data, note=note, actor=request.user)
+        result = update_role(
+            obj,
+            project=project,
+            version=data["version"],
+            data=data["document"],
+            note=data["note"],
+            actor=request.user,
+        )
     except StaleVersion as exc:
         raise with_current(exc, role_document(obj, project)) from None
     return Response({**result.document, "changed": bool(result.change)})
@@ -145,12 +192,10 @@ def role_delete(request: Request, role: str) -> Response:
     raw = request.query_params.get("version")
     data = {"version": int(raw) if raw and raw.isdigit() else raw}
     if isinstance(request.data, dict):
-        api_fields.refuse_unknown_fields(request.data, ("version", "note"))
         data = {**dict(request.data), **{k: v for k, v in data.items() if v is not None}}
-    version = version_of(data)
-    note = note_of(data)
+    values = api_fields.read_body(RoleDeleteSerializer, data)
     try:
-        delete_role(obj, version=version, note=note, actor=request.user)
+        delete_role(obj, version=values["version"], note=values["note"], actor=request.user)
     except StaleVersion as exc:
         raise with_current(exc, role_document(obj)) from None
     return Response(status=status.HTTP_204_NO_CONTENT)

@@ -122,6 +122,12 @@ def _force(request: Request) -> bool:
     return bool(data.validated_data["force"])
 
 
+class SkillInstallSerializer(api_fields.StrictSerializer):
+    """``{config?}``: the skill's configuration, checked against its ``config_schema``."""
+
+    config = api_fields.PassThroughField(required=False, allow_null=True)
+
+
 class SkillActivateSerializer(api_fields.StrictSerializer):
     """``{role}``: the role that will own the skill's capability cards."""
 
@@ -195,10 +201,9 @@ class SkillInstallView(APIView):
 
     permission_classes = [StaffForChanges]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=SkillInstallSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, skill_id: str) -> Response:
-        api_fields.refuse_unknown_fields(request.data, ("config",))
-        config = request.data.get("config") if hasattr(request.data, "get") else None
+        config = api_fields.read_body(SkillInstallSerializer, request.data).get("config")
         try:
             operation = install_skill(skill_id, config, actor=request.user)
         except LifecycleError as exc:
