@@ -1,4 +1,4 @@
-"""Who may change which configuration (issue 5; DESIGN.md §7).
+"""Who may change which configuration (issue 5; docs/architecture.md §9).
 
 Viewing needs a login. Changing config needs the staff flag or the matching Django
 permission, so an installation can hand out, say, only the tool matrix to a security lead.

@@ -1,4 +1,4 @@
-"""Executor choices: which brain each role uses, and changing it (DESIGN.md §5, issue 8).
+"""Executor choices: which brain each role uses, and changing it (docs/architecture.md §8, issue 8).
 
 Reads the effective configuration (a ConfigSnapshot) and the server settings; never shows
 a key: endpoints appear as ``scheme://host[:port]/path`` only.

@@ -188,7 +188,7 @@ class RoleConstraint(models.Model):
 
 
 class RoleExecutor(models.Model):
-    """A role's executor choice (DESIGN.md §5): the executor kind and model options for every
+    """A role's executor choice (docs/architecture.md §8): the executor kind and model options for every
     capability of the role that is not bound to a plugin. ``project = NULL`` is the global
     choice; a project row overrides it field by field (blank = inherit). No key is stored:
     ``endpoint`` names a server configured in the environment (TEAMCLAW_MODEL_ENDPOINTS)."""

@@ -72,7 +72,7 @@ def enabled_overrides(project: Project | None) -> tuple[dict[int, bool], dict[in
 def effective_executor(role: AgentRole, project: Project | None) -> tuple[str | None, dict[str, str]]:
     """``(executor kind or None, {"model", "endpoint"} set)`` chosen for ``role`` in ``project``:
     each field from the project's RoleExecutor row if set, else the global row, else (for the
-    kind) ``AgentRole.executor``. None means each card's own executor (DESIGN.md §5)."""
+    kind) ``AgentRole.executor``. None means each card's own executor (docs/architecture.md §8)."""
     rows = {c.project_id: c for c in role.executor_choices.all()}
     kind = role.executor or None
     options: dict[str, str] = {}

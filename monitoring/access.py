@@ -1,6 +1,6 @@
 """Who may see and operate which task's execution (PRD §4.6, US-04/05/08/11).
 
-Every page, API call and socket needs a login (DESIGN.md §7). Beyond that, runs are
+Every page, API call and socket needs a login (docs/architecture.md §9). Beyond that, runs are
 private to the people responsible for them:
 
 - **see every task**: staff, superusers and users holding ``monitoring.view_task``;

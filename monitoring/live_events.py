@@ -1,4 +1,4 @@
-"""Runtime events -> live payloads for the browser (PRD §4.6, DESIGN.md §3.3).
+"""Runtime events -> live payloads for the browser (PRD §4.6, docs/architecture.md §4, §7).
 
 Two steps, on two threads:
 

@@ -1,4 +1,4 @@
-"""The live sink: committed runtime events -> Channels groups (DESIGN.md §3.3, PRD §4.6).
+"""The live sink: committed runtime events -> Channels groups (docs/architecture.md §4, §7, PRD §4.6).
 
 The recorder calls ``LiveSink.on_batch`` with every batch right after its transaction
 commits ("publish after the database commit"), so a browser never sees something the

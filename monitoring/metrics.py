@@ -1,6 +1,6 @@
 """Capability metrics from the recorded invokes (seed 003 ``GET /api/v1/metrics/{capabilityId}``).
 
-Read only from ``Message`` rows the recorder stored (DESIGN.md §3.4), so they survive
+Read only from ``Message`` rows the recorder stored (docs/architecture.md §4), so they survive
 restarts and agree with replay:
 
 - a **call** is one ``invoke_request`` the runtime accepted for delivery to the capability

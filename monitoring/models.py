@@ -1,4 +1,4 @@
-"""What the recorder stores from the runtime's events; replay reads only these (DESIGN.md §3.4).
+"""What the recorder stores from the runtime's events; replay reads only these (docs/architecture.md §4).
 
 Ids are the runtime's 32-hex ids, so a row can be written the moment its event arrives.
 Times of runtime origin are stored as datetimes (UTC); message times also keep the PRD's

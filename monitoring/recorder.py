@@ -1,4 +1,4 @@
-"""The recorder: the runtime's database sink (DESIGN.md §3.3).
+"""The recorder: the runtime's database sink (docs/architecture.md §4, §7).
 
 ``publish`` only appends the event to a queue, so the runtime never waits on the database.
 A writer thread drains the queue in batches (up to ``BATCH_SIZE`` events or ``BATCH_WAIT_S``

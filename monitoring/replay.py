@@ -7,7 +7,7 @@ they happened. Stepping to any point shows the full context state at that point:
 of the latest snapshot at or before it. Any two snapshots can be compared.
 
 Works for any recorded context, including ones from before a server restart: it reads only
-the database (DESIGN.md §3.4).
+the database (docs/architecture.md §4).
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ T = TypeVar("T")
 
 
 def build_executors() -> ExecutorRegistry:
-    """The executors of this server (DESIGN.md §5): ``offline`` and ``openai`` with the
+    """The executors of this server (docs/architecture.md §8): ``offline`` and ``openai`` with the
     built-in workflows' brains, ``http`` for plugin capabilities, ``provider`` for seed 003
     PROVIDER skills (failover between implementations) and the installed
     ``teamclaw.executors`` entry points. The default brain is ``settings.TEAMCLAW["EXECUTOR"]``.

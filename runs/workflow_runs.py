@@ -1,6 +1,6 @@
 """Starting runs of saved workflows (seed 003 ``POST /api/v1/workflows/{id}/run``).
 
-A run is a task like any other (DESIGN.md §3.2): recorded first, then handed to the main
+A run is a task like any other (docs/architecture.md §4): recorded first, then handed to the main
 agent's ``workflow_orchestration`` capability on the runtime, which invokes each step.
 """
 

@@ -198,7 +198,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# --- TeamClaw runtime defaults (PRD §4.7 constraint table; DESIGN.md §4 and §6). ---
+# --- TeamClaw runtime defaults (PRD §4.7 constraint table; docs/architecture.md §3, §6). ---
 TEAMCLAW = {
     "MAILBOX_CAPACITY": env_int("TEAMCLAW_MAILBOX_CAPACITY", 1000, minimum=1, maximum=1_000_000),
     "HEARTBEAT_INTERVAL_S": env_int("TEAMCLAW_HEARTBEAT_INTERVAL_S", 30, minimum=1, maximum=3600),

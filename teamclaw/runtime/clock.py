@@ -1,4 +1,4 @@
-"""Clocks the runtime reads time from, so tests move time instead of sleeping (DESIGN.md §4).
+"""Clocks the runtime reads time from, so tests move time instead of sleeping (docs/architecture.md §6).
 
 All times are float seconds since the epoch; ``now_ms`` gives integer milliseconds, the unit
 of ``AgentMessage.timestamp`` (PRD §4.3).

@@ -1,4 +1,4 @@
-"""The immutable, versioned configuration the runtime reads (DESIGN.md §3.1, PRD §4.7, §4.8).
+"""The immutable, versioned configuration the runtime reads (docs/architecture.md §4, PRD §4.7, §4.8).
 
 The apps build a ``ConfigSnapshot`` from the database for one project (or the global
 configuration when ``project_id`` is None). A task pins the snapshot current at its start and

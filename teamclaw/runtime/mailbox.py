@@ -1,4 +1,4 @@
-"""Per-instance priority mailbox (PRD §4.3 消息队列管理; DESIGN.md §4 Mailbox).
+"""Per-instance priority mailbox (PRD §4.3 消息队列管理; docs/architecture.md §6, Mailbox).
 
 - Delivery order: urgent > high > normal > low, FIFO within one priority.
 - Capacity (1000 by default): when full, expired messages are cleared first; then the

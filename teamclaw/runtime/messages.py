@@ -1,7 +1,7 @@
 """The agent message of PRD §4.3: ``AgentMessage``, its ten ``MessageType``s and priorities.
 
 Units: ``timestamp`` is epoch milliseconds, ``ttl`` is milliseconds; a message is expired
-when ``now_ms > timestamp + ttl`` and is then never delivered (DESIGN.md §4 Mailbox).
+when ``now_ms > timestamp + ttl`` and is then never delivered (docs/architecture.md §6, Mailbox).
 """
 
 from __future__ import annotations

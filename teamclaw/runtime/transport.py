@@ -1,4 +1,4 @@
-"""The delivery boundary between routing and mailboxes (DESIGN.md §4 "one Transport").
+"""The delivery boundary between routing and mailboxes (docs/architecture.md §5).
 
 The runtime decides *which* instance gets a message; a ``Transport`` puts it there. The
 in-process transport appends to the instance's mailbox. A cross-process transport (Redis,

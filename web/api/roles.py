@@ -128,7 +128,7 @@ def _executor_body(role: AgentRole, request: Request) -> dict[str, Any]:
 
 
 class RoleExecutorView(APIView):
-    """A role's executor (DESIGN.md §5): what runs each of its capabilities and on which model,
+    """A role's executor (docs/architecture.md §8): what runs each of its capabilities and on which model,
     globally or for ``?project=``. PUT ``{executor, model, endpoint}`` (blank = inherit) changes
     the choice (staff only; audited, PRD §4.8). Keys are never part of the answer."""
 

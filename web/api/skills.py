@@ -57,7 +57,7 @@ PARSERS = [YamlParser, TextYamlParser, XYamlParser, SafeJSONParser, MultiPartPar
 
 
 class StaffForChanges(BasePermission):
-    """Reads for every signed-in user; writes for staff (DESIGN.md §7)."""
+    """Reads for every signed-in user; writes for staff (docs/architecture.md §9)."""
 
     message = "changing skills and workflows needs a staff account"
 

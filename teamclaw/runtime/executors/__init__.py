@@ -1,10 +1,10 @@
-"""Executors: what turns (capability, params, context) into a result (DESIGN.md §5).
+"""Executors: what turns (capability, params, context) into a result (docs/architecture.md §8).
 
 An executor is any object with ``async execute(call: ExecutionCall) -> dict`` (the result
 is then validated against the card's ``output_schema``) and optionally
 ``async on_hook(call: ExecutionCall, event: dict) -> dict | None``.
 
-Kinds (DESIGN.md §5): ``offline`` (embedded, deterministic) and ``openai`` (a model behind
+Kinds (docs/architecture.md §8): ``offline`` (embedded, deterministic) and ``openai`` (a model behind
 any OpenAI-compatible chat-completions endpoint) are *brains*: any capability can run on
 either. ``http`` (plugin capabilities registered through the API, PRD §3 US-12) and the
 kinds installed through the ``teamclaw.executors`` entry-point group are *bound*: the card

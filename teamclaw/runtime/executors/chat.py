@@ -1,4 +1,4 @@
-"""Chat completions for the ``openai`` executor (DESIGN.md §5), through the official client.
+"""Chat completions for the ``openai`` executor (docs/architecture.md §8), through the official client.
 
 ``ModelChat`` is one capability call's line to the model: it speaks the chat-completions
 protocol with ``openai.AsyncOpenAI`` (so OpenAI, vLLM, Ollama, llama.cpp's server and other

@@ -1,5 +1,5 @@
 """The functions a model may call, and running them through the runtime (seed 003
-``FunctionContext.toTools``; DESIGN.md §5 ``openai``).
+``FunctionContext.toTools``; docs/architecture.md §8, ``openai``).
 
 What a role's model is offered for one capability call:
 

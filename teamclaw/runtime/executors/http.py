@@ -1,5 +1,5 @@
 """The ``http`` executor for plugin capabilities registered through the API (PRD §3 US-12,
-DESIGN.md §5): POST the params as JSON to the card's ``executor_config.url``.
+architecture §8): POST the params as JSON to the card's ``executor_config.url``.
 
 A registration must not make the server call arbitrary addresses (SSRF), so:
 
@@ -172,7 +172,7 @@ class PluginTarget:
 
 
 class HttpExecutor:
-    """``http`` (DESIGN.md §5): plugin capabilities behind an allowed URL (module docstring)."""
+    """``http`` (docs/architecture.md §8): plugin capabilities behind an allowed URL (module docstring)."""
 
     kind = "http"
 

@@ -1,5 +1,5 @@
 """The ``openai`` executor: a model behind any OpenAI-compatible chat-completions endpoint
-is the agent's brain (DESIGN.md §5; PRD §4.5 prompts, §4.7 permissions and budget).
+is the agent's brain (docs/architecture.md §8; PRD §4.5 prompts, §4.7 permissions and budget).
 
 For a capability call without a workflow handler the conversation is:
 
@@ -273,7 +273,7 @@ def repair_request(errors: list[dict[str, str]]) -> str:
 
 
 class OpenAIExecutor:
-    """``openai`` (DESIGN.md §5): runs capabilities on a chat-completions model.
+    """``openai`` (docs/architecture.md §8): runs capabilities on a chat-completions model.
 
     ``handlers`` are workflow brains by capability id (``ModelHandler``); every other
     capability runs ``ModelSession.run_capability``.

@@ -1,4 +1,4 @@
-"""The ``offline`` executor: the embedded default brain (DESIGN.md §5).
+"""The ``offline`` executor: the embedded default brain (docs/architecture.md §8).
 
 Deterministic and network-free. A capability with a registered handler (the apps add
 handlers, e.g. the requirement reviewers) runs that handler; any other capability gets a

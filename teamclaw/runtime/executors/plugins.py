@@ -1,5 +1,5 @@
 """Python executors from installed packages: the ``teamclaw.executors`` entry-point group
-(DESIGN.md §5). This is the only way Python code becomes an executor: nothing is ever
+(docs/architecture.md §8). This is the only way Python code becomes an executor: nothing is ever
 imported from a dotted path that a request or a stored config supplies.
 
 A package declares, in its ``pyproject.toml``::
