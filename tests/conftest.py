@@ -1,13 +1,14 @@
-"""Shared fixtures: users and clients, the built-in team in the test database, a fresh
-runtime host per test that needs one."""
+"""Shared fixtures: the test database with the built-in team (loaded once a session, see
+tests/database.py), users and clients, a fresh runtime host per test that needs one."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
+from django.test import Client, TransactionTestCase
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -35,12 +36,26 @@ def no_model_from_the_environment(settings, tmp_path_factory):
     }
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database, migrated, with the built-in team loaded once for the session; a
+    test that commits leaves it as it found it (tests/database.py)."""
+    from tests.database import PRISTINE, restore_instead_of_flush
+
+    with django_db_blocker.unblock():
+        PRISTINE.capture()
+    with mock.patch.object(TransactionTestCase, "_fixture_teardown", restore_instead_of_flush):
+        yield
+    PRISTINE.close()
+
+
 @pytest.fixture
 def builtin(db):
-    """The built-in team loaded into the test database."""
-    from team.builtin import load_builtin
+    """The built-in team in the test database (loaded at the start of the session); the
+    rows ``load_builtin`` created then, per kind."""
+    from tests.database import PRISTINE
 
-    return load_builtin()
+    return PRISTINE.counts
 
 
 @pytest.fixture
