@@ -21,7 +21,8 @@ def error_body(response: Any, status: int) -> dict[str, Any]:
     """The JSON error body, checked for the shape every API error has."""
     assert response.status_code == status, response.content
     body = json.loads(response.content)
-    assert isinstance(body["detail"], str) and body["detail"]
+    assert isinstance(body["detail"], str)
+    assert body["detail"]
     assert isinstance(body["errors"], dict)
     assert all(isinstance(r, list) and all(isinstance(x, str) for x in r) for r in body["errors"].values())
     return body
@@ -30,7 +31,8 @@ def error_body(response: Any, status: int) -> dict[str, Any]:
 def test_malformed_json_is_a_400_in_the_error_shape(api, builtin):
     response = api.post("/api/v1/tasks", data=b'{"workflow": ', content_type="application/json")
     body = error_body(response, 400)
-    assert body["detail"].startswith("JSON parse error") and body["errors"] == {}
+    assert body["detail"].startswith("JSON parse error")
+    assert body["errors"] == {}
 
 
 def test_a_stale_matrix_save_is_a_409_in_the_error_shape_with_its_conflict_keys(api, builtin):
@@ -41,7 +43,8 @@ def test_a_stale_matrix_save_is_a_409_in_the_error_shape_with_its_conflict_keys(
     body = error_body(stale, 409)
     assert body["errors"] == {}
     assert {"current_version", "your_version", "changes", "current"} <= set(body)
-    assert body["your_version"] == loaded["version"] and body["current_version"] > loaded["version"]
+    assert body["your_version"] == loaded["version"]
+    assert body["current_version"] > loaded["version"]
 
 
 @pytest.mark.parametrize("path", ["/api/v1/tasks", "/api/v1/config/export", "/api/v1/docs/"])
@@ -94,7 +97,8 @@ def test_a_runtime_refusal_of_a_hook_keeps_its_error_next_to_the_shape(api, runt
     assert api.patch("/api/v1/roles/dba", {"version": version, "enabled": False}, format="json").status_code == 200
     hook = {"event_type": "schema_changed", "from_role": "coderA", "target_roles": ["dba"]}
     body = error_body(api.post("/api/v1/hooks", hook, format="json"), 400)
-    assert body["errors"] == {} and body["error"]["code"] == "capability_disabled"
+    assert body["errors"] == {}
+    assert body["error"]["code"] == "capability_disabled"
 
 
 def test_server_errors_and_lockouts_under_api_are_in_the_error_shape():

@@ -52,14 +52,16 @@ def test_a_number_as_prompt_enhancement_refuses_the_task(api, builtin):
         format="json",
     )
     assert_refused(response, "prompt_enhancement")
-    assert Task.objects.count() == 0 and database_state() == before
+    assert Task.objects.count() == 0
+    assert database_state() == before
 
 
 def test_a_number_as_capability_id_is_not_invoked_as_its_text(api, builtin):
     before = database_state()
     response = api.post("/api/v1/capabilities/invoke", {"capability_id": 42, "from_role": "main"}, format="json")
     assert_refused(response, "capability_id")
-    assert Message.objects.count() == 0 and database_state() == before
+    assert Message.objects.count() == 0
+    assert database_state() == before
 
 
 STRING_FIELDS = [
@@ -117,9 +119,8 @@ def test_a_number_for_a_string_field_is_refused_naming_the_field(api, builtin, s
     before = database_state()
     response = getattr(api, method)(url, body, format="json")
     if field == "target_roles":
-        assert response.status_code == 400 and response.json()["errors"] == {
-            "target_roles.0": ["must be a string, not a number"]
-        }
+        assert response.status_code == 400
+        assert response.json()["errors"] == {"target_roles.0": ["must be a string, not a number"]}
     else:
         assert_refused(response, field)
     assert database_state() == before
@@ -161,10 +162,12 @@ def test_a_form_body_still_spells_booleans_as_text(api, builtin):
     """Forms carry only text: there ``"false"`` is read as false, as DRF always did."""
     response = api.post(VERSIONS, {"content": "Be brief.", "activate": "false"}, format="multipart")
     assert response.status_code == 201, response.content
-    assert response.json()["is_active"] is False and response.json()["content"] == "Be brief."
+    assert response.json()["is_active"] is False
+    assert response.json()["content"] == "Be brief."
 
 
 def test_strings_of_the_right_type_are_still_taken(api, builtin):
     response = api.post(VERSIONS, {"content": "Be brief.", "note": "shorter", "activate": True}, format="json")
     assert response.status_code == 201, response.content
-    assert response.json()["content"] == "Be brief." and response.json()["note"] == "shorter"
+    assert response.json()["content"] == "Be brief."
+    assert response.json()["note"] == "shorter"

@@ -104,7 +104,8 @@ def test_a_misspelt_key_is_refused_naming_it_and_nothing_changes(api, world, met
     errors = response.json()["errors"]
     assert list(errors) == [key], errors  # the only thing wrong with the body
     reason = errors[key][0]
-    assert reason.startswith("unknown field; expected one of: ") and all(name in reason for name in body)
+    assert reason.startswith("unknown field; expected one of: ")
+    assert all(name in reason for name in body)
     assert response.json()["detail"] == f"{key}: {reason}"
     assert database_state() == before
 
@@ -156,7 +157,8 @@ def test_only_the_envelope_is_checked_values_keep_their_own_rules(api, builtin, 
     settings.TEAMCLAW = {**settings.TEAMCLAW, "HTTP_EXECUTOR_ALLOWED_HOSTS": ["plugins.internal"]}
     card = {**PLUGIN, "executor_config": {**PLUGIN["executor_config"], "retries": 3}, "colour": "red"}
     errors = api.post("/api/v1/capabilities", card, format="json").json()["errors"]
-    assert set(errors) == {"colour", "executor_config"} and errors["executor_config"] == ["unknown keys: retries"]
+    assert set(errors) == {"colour", "executor_config"}
+    assert errors["executor_config"] == ["unknown keys: retries"]
 
 
 def test_correct_bodies_are_still_taken(api, builtin):
@@ -168,13 +170,15 @@ def test_correct_bodies_are_still_taken(api, builtin):
         {"version": matrix["version"], "matrix": {"pm": {"dba": True}}, "note": "pm asks the dba"},
         format="json",
     )
-    assert saved.status_code == 200 and saved.json()["matrix"]["pm"]["dba"] is True
+    assert saved.status_code == 200
+    assert saved.json()["matrix"]["pm"]["dba"] is True
     project = {"slug": "web", "name": "Web", "description": "Shop", "tech_stack": "Vue", "note": "new"}
     assert api.post("/api/v1/projects", project, format="json").status_code == 201
     version = api.post(
         "/api/v1/prompts/pm/persona/versions", {"content": "Be brief.", "bump": "minor", "note": "n"}, format="json"
     )
-    assert version.status_code == 201 and version.json()["version"] == "1.1.0"
+    assert version.status_code == 201
+    assert version.json()["version"] == "1.1.0"
 
 
 def test_a_form_body_may_carry_the_csrf_token_but_no_other_stranger(api, builtin):
@@ -183,7 +187,8 @@ def test_a_form_body_may_carry_the_csrf_token_but_no_other_stranger(api, builtin
     form = {"content": "Be brief.", "csrfmiddlewaretoken": "t0ken"}
     assert api.post(url, form, format="multipart").status_code == 201
     refused = api.post(url, {**form, "activte": "false"}, format="multipart")
-    assert refused.status_code == 400 and list(refused.json()["errors"]) == ["activte"]
+    assert refused.status_code == 400
+    assert list(refused.json()["errors"]) == ["activte"]
     assert PromptVersion.objects.filter(template__role__role="pm", template__template_type="persona").count() == 2
 
 
@@ -198,4 +203,5 @@ def test_a_task_with_its_prompt_enhancement_spelt_right_runs_with_it(api, runtim
     response = api.post("/api/v1/tasks", body, format="json")
     assert response.status_code == 201, response.content
     task = wait_for_task(runtime_host, response.json()["task_id"])
-    assert task.prompt_enhancement == "Rhyme." and Task.objects.count() == 1
+    assert task.prompt_enhancement == "Rhyme."
+    assert Task.objects.count() == 1

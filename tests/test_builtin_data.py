@@ -65,7 +65,10 @@ def test_the_eight_builtin_roles_have_the_prd_slugs_and_core_capabilities(team):
         assert role.metadata["core_capabilities"] == PRD_ROLES[role.role]
         owned = set(role.capabilities.values_list("capability_id", flat=True))
         assert set(PRD_ROLES[role.role]) <= owned, role.role
-        assert role.display_name and role.emoji and role.description and role.responsibilities
+        assert role.display_name
+        assert role.emoji
+        assert role.description
+        assert role.responsibilities
 
 
 def test_dba_also_offers_schema_query_and_code_review_exists(team):
@@ -114,7 +117,9 @@ def test_every_prd_capability_has_a_real_card(team):
         assert card.owner_roles.exists()
         for schema in (card.input_schema, card.output_schema):
             Draft202012Validator.check_schema(schema)
-            assert schema["type"] == "object" and schema["properties"] and schema["required"], card.capability_id
+            assert schema["type"] == "object", card.capability_id
+            assert schema["properties"], card.capability_id
+            assert schema["required"], card.capability_id
 
 
 def test_reviewer_custom_roles_exist_and_main_may_invoke_them(team):

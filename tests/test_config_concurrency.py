@@ -80,7 +80,8 @@ def test_parallel_saves_that_retry_on_conflict_all_land(builtin):
     for caller, callee in CELLS:
         assert InvokePermission.objects.get(project=None, caller__role=caller, target__role=callee).allowed
     changes = list(ConfigChange.objects.filter(new_version__gt=before).order_by("new_version"))
-    assert len(changes) == len(CELLS) and current_version() == before + len(CELLS)
+    assert len(changes) == len(CELLS)
+    assert current_version() == before + len(CELLS)
     assert [c.new_version for c in changes] == list(range(before + 1, before + len(CELLS) + 1))
     assert all(c.old_version == c.new_version - 1 for c in changes)
     assert sorted(tuple(c.changed_fields) for c in changes) == sorted(

@@ -57,7 +57,8 @@ def test_the_schema_is_published_and_the_export_satisfies_it(api, builtin):
     assert set(schema["$defs"]) == {"global_document", "project_document"}
     document = yaml.safe_load(export(api))
     assert schema_errors(document) == {}
-    assert document["format"] == "teamclaw-config/1" and document["scope"] == "global"
+    assert document["format"] == "teamclaw-config/1"
+    assert document["scope"] == "global"
     assert set(document["roles"]) == set(AgentRole.objects.values_list("role", flat=True))
     assert document["invoke_matrix"] == api.get("/api/v1/permissions/invoke-matrix").json()["matrix"]
     assert document["tool_matrix"] == api.get("/api/v1/permissions/tool-matrix").json()["matrix"]
@@ -75,7 +76,9 @@ def test_no_secret_is_ever_exported(api, builtin, settings):
     )
     for fmt in ("yaml", "json"):
         text = export(api, format=fmt, history="true")
-        assert "sk-live" not in text and "executor_config" not in text and "plugin.example" not in text
+        assert "sk-live" not in text
+        assert "executor_config" not in text
+        assert "plugin.example" not in text
     assert "api_key" not in export(api)
 
 
@@ -88,10 +91,14 @@ def test_exporting_and_reimporting_changes_nothing(api, builtin, fmt):
     content_type = "application/json" if fmt == "json" else "application/yaml"
     dry = post(api, text, content_type, dry_run="true")
     assert dry.status_code == 200, dry.json()
-    assert dry.json()["changes"] == [] and dry.json()["dry_run"] is True
+    assert dry.json()["changes"] == []
+    assert dry.json()["dry_run"] is True
     real = post(api, text, content_type)
-    assert real.status_code == 200 and real.json()["applied"] is False and real.json()["count"] == 0
-    assert current_version() == version and ConfigChange.objects.count() == changes
+    assert real.status_code == 200
+    assert real.json()["applied"] is False
+    assert real.json()["count"] == 0
+    assert current_version() == version
+    assert ConfigChange.objects.count() == changes
     assert (
         export(api, format=fmt, history="true").split("exported_at")[1].split("\n", 1)[1]
         == (text.split("exported_at")[1].split("\n", 1)[1])
@@ -135,18 +142,24 @@ def test_a_dry_run_lists_exactly_what_the_import_then_does(api, builtin, staff_u
         "new": 45,
     }
     # the rehearsal left no trace
-    assert current_version() == version and not AgentRole.objects.filter(role="reviewer").exists()
+    assert current_version() == version
+    assert not AgentRole.objects.filter(role="reviewer").exists()
     assert not InvokePermission.objects.get(project=None, caller__role="pm", target__role="dba").allowed
     real = post(api, json.dumps(document), "application/json", expected_version=version, note="bulk edit")
-    assert real.status_code == 200 and real.json()["applied"] is True
+    assert real.status_code == 200
+    assert real.json()["applied"] is True
     assert real.json()["changes"] == planned
     assert current_version() == version + 1 == real.json()["config_version"]
     change = ConfigChange.objects.get(new_version=version + 1)
-    assert change.config_type == "import" and change.note == "bulk edit" and change.actor == staff_user
+    assert change.config_type == "import"
+    assert change.note == "bulk edit"
+    assert change.actor == staff_user
     assert set(change.changed_fields) == fields
     snapshot = build_snapshot()
-    assert snapshot.can_invoke("pm", "dba") and snapshot.can_invoke("main", "reviewer")
-    assert not snapshot.roles["devops"].enabled and snapshot.cards["code_review"].timeout_s == 900
+    assert snapshot.can_invoke("pm", "dba")
+    assert snapshot.can_invoke("main", "reviewer")
+    assert not snapshot.roles["devops"].enabled
+    assert snapshot.cards["code_review"].timeout_s == 900
     assert snapshot.prompts["pm"]["persona"].base.version == "1.1.0"
     # the matrix document moved with the import: a copy loaded before it is stale now
     assert api.get("/api/v1/permissions/invoke-matrix").json()["version"] == version + 1
@@ -252,7 +265,8 @@ def test_unsafe_or_malformed_yaml_is_refused_with_its_location(api, builtin, tex
     response = post(api, text)
     assert response.status_code == 400, response.json()
     errors = response.json()["errors"]
-    assert where in errors and reason in errors[where][0]
+    assert where in errors
+    assert reason in errors[where][0]
     assert current_version() == version
 
 
@@ -268,17 +282,21 @@ def test_a_yaml_bomb_is_refused_before_it_is_expanded(api, builtin):
 
 def test_json_duplicates_constants_and_bad_encoding_are_refused(api, builtin):
     dup = post(api, '{"format": "teamclaw-config/1", "roles": {}, "roles": {}}', "application/json")
-    assert dup.status_code == 400 and "duplicate key 'roles'" in dup.json()["errors"]["document"][0]
+    assert dup.status_code == 400
+    assert "duplicate key 'roles'" in dup.json()["errors"]["document"][0]
     nan = post(api, '{"format": "teamclaw-config/1", "config_version": NaN}', "application/json")
-    assert nan.status_code == 400 and "NaN" in nan.json()["errors"]["document"][0]
+    assert nan.status_code == 400
+    assert "NaN" in nan.json()["errors"]["document"][0]
     latin1 = api.post(IMPORT, data="format: café".encode("latin-1"), content_type="application/yaml")
-    assert latin1.status_code == 400 and "not UTF-8" in latin1.json()["errors"]["document"][0]
+    assert latin1.status_code == 400
+    assert "not UTF-8" in latin1.json()["errors"]["document"][0]
 
 
 def test_oversized_documents_are_refused_with_413(api, builtin, settings):
     settings.TEAMCLAW = {**settings.TEAMCLAW, "MAX_CONFIG_BYTES": 1000}
     response = post(api, "format: teamclaw-config/1\n# " + "x" * 2000 + "\n")
-    assert response.status_code == 413 and "1,000 bytes" in response.json()["detail"]
+    assert response.status_code == 413
+    assert "1,000 bytes" in response.json()["detail"]
 
 
 def test_a_skill_index_is_not_a_config_document(api, builtin):
@@ -312,7 +330,9 @@ def test_project_documents_round_trip_and_create_projects(api, builtin):
     assert document["constraints"] == {"coderA": {"token_budget": 9000}}
     version = current_version()
     again = post(api, yaml.safe_dump(document, allow_unicode=True))
-    assert again.status_code == 200 and again.json()["count"] == 0 and current_version() == version
+    assert again.status_code == 200
+    assert again.json()["count"] == 0
+    assert current_version() == version
     document["project"]["slug"] = "shop2"
     document["invoke_matrix"]["designer"]["dba"] = None  # null = inherit the global value
     created = post(api, yaml.safe_dump(document))
@@ -350,7 +370,8 @@ def test_import_needs_staff_or_the_import_permission(api, builtin, viewer_user):
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")
     assert client.get(EXPORT).status_code == 200
     refused = client.post(f"{IMPORT}?dry_run=true", data=text.encode(), content_type="application/yaml")
-    assert refused.status_code == 403 and "capabilities.import_config" in refused.json()["detail"]
+    assert refused.status_code == 403
+    assert "capabilities.import_config" in refused.json()["detail"]
     viewer_user.user_permissions.add(Permission.objects.get(codename="import_config"))
     allowed = client.post(f"{IMPORT}?dry_run=true", data=text.encode(), content_type="application/yaml")
     assert allowed.status_code == 200
@@ -363,14 +384,16 @@ def test_bad_query_parameters_name_the_field(api, builtin):
     assert "dry_run" in post(api, "format: x", dry_run="perhaps").json()["errors"]
     assert "expected_version" in post(api, "format: x", expected_version="v1").json()["errors"]
     forced = post(api, export(api, format="json"), "text/plain", format="json", dry_run="true")
-    assert forced.status_code == 200 and forced.json()["count"] == 0
+    assert forced.status_code == 200
+    assert forced.json()["count"] == 0
 
 
 def test_deep_nesting_is_refused_instead_of_crashing(api, builtin):
     deep = '{"format": "teamclaw-config/1", "capabilities": {"code_review": {"input_schema": ' + "[" * 900 + "]" * 900
     deep += "}}}"
     response = post(api, deep, "application/json")
-    assert response.status_code == 400 and "nested deeper than 64 levels" in response.json()["errors"]["document"][0]
+    assert response.status_code == 400
+    assert "nested deeper than 64 levels" in response.json()["errors"]["document"][0]
     yaml_deep = "format: teamclaw-config/1\nx: " + "[" * 5000 + "]" * 5000 + "\n"
     response = post(api, yaml_deep)
     assert response.status_code == 400

@@ -60,13 +60,15 @@ def test_contexts_list_filters_and_shapes(api, finished_task):
     assert api.get("/api/v1/contexts?status=completed").json()["count"] == len(stored)
     assert api.get("/api/v1/contexts?status=executing").json()["count"] == 0
     bad = api.get("/api/v1/contexts?status=sleeping")
-    assert bad.status_code == 400 and "status" in bad.json()["errors"]
+    assert bad.status_code == 400
+    assert "status" in bad.json()["errors"]
 
 
 def test_context_detail_and_other_users(api, finished_task, viewer_user):
     context = finished_task.contexts.get(role="main")
     body = api.get(f"/api/v1/contexts/{context.id}").json()
-    assert body["id"] == context.id and body["task_id"] == finished_task.id
+    assert body["id"] == context.id
+    assert body["task_id"] == finished_task.id
     assert body["output_state"]["generated_artifacts"] == context.output_state["generated_artifacts"]
     viewer = token_client(viewer_user)
     assert viewer.get(f"/api/v1/contexts/{context.id}").status_code == 404
@@ -80,9 +82,11 @@ def test_snapshots_list_in_order_with_type_trigger_label_and_state(api, finished
     snaps = body["results"]
     assert body["count"] == context.snapshots.count() >= 3
     assert [s["sequence"] for s in snaps] == sorted(s["sequence"] for s in snaps)
-    assert snaps[0]["trigger"] == "start" and snaps[0]["type"] == "auto"
+    assert snaps[0]["trigger"] == "start"
+    assert snaps[0]["type"] == "auto"
     triggers = [s["trigger"] for s in snaps]
-    assert "before invoke requirement_analysis" in triggers and "after invoke requirement_analysis" in triggers
+    assert "before invoke requirement_analysis" in triggers
+    assert "after invoke requirement_analysis" in triggers
     assert all({"type", "trigger", "label", "state", "created_at"} <= set(s) for s in snaps)
     assert snaps[0]["state"]["id"] == context.id
 
@@ -94,12 +98,15 @@ def test_manual_snapshot_through_the_api(api, finished_task, viewer_user):
     created = response.json()
     assert (created["type"], created["trigger"], created["label"]) == ("manual", "manual", "baseline")
     stored = Snapshot.objects.get(pk=created["id"])
-    assert stored.context_id == context.id and stored.sequence == context.snapshots.count()
+    assert stored.context_id == context.id
+    assert stored.sequence == context.snapshots.count()
     listed = api.get(f"/api/v1/contexts/{context.id}/snapshots").json()["results"]
-    assert listed[-1]["id"] == created["id"] and listed[-1]["label"] == "baseline"
+    assert listed[-1]["id"] == created["id"]
+    assert listed[-1]["label"] == "baseline"
 
     too_long = api.post(f"/api/v1/contexts/{context.id}/snapshots", {"label": "x" * 301}, format="json")
-    assert too_long.status_code == 400 and "label" in too_long.json()["errors"]
+    assert too_long.status_code == 400
+    assert "label" in too_long.json()["errors"]
     assert api.post("/api/v1/contexts/nope/snapshots", {"label": "x"}, format="json").status_code == 404
     viewer = token_client(viewer_user)
     assert viewer.post(f"/api/v1/contexts/{context.id}/snapshots", {}, format="json").status_code == 404
@@ -109,11 +116,14 @@ def test_manual_snapshot_through_the_api(api, finished_task, viewer_user):
 def test_instructions_need_text_and_a_running_context(api, finished_task):
     context = finished_task.contexts.get(role="main")
     blank = api.post(f"/api/v1/contexts/{context.id}/instructions", {"text": "  "}, format="json")
-    assert blank.status_code == 400 and "text" in blank.json()["errors"]
+    assert blank.status_code == 400
+    assert "text" in blank.json()["errors"]
     missing = api.post(f"/api/v1/contexts/{context.id}/instructions", {}, format="json")
-    assert missing.status_code == 400 and "text" in missing.json()["errors"]
+    assert missing.status_code == 400
+    assert "text" in missing.json()["errors"]
     finished = api.post(f"/api/v1/contexts/{context.id}/instructions", {"text": "hurry up"}, format="json")
-    assert finished.status_code == 409 and "completed" in finished.json()["detail"]
+    assert finished.status_code == 409
+    assert "completed" in finished.json()["detail"]
     context.refresh_from_db()
     assert context.input_context["user_instructions"] == []
 
@@ -126,12 +136,14 @@ def test_an_instruction_to_a_running_agent_is_recorded_and_snapshotted(api, runt
     )
     assert response.status_code == 201, response.content
     body = response.json()
-    assert body["snapshot"]["trigger"] == "user_instruction" and body["snapshot"]["type"] == "auto"
+    assert body["snapshot"]["trigger"] == "user_instruction"
+    assert body["snapshot"]["type"] == "auto"
     assert body["snapshot"]["state"]["input_context"]["user_instructions"] == ["Use the blue slot"]
     context = ExecutionContext.objects.get(pk=confirmation.context_id)
     assert context.input_context["user_instructions"] == ["Use the blue slot"]
     live = api.post(f"/api/v1/contexts/{context.id}/snapshots", {"label": "while waiting"}, format="json")
-    assert live.status_code == 201 and live.json()["state"]["status"] == "waiting_user"
+    assert live.status_code == 201
+    assert live.json()["state"]["status"] == "waiting_user"
     from runs.confirmations import decide
 
     decide(confirmation.id, True, staff_user)

@@ -40,7 +40,8 @@ def test_role_choices_apply_globally_and_a_project_overrides_them_field_by_field
     shop = build_snapshot("shop")
     assert shop.roles["pm"].executor == "offline"
     assert dict(shop.roles["pm"].executor_config) == {"model": "global-model", "endpoint": "local"}
-    assert shop.roles["dba"].executor is None and dict(shop.roles["dba"].executor_config) == {"model": "dba-model"}
+    assert shop.roles["dba"].executor is None
+    assert dict(shop.roles["dba"].executor_config) == {"model": "dba-model"}
     assert build_snapshot().roles["architect"].executor is None
 
 
@@ -49,8 +50,10 @@ def test_the_api_shows_what_runs_each_capability_of_a_role(api, builtin, model_s
     pm_cards = sorted(c.capability_id for c in build_snapshot().cards.values() if "pm" in c.owner_roles)
     assert [row["capability_id"] for row in body["capabilities"]] == pm_cards
     assert {row["executor"] for row in body["capabilities"]} == {"offline"}
-    assert body["model"] is None and body["choice"] == {"executor": "", "model": "", "endpoint": ""}
-    assert "openai" in body["available"] and "http" not in body["available"]
+    assert body["model"] is None
+    assert body["choice"] == {"executor": "", "model": "", "endpoint": ""}
+    assert "openai" in body["available"]
+    assert "http" not in body["available"]
 
 
 def test_putting_a_role_executor_is_audited_and_takes_effect(api, builtin, model_settings):
@@ -62,7 +65,8 @@ def test_putting_a_role_executor_is_audited_and_takes_effect(api, builtin, model
     assert body["model"] == "llama3.1:8b"
     assert body["endpoint"] == "https://models.example.com/v1"
     change = ConfigChange.objects.get(new_version=before + 1)
-    assert change.config_type == "role" and change.role == "pm"
+    assert change.config_type == "role"
+    assert change.role == "pm"
     assert change.changed_fields == ["executor.executor", "executor.model"]
     assert change.changes["model"] == {"old": "", "new": "llama3.1:8b"}
 
@@ -109,14 +113,17 @@ def test_unknown_role_or_project_is_404(api, builtin):
 def test_the_dashboard_shows_each_roles_executor_and_no_key(page_client, builtin, model_settings):
     RoleExecutor.objects.create(role=AgentRole.objects.get(role="pm"), executor="openai", model="pm-model")
     page = page_client.get("/").content.decode()
-    assert 'data-role="pm"' in page and "openai · pm-model" in page
+    assert 'data-role="pm"' in page
+    assert "openai · pm-model" in page
     assert 'data-role="dba"' in page
     assert "roles set to <code>openai</code> use <code>house-model</code>" in page
     for secret in ("sk-live-never-show-me", "sk-local-secret", "proxy-pass", "tenant=x"):
         assert secret not in page
     detail = page_client.get("/roles/pm/").content.decode()
-    assert "pm-model" in detail and "models.example.com" in detail
-    assert "proxy-pass" not in detail and "sk-live" not in detail
+    assert "pm-model" in detail
+    assert "models.example.com" in detail
+    assert "proxy-pass" not in detail
+    assert "sk-live" not in detail
 
 
 def test_the_api_never_shows_a_key(api, builtin, model_settings):

@@ -14,7 +14,9 @@ def test_pages_link_the_svg_icon(page_client, builtin):
 def test_favicon_ico_leads_to_the_icon_without_a_login(db):
     client = Client()
     response = client.get("/favicon.ico")
-    assert response.status_code == 301 and response["Location"] == "/static/teamclaw/favicon.svg"
+    assert response.status_code == 301
+    assert response["Location"] == "/static/teamclaw/favicon.svg"
     icon = client.get(response["Location"])
-    assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml"
+    assert icon.status_code == 200
+    assert icon["Content-Type"] == "image/svg+xml"
     assert b"<svg" in b"".join(icon.streaming_content if icon.streaming else [icon.content])

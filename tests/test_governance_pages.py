@@ -75,12 +75,14 @@ def invoke_form(project=None, *, allow=None, version=None, note="", reset=()):
 def test_every_governance_page_renders_and_needs_a_login(page_client, builtin, shop, path):
     assert page_client.get(path).status_code == 200
     anonymous = Client().get(path)
-    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/login/")
+    assert anonymous.status_code == 302
+    assert anonymous["Location"].startswith("/login/")
 
 
 def test_viewers_see_the_editors_without_controls_and_cannot_post(viewer_client, builtin):
     html = viewer_client.get("/permissions/invoke/").content.decode()
-    assert "Save staged changes" not in html and "disabled" in html
+    assert "Save staged changes" not in html
+    assert "disabled" in html
     assert viewer_client.post("/permissions/invoke/", invoke_form(allow={"pm:dba": True})).status_code == 403
     assert viewer_client.post("/roles/new/", {"role": "sneaky", "display_name": "S"}).status_code == 403
     assert viewer_client.post("/projects/", {"slug": "x", "name": "X"}).status_code == 403
@@ -107,7 +109,8 @@ def test_saving_staged_cells_from_the_editor_is_one_change_with_the_note(page_cl
     assert response.status_code == 200
     assert "Saved 2 cell changes as config version" in response.content.decode()
     change = ConfigChange.objects.get(new_version=before + 1)
-    assert change.note == "rebalance" and change.actor == staff_user
+    assert change.note == "rebalance"
+    assert change.actor == staff_user
     assert change.changed_fields == ["invoke_matrix.coderA.dba", "invoke_matrix.pm.dba"]
     assert current_version() == before + 1
 
@@ -115,7 +118,8 @@ def test_saving_staged_cells_from_the_editor_is_one_change_with_the_note(page_cl
 def test_a_form_with_nothing_staged_saves_nothing(page_client, builtin):
     before = current_version()
     response = page_client.post("/permissions/invoke/", invoke_form(), follow=True)
-    assert "Nothing to save" in response.content.decode() and current_version() == before
+    assert "Nothing to save" in response.content.decode()
+    assert current_version() == before
 
 
 def test_a_stale_save_shows_the_difference_and_keeps_the_staged_cells(page_client, builtin):
@@ -127,7 +131,8 @@ def test_a_stale_save_shows_the_difference_and_keeps_the_staged_cells(page_clien
     response = page_client.post("/permissions/invoke/", stale)
     assert response.status_code == 409
     html = response.content.decode()
-    assert "someone else changed this" in html and "theirs" in html
+    assert "someone else changed this" in html
+    assert "theirs" in html
     assert "invoke coderA → dba" in html
     # the operator's staged cell is still ticked, on top of the current values
     assert re.search(
@@ -146,14 +151,16 @@ def test_a_mangled_form_is_refused_with_a_reason(page_client, builtin):
     form = invoke_form(allow={"pm:dba": True})
     form["base"] = "{not json"
     response = page_client.post("/permissions/invoke/", form)
-    assert response.status_code == 400 and "reload the page" in response.content.decode()
+    assert response.status_code == 400
+    assert "reload the page" in response.content.decode()
 
 
 def test_project_cells_are_highlighted_and_reset_to_global(page_client, builtin, shop):
     page_client.post("/permissions/invoke/?project=shop", invoke_form(shop, allow={"designer:dba": True}))
     assert InvokePermission.objects.get(project=shop).allowed
     html = page_client.get("/permissions/invoke/?project=shop").content.decode()
-    assert 'class="cell override" data-cell="designer:dba"' in html and 'name="reset" value="designer:dba"' in html
+    assert 'class="cell override" data-cell="designer:dba"' in html
+    assert 'name="reset" value="designer:dba"' in html
     page_client.post("/permissions/invoke/?project=shop", invoke_form(shop, reset=["designer:dba"]))
     assert not InvokePermission.objects.filter(project=shop).exists()
 
@@ -178,7 +185,9 @@ def test_the_what_if_panel_reports_on_the_staged_cells(page_client, builtin):
 
     record("coderA", "dba", n=3)
     html = page_client.post("/permissions/invoke/what-if/", invoke_form(allow={"coderA:dba": False})).content.decode()
-    assert "Staged changes" in html and "3 would now be denied" in html and "schema_query" in html
+    assert "Staged changes" in html
+    assert "3 would now be denied" in html
+    assert "schema_query" in html
     empty = page_client.post("/permissions/invoke/what-if/", invoke_form()).content.decode()
     assert "No staged changes" in empty
 
@@ -193,18 +202,21 @@ def test_constraints_editor_checks_bounds_and_saves(page_client, builtin, shop):
         "max_concurrent_instances": "4",
     }
     refused = page_client.post("/constraints/coderA/", form)
-    assert refused.status_code == 400 and "between 1 and 3600 s" in refused.content.decode()
+    assert refused.status_code == 400
+    assert "between 1 and 3600 s" in refused.content.decode()
     form["timeout_s"] = "120"
     assert page_client.post("/constraints/coderA/", form).status_code == 302
     assert RoleConstraint.objects.get(project=None, role__role="coderA").timeout_s == 120
     project_form = {"version": "0", "token_budget": "9000"}
     stale = page_client.post("/constraints/coderA/?project=shop", project_form)
-    assert stale.status_code == 409 and "timeout_s" in stale.content.decode()  # the global save moved it
+    assert stale.status_code == 409
+    assert "timeout_s" in stale.content.decode()  # the global save moved it
     project_form["version"] = str(document_version("constraints:coderA", shop))
     response = page_client.post("/constraints/coderA/?project=shop", project_form)
     assert response.status_code == 302
     row = RoleConstraint.objects.get(project=shop)
-    assert row.token_budget == 9000 and row.timeout_s is None
+    assert row.token_budget == 9000
+    assert row.timeout_s is None
 
 
 def test_creating_a_custom_role_from_the_page(page_client, builtin):
@@ -222,9 +234,11 @@ def test_creating_a_custom_role_from_the_page(page_client, builtin):
         "capabilities": ["code_review"],
     }
     response = page_client.post("/roles/new/", form)
-    assert response.status_code == 302 and response["Location"] == "/roles/codeReviewer/"
+    assert response.status_code == 302
+    assert response["Location"] == "/roles/codeReviewer/"
     role = AgentRole.objects.get(role="codeReviewer")
-    assert role.responsibilities == ["Review code", "Ask for tests"] and not role.is_builtin
+    assert role.responsibilities == ["Review code", "Ask for tests"]
+    assert not role.is_builtin
     assert ToolPermission.objects.get(project=None, role=role, tool="network").mode == "confirm"
     assert RoleConstraint.objects.get(project=None, role=role).timeout_s == 90
     assert CapabilityCard.objects.get(capability_id="code_review").owner_roles.filter(role="codeReviewer").exists()
@@ -235,7 +249,9 @@ def test_creating_a_custom_role_from_the_page(page_client, builtin):
 def test_the_role_form_keeps_input_and_names_the_problem(page_client, builtin):
     response = page_client.post("/roles/new/", {"role": "Bad", "display_name": "Kept name"})
     html = response.content.decode()
-    assert response.status_code == 400 and "starting with a lowercase letter" in html and "Kept name" in html
+    assert response.status_code == 400
+    assert "starting with a lowercase letter" in html
+    assert "Kept name" in html
 
 
 def test_role_and_capability_switches(page_client, builtin, shop):
@@ -250,17 +266,20 @@ def test_role_and_capability_switches(page_client, builtin, shop):
     assert page_client.post("/roles/devops/switch/", {"enabled": "off", "version": version.group(1)}).status_code == 302
     assert not AgentRole.objects.get(role="devops").enabled
     stale = page_client.post("/roles/devops/switch/", {"enabled": "on", "version": version.group(1)}, follow=True)
-    assert "changed" in stale.content.decode() and not AgentRole.objects.get(role="devops").enabled
+    assert "changed" in stale.content.decode()
+    assert not AgentRole.objects.get(role="devops").enabled
     switched = page_client.post(
         "/capabilities/deployment_config/switch/",
         {"enabled": "off", "version": "0", "project": "shop", "next": "/projects/shop/"},
     )
-    assert switched.status_code == 302 and switched["Location"] == "/projects/shop/"
+    assert switched.status_code == 302
+    assert switched["Location"] == "/projects/shop/"
     assert ProjectCapabilityOverride.objects.get(project=shop).enabled is False
     evil = page_client.post(
         "/roles/dba/switch/", {"enabled": "off", "version": "0", "project": "shop", "next": "https://evil.example/"}
     )
-    assert evil["Location"] == "/roles/dba/" and ProjectRoleOverride.objects.get(project=shop).enabled is False
+    assert evil["Location"] == "/roles/dba/"
+    assert ProjectRoleOverride.objects.get(project=shop).enabled is False
     assert (
         page_client.post("/roles/dba/switch/", {"enabled": "inherit", "version": "0"}, follow=True).status_code == 200
     )
@@ -276,11 +295,14 @@ def test_built_in_roles_offer_no_delete_and_refuse_it(page_client, builtin):
 def test_projects_page_creates_and_edits_projects(page_client, builtin):
     assert "No projects yet" in page_client.get("/projects/").content.decode()
     bad = page_client.post("/projects/", {"slug": "Shop!", "name": ""})
-    assert bad.status_code == 400 and "slug" in bad.content.decode()
+    assert bad.status_code == 400
+    assert "slug" in bad.content.decode()
     created = page_client.post("/projects/", {"slug": "shop", "name": "Shop", "working_directory": "/srv/shop"})
-    assert created.status_code == 302 and created["Location"] == "/projects/shop/"
+    assert created.status_code == 302
+    assert created["Location"] == "/projects/shop/"
     html = page_client.get("/projects/shop/").content.decode()
-    assert "Roles in this project" in html and "deployment_config" in html
+    assert "Roles in this project" in html
+    assert "deployment_config" in html
     edit = page_client.post("/projects/shop/", {"version": "0", "name": "Shop", "tech_stack": "Vue"})
     assert edit.status_code == 409  # creating the project already moved its version
     version = re.search(r'name="version" value="(\d+)" id="project-version"', html).group(1)
@@ -294,7 +316,9 @@ def test_projects_page_creates_and_edits_projects(page_client, builtin):
 def test_audit_page_lists_filters_and_escapes(page_client, builtin):
     page_client.post("/permissions/invoke/", invoke_form(allow={"pm:dba": True}, note="<script>alert(1)</script>"))
     html = page_client.get("/config/changes/?config_type=permission").content.decode()
-    assert "invoke pm → dba" in html and "&lt;script&gt;" in html and "<script>alert(1)" not in html
+    assert "invoke pm → dba" in html
+    assert "&lt;script&gt;" in html
+    assert "<script>alert(1)" not in html
     assert (
         "builtin" not in page_client.get("/config/changes/?config_type=permission").content.decode().split("<tbody>")[1]
     )
@@ -310,7 +334,9 @@ def test_import_page_previews_then_applies_exactly_the_preview(page_client, buil
     version = current_version()
     preview = page_client.post("/config/transfer/", {"text": text, "action": "preview"})
     html = preview.content.decode()
-    assert preview.status_code == 200 and "invoke pm → dba" in html and "Apply 1 change" in html
+    assert preview.status_code == 200
+    assert "invoke pm → dba" in html
+    assert "Apply 1 change" in html
     assert current_version() == version
     digest = re.search(r'name="digest" value="([0-9a-f]{64})"', html).group(1)
     edited = page_client.post(
@@ -322,13 +348,15 @@ def test_import_page_previews_then_applies_exactly_the_preview(page_client, buil
             "digest": digest,
         },
     )
-    assert edited.status_code == 400 and "changed since the preview" in edited.content.decode()
+    assert edited.status_code == 400
+    assert "changed since the preview" in edited.content.decode()
     assert current_version() == version
     applied = page_client.post(
         "/config/transfer/",
         {"text": text, "action": "apply", "expected_version": str(version), "note": "from file", "digest": digest},
     )
-    assert applied.status_code == 302 and current_version() == version + 1
+    assert applied.status_code == 302
+    assert current_version() == version + 1
     assert ConfigChange.objects.get(new_version=version + 1).note == "from file"
     again = page_client.post(
         "/config/transfer/", {"text": text, "action": "apply", "expected_version": str(version), "digest": digest}
@@ -337,20 +365,24 @@ def test_import_page_previews_then_applies_exactly_the_preview(page_client, buil
     broken = page_client.post(
         "/config/transfer/", {"text": "format: teamclaw-config/1\nroles: 3\n", "action": "preview"}
     )
-    assert broken.status_code == 400 and "/roles" in broken.content.decode()
+    assert broken.status_code == 400
+    assert "/roles" in broken.content.decode()
     bomb = page_client.post(
         "/config/transfer/", {"text": "a: !!python/object/apply:os.system [ls]", "action": "preview"}
     )
-    assert bomb.status_code == 400 and "not allowed" in bomb.content.decode()
+    assert bomb.status_code == 400
+    assert "not allowed" in bomb.content.decode()
     assert json.loads(api.get("/api/v1/config/schema").content)["title"]
 
 
 def test_the_editor_marks_roles_disabled_in_the_scope_it_shows(page_client, builtin, shop):
     ProjectRoleOverride.objects.create(project=shop, role=AgentRole.objects.get(role="dba"), enabled=False)
     project_html = page_client.get("/permissions/invoke/?project=shop").content.decode()
-    assert "disabled here" in project_html and "<s>dba</s>" in project_html
+    assert "disabled here" in project_html
+    assert "<s>dba</s>" in project_html
     global_html = page_client.get("/permissions/invoke/").content.decode()
-    assert "disabled" not in global_html.split("<tbody>")[1].split("</tbody>")[0] and "<s>dba</s>" not in global_html
+    assert "disabled" not in global_html.split("<tbody>")[1].split("</tbody>")[0]
+    assert "<s>dba</s>" not in global_html
 
 
 def project_card_row(html: str, capability_id: str) -> str:
@@ -366,11 +398,16 @@ def test_the_project_page_offers_the_switch_for_each_capabilitys_effective_state
     )
     html = page_client.get("/projects/shop/").content.decode()
     on = project_card_row(html, "deployment_config")
-    assert "Turn off here" in on and "Turn on here" not in on and "Reset to global" not in on
+    assert "Turn off here" in on
+    assert "Turn on here" not in on
+    assert "Reset to global" not in on
     off = project_card_row(html, "schema_design")
-    assert "Turn on here" in off and "Turn off here" not in off and "Reset to global" not in off
+    assert "Turn on here" in off
+    assert "Turn off here" not in off
+    assert "Reset to global" not in off
     overridden = project_card_row(html, "code_review")
-    assert "Turn on here" in overridden and "Reset to global" in overridden
+    assert "Turn on here" in overridden
+    assert "Reset to global" in overridden
 
 
 def test_turning_a_capability_off_from_the_project_page_is_applied_audited_and_confirmed(page_client, builtin, shop):

@@ -43,6 +43,7 @@ def test_starting_a_runtime_host_settles_the_heap(pristine_collector, transactio
 
     host = RuntimeHost(name="heap-test").start()
     try:
-        assert gc.get_freeze_count() > 0 and gc.get_threshold() == heap.GC_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold() == heap.GC_THRESHOLDS
     finally:
         host.stop()

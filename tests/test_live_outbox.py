@@ -29,7 +29,8 @@ def test_frames_stop_when_the_window_is_full_and_resume_on_ack():
     first, second = box.next_frame(), box.next_frame()
     assert [e["n"] for e in frame_events(first)] == [0, 1]
     assert [e["n"] for e in frame_events(second)] == [2, 3]
-    assert box.next_frame() is None and box.in_flight == 2
+    assert box.next_frame() is None
+    assert box.in_flight == 2
     box.ack(json.loads(first)["seq"])
     third = box.next_frame()
     assert [e["n"] for e in frame_events(third)] == [4]
@@ -50,17 +51,22 @@ def test_a_client_past_the_limit_falls_behind_then_gets_a_state_frame():
     state = box.state_frame([], resync=False)
     assert box.in_flight == 1
     assert [box.push(f"k{i}", event(f"k{i}", i)) for i in range(4)] == [False, False, False, True]
-    assert box.behind and not box.pending
+    assert box.behind
+    assert not box.pending
     notice = json.loads(box.behind_frame())
-    assert notice["type"] == "behind" and notice["dropped"] == 4
-    assert box.push("k9", event("k9", 9)) is False and box.dropped == 5  # dropped while behind
-    assert box.next_frame() is None and not box.wants_resync
+    assert notice["type"] == "behind"
+    assert notice["dropped"] == 4
+    assert box.push("k9", event("k9", 9)) is False
+    assert box.dropped == 5  # dropped while behind
+    assert box.next_frame() is None
+    assert not box.wants_resync
     box.ack(json.loads(state)["seq"])
     assert not box.wants_resync  # the behind notice is still unacknowledged
     box.ack(notice["seq"])
     assert box.wants_resync
     resync = json.loads(box.state_frame([{"into": "x", "html": "<p>now</p>"}], resync=True))
-    assert resync["resync"] is True and not box.behind
+    assert resync["resync"] is True
+    assert not box.behind
 
 
 def test_acks_out_of_range_are_ignored():
@@ -109,7 +115,8 @@ def test_a_batch_coalesces_to_one_item_per_live_thing_with_its_latest_state():
         ("context", f"context:{context.id}"),
     ]
     assert items[0].item["status"] == "delivered"
-    assert items[1].item["progress"] == 70 and items[1].item["status"] == "executing"
+    assert items[1].item["progress"] == 70
+    assert items[1].item["status"] == "executing"
     assert items[0].item["summary"] == "params {requirement}"
 
 

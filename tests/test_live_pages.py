@@ -48,13 +48,15 @@ def make_messages(task: Task, count: int, *, start_seq: int = 1) -> list[Message
 
 def test_live_page_needs_a_login_and_shows_empty_states(client, builtin, staff_user):
     response = client.get("/live/")
-    assert response.status_code == 302 and response["Location"].startswith("/login/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
     html = login(staff_user).get("/live/").content.decode()
     assert "No task is running" in html
     assert "No agent has worked" in html
     assert "No tool use is waiting" in html
     assert 'data-live-socket="/ws/live/"' in html
-    assert "teamclaw/live.js" in html and "cdn" not in html.lower()
+    assert "teamclaw/live.js" in html
+    assert "cdn" not in html.lower()
 
 
 def test_live_page_shows_cards_log_and_graph_of_a_finished_task(finished_task, staff_user):
@@ -71,11 +73,13 @@ def test_filters_are_checked_and_narrow_the_page(finished_task, staff_user):
     bad = client.get("/live/?type=gossip&role=%3Cb%3E")
     assert bad.status_code == 400
     text = bad.content.decode()
-    assert "type: unknown message type" in text and "role: a role is a letter" in text
+    assert "type: unknown message type" in text
+    assert "role: a role is a letter" in text
     html = client.get(f"/live/?role=pm&task={finished_task.id}").content.decode()
     pm = finished_task.contexts.get(role="pm")
     main = finished_task.contexts.get(role="main")
-    assert f'id="ctx-{pm.id}"' in html and f'id="ctx-{main.id}"' not in html
+    assert f'id="ctx-{pm.id}"' in html
+    assert f'id="ctx-{main.id}"' not in html
     assert f"/ws/live/?role=pm&amp;task={finished_task.id}" in html
     rows = Message.objects.filter(task_id=finished_task.id)
     for message in rows:
@@ -104,8 +108,11 @@ def test_message_log_pages_backwards_by_sequence(finished_task, staff_user):
 def test_inspector_shows_the_context_and_hides_other_users_tasks(finished_task, staff_user, viewer_user):
     context = finished_task.contexts.get(role="pm")
     html = login(staff_user).get(f"/live/contexts/{context.id}/").content.decode()
-    assert "Input artifacts" in html and "Generated artifacts" in html and "Pending questions" in html
-    assert f'id="snapshots-{context.id}"' in html and "start" in html
+    assert "Input artifacts" in html
+    assert "Generated artifacts" in html
+    assert "Pending questions" in html
+    assert f'id="snapshots-{context.id}"' in html
+    assert "start" in html
     assert "Take a manual snapshot" in html
     assert "instructions go to running agents" in html  # finished: no instruction box
     part = login(staff_user).get(f"/live/contexts/{context.id}/?part=state").content.decode()
@@ -119,13 +126,16 @@ def test_manual_snapshot_of_a_finished_context_comes_from_the_database(finished_
     context = finished_task.contexts.get(role="main")
     before = context.snapshots.count()
     response = login(staff_user).post(f"/live/contexts/{context.id}/snapshots", {"label": "after the release"})
-    assert response.status_code == 200 and "Manual snapshot" in response.content.decode()
+    assert response.status_code == 200
+    assert "Manual snapshot" in response.content.decode()
     snapshot = context.snapshots.order_by("-sequence").first()
     assert context.snapshots.count() == before + 1
     assert (snapshot.type, snapshot.trigger, snapshot.label) == ("manual", "manual", "after the release")
-    assert snapshot.state["status"] == "completed" and snapshot.state["id"] == context.id
+    assert snapshot.state["status"] == "completed"
+    assert snapshot.state["id"] == context.id
     too_long = login(staff_user).post(f"/live/contexts/{context.id}/snapshots", {"label": "x" * 301})
-    assert too_long.status_code == 400 and "label" in too_long.content.decode()
+    assert too_long.status_code == 400
+    assert "label" in too_long.content.decode()
     assert login(viewer_user).post(f"/live/contexts/{context.id}/snapshots", {"label": "x"}).status_code == 404
     assert context.snapshots.count() == before + 1
 
@@ -134,9 +144,11 @@ def test_instructions_go_only_to_running_agents(finished_task, staff_user):
     context = finished_task.contexts.get(role="main")
     client = login(staff_user)
     response = client.post(f"/live/contexts/{context.id}/instructions", {"text": "hurry"})
-    assert response.status_code == 409 and "running agents" in response.content.decode()
+    assert response.status_code == 409
+    assert "running agents" in response.content.decode()
     blank = client.post(f"/live/contexts/{context.id}/instructions", {"text": "   "})
-    assert blank.status_code == 400 and "text: may not be empty" in blank.content.decode()
+    assert blank.status_code == 400
+    assert "text: may not be empty" in blank.content.decode()
 
 
 def test_an_operator_instructs_a_waiting_agent_and_approves_its_tool(runtime_host, staff_user):
@@ -146,7 +158,8 @@ def test_an_operator_instructs_a_waiting_agent_and_approves_its_tool(runtime_hos
     assert context.status == "waiting_user"
     client = login(staff_user)
     html = client.get(f"/live/contexts/{context.id}/").content.decode()
-    assert "Send an instruction to this agent" in html and f'id="confirmation-{confirmation.id}"' in html
+    assert "Send an instruction to this agent" in html
+    assert f'id="confirmation-{confirmation.id}"' in html
 
     response = client.post(f"/live/contexts/{context.id}/instructions", {"text": "Deploy only the API"})
     assert response.status_code == 200, response.content
@@ -162,21 +175,25 @@ def test_an_operator_instructs_a_waiting_agent_and_approves_its_tool(runtime_hos
 
     assert client.post(f"/live/confirmations/{confirmation.id}", {"approve": "maybe"}).status_code == 400
     approved = client.post(f"/live/confirmations/{confirmation.id}", {"approve": "true"})
-    assert approved.status_code == 200 and "approved" in approved.content.decode()
+    assert approved.status_code == 200
+    assert "approved" in approved.content.decode()
     assert wait_for_task(runtime_host, task.id).status == "completed"
     confirmation.refresh_from_db()
     assert (confirmation.status, confirmation.decided_by) == ("approved", "operator")
     again = client.post(f"/live/confirmations/{confirmation.id}", {"approve": "false"})
-    assert again.status_code == 409 and "already approved" in again.content.decode()
+    assert again.status_code == 409
+    assert "already approved" in again.content.decode()
 
 
 def test_rejecting_a_tool_fails_the_task_with_tool_denied(runtime_host, staff_user):
     task = start_deploying_task(runtime_host, staff_user)
     confirmation = wait_for_confirmation(runtime_host, task.id)
     response = login(staff_user).post(f"/live/confirmations/{confirmation.id}", {"approve": "false"})
-    assert response.status_code == 200 and "rejected" in response.content.decode()
+    assert response.status_code == 200
+    assert "rejected" in response.content.decode()
     task = wait_for_task(runtime_host, task.id)
-    assert task.status == "failed" and task.error["code"] == "tool_denied"
+    assert task.status == "failed"
+    assert task.error["code"] == "tool_denied"
 
 
 def test_only_staff_decide_tool_confirmations(runtime_host, staff_user, viewer_user):
@@ -187,7 +204,8 @@ def test_only_staff_decide_tool_confirmations(runtime_host, staff_user, viewer_u
     assert login(viewer_user).post(f"/live/confirmations/{confirmation.id}", {"approve": "true"}).status_code == 404
     viewer_user.user_permissions.add(Permission.objects.get(codename="view_task"))
     refused = login(viewer_user).post(f"/live/confirmations/{confirmation.id}", {"approve": "true"})
-    assert refused.status_code == 403 and "only staff" in refused.content.decode()
+    assert refused.status_code == 403
+    assert "only staff" in refused.content.decode()
     task.created_by = viewer_user  # starting a task does not make one an approver of its tools
     task.save(update_fields=["created_by"])
     assert login(viewer_user).post(f"/live/confirmations/{confirmation.id}", {"approve": "true"}).status_code == 403
@@ -207,7 +225,8 @@ def test_unknown_ids_are_404s(builtin, staff_user):
 
 def test_whole_artifact_is_served_as_text_to_those_who_may_see_the_task(finished_task, staff_user, viewer_user):
     response = login(staff_user).get(f"/tasks/{finished_task.id}/artifacts/analysis.json")
-    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
     assert response.content.decode() == finished_task.artifacts.get(name="analysis.json").content
     assert login(viewer_user).get(f"/tasks/{finished_task.id}/artifacts/analysis.json").status_code == 404
 
@@ -234,7 +253,8 @@ def test_role_filter_pages_match_sender_or_receiver_in_send_order(finished_task,
     assert len(expected) > 30
     first = message_page(staff_user, LiveFilters(role="pm"), size=15)
     second = message_page(staff_user, LiveFilters(role="pm"), before=first.older, size=15)
-    assert first.older is not None and second.older is not None
+    assert first.older is not None
+    assert second.older is not None
     assert [r["id"] for r in first.rows] + [r["id"] for r in second.rows] == expected[:30]
 
 
@@ -244,12 +264,14 @@ def test_call_graph_counts_the_latest_window_unless_filtered_by_task(finished_ta
 
     make_messages(finished_task, 10, start_seq=30_000)  # odd i: invoke_request, main|pm -> dba
     edges, windowed = call_edges(staff_user, LiveFilters(), window=3)
-    assert windowed and sum(e.count for e in edges) == 3
+    assert windowed
+    assert sum(e.count for e in edges) == 3
     newest = Message.objects.filter(type="invoke_request").order_by("-seq")[:3]
     assert {(e.source, e.target) for e in edges} == {(m.from_role, m.to_role) for m in newest}
     edges, windowed = call_edges(staff_user, LiveFilters(task=finished_task.id), window=3)
     everything = Message.objects.filter(task_id=finished_task.id, type__in=("invoke_request", "hook_event"))
-    assert not windowed and sum(e.count for e in edges) == everything.count()
+    assert not windowed
+    assert sum(e.count for e in edges) == everything.count()
 
 
 def test_live_page_with_a_task_the_user_may_not_see_says_so(finished_task, viewer_user):
@@ -275,7 +297,9 @@ def test_operator_text_is_escaped_everywhere_it_is_shown(runtime_host, staff_use
     ]
     for html in pages:
         assert evil not in html
-    assert "&lt;img src=x onerror=alert(1)&gt;" in pages[0] and "&lt;img" in pages[2] and "&lt;img" in pages[3]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in pages[0]
+    assert "&lt;img" in pages[2]
+    assert "&lt;img" in pages[3]
     client.post(f"/live/confirmations/{confirmation.id}", {"approve": "false"})
     wait_for_task(runtime_host, task.id)
 
@@ -299,5 +323,6 @@ def test_the_task_page_shows_its_tokens_once_in_the_live_status_chip(finished_ta
     html = login(staff_user).get(f"/tasks/{finished_task.id}/").content.decode()
     header = html.split('id="task-header"')[1].split("<h2>")[0]
     shown = f"{finished_task.tokens_used:,} / {finished_task.token_budget:,} tokens"
-    assert finished_task.tokens_used > 0 and html.count(f"/ {finished_task.token_budget:,} tokens") == 1
+    assert finished_task.tokens_used > 0
+    assert html.count(f"/ {finished_task.token_budget:,} tokens") == 1
     assert f'data-field="task-tokens" title="tokens used / the task budget">{shown}</span>' in header

@@ -74,7 +74,8 @@ async def test_connect_sends_the_current_state_so_a_reconnect_misses_nothing(run
     await sync_to_async(wait_for_task)(runtime_host, task.id)
     contexts = await sync_to_async(list)(ExecutionContext.objects.filter(task=task))
     messages = await sync_to_async(list)(Message.objects.filter(task_id=task.id))
-    assert contexts and messages
+    assert contexts
+    assert messages
 
     communicator, connected, _ = await open_socket("/ws/live/", staff_user)
     assert connected
@@ -123,7 +124,8 @@ async def test_events_reach_the_live_and_task_groups_only_after_they_are_committ
         assert contexts[row.id]["status"] == row.status == "completed"
         assert contexts[row.id]["progress"] == row.progress
     delivered = [e for e in events if e["kind"] == "message" and e["data"]["type"] == "invoke_response"]
-    assert delivered and all(e["data"]["status"] == "delivered" for e in delivered)
+    assert delivered
+    assert all(e["data"]["status"] == "delivered" for e in delivered)
     assert all(e["swap"]["html"].strip().startswith(("<", "\n")) for e in events)
 
     task_events = await collect_until(per_task, task_finished(task.id))
@@ -141,7 +143,8 @@ async def test_the_task_chip_pushed_at_the_end_carries_the_tokens_used_and_the_b
     events = await collect_until(per_task, task_finished(task.id))
     final = [e for e in events if e["kind"] == "task"][-1]
     row = await sync_to_async(Task.objects.get)(pk=task.id)
-    assert row.tokens_used > 0 and row.token_budget == 50_000
+    assert row.tokens_used > 0
+    assert row.token_budget == 50_000
     assert f"{row.tokens_used:,} / 50,000 tokens" in final["swap"]["html"]
     await close(per_task)
 
@@ -185,12 +188,15 @@ async def test_a_stalled_client_is_told_it_fell_behind_and_is_resynchronised(run
     task = await sync_to_async(start_task)(workflow="generic", task_description="Busy", user=staff_user)
     behind = await next_frame(socket, ack=False)
     # Nothing but the notice was sent while the window was full.
-    assert behind["type"] == "behind" and behind["seq"] == state["seq"] + 1 and behind["dropped"] > 0
+    assert behind["type"] == "behind"
+    assert behind["seq"] == state["seq"] + 1
+    assert behind["dropped"] > 0
     await sync_to_async(wait_for_task)(runtime_host, task.id)
     assert await socket.receive_nothing(timeout=0.3)
     await socket.send_json_to({"type": "ack", "seq": behind["seq"]})
     resync = await next_frame(socket)
-    assert resync["type"] == "state" and resync["resync"] is True
+    assert resync["type"] == "state"
+    assert resync["resync"] is True
     contexts = await sync_to_async(list)(ExecutionContext.objects.filter(task=task))
     html = fills_of(resync)["context-cards"]
     assert all(f'id="ctx-{c.id}"' in html for c in contexts)
@@ -212,7 +218,8 @@ async def test_a_task_socket_that_resynchronises_after_the_task_ended_shows_its_
         frames.append(await next_frame(socket, ack=False))
     await socket.send_json_to({"type": "ack", "seq": frames[-1]["seq"]})
     resync = await next_frame(socket)
-    assert resync["type"] == "state" and resync["resync"] is True
+    assert resync["type"] == "state"
+    assert resync["resync"] is True
     header = fills_of(resync)["task-header"]
     assert 'data-field="task-status">completed<' in header, header
     await close(socket)
@@ -228,7 +235,8 @@ async def test_a_confirmation_request_and_its_decision_are_pushed(runtime_host, 
 
     events = await collect_until(socket, asked)
     request = next(e for e in events if e["kind"] == "confirmation")
-    assert request["data"]["tool"] == "deployment" and request["data"]["role"] == "main"
+    assert request["data"]["tool"] == "deployment"
+    assert request["data"]["role"] == "main"
     assert 'name="approve"' in request["swap"]["html"]
     row = await sync_to_async(wait_for_confirmation)(runtime_host, task.id)
     assert row.id == request["data"]["id"]
@@ -256,7 +264,8 @@ async def test_a_standalone_invoke_updates_but_does_not_join_the_task_list(runti
     assert result.success, result.error
     events = await collect_until(socket, task_finished(result.task_id))
     task_events = [e for e in events if e["kind"] == "task"]
-    assert task_events and all(e["swap"]["into"] == "" for e in task_events)
+    assert task_events
+    assert all(e["swap"]["into"] == "" for e in task_events)
     assert any(e["kind"] == "message" and e["data"]["capability_id"] == "schema_query" for e in events)
     await close(socket)
 
@@ -275,7 +284,8 @@ async def test_a_skipped_or_expired_batch_makes_the_socket_resynchronise(runtime
     behind = await next_frame(socket)
     assert behind["type"] == "behind"
     state = await next_frame(socket)
-    assert state["type"] == "state" and state["resync"] is True
+    assert state["type"] == "state"
+    assert state["resync"] is True
     # A shared batch that already left the sink's ring: same treatment.
     await layer.group_send("live", {"type": "live.batch", "sink": "gone", "g": 1, "n": 10**9})
     assert (await next_frame(socket))["type"] == "behind"
@@ -316,11 +326,13 @@ async def test_a_failing_batch_never_stops_the_sink(runtime_host, staff_user, mo
     assert frame["resync"] is True
     contexts = await sync_to_async(list)(ExecutionContext.objects.filter(task=first))
     cards = fills_of(frame)["context-cards"]
-    assert contexts and all(f'id="ctx-{c.id}"' in cards and "completed" in cards for c in contexts)
+    assert contexts
+    assert all(f'id="ctx-{c.id}"' in cards and "completed" in cards for c in contexts)
     # ...and the sink's thread carries on with the next batches.
     second = await sync_to_async(start_task)(workflow="generic", task_description="Next", user=staff_user)
     await collect_until(socket, task_finished(second.id))
-    assert calls["n"] > 1 and get_live_sink()._thread.is_alive()
+    assert calls["n"] > 1
+    assert get_live_sink()._thread.is_alive()
     await close(socket)
 
 
@@ -347,7 +359,8 @@ def test_sends_to_a_loop_that_stopped_are_given_up_and_resynchronised(monkeypatc
     waiter.start()
     waiter.join(30)
     assert not waiter.is_alive()
-    assert sink.failed_sends == 1 and sink._resyncs() == [("task.t1", {"type": "live.resync"})]
+    assert sink.failed_sends == 1
+    assert sink._resyncs() == [("task.t1", {"type": "live.resync"})]
     runner.join(5)
     loop.close()
 

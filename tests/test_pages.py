@@ -22,7 +22,9 @@ def test_run_demo_starts_a_review_and_the_task_page_shows_its_artifacts(page_cli
     assert response["Location"] == f"/tasks/{task.id}/"
     wait_for_task(runtime_host, task.id)
     html = page_client.get(response["Location"]).content.decode()
-    assert "completed" in html and "requirement_final.md" in html and "review_dev.json" in html
+    assert "completed" in html
+    assert "requirement_final.md" in html
+    assert "review_dev.json" in html
     assert "offline executor" in html
 
 
@@ -32,7 +34,8 @@ def test_review_form_refuses_bad_uploads_with_the_reason(page_client, builtin):
     assert response.status_code == 400
     assert "binary" in response.content.decode()
     response = page_client.post("/tasks/new/", {"input_markdown": "  "})
-    assert response.status_code == 400 and "empty" in response.content.decode()
+    assert response.status_code == 400
+    assert "empty" in response.content.decode()
     latin1 = SimpleUploadedFile("x.md", "# Café crème".encode("latin-1"))
     response = page_client.post("/tasks/new/", {"document": latin1})
     assert "not UTF-8" in response.content.decode()
@@ -42,7 +45,9 @@ def test_review_form_refuses_bad_uploads_with_the_reason(page_client, builtin):
 def test_review_form_keeps_what_was_typed_when_it_refuses(page_client, builtin):
     response = page_client.post("/tasks/new/", {"title": "Mine", "input_markdown": "x", "project": "ghost"})
     html = response.content.decode()
-    assert response.status_code == 400 and "ghost" in html and 'value="Mine"' in html
+    assert response.status_code == 400
+    assert "ghost" in html
+    assert 'value="Mine"' in html
 
 
 def test_task_page_escapes_document_content(page_client, runtime_host):
@@ -56,8 +61,12 @@ def test_task_page_escapes_document_content(page_client, runtime_host):
 
 def test_role_and_capability_pages(page_client, builtin):
     html = page_client.get("/roles/dba/").content.decode()
-    assert "schema_query" in html and "database" in html and "50000 tokens" in html
+    assert "schema_query" in html
+    assert "database" in html
+    assert "50000 tokens" in html
     assert page_client.get("/roles/ghost/").status_code == 404
     html = page_client.get("/capabilities/?q=schema").content.decode()
-    assert "schema_query" in html and "schema_design" in html and "ui_design" not in html
+    assert "schema_query" in html
+    assert "schema_design" in html
+    assert "ui_design" not in html
     assert page_client.get("/capabilities/nope/").status_code == 404

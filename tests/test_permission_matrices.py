@@ -42,7 +42,8 @@ def test_invoke_matrix_document_is_the_prd_table_over_every_role(api, builtin):
     doc = api.get(INVOKE).json()
     roles = [r["role"] for r in team["roles"]] + [r["role"] for r in team["custom_roles"]]
     assert doc["roles"] == roles
-    assert doc["project"] is None and isinstance(doc["version"], int)
+    assert doc["project"] is None
+    assert isinstance(doc["version"], int)
     for caller in roles:
         allowed = set(team["invoke_matrix"].get(caller, []))
         assert doc["matrix"][caller] == {callee: callee in allowed for callee in roles}
@@ -60,7 +61,8 @@ def test_tool_matrix_document_has_the_three_modes_of_the_prd(api, builtin):
 def test_saving_cells_is_one_change_one_version_one_audit_row_and_one_event(api, builtin, staff_user, events):
     doc = api.get(INVOKE).json()
     before = current_version()
-    assert doc["matrix"]["coderA"]["dba"] is True and doc["matrix"]["pm"]["dba"] is False
+    assert doc["matrix"]["coderA"]["dba"] is True
+    assert doc["matrix"]["pm"]["dba"] is False
     response = api.put(
         INVOKE,
         {"version": doc["version"], "matrix": {"coderA": {"dba": False}, "pm": {"dba": True}}, "note": "swap"},
@@ -68,24 +70,31 @@ def test_saving_cells_is_one_change_one_version_one_audit_row_and_one_event(api,
     )
     assert response.status_code == 200, response.json()
     body = response.json()
-    assert body["changed"] is True and body["version"] == before + 1 == current_version()
-    assert body["matrix"]["coderA"]["dba"] is False and body["matrix"]["pm"]["dba"] is True
+    assert body["changed"] is True
+    assert body["version"] == before + 1 == current_version()
+    assert body["matrix"]["coderA"]["dba"] is False
+    assert body["matrix"]["pm"]["dba"] is True
     change = ConfigChange.objects.get(new_version=before + 1)
-    assert change.config_type == "permission" and change.actor == staff_user and change.note == "swap"
+    assert change.config_type == "permission"
+    assert change.actor == staff_user
+    assert change.note == "swap"
     assert change.changed_fields == ["invoke_matrix.coderA.dba", "invoke_matrix.pm.dba"]
     assert change.changes["invoke_matrix.coderA.dba"] == {"old": True, "new": False}
     assert [e["new_version"] for e in events] == [str(before + 1)]
     assert events[0]["config_type"] == "permission"
     snapshot = build_snapshot()
-    assert not snapshot.can_invoke("coderA", "dba") and snapshot.can_invoke("pm", "dba")
+    assert not snapshot.can_invoke("coderA", "dba")
+    assert snapshot.can_invoke("pm", "dba")
 
 
 def test_saving_the_values_already_there_changes_nothing(api, builtin):
     doc = api.get(INVOKE).json()
     before = current_version()
     response = api.put(INVOKE, {"version": doc["version"], "matrix": doc["matrix"]}, format="json")
-    assert response.status_code == 200 and response.json()["changed"] is False
-    assert current_version() == before and ConfigChange.objects.filter(new_version__gt=before).count() == 0
+    assert response.status_code == 200
+    assert response.json()["changed"] is False
+    assert current_version() == before
+    assert ConfigChange.objects.filter(new_version__gt=before).count() == 0
 
 
 def test_a_stale_version_is_refused_with_409_and_the_difference(api, builtin):
@@ -97,8 +106,10 @@ def test_a_stale_version_is_refused_with_409_and_the_difference(api, builtin):
     second = api.put(INVOKE, {"version": loaded["version"], "matrix": {"pm": {"dba": True}}}, format="json")
     assert second.status_code == 409
     body = second.json()
-    assert "changed" in body["detail"] and "operator" in body["detail"]
-    assert body["your_version"] == loaded["version"] and body["current_version"] == first.json()["version"]
+    assert "changed" in body["detail"]
+    assert "operator" in body["detail"]
+    assert body["your_version"] == loaded["version"]
+    assert body["current_version"] == first.json()["version"]
     assert body["changes"] == [
         {
             "version": first.json()["version"],
@@ -174,33 +185,40 @@ def test_tool_cells_save_and_reach_the_snapshot(api, builtin):
     )
     assert response.status_code == 200
     change = ConfigChange.objects.order_by("-new_version").first()
-    assert change.config_type == "tool_binding" and change.role == "pm"
+    assert change.config_type == "tool_binding"
+    assert change.role == "pm"
     assert change.changes == {
         "tool_matrix.pm.network": {"old": "deny", "new": "confirm"},
         "tool_matrix.pm.file_write": {"old": "allow", "new": "deny"},
     }
     snapshot = build_snapshot()
-    assert snapshot.tool_mode("pm", "network") == "confirm" and snapshot.tool_mode("pm", "file_write") == "deny"
+    assert snapshot.tool_mode("pm", "network") == "confirm"
+    assert snapshot.tool_mode("pm", "file_write") == "deny"
 
 
 def test_project_overrides_show_both_layers_and_reset_to_global(api, builtin, shop):
     doc = api.get(INVOKE, {"project": "shop"}).json()
-    assert doc["overrides"] == {} and doc["global"] == doc["matrix"]
+    assert doc["overrides"] == {}
+    assert doc["global"] == doc["matrix"]
     saved = api.put(
         f"{INVOKE}?project=shop", {"version": doc["version"], "matrix": {"designer": {"dba": True}}}, format="json"
     )
     assert saved.status_code == 200
     body = saved.json()
-    assert body["matrix"]["designer"]["dba"] is True and body["global"]["designer"]["dba"] is False
+    assert body["matrix"]["designer"]["dba"] is True
+    assert body["global"]["designer"]["dba"] is False
     assert body["overrides"] == {"designer": {"dba": True}}
-    assert build_snapshot("shop").can_invoke("designer", "dba") and not build_snapshot().can_invoke("designer", "dba")
+    assert build_snapshot("shop").can_invoke("designer", "dba")
+    assert not build_snapshot().can_invoke("designer", "dba")
     assert api.get(INVOKE).json()["matrix"]["designer"]["dba"] is False
     change = ConfigChange.objects.order_by("-new_version").first()
-    assert change.project == shop and change.changes == {"invoke_matrix.designer.dba": {"old": None, "new": True}}
+    assert change.project == shop
+    assert change.changes == {"invoke_matrix.designer.dba": {"old": None, "new": True}}
     reset = api.put(
         f"{INVOKE}?project=shop", {"version": body["version"], "matrix": {"designer": {"dba": None}}}, format="json"
     )
-    assert reset.status_code == 200 and reset.json()["overrides"] == {}
+    assert reset.status_code == 200
+    assert reset.json()["overrides"] == {}
     assert not InvokePermission.objects.filter(project=shop).exists()
     assert not build_snapshot("shop").can_invoke("designer", "dba")
 
@@ -216,13 +234,15 @@ def test_setting_a_project_cell_to_the_global_value_drops_the_override(api, buil
         {"version": first.json()["version"], "matrix": {"pm": {"network": "deny"}}},
         format="json",
     )
-    assert back.json()["overrides"] == {} and not ToolPermission.objects.filter(project=shop).exists()
+    assert back.json()["overrides"] == {}
+    assert not ToolPermission.objects.filter(project=shop).exists()
     unchanged = api.put(
         f"{TOOLS}?project=shop",
         {"version": back.json()["version"], "matrix": {"pm": {"network": "deny"}}},
         format="json",
     )
-    assert unchanged.json()["changed"] is False and not ToolPermission.objects.filter(project=shop).exists()
+    assert unchanged.json()["changed"] is False
+    assert not ToolPermission.objects.filter(project=shop).exists()
 
 
 def test_a_global_change_makes_a_loaded_project_view_stale(api, builtin, shop):
@@ -272,7 +292,8 @@ def test_a_project_change_does_not_make_the_global_view_or_another_project_stale
 
 def test_unknown_project_is_404_naming_it(api, builtin):
     response = api.get(INVOKE, {"project": "ghost"})
-    assert response.status_code == 404 and "ghost" in response.json()["detail"]
+    assert response.status_code == 404
+    assert "ghost" in response.json()["detail"]
 
 
 def test_viewers_read_but_cannot_save(builtin, viewer_user):
@@ -301,4 +322,5 @@ def test_session_clients_need_the_csrf_token(builtin, staff_user):
     client.force_login(staff_user)
     doc = client.get(INVOKE).json()
     response = client.put(INVOKE, {"version": doc["version"], "matrix": {"pm": {"dba": True}}}, format="json")
-    assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["detail"]

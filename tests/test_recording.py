@@ -96,7 +96,8 @@ async def test_database_holds_every_message_in_send_order_with_its_final_status(
     assert {r[0]: r[2] for r in rows} == {mid: status for mid, (_, status) in sent.items()}
     statuses = [r[2] for r in rows]
     assert {"delivered", "denied", "dropped", "expired"} <= set(statuses)
-    assert statuses.count("expired") == 2 and statuses.count("denied") == 1
+    assert statuses.count("expired") == 2
+    assert statuses.count("denied") == 1
     counts = await asyncio.to_thread(
         lambda: (Task.objects.get().status, ExecutionContext.objects.count(), Snapshot.objects.count())
     )
@@ -138,7 +139,9 @@ async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
         lambda: list(Alert.objects.filter(kind="recorder").values_list("message", flat=True))
     )
     assert stored == messages
-    assert recorder.lost_events == 1 and len(alerts) == 1 and "artifact" in alerts[0]
+    assert recorder.lost_events == 1
+    assert len(alerts) == 1
+    assert "artifact" in alerts[0]
 
 
 async def test_each_heartbeat_refreshes_the_recorded_instance():
@@ -169,7 +172,8 @@ async def test_each_heartbeat_refreshes_the_recorded_instance():
         await asyncio.to_thread(recorder.flush)
         after = await asyncio.to_thread(AgentInstance.objects.get, instance_id=instance.instance_id)
         assert (after.last_heartbeat - before.last_heartbeat).total_seconds() == pytest.approx(30, abs=1)
-        assert after.processed == 3 and after.healthy
+        assert after.processed == 3
+        assert after.healthy
     finally:
         await runtime.stop()
         await asyncio.to_thread(recorder.stop)
@@ -211,12 +215,14 @@ async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_o
         lambda: list(Message.objects.filter(task_id="task-big").order_by("seq").values_list("id", "payload"))
     )
     assert [r[0] for r in rows] == [e.message.id for e in events]
-    assert rows[3][1]["big"] == 2**70 and rows[3][1]["nested"] == {"unicode": "naïve ✓"}
+    assert rows[3][1]["big"] == 2**70
+    assert rows[3][1]["nested"] == {"unicode": "naïve ✓"}
     assert rows[60][1]["keys"] == {"1": "int key", "1e-07": "float key", "s": None}
     assert rows[61][1] == {"n": 61, "score": None, "limit": None}
     assert len(rows[70][1]["text"]) == LARGE_PAYLOAD_CHARS + 1
     assert [r[1]["n"] for r in rows] == list(range(count))
-    assert recorder.failed_batches == 0 and recorder.written_events == count
+    assert recorder.failed_batches == 0
+    assert recorder.written_events == count
 
 
 async def test_a_batch_that_failed_is_written_again_on_a_fresh_connection(monkeypatch):
@@ -244,4 +250,6 @@ async def test_a_batch_that_failed_is_written_again_on_a_fresh_connection(monkey
         await asyncio.to_thread(recorder.stop)
     stored = await asyncio.to_thread(lambda: list(Message.objects.values_list("id", flat=True)))
     assert stored == [event.message.id]
-    assert recorder.failed_batches == 1 and recorder.lost_events == 0 and len(connections_used) == 2
+    assert recorder.failed_batches == 1
+    assert recorder.lost_events == 0
+    assert len(connections_used) == 2

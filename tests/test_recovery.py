@@ -51,7 +51,9 @@ def test_a_task_cut_short_fails_with_the_reason_and_is_reported():
     out = run_command()
     assert out == "1 tasks, 1 contexts marked as interrupted.\nClosed 1 agent instances of the previous run.\n"
     task.refresh_from_db()
-    assert task.status == "failed" and task.error["code"] == "interrupted" and task.finished_at is not None
+    assert task.status == "failed"
+    assert task.error["code"] == "interrupted"
+    assert task.finished_at is not None
     assert Task.objects.get(pk=done.pk).status == "completed"
     assert ExecutionContext.objects.get(pk="c1").status == "terminated"
     assert run_command() == ""  # a second run finds nothing left open

@@ -47,7 +47,9 @@ def test_timeline_interleaves_snapshots_and_messages_in_the_order_they_happened(
     assert before < request < response < after
     # Exact emit order (one counter for messages and snapshots), not just time.
     order = [e.ref.event_seq for e in timeline.entries]
-    assert None not in order and order == sorted(order) and len(set(order)) == len(order)
+    assert None not in order
+    assert order == sorted(order)
+    assert len(set(order)) == len(order)
     final = timeline.entries[-1]
     assert (final.kind, final.ref.type, final.ref.to_role) == ("message", "invoke_response", "user")
     stored = Message.objects.filter(task_id=main_context.task_id).filter(
@@ -65,7 +67,8 @@ def test_each_step_shows_the_state_of_the_latest_snapshot_at_or_before_it(main_c
             assert point["state"] is None
             continue
         expected = Snapshot.objects.get(pk=earlier[-1].ref.pk)
-        assert point["snapshot"].pk == expected.pk and point["state"] == expected.state
+        assert point["snapshot"].pk == expected.pk
+        assert point["state"] == expected.state
         if entry.kind == "message":
             assert point["message"]["row"].pk == entry.ref.pk
 
@@ -75,8 +78,10 @@ def test_snapshot_diff_names_the_fields_that_changed(main_context):
     diff = snapshot_diff(first, last)
     changed = {c["path"]: c for c in diff["changes"]}
     assert changed["status"]["new"] == last.state["status"]
-    assert "input_context.messages" in changed and changed["input_context.messages"]["note"].startswith("+")
-    assert any(kind == "add" for kind, _ in diff["lines"]) and any(kind == "hunk" for kind, _ in diff["lines"])
+    assert "input_context.messages" in changed
+    assert changed["input_context.messages"]["note"].startswith("+")
+    assert any(kind == "add" for kind, _ in diff["lines"])
+    assert any(kind == "hunk" for kind, _ in diff["lines"])
     assert snapshot_diff(first, first)["changes"] == []
 
 
@@ -87,18 +92,22 @@ def test_replay_page_steps_forward_and_back_and_jumps(main_context, staff_user):
     html = client.get(f"/replay/{main_context.id}/").content.decode()
     assert f'Step <strong id="replay-index">{last}</strong> of {last}' in html
     html = client.get(f"/replay/{main_context.id}/?at=0").content.decode()
-    assert 'Step <strong id="replay-index">0</strong>' in html and 'data-step="next" href="?at=1"' in html
+    assert 'Step <strong id="replay-index">0</strong>' in html
+    assert 'data-step="next" href="?at=1"' in html
     assert 'data-step="prev"' not in html
     html = client.get(f"/replay/{main_context.id}/?at=999999").content.decode()
     assert f'id="replay-index">{last}<' in html
     bad = client.get(f"/replay/{main_context.id}/?at=two")
-    assert bad.status_code == 400 and "at must be a step number" in bad.content.decode()
+    assert bad.status_code == 400
+    assert "at must be a step number" in bad.content.decode()
     snapshot = main_context.snapshots.order_by("sequence")[1]
     html = client.get(f"/replay/{main_context.id}/?snapshot={snapshot.id}").content.decode()
     index = timeline.index_of("snapshot", snapshot.id)
-    assert f'id="replay-index">{index}<' in html and snapshot.trigger in html
+    assert f'id="replay-index">{index}<' in html
+    assert snapshot.trigger in html
     missing = client.get(f"/replay/{main_context.id}/?snapshot=gone")
-    assert missing.status_code == 400 and "not part of this context" in missing.content.decode()
+    assert missing.status_code == 400
+    assert "not part of this context" in missing.content.decode()
 
 
 def test_replay_page_compares_two_snapshots_and_refuses_foreign_ones(main_context, staff_user):
@@ -108,18 +117,22 @@ def test_replay_page_compares_two_snapshots_and_refuses_foreign_ones(main_contex
     assert f"Snapshot #{first.sequence} ({first.trigger}) → #{second.sequence} ({second.trigger})" in html
     other = Snapshot.objects.exclude(context=main_context).first()
     refused = client.get(f"/replay/{main_context.id}/?a={first.id}&b={other.id}")
-    assert refused.status_code == 400 and f"snapshot {other.id} is not part of this context" in refused.content.decode()
+    assert refused.status_code == 400
+    assert f"snapshot {other.id} is not part of this context" in refused.content.decode()
     half = client.get(f"/replay/{main_context.id}/?a={first.id}")
-    assert half.status_code == 400 and "choose two snapshots" in half.content.decode()
+    assert half.status_code == 400
+    assert "choose two snapshots" in half.content.decode()
 
 
 def test_sequence_diagram_draws_the_invokes_between_instances(main_context, staff_user):
     html = logged_in(staff_user).get(f"/replay/{main_context.id}/").content.decode()
     pm = ExecutionContext.objects.get(task_id=main_context.task_id, role="pm")
-    assert main_context.instance_id in html and pm.instance_id in html
+    assert main_context.instance_id in html
+    assert pm.instance_id in html
     svg = html[html.index('<svg class="sequence"') :]
     arrows = re.findall(r'class="arrow ([a-z ]+)"', svg)
-    assert "invoke" in arrows and "invoke reply" in arrows
+    assert "invoke" in arrows
+    assert "invoke reply" in arrows
 
 
 def test_manual_snapshot_appears_in_the_timeline_with_its_label(main_context, staff_user):
@@ -127,9 +140,12 @@ def test_manual_snapshot_appears_in_the_timeline_with_its_label(main_context, st
     client.post(f"/live/contexts/{main_context.id}/snapshots", {"label": "checkpoint Z"})
     timeline = build_timeline(main_context)
     last = timeline.entries[-1]
-    assert last.kind == "snapshot" and last.ref.type == "manual" and last.ref.label == "checkpoint Z"
+    assert last.kind == "snapshot"
+    assert last.ref.type == "manual"
+    assert last.ref.label == "checkpoint Z"
     html = client.get(f"/replay/{main_context.id}/").content.decode()
-    assert "checkpoint Z" in html and "snap-manual" in html
+    assert "checkpoint Z" in html
+    assert "snap-manual" in html
 
 
 def test_replay_works_for_contexts_recorded_before_a_restart(main_context, staff_user, viewer_user):

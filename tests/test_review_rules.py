@@ -48,7 +48,8 @@ def test_ai_feature_without_evaluation_or_fallback_is_an_ai_finding():
 def test_personal_data_without_privacy_rules_is_critical():
     issues = review(parse_document(CLINIC), "domain")
     privacy = [i for i in issues if i["rule"] == "personal_data_without_privacy"]
-    assert privacy and privacy[0]["severity"] == "critical"
+    assert privacy
+    assert privacy[0]["severity"] == "critical"
     assert "date of birth" in privacy[0]["problem"]
 
 
@@ -108,8 +109,10 @@ def test_consolidation_rewrites_the_users_line_and_keeps_the_rest():
     responses = {"dev": {"final_issues": [issue(line=4, old="fast", new="fast (p95 at most 2 s)")]}}
     final, report = consolidate(original, responses, ["The page must load fast."])
     assert "- The page must load fast (p95 at most 2 s)." in final
-    assert "- Keep it." in final and final.startswith("# T")
-    assert report["counts"]["adopted"] == 1 and report["decisions"][0]["applied"]
+    assert "- Keep it." in final
+    assert final.startswith("# T")
+    assert report["counts"]["adopted"] == 1
+    assert report["decisions"][0]["applied"]
 
 
 def test_debate_round_trip_produces_the_seed_fields():
@@ -131,7 +134,8 @@ def test_debate_round_trip_produces_the_seed_fields():
     assert {"final_issues", "withdrawn_issues", "new_issues_from_debate"} <= set(answer)
     assert all(i["consensus_level"] in ("unanimous", "majority", "contested") for i in answer["final_issues"])
     scope = [i for i in answer["final_issues"] if i["rule"] == "scope_simplification"]
-    assert scope and scope[0]["consensus_level"] == "contested"
+    assert scope
+    assert scope[0]["consensus_level"] == "contested"
 
 
 def test_quality_check_flags_leftover_undecided_wording_and_missing_criteria():

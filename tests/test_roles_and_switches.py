@@ -58,7 +58,9 @@ def test_creating_a_custom_role_sets_up_everything_as_one_version(api, builtin, 
     response = api.post(ROLES, reviewer(), format="json")
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert body["role"] == "codeReviewer" and body["is_builtin"] is False and body["enabled"] is True
+    assert body["role"] == "codeReviewer"
+    assert body["is_builtin"] is False
+    assert body["enabled"] is True
     assert body["permissions"]["can_invoke"] == ["dba"]
     assert body["permissions"]["can_be_invoked_by"] == ["coderA", "main"]
     assert body["permissions"]["allowed_tools"] == ["file_read"]
@@ -74,7 +76,9 @@ def test_creating_a_custom_role_sets_up_everything_as_one_version(api, builtin, 
     assert "code_review" in body["capabilities"]
     assert current_version() == before + 1
     change = ConfigChange.objects.get(new_version=before + 1)
-    assert change.config_type == "role" and change.role == "codeReviewer" and change.actor == staff_user
+    assert change.config_type == "role"
+    assert change.role == "codeReviewer"
+    assert change.actor == staff_user
     assert change.note == "US-09"
     assert "roles.codeReviewer.created" in change.changed_fields
     assert "codeReviewer" in change.changes["capabilities.code_review.owner_roles"]["new"]
@@ -85,7 +89,8 @@ def test_creating_a_custom_role_sets_up_everything_as_one_version(api, builtin, 
     assert InvokePermission.objects.filter(project=None, target__role="codeReviewer").count() == roles
     assert ToolPermission.objects.filter(project=None, role__role="codeReviewer").count() == 6
     snapshot = build_snapshot()
-    assert snapshot.can_invoke("main", "codeReviewer") and snapshot.can_invoke("codeReviewer", "dba")
+    assert snapshot.can_invoke("main", "codeReviewer")
+    assert snapshot.can_invoke("codeReviewer", "dba")
     assert not snapshot.can_invoke("pm", "codeReviewer")
 
 
@@ -98,7 +103,8 @@ def test_prompts_are_copied_from_the_chosen_role(api, builtin):
     }
     assert set(copied) == set(source)
     for template_type, version in copied.items():
-        assert version.is_active and version.version == "1.0.0"
+        assert version.is_active
+        assert version.version == "1.0.0"
         assert version.content == source[template_type].content
         assert version.variables == source[template_type].variables
         assert "coderB" in version.note
@@ -109,17 +115,20 @@ def test_without_a_source_role_the_standard_templates_use_the_new_role_s_respons
     data = reviewer(copy_prompts_from=None)
     assert api.post(ROLES, data, format="json").status_code == 201
     system = PromptVersion.objects.get(template__role__role="codeReviewer", template__template_type="system_prompt")
-    assert "- Review code" in system.content and "- Ask for tests" in system.content
+    assert "- Review code" in system.content
+    assert "- Ask for tests" in system.content
 
 
 def test_a_minimal_custom_role_gets_least_privilege_defaults(api, builtin):
     response = api.post(ROLES, {"role": "scribe", "display_name": "Scribe"}, format="json")
     assert response.status_code == 201
     body = response.json()
-    assert body["permissions"]["can_invoke"] == [] and body["permissions"]["can_be_invoked_by"] == ["main"]
+    assert body["permissions"]["can_invoke"] == []
+    assert body["permissions"]["can_be_invoked_by"] == ["main"]
     assert body["permissions"]["allowed_tools"] == ["file_read"]
     assert body["permissions"]["requires_user_confirmation"] == []
-    assert body["constraints"]["token_budget"] == 50000 and body["constraints"]["timeout_s"] == 60
+    assert body["constraints"]["token_budget"] == 50000
+    assert body["constraints"]["timeout_s"] == 60
 
 
 @pytest.mark.parametrize(
@@ -165,7 +174,8 @@ def test_custom_role_refusals_name_the_field_and_create_nothing(api, builtin, da
     response = api.post(ROLES, data, format="json")
     assert response.status_code == 400, response.json()
     assert reason in " ".join(response.json()["errors"][field])
-    assert AgentRole.objects.count() == roles and current_version() == version
+    assert AgentRole.objects.count() == roles
+    assert current_version() == version
 
 
 def test_all_role_problems_are_reported_at_once(api, builtin):
@@ -178,7 +188,8 @@ def test_viewers_cannot_create_roles(builtin, viewer_user):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")
     response = client.post(ROLES, {"role": "sneaky", "display_name": "Sneaky"}, format="json")
-    assert response.status_code == 403 and not AgentRole.objects.filter(role="sneaky").exists()
+    assert response.status_code == 403
+    assert not AgentRole.objects.filter(role="sneaky").exists()
 
 
 def test_built_in_roles_can_be_disabled_but_not_deleted(api, builtin):
@@ -188,7 +199,8 @@ def test_built_in_roles_can_be_disabled_but_not_deleted(api, builtin):
     assert refused.json()["errors"]["role"] == ["built-in roles can be disabled but not deleted"]
     assert AgentRole.objects.filter(role="devops").exists()
     disabled = api.patch(f"{ROLES}/devops", {"version": doc["version"], "enabled": False}, format="json")
-    assert disabled.status_code == 200 and disabled.json()["enabled"] is False
+    assert disabled.status_code == 200
+    assert disabled.json()["enabled"] is False
     assert not build_snapshot().roles["devops"].enabled
 
 
@@ -206,7 +218,8 @@ def test_a_role_that_alone_owns_a_capability_cannot_be_deleted(api, builtin):
     card = CapabilityCard.objects.get(capability_id="code_review")
     card.owner_roles.set([AgentRole.objects.get(role="scribe")])
     response = api.delete(f"{ROLES}/scribe?version={created['version']}")
-    assert response.status_code == 400 and "code_review" in response.json()["errors"]["role"][0]
+    assert response.status_code == 400
+    assert "code_review" in response.json()["errors"]["role"][0]
 
 
 def test_deleting_needs_the_version(api, builtin):
@@ -220,16 +233,15 @@ def test_role_edits_are_audited_and_stale_edits_refused(api, builtin):
     ok = api.patch(
         f"{ROLES}/pm", {"version": doc["version"], "description": "Writes PRDs.", "note": "clarify"}, format="json"
     )
-    assert ok.status_code == 200 and ok.json()["description"] == "Writes PRDs."
+    assert ok.status_code == 200
+    assert ok.json()["description"] == "Writes PRDs."
     change = ConfigChange.objects.order_by("-new_version").first()
     assert change.changes == {
         "roles.pm.description": {"old": "Analyses requirements and writes the PRD.", "new": "Writes PRDs."}
     }
     stale = api.patch(f"{ROLES}/pm", {"version": doc["version"], "emoji": "🧾"}, format="json")
-    assert (
-        stale.status_code == 409
-        and stale.json()["changes"][0]["changes"]["roles.pm.description"]["new"] == "Writes PRDs."
-    )
+    assert stale.status_code == 409
+    assert stale.json()["changes"][0]["changes"]["roles.pm.description"]["new"] == "Writes PRDs."
 
 
 def test_role_edit_refusals(api, builtin, shop):
@@ -240,36 +252,44 @@ def test_role_edit_refusals(api, builtin, shop):
     assert bad.status_code == 400
     assert set(bad.json()["errors"]) == {"role", "enabled", "colour"}
     project_bad = api.patch(f"{ROLES}/pm?project=shop", {"version": doc["version"], "description": "x"}, format="json")
-    assert project_bad.status_code == 400 and "globally" in project_bad.json()["errors"]["description"][0]
+    assert project_bad.status_code == 400
+    assert "globally" in project_bad.json()["errors"]["description"][0]
 
 
 def test_a_project_can_switch_a_role_off_and_back_to_inherit(api, builtin, shop):
     doc = api.get(f"{ROLES}/devops", {"project": "shop"}).json()
-    assert doc["project_enabled"] is None and doc["enabled"] is True
+    assert doc["project_enabled"] is None
+    assert doc["enabled"] is True
     off = api.patch(f"{ROLES}/devops?project=shop", {"version": doc["version"], "enabled": False}, format="json")
     assert off.status_code == 200
-    assert off.json()["enabled"] is False and off.json()["project_enabled"] is False
+    assert off.json()["enabled"] is False
+    assert off.json()["project_enabled"] is False
     assert off.json()["global_enabled"] is True
-    assert not build_snapshot("shop").roles["devops"].enabled and build_snapshot().roles["devops"].enabled
+    assert not build_snapshot("shop").roles["devops"].enabled
+    assert build_snapshot().roles["devops"].enabled
     back = api.patch(f"{ROLES}/devops?project=shop", {"version": off.json()["version"], "enabled": None}, format="json")
-    assert back.json()["project_enabled"] is None and not ProjectRoleOverride.objects.exists()
+    assert back.json()["project_enabled"] is None
+    assert not ProjectRoleOverride.objects.exists()
 
 
 def test_a_project_can_switch_a_capability_off(api, builtin, shop):
     doc = api.get("/api/v1/capabilities/deployment_config", {"project": "shop"}).json()
-    assert doc["version"] == "1.0.0" and "document_version" in doc
+    assert doc["version"] == "1.0.0"
+    assert "document_version" in doc
     response = api.patch(
         "/api/v1/capabilities/deployment_config?project=shop",
         {"document_version": doc["document_version"], "enabled": False, "note": "no deploys from shop (US-06)"},
         format="json",
     )
     assert response.status_code == 200
-    assert response.json()["enabled"] is False and response.json()["global_enabled"] is True
+    assert response.json()["enabled"] is False
+    assert response.json()["global_enabled"] is True
     assert ProjectCapabilityOverride.objects.get().enabled is False
     assert not build_snapshot("shop").cards["deployment_config"].enabled
     assert build_snapshot().cards["deployment_config"].enabled
     change = ConfigChange.objects.order_by("-new_version").first()
-    assert change.config_type == "capability" and change.project == shop
+    assert change.config_type == "capability"
+    assert change.project == shop
     assert change.changes == {"capabilities.deployment_config.enabled": {"old": None, "new": False}}
 
 
@@ -281,7 +301,8 @@ def test_capability_edits_and_refusals(api, builtin):
         format="json",
     )
     assert ok.status_code == 200, ok.json()
-    assert ok.json()["timeout"] == 300 and ok.json()["owner_roles"] == ["coderB"]
+    assert ok.json()["timeout"] == 300
+    assert ok.json()["owner_roles"] == ["coderB"]
     bad = api.patch(
         "/api/v1/capabilities/code_review",
         {
@@ -315,7 +336,8 @@ def test_the_runtime_refuses_a_role_or_card_disabled_for_the_project_at_the_next
         format="json",
     )
     refused = invoke("shop")
-    assert not refused.success and refused.error.code == "capability_disabled"
+    assert not refused.success
+    assert refused.error.code == "capability_disabled"
     assert "schema_query" in refused.error.message
     assert invoke(None).success
     card_doc = api.get("/api/v1/capabilities/schema_query", {"project": "shop"}).json()
@@ -327,17 +349,20 @@ def test_the_runtime_refuses_a_role_or_card_disabled_for_the_project_at_the_next
     role_doc = api.get(f"{ROLES}/dba", {"project": "shop"}).json()
     api.patch(f"{ROLES}/dba?project=shop", {"version": role_doc["version"], "enabled": False}, format="json")
     refused = invoke("shop")
-    assert not refused.success and refused.error.code == "capability_disabled"
+    assert not refused.success
+    assert refused.error.code == "capability_disabled"
     assert "role dba is disabled" in refused.error.message
 
 
 def test_constraints_document_save_bounds_and_project_inheritance(api, builtin, shop):
     doc = api.get("/api/v1/constraints/coderA").json()
-    assert doc["constraints"]["token_budget"] == 50000 and doc["bounds"]["timeout_s"] == {"minimum": 1, "maximum": 3600}
+    assert doc["constraints"]["token_budget"] == 50000
+    assert doc["bounds"]["timeout_s"] == {"minimum": 1, "maximum": 3600}
     saved = api.put(
         "/api/v1/constraints/coderA", {"version": doc["version"], "constraints": {"timeout_s": 90}}, format="json"
     )
-    assert saved.status_code == 200 and saved.json()["constraints"]["timeout_s"] == 90
+    assert saved.status_code == 200
+    assert saved.json()["constraints"]["timeout_s"] == 90
     assert build_snapshot().roles["coderA"].constraints.timeout_s == 90
     project_doc = api.get("/api/v1/constraints/coderA", {"project": "shop"}).json()
     assert project_doc["overrides"] == dict.fromkeys(project_doc["constraints"])
@@ -348,16 +373,20 @@ def test_constraints_document_save_bounds_and_project_inheritance(api, builtin, 
     )
     assert put.status_code == 200
     body = put.json()
-    assert body["constraints"]["token_budget"] == 8000 and body["constraints"]["timeout_s"] == 90
-    assert body["overrides"]["token_budget"] == 8000 and body["overrides"]["timeout_s"] is None
+    assert body["constraints"]["token_budget"] == 8000
+    assert body["constraints"]["timeout_s"] == 90
+    assert body["overrides"]["token_budget"] == 8000
+    assert body["overrides"]["timeout_s"] is None
     shop_constraints = build_snapshot("shop").roles["coderA"].constraints
-    assert shop_constraints.token_budget == 8000 and shop_constraints.file_scope == "frontend"
+    assert shop_constraints.token_budget == 8000
+    assert shop_constraints.file_scope == "frontend"
     reset = api.put(
         "/api/v1/constraints/coderA?project=shop",
         {"version": body["version"], "constraints": {"token_budget": None, "file_scope": None}},
         format="json",
     )
-    assert reset.status_code == 200 and not RoleConstraint.objects.filter(project=shop).exists()
+    assert reset.status_code == 200
+    assert not RoleConstraint.objects.filter(project=shop).exists()
 
 
 @pytest.mark.parametrize(
@@ -406,11 +435,13 @@ def test_projects_are_created_listed_and_edited(api, builtin):
     }
     assert api.post("/api/v1/projects", {"slug": "shop", "name": "Again"}, format="json").status_code == 400
     listed = api.get("/api/v1/projects").json()
-    assert listed["count"] == 1 and listed["projects"][0]["slug"] == "shop"
+    assert listed["count"] == 1
+    assert listed["projects"][0]["slug"] == "shop"
     edit = api.patch(
         "/api/v1/projects/shop", {"version": created.json()["version"], "tech_stack": "Vue"}, format="json"
     )
-    assert edit.status_code == 200 and edit.json()["tech_stack"] == "Vue"
+    assert edit.status_code == 200
+    assert edit.json()["tech_stack"] == "Vue"
     assert build_snapshot("shop").tech_stack == "Vue"
     stale = api.patch("/api/v1/projects/shop", {"version": created.json()["version"], "name": "S"}, format="json")
     assert stale.status_code == 409
@@ -421,7 +452,8 @@ def test_projects_are_created_listed_and_edited(api, builtin):
     root = api.patch(
         "/api/v1/projects/shop", {"version": edit.json()["version"], "working_directory": "/"}, format="json"
     )
-    assert root.status_code == 400 and "root" in root.json()["errors"]["working_directory"][0]
+    assert root.status_code == 400
+    assert "root" in root.json()["errors"]["working_directory"][0]
 
 
 def test_the_audit_trail_lists_filters_and_pages(api, builtin):
@@ -434,12 +466,16 @@ def test_the_audit_trail_lists_filters_and_pages(api, builtin):
             format="json",
         ).json()["version"]
     listed = api.get("/api/v1/config/changes", {"config_type": "permission", "page_size": 2}).json()
-    assert listed["count"] == 3 and len(listed["results"]) == 2 and listed["next"]
+    assert listed["count"] == 3
+    assert len(listed["results"]) == 2
+    assert listed["next"]
     first = listed["results"][0]
-    assert first["note"] == "pm may call coderA" and first["actor"] == "operator"
+    assert first["note"] == "pm may call coderA"
+    assert first["actor"] == "operator"
     assert first["new_version"] == first["old_version"] + 1 == version
     assert first["changed_fields"] == ["invoke_matrix.pm.coderA"]
     assert api.get("/api/v1/config/changes", {"q": "devops"}).json()["count"] == 1
     assert api.get("/api/v1/config/changes", {"config_type": "builtin"}).json()["count"] == 1
     bad = api.get("/api/v1/config/changes", {"config_type": "nope", "since_version": "x"})
-    assert bad.status_code == 400 and {"config_type", "since_version"} <= set(bad.json()["errors"])
+    assert bad.status_code == 400
+    assert {"config_type", "since_version"} <= set(bad.json()["errors"])

@@ -18,7 +18,8 @@ def test_run_workflow_writes_the_artifacts_and_prints_their_paths(transactional_
         "run_workflow", "requirement_review", "--input", str(source), "--output", str(tmp_path / "out"), stdout=out
     )
     text = out.getvalue()
-    assert "%]" in text and "expert_review" in text  # progress lines
+    assert "%]" in text
+    assert "expert_review" in text  # progress lines
     assert f"artifact: {tmp_path / 'out' / 'requirement_final.md'}" in text
     assert (tmp_path / "out" / "consolidation_report.json").is_file()
     assert "Completed:" in text

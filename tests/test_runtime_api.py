@@ -22,9 +22,12 @@ def invoke(api, **body):
 
 def test_invoke_returns_the_invoke_result_and_seed_003_result(api, runtime_host):
     body = invoke(api, capability_id="schema_query", from_role="coderA", target_role="dba", params={"table": "users"})
-    assert body["success"] is True and body["error"] is None
-    assert body["result"] == body["data"] and body["data"]["columns"]
-    assert body["from_instance"].startswith("dba-") and body["latency_ms"] > 0
+    assert body["success"] is True
+    assert body["error"] is None
+    assert body["result"] == body["data"]
+    assert body["data"]["columns"]
+    assert body["from_instance"].startswith("dba-")
+    assert body["latency_ms"] > 0
 
 
 def test_runtime_refusals_are_200_with_success_false(api, runtime_host):
@@ -35,9 +38,11 @@ def test_runtime_refusals_are_200_with_success_false(api, runtime_host):
         target_role="devops",
         params={"service": "web", "environment": "staging"},
     )
-    assert denied["success"] is False and denied["error"]["code"] == "permission_denied"
+    assert denied["success"] is False
+    assert denied["error"]["code"] == "permission_denied"
     bad = invoke(api, capability_id="schema_query", from_role="coderA", target_role="dba", params={"table": "1x"})
-    assert bad["error"]["code"] == "invalid_params" and bad["error"]["details"]["errors"][0]["pointer"] == "/table"
+    assert bad["error"]["code"] == "invalid_params"
+    assert bad["error"]["details"]["errors"][0]["pointer"] == "/table"
     missing = invoke(api, address="cap://nowhere/none", from_role="main")
     assert missing["error"]["code"] == "capability_not_found"
 
@@ -76,9 +81,11 @@ def test_hooks_return_one_ack_per_receiver(api, runtime_host):
     )
     assert response.status_code == 200, response.content
     acks = response.json()["acks"]
-    assert sorted(a["role"] for a in acks) == ["dba", "devops"] and {a["status"] for a in acks} == {"received"}
+    assert sorted(a["role"] for a in acks) == ["dba", "devops"]
+    assert {a["status"] for a in acks} == {"received"}
     bad = api.post("/api/v1/hooks", {"event_type": "x", "from_role": "main"}, format="json")
-    assert bad.status_code == 400 and "target_roles" in bad.json()["errors"]
+    assert bad.status_code == 400
+    assert "target_roles" in bad.json()["errors"]
 
 
 def test_message_log_filters_and_paginates(api, runtime_host):
@@ -93,11 +100,14 @@ def test_message_log_filters_and_paginates(api, runtime_host):
     )
     runtime_host.recorder.flush()
     denied = api.get("/api/v1/messages", {"status": "denied"}).json()
-    assert denied["count"] == 1 and denied["results"][0]["to"]["role"] == "devops"
+    assert denied["count"] == 1
+    assert denied["results"][0]["to"]["role"] == "devops"
     requests = api.get(
         "/api/v1/messages", {"type": "invoke_request", "to_role": "dba", "order": "asc", "page_size": 2}
     ).json()
-    assert requests["count"] == 3 and len(requests["results"]) == 2 and requests["next"]
+    assert requests["count"] == 3
+    assert len(requests["results"]) == 2
+    assert requests["next"]
     seqs = [m["seq"] for m in requests["results"]]
     assert seqs == sorted(seqs)
     assert api.get("/api/v1/messages", {"status": "lost"}).status_code == 400
@@ -109,7 +119,8 @@ def test_registering_a_plugin_capability(api, builtin, settings):
     response = api.post("/api/v1/capabilities", PLUGIN, format="json")
     assert response.status_code == 201, response.content
     card = CapabilityCard.objects.get(capability_id="invoice_total")
-    assert card.executor == "http" and list(card.owner_roles.values_list("role", flat=True)) == ["coderB"]
+    assert card.executor == "http"
+    assert list(card.owner_roles.values_list("role", flat=True)) == ["coderB"]
     assert ConfigChange.objects.filter(config_type="capability").exists()
     again = api.post("/api/v1/capabilities", PLUGIN, format="json")
     assert again.status_code == 409
@@ -142,7 +153,8 @@ def test_only_staff_may_register(builtin, viewer_user):
 
 def test_capability_health(api, runtime_host):
     body = api.get("/api/v1/capabilities/schema_query/health").json()
-    assert body["status"] == "available" and body["instances"] == []
+    assert body["status"] == "available"
+    assert body["instances"] == []
     invoke(api, capability_id="schema_query", from_role="coderA", target_role="dba", params={"table": "t"})
     body = api.get("/api/v1/capabilities/schema_query/health").json()
     assert body["instances"][0]["healthy"] is True
@@ -177,7 +189,8 @@ def test_confirmation_decisions(api, runtime_host, viewer_user):
         expires_at="2026-01-01T00:10:00Z",
     )
     gone = api.post("/api/v1/confirmations/c2", {"approve": True}, format="json")
-    assert gone.status_code == 409 and "no longer waiting" in gone.json()["detail"]
+    assert gone.status_code == 409
+    assert "no longer waiting" in gone.json()["detail"]
     assert ToolConfirmation.objects.get(pk="c2").status == "expired"
     assert api.post("/api/v1/confirmations/c2", {}, format="json").status_code == 400
     viewer = APIClient()
@@ -222,9 +235,11 @@ def test_a_tool_waiting_for_confirmation_resumes_when_an_operator_approves_over_
         runtime_host.recorder.flush()
         pending = ToolConfirmation.objects.filter(status="pending", tool="file_write").first()
         time.sleep(0.05)
-    assert pending is not None and pending.role == "devops"
+    assert pending is not None
+    assert pending.role == "devops"
     decision = api.post(f"/api/v1/confirmations/{pending.id}", {"approve": True}, format="json")
-    assert decision.status_code == 200 and decision.json()["status"] == "approved"
+    assert decision.status_code == 200
+    assert decision.json()["status"] == "approved"
     caller.join(30)
     assert outcome["body"]["success"] is True
     assert ToolConfirmation.objects.get(pk=pending.id).status == "approved"
@@ -242,7 +257,8 @@ def test_a_saved_matrix_change_applies_from_the_next_task(api, runtime_host):
         InvokePermission.objects.filter(project=None, caller__role="coderA", target__role="dba").update(allowed=False)
         record_change("permission", role="coderA", changed_fields=["can_invoke"])
     after = invoke(api, **body)
-    assert after["success"] is False and after["error"]["code"] == "permission_denied"
+    assert after["success"] is False
+    assert after["error"]["code"] == "permission_denied"
 
 
 def test_only_staff_may_invoke_or_hook_as_a_role(runtime_host, viewer_user):
@@ -277,7 +293,8 @@ def test_a_finished_task_can_never_be_reopened_through_task_id(api, runtime_host
         },
         format="json",
     )
-    assert response.status_code == 400 and "is not running" in response.json()["errors"]["task_id"][0]
+    assert response.status_code == 400
+    assert "is not running" in response.json()["errors"]["task_id"][0]
     hook = api.post(
         "/api/v1/hooks",
         {"event_type": "x", "from_role": "main", "target_roles": ["pm"], "task_id": task.id},
@@ -303,7 +320,8 @@ def test_a_hook_cannot_run_a_capability_the_matrix_denies(api, runtime_host):
         format="json",
     )
     [ack] = response.json()["acks"]
-    assert ack["status"] == "rejected" and ack["reason"] == "permission_denied"
+    assert ack["status"] == "rejected"
+    assert ack["reason"] == "permission_denied"
 
 
 @pytest.mark.parametrize(
@@ -331,13 +349,15 @@ def test_oversized_or_unwalkable_params_are_refused_cleanly(api, runtime_host):
         },
         format="json",
     )
-    assert big.status_code == 400 and "limit is 1,000,000" in big.json()["errors"]["params"][0]
+    assert big.status_code == 400
+    assert "limit is 1,000,000" in big.json()["errors"]["params"][0]
     deep: dict = {"table": "t"}
     node = deep
     for _ in range(700):
         node["x"] = {}
         node = node["x"]
     walked = invoke(api, capability_id="schema_query", from_role="coderA", target_role="dba", params=deep)
-    assert walked["success"] is False and walked["error"]["code"] == "invalid_params"
+    assert walked["success"] is False
+    assert walked["error"]["code"] == "invalid_params"
     runtime_host.recorder.flush()
     assert not Task.objects.filter(status="running").exists()

@@ -95,7 +95,8 @@ def test_defaults_are_safe(tmp_path):
     assert debug is False
     assert hosts == ["localhost", "127.0.0.1"]
     assert layer.endswith("InMemoryChannelLayer")
-    assert engine.endswith("sqlite3") and name == str(tmp_path / "teamclaw.sqlite3")
+    assert engine.endswith("sqlite3")
+    assert name == str(tmp_path / "teamclaw.sqlite3")
     assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
 
 
@@ -108,4 +109,5 @@ def test_a_start_up_error_never_repeats_a_password(tmp_path):
     result = subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
-    assert result.returncode != 0 and "secret-pw" not in result.stderr + result.stdout
+    assert result.returncode != 0
+    assert "secret-pw" not in result.stderr + result.stdout

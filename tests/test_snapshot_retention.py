@@ -61,7 +61,8 @@ def test_drops_snapshots_older_than_the_age_limit():
     old = context_with_snapshots("old", status="completed", task_status="completed", count=4, age_days=40)
     fresh = context_with_snapshots("fresh", status="completed", task_status="completed", count=4, age_days=1)
     result = prune_snapshots(keep=100, days=30, now=NOW)
-    assert sequences(old) == [] and sequences(fresh) == [1, 2, 3, 4]
+    assert sequences(old) == []
+    assert sequences(fresh) == [1, 2, 3, 4]
     assert result.by_age == 4
 
 
@@ -78,7 +79,8 @@ def test_running_contexts_are_never_touched():
 def test_dry_run_counts_without_deleting():
     done = context_with_snapshots("dry", status="completed", task_status="completed", count=6, age_days=0)
     result = prune_snapshots(keep=2, days=30, now=NOW, dry_run=True)
-    assert result.by_count == 4 and sequences(done) == [1, 2, 3, 4, 5, 6]
+    assert result.by_count == 4
+    assert sequences(done) == [1, 2, 3, 4, 5, 6]
 
 
 @pytest.mark.django_db
@@ -99,6 +101,7 @@ def test_the_command_uses_the_settings_and_reports(settings):
     assert context.snapshots.count() == 5
     out = StringIO()
     call_command("prune_snapshots", stdout=out)
-    assert "deleted 3 snapshot(s)" in out.getvalue() and sequences(context) == [4, 5]
+    assert "deleted 3 snapshot(s)" in out.getvalue()
+    assert sequences(context) == [4, 5]
     with pytest.raises(CommandError, match="at least 1"):
         call_command("prune_snapshots", "--keep", "0")

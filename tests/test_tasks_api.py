@@ -60,7 +60,9 @@ def test_requirement_review_runs_end_to_end_and_returns_every_artifact(api, runt
 def test_two_documents_give_different_findings(api, runtime_host):
     first = findings(run_review(api, runtime_host, BOOKSTORE))
     second = findings(run_review(api, runtime_host, CLINIC))
-    assert first and second and first != second
+    assert first
+    assert second
+    assert first != second
     assert all(quote == "" or quote in BOOKSTORE for _, quote in first)
     assert all(quote == "" or quote in CLINIC for _, quote in second)
 
@@ -76,7 +78,8 @@ def test_every_step_is_recorded_as_messages_contexts_and_snapshots(api, runtime_
     main = ExecutionContext.objects.filter(task_id=task_id, role="main").order_by("created_at").first()
     triggers = list(Snapshot.objects.filter(context=main).values_list("trigger", flat=True))
     assert triggers[0] == "start"
-    assert "before invoke expert_review" in triggers and "after invoke expert_review" in triggers
+    assert "before invoke expert_review" in triggers
+    assert "after invoke expert_review" in triggers
 
 
 @pytest.mark.parametrize(
@@ -98,11 +101,13 @@ def test_a_bad_document_is_refused_with_a_clear_error(api, builtin, markdown, re
 
 def test_unknown_workflow_and_project_are_refused(api, builtin):
     response = api.post("/api/v1/tasks", {"workflow": "nope", "input_markdown": "# x"}, format="json")
-    assert response.status_code == 400 and "workflow" in response.json()["errors"]
+    assert response.status_code == 400
+    assert "workflow" in response.json()["errors"]
     response = api.post(
         "/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": "# x", "project": "ghost"}, format="json"
     )
-    assert response.status_code == 400 and "ghost" in response.json()["errors"]["project"][0]
+    assert response.status_code == 400
+    assert "ghost" in response.json()["errors"]["project"][0]
 
 
 def test_unknown_task_is_404(api, builtin):
@@ -111,10 +116,12 @@ def test_unknown_task_is_404(api, builtin):
 
 def test_a_document_that_is_not_text_or_not_unicode_is_refused(api, builtin):
     number = api.post("/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": 12345}, format="json")
-    assert number.status_code == 400 and "string" in number.json()["errors"]["input_markdown"][0]
+    assert number.status_code == 400
+    assert "string" in number.json()["errors"]["input_markdown"][0]
     raw = '{"workflow": "requirement_review", "input_markdown": "# Title\\n\\ud800 hello"}'
     surrogate = api.generic("POST", "/api/v1/tasks", raw, content_type="application/json")
-    assert surrogate.status_code == 400 and "surrogate" in surrogate.json()["detail"]
+    assert surrogate.status_code == 400
+    assert "surrogate" in surrogate.json()["detail"]
     assert not Task.objects.exists()
 
 
@@ -146,12 +153,14 @@ def test_an_oversized_body_gets_a_json_413(api, builtin, settings):
     response = api.post(
         "/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": "x" * 5000}, format="json"
     )
-    assert response.status_code == 413 and "larger than 1,000 bytes" in response.json()["detail"]
+    assert response.status_code == 413
+    assert "larger than 1,000 bytes" in response.json()["detail"]
 
 
 def test_unknown_api_urls_answer_json(api, builtin):
     response = api.get("/api/v1/nothing-here")
-    assert response.status_code == 404 and response.json()["detail"]
+    assert response.status_code == 404
+    assert response.json()["detail"]
 
 
 def test_a_run_that_crashes_before_the_runtime_records_it_marks_the_task_failed(api, runtime_host, monkeypatch):
@@ -165,7 +174,8 @@ def test_a_run_that_crashes_before_the_runtime_records_it_marks_the_task_failed(
     response = api.post("/api/v1/tasks", {"workflow": "generic", "task_description": "Anything"}, format="json")
     assert response.status_code == 201, response.content
     task = wait_for_task(runtime_host, response.json()["task_id"], timeout=20)
-    assert task.status == "failed" and task.finished_at is not None
+    assert task.status == "failed"
+    assert task.finished_at is not None
     assert task.error == {"code": "executor_error", "message": "the run stopped on an internal error (RuntimeError)"}
     assert api.get(f"/api/v1/tasks/{task.id}").json()["status"] == "failed"
 
@@ -203,8 +213,10 @@ def test_with_file_write_on_confirm_the_copy_waits_for_the_operator(api, runtime
     response = api.post("/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": BOOKSTORE}, format="json")
     task_id = response.json()["task_id"]
     confirmation = wait_for_confirmation(runtime_host, task_id)
-    assert confirmation.tool == "file_write" and confirmation.role == "main"
-    assert Task.objects.get(pk=task_id).status == "running" and saved_copy(task_id) == []
+    assert confirmation.tool == "file_write"
+    assert confirmation.role == "main"
+    assert Task.objects.get(pk=task_id).status == "running"
+    assert saved_copy(task_id) == []
     assert api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": True}, format="json").status_code == 200
     assert wait_for_task(runtime_host, task_id).status == "completed"
     assert len(saved_copy(task_id)) == 1
@@ -221,8 +233,10 @@ def test_a_denied_or_rejected_copy_is_reported_and_the_review_still_completes(ap
         confirmation = wait_for_confirmation(runtime_host, task_id)
         api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": False}, format="json")
     task = wait_for_task(runtime_host, task_id)
-    assert task.status == "completed" and saved_copy(task_id) == []
+    assert task.status == "completed"
+    assert saved_copy(task_id) == []
     assert task.artifacts.filter(name="requirement_final.md").exists()
     (error,) = main_context(task_id).output_state["errors"]
-    assert error["code"] == "tool_denied" and error["tool"] == "file_write"
+    assert error["code"] == "tool_denied"
+    assert error["tool"] == "file_write"
     assert error["path"] == f"reviews/{task_id}/requirement_final.md"

@@ -57,12 +57,16 @@ def test_denying_a_cell_flags_the_calls_it_let_through_and_allowing_one_flags_it
     record("user", "main", capability="task_orchestration")
     report = invoke_what_if(None, {("coderA", "dba"): False, ("pm", "dba"): True}, days=7)
     denied = group(report, "coderA", "dba", "denied")
-    assert denied["count"] == 4 and denied["statuses"] == {"delivered": 3, "expired": 1}
-    assert denied["capabilities"] == ["schema_query"] and denied["label"] == "would now be denied"
+    assert denied["count"] == 4
+    assert denied["statuses"] == {"delivered": 3, "expired": 1}
+    assert denied["capabilities"] == ["schema_query"]
+    assert denied["label"] == "would now be denied"
     allowed = group(report, "pm", "dba", "allowed")
-    assert allowed["count"] == 2 and allowed["statuses"] == {"denied": 2}
+    assert allowed["count"] == 2
+    assert allowed["statuses"] == {"denied": 2}
     assert report["summary"] == {"denied": 4, "allowed": 2, "confirm": 0}
-    assert report["refused_for_other_reasons"] == 1 and report["considered"] == 6
+    assert report["refused_for_other_reasons"] == 1
+    assert report["considered"] == 6
     assert len(report["groups"]) == 2
     assert {(c["row"], c["column"], c["current"], c["proposed"]) for c in report["changed_cells"]} == {
         ("coderA", "dba", True, False),
@@ -79,7 +83,8 @@ def test_a_longer_window_reaches_older_traffic(builtin):
 def test_cells_staged_to_their_current_value_have_no_effect(builtin):
     record("coderA", "dba", n=2)
     report = invoke_what_if(None, {("coderA", "dba"): True}, days=7)
-    assert report["changed_cells"] == [] and report["groups"] == []
+    assert report["changed_cells"] == []
+    assert report["groups"] == []
 
 
 def test_a_global_change_does_not_reach_projects_that_override_the_cell(builtin, shop):
@@ -93,7 +98,8 @@ def test_a_global_change_does_not_reach_projects_that_override_the_cell(builtin,
     record("coderA", "dba")
     report = invoke_what_if(None, {("coderA", "dba"): False}, days=7)
     denied = group(report, "coderA", "dba", "denied")
-    assert denied["count"] == 3 and sorted(denied["projects"]) == ["(global)", "shop"]
+    assert denied["count"] == 3
+    assert sorted(denied["projects"]) == ["(global)", "shop"]
     assert report["unaffected_by_project_overrides"] == 1
 
 
@@ -101,7 +107,8 @@ def test_a_project_change_only_looks_at_that_project_s_traffic(builtin, shop):
     record("coderA", "dba", project="shop", n=2)
     record("coderA", "dba", n=7)
     report = invoke_what_if(shop, {("coderA", "dba"): False}, days=7)
-    assert report["summary"]["denied"] == 2 and report["project"] == "shop"
+    assert report["summary"]["denied"] == 2
+    assert report["project"] == "shop"
     reset = invoke_what_if(shop, {("coderA", "dba"): None}, days=7)  # back to global: no change
     assert reset["changed_cells"] == []
 
@@ -112,13 +119,16 @@ def test_tool_changes_reach_invokes_of_capabilities_that_declare_the_tool(builti
     record("coderA", "dba", capability="schema_query", status="denied", reason="permission_denied")
     report = tool_what_if(None, {("dba", "database"): "confirm", ("devops", "deployment"): "deny"}, days=7)
     confirm = group(report, "coderA", "dba", "confirm")
-    assert confirm["count"] == 2 and confirm["tools"] == ["database"]
+    assert confirm["count"] == 2
+    assert confirm["tools"] == ["database"]
     assert confirm["label"] == "would now wait for confirmation"
     denied = group(report, "main", "devops", "denied")
-    assert denied["count"] == 1 and denied["tools"] == ["deployment"]
+    assert denied["count"] == 1
+    assert denied["tools"] == ["deployment"]
     assert report["refused_for_other_reasons"] == 1
     relaxed = tool_what_if(None, {("pm", "network"): "allow"}, days=7)
-    assert relaxed["groups"] == [] and relaxed["changed_cells"][0]["proposed"] == "allow"
+    assert relaxed["groups"] == []
+    assert relaxed["changed_cells"][0]["proposed"] == "allow"
 
 
 def test_the_what_if_endpoint_reads_only_and_checks_its_input(api, builtin, viewer_user):
@@ -129,12 +139,15 @@ def test_the_what_if_endpoint_reads_only_and_checks_its_input(api, builtin, view
     response = api.post(
         "/api/v1/permissions/invoke-matrix/what-if?days=3", {"matrix": {"coderA": {"dba": False}}}, format="json"
     )
-    assert response.status_code == 200 and response.json()["summary"]["denied"] == 2
+    assert response.status_code == 200
+    assert response.json()["summary"]["denied"] == 2
     assert response.json()["days"] == 3
     bad = api.post("/api/v1/permissions/invoke-matrix/what-if?days=0", {"matrix": {}}, format="json")
-    assert bad.status_code == 400 and "days" in bad.json()["errors"]
+    assert bad.status_code == 400
+    assert "days" in bad.json()["errors"]
     bad_cell = api.post("/api/v1/permissions/tool-matrix/what-if", {"matrix": {"dba": {"x": "allow"}}}, format="json")
-    assert bad_cell.status_code == 400 and "matrix.dba.x" in bad_cell.json()["errors"]
+    assert bad_cell.status_code == 400
+    assert "matrix.dba.x" in bad_cell.json()["errors"]
     viewer = APIClient()
     viewer.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")
     seen = viewer.post(

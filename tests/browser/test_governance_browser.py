@@ -44,7 +44,8 @@ def test_toggle_a_cell_see_its_what_if_and_save_it(logged_in_page, live_server, 
     expect(page.locator('td[data-cell="coderA:dba"]')).not_to_have_class("cell staged")
     assert not allowed("coderA", "dba")
     change = ConfigChange.objects.order_by("-new_version").first()
-    assert change.note == "coderA asks the architect instead" and change.actor.username == "operator"
+    assert change.note == "coderA asks the architect instead"
+    assert change.actor.username == "operator"
 
 
 def test_a_second_operator_sees_the_stale_version_conflict_with_the_difference(
@@ -78,7 +79,8 @@ def test_a_second_operator_sees_the_stale_version_conflict_with_the_difference(
 
         second.click("#save-matrix")
         expect(second.locator(".messages")).to_contain_text("Saved 1 cell change")
-        assert allowed("designer", "dba") and allowed("pm", "dba")
+        assert allowed("designer", "dba")
+        assert allowed("pm", "dba")
     finally:
         other.close()
 
@@ -130,7 +132,8 @@ def test_turn_a_capability_off_and_back_for_one_project(logged_in_page, live_ser
     expect(row.get_by_role("button", name="Turn on here")).to_be_visible()
     assert ProjectCapabilityOverride.objects.get(project=shop, card__capability_id="deployment_config").enabled is False
     change = ConfigChange.objects.order_by("-new_version").first()
-    assert ConfigChange.objects.count() == before + 1 and change.project == shop
+    assert ConfigChange.objects.count() == before + 1
+    assert change.project == shop
 
     row.get_by_role("button", name="Reset to global").click()
     expect(page.locator(".messages")).to_contain_text("deployment_config is now following the global setting")

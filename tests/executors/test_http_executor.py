@@ -108,7 +108,8 @@ async def test_params_are_posted_as_json_and_the_answer_is_the_result():
 async def test_by_default_no_host_is_allowed():
     with PluginServer(shout) as plugin:
         result = await call_plugin(plugin.url(), [])
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert "TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS" in result.error.message
     assert plugin.requests == []
 
@@ -116,7 +117,8 @@ async def test_by_default_no_host_is_allowed():
 async def test_a_port_other_than_the_allowed_one_is_refused():
     with PluginServer(shout) as plugin:
         result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port + 1}"])
-    assert not result.success and "not in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS" in result.error.message
+    assert not result.success
+    assert "not in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS" in result.error.message
     assert plugin.requests == []
 
 
@@ -124,7 +126,8 @@ async def test_an_allowed_name_that_resolves_to_an_internal_address_is_refused()
     with PluginServer(shout) as plugin:
         url = plugin.url(host="plugins.example.com")
         result = await call_plugin(url, ["plugins.example.com"], resolver=resolving_to("127.0.0.1"))
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert "internal address" in result.error.message
     assert plugin.requests == []
 
@@ -133,7 +136,8 @@ async def test_an_allowed_name_that_resolves_to_an_internal_address_is_refused()
 async def test_metadata_unspecified_and_multicast_addresses_are_refused_even_when_listed(address):
     host = f"[{address}]" if ":" in address else address
     result = await call_plugin(f"http://{host}:8080/run", [f"{host}:8080"])
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert "link-local, multicast, unspecified or reserved" in result.error.message
 
 
@@ -153,7 +157,8 @@ async def test_a_redirect_to_another_host_is_not_followed():
         with PluginServer(redirect) as plugin:
             allowed = [f"127.0.0.1:{plugin.port}", "localhost"]
             result = await call_plugin(plugin.url(), allowed, resolver=resolving_to("127.0.0.1"))
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert "redirected to another host (localhost)" in result.error.message
     assert elsewhere.requests == []
 
@@ -174,7 +179,8 @@ async def test_a_307_redirect_on_the_same_host_is_followed_with_the_post():
 async def test_a_302_that_would_turn_the_post_into_a_get_is_not_followed():
     with PluginServer(lambda path, body: (302, {"location": "/elsewhere"}, b"")) as plugin:
         result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
-    assert not result.success and "302" in result.error.message
+    assert not result.success
+    assert "302" in result.error.message
     assert len(plugin.requests) == 1
 
 
@@ -184,7 +190,8 @@ async def test_a_huge_response_is_cut_off():
 
     with PluginServer(huge) as plugin:
         result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert "exceeded" in result.error.message
 
 
@@ -195,21 +202,24 @@ async def test_a_huge_response_is_cut_off():
 async def test_an_answer_that_is_not_a_json_object_is_an_executor_error(raw, reason):
     with PluginServer(lambda path, body: (200, {}, raw)) as plugin:
         result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert reason in result.error.message
 
 
 async def test_an_answer_that_breaks_the_output_schema_is_output_invalid():
     with PluginServer(lambda path, body: (200, {}, b'{"text": 42}')) as plugin:
         result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
-    assert not result.success and result.error.code == "output_invalid"
+    assert not result.success
+    assert result.error.code == "output_invalid"
     assert result.error.details["errors"][0]["pointer"] == "/text"
 
 
 async def test_a_failing_plugin_is_unavailable_and_retried_by_the_runtime():
     with PluginServer(lambda path, body: (503, {}, b"down for maintenance")) as plugin:
         result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
-    assert not result.success and result.error.code == "unavailable"
+    assert not result.success
+    assert result.error.code == "unavailable"
     max_retries = small_snapshot().constraints_for("b").max_retries
     assert len(plugin.requests) == max_retries + 1 == result.attempts
 

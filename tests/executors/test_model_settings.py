@@ -72,7 +72,8 @@ def test_pointing_openai_base_url_at_a_server_makes_the_model_the_default_brain(
 
 def test_a_bad_executor_setting_stops_start_up(tmp_path):
     result = run_settings(tmp_path, TEAMCLAW_EXECUTOR="gpt")
-    assert result.returncode != 0 and "TEAMCLAW_EXECUTOR" in result.stderr
+    assert result.returncode != 0
+    assert "TEAMCLAW_EXECUTOR" in result.stderr
 
 
 SETTINGS = ModelSettings(
@@ -107,7 +108,8 @@ def test_options_come_from_settings_then_the_card_then_the_role():
 def test_unusable_options_fail_the_call_naming_the_option(config, reason):
     with pytest.raises(AgentFailure) as caught:
         resolve_options(SETTINGS, echo_card(executor_config=config), None)
-    assert reason in caught.value.error.message and caught.value.error.code == "executor_error"
+    assert reason in caught.value.error.message
+    assert caught.value.error.code == "executor_error"
 
 
 def test_no_endpoint_configured_says_how_to_configure_one():

@@ -96,7 +96,8 @@ async def test_the_model_gets_the_roles_prompt_and_only_the_functions_the_matrix
     assert result.success, result.error
     request = server.requests[0]
     assert request["model"] == "test-model"
-    assert request["messages"][0]["role"] == "system" and "A" in request["messages"][0]["content"]
+    assert request["messages"][0]["role"] == "system"
+    assert "A" in request["messages"][0]["content"]
     assert "ship the release" in request["messages"][1]["content"]
     offered = {t["function"]["name"]: t["function"] for t in request["tools"]}
     assert set(offered) == {"echo"}  # a may invoke b; c's secret and a's own plan are not offered
@@ -160,7 +161,9 @@ async def test_a_server_without_usage_is_charged_an_estimate_marked_estimated():
         result = await run_plan(runtime)
     assert result.success, result.error
     context = context_of(sink, "a")
-    assert context.tokens_estimated is True and context.input_tokens > 0 and context.output_tokens > 0
+    assert context.tokens_estimated is True
+    assert context.input_tokens > 0
+    assert context.output_tokens > 0
 
 
 async def test_usage_beyond_the_budget_stops_the_call_with_budget_exceeded():
@@ -169,7 +172,8 @@ async def test_usage_beyond_the_budget_stops_the_call_with_budget_exceeded():
     with ModelServer(script) as server:
         runtime, sink = runtime_for(server, team(token_budget=budget))
         result = await run_plan(runtime)
-    assert not result.success and result.error.code == "budget_exceeded"
+    assert not result.success
+    assert result.error.code == "budget_exceeded"
     assert len(server.requests) == 1  # nothing was asked after the budget ran out
     assert any(e.alert_kind == "budget" for e in sink.of(EventKind.ALERT))
 
@@ -180,7 +184,8 @@ async def test_the_answer_is_capped_at_the_budget_left_and_a_cut_answer_is_budge
     with ModelServer(script) as server:
         runtime, _ = runtime_for(server, team(token_budget=budget), max_output_tokens=100_000)
         result = await run_plan(runtime)
-    assert not result.success and result.error.code == "budget_exceeded"
+    assert not result.success
+    assert result.error.code == "budget_exceeded"
     limit = server.requests[0]["max_tokens"]
     assert 0 < limit < budget
     assert result.error.details["answer_limit"] == limit
@@ -190,7 +195,8 @@ async def test_a_prompt_larger_than_the_budget_is_never_sent():
     with ModelServer([answer()]) as server:
         runtime, _ = runtime_for(server, team(token_budget=100))
         result = await run_plan(runtime, goal="x" * 2000)
-    assert not result.success and result.error.code == "budget_exceeded"
+    assert not result.success
+    assert result.error.code == "budget_exceeded"
     assert server.requests == []
 
 
@@ -209,9 +215,11 @@ async def test_retries_stop_after_max_retries_with_unavailable():
     with ModelServer([Failure(503, "overloaded", {"retry-after-ms": "1"})] * 3) as server:
         runtime, _ = runtime_for(server, max_retries=2)
         result = await run_plan(runtime)
-    assert not result.success and result.error.code == "unavailable"
+    assert not result.success
+    assert result.error.code == "unavailable"
     assert len(server.requests) == 3
-    assert result.error.details["status"] == 503 and result.error.details["attempts"] == 3
+    assert result.error.details["status"] == 503
+    assert result.error.details["attempts"] == 3
     assert result.attempts == 1  # not retried again by the runtime
 
 
@@ -219,7 +227,8 @@ async def test_a_retry_after_longer_than_the_deadline_fails_at_once():
     with ModelServer([Failure(429, "come back later", {"retry-after": "7200"}), answer()]) as server:
         runtime, _ = runtime_for(server)
         result = await run_plan(runtime)
-    assert not result.success and result.error.code == "unavailable"
+    assert not result.success
+    assert result.error.code == "unavailable"
     assert result.error.details["reason"] == "retry_after_exceeds_deadline"
     assert len(server.requests) == 1
 
@@ -228,11 +237,14 @@ async def test_a_refused_request_is_not_retried_and_never_shows_the_key():
     with ModelServer([answer()], api_key="sk-the-right-key") as server:
         runtime, sink = runtime_for(server)
         result = await run_plan(runtime)
-    assert not result.success and result.error.code == "executor_error"
-    assert "401" in result.error.message and "API key" in result.error.message
+    assert not result.success
+    assert result.error.code == "executor_error"
+    assert "401" in result.error.message
+    assert "API key" in result.error.message
     assert len(server.headers) == 1
     recorded = json.dumps([dataclasses.asdict(e) for e in sink.events], default=str)
-    assert API_KEY not in recorded and API_KEY not in result.error.message
+    assert API_KEY not in recorded
+    assert API_KEY not in result.error.message
 
 
 async def test_malformed_tool_call_json_is_reported_to_the_model_once():
@@ -246,11 +258,13 @@ async def test_malformed_tool_call_json_is_reported_to_the_model_once():
         result = await run_plan(runtime)
     assert result.success, result.error
     (told,) = tool_messages(server.requests[1])
-    assert told["success"] is False and "not valid JSON" in told["error"]["message"]
+    assert told["success"] is False
+    assert "not valid JSON" in told["error"]["message"]
     (fixed,) = tool_messages(server.requests[2])[1:]
     assert fixed == {"success": True, "data": {"text": "fixed"}}
     (note,) = context_of(sink, "a").errors
-    assert note["code"] == "executor_error" and note["details"]["reason"] == "malformed_tool_call"
+    assert note["code"] == "executor_error"
+    assert note["details"]["reason"] == "malformed_tool_call"
 
 
 async def test_malformed_tool_call_json_twice_is_an_executor_error():
@@ -258,7 +272,8 @@ async def test_malformed_tool_call_json_twice_is_an_executor_error():
     with ModelServer(script) as server:
         runtime, _ = runtime_for(server)
         result = await run_plan(runtime)
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert result.error.details["reason"] == "malformed_tool_call"
     assert len(server.requests) == 2
 
@@ -270,7 +285,8 @@ async def test_a_model_that_never_stops_calling_tools_is_cut_off_after_max_round
     with ModelServer(forever) as server:
         runtime, _ = runtime_for(server, max_rounds=3)
         result = await run_plan(runtime)
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert result.error.details == {"reason": "round_limit", "max_rounds": 3}
     assert len(server.requests) == 3
 
@@ -283,11 +299,13 @@ async def test_an_invalid_answer_gets_one_repair_attempt_with_the_errors():
     assert result.success, result.error
     assert result.data["summary"] == "repaired"
     repair = server.requests[1]["messages"][-1]
-    assert repair["role"] == "user" and "steps" in repair["content"]
+    assert repair["role"] == "user"
+    assert "steps" in repair["content"]
     assert server.requests[1]["messages"][-2] == {"role": "assistant", "content": script[0].content}
     assert server.requests[1].get("tool_choice") == "none"
     (note,) = context_of(sink, "a").errors
-    assert note["code"] == "output_invalid" and note["details"]["reason"] == "answer_repair"
+    assert note["code"] == "output_invalid"
+    assert note["details"]["reason"] == "answer_repair"
 
 
 async def test_an_answer_still_invalid_after_the_repair_is_output_invalid():
@@ -295,7 +313,8 @@ async def test_an_answer_still_invalid_after_the_repair_is_output_invalid():
     with ModelServer(script) as server:
         runtime, _ = runtime_for(server)
         result = await run_plan(runtime)
-    assert not result.success and result.error.code == "output_invalid"
+    assert not result.success
+    assert result.error.code == "output_invalid"
     pointers = {e["pointer"] for e in result.error.details["errors"]}
     assert pointers == {"/summary", "/steps"}
     assert len(server.requests) == 2
@@ -308,7 +327,8 @@ async def test_an_unknown_function_name_is_answered_with_the_functions_offered()
         result = await run_plan(runtime)
     assert result.success, result.error
     (told,) = tool_messages(server.requests[1])
-    assert told["error"]["code"] == "capability_not_found" and "echo" in told["error"]["message"]
+    assert told["error"]["code"] == "capability_not_found"
+    assert "echo" in told["error"]["message"]
 
 
 class StepSink:
@@ -342,7 +362,8 @@ async def test_a_streamed_answer_updates_progress_as_it_arrives_and_is_accounted
     streamed = [step for role, step in steps.steps if role == "a" and "characters received" in step]
     assert len(streamed) >= len(long_summary) // STREAM_PROGRESS_CHARS
     counts = [int(step.split(": ")[-1].split(" ")[0].replace(",", "")) for step in streamed]
-    assert counts == sorted(counts) and counts[0] < counts[-1]
+    assert counts == sorted(counts)
+    assert counts[0] < counts[-1]
     context = context_of(sink, "a")
     assert context.input_tokens + context.output_tokens == server.reported_tokens()
 
@@ -355,7 +376,8 @@ async def test_the_model_server_being_down_is_unavailable(stream):
     registry = ExecutorRegistry({"offline": OfflineExecutor(), "openai": OpenAIExecutor(settings)})
     runtime = Runtime(snapshot=team(), executors=registry)
     result = await run_plan(runtime)
-    assert not result.success and result.error.code == "unavailable"
+    assert not result.success
+    assert result.error.code == "unavailable"
     assert result.error.details["attempts"] == 2
 
 
@@ -372,7 +394,8 @@ async def test_a_stream_that_never_ends_is_stopped_at_the_invoke_deadline():
             result = await runtime.invoke(InvokeRequest("plan", {"goal": "forever"}, target_role="a"), from_role="b")
         finally:
             await runtime.stop()
-    assert not result.success and result.error.code == "timeout"
+    assert not result.success
+    assert result.error.code == "timeout"
     assert len(server.requests) == 1
     assert context_of(sink, "a").api_calls == 0  # nothing was charged for an answer never finished
 
@@ -382,4 +405,5 @@ async def test_with_functions_off_the_model_is_offered_none():
         runtime, _ = runtime_for(server, functions=False)
         result = await run_plan(runtime)
     assert result.success, result.error
-    assert "tools" not in server.requests[0] and "functions offered" not in server.requests[0]["messages"][1]["content"]
+    assert "tools" not in server.requests[0]
+    assert "functions offered" not in server.requests[0]["messages"][1]["content"]

@@ -53,9 +53,11 @@ async def test_installed_entry_points_become_executors_and_bad_ones_are_reported
     installed = install_entry_point_executors(registry)
     assert installed == ["reverse", "shout"]
     problems = "\n".join(registry.problems)
-    assert "broken" in problems and "failed to load" in problems
+    assert "broken" in problems
+    assert "failed to load" in problems
     assert "http = " in problems  # a plugin may not replace a built-in executor
-    assert "number" in problems and "neither an executor" in problems
+    assert "number" in problems
+    assert "neither an executor" in problems
     assert entry_point_kinds() == ["broken", "number", "reverse", "shout"]
 
     schema = object_schema(text={"type": "string"})
@@ -81,5 +83,6 @@ async def test_a_card_naming_an_executor_that_is_not_installed_fails_clearly():
         result = await runtime.run_task(capability_id="ghost", params={"text": "abc"}, entry_role="b")
     finally:
         await runtime.stop()
-    assert not result.success and result.error.code == "executor_error"
+    assert not result.success
+    assert result.error.code == "executor_error"
     assert "'not_installed' is not available" in result.error.message

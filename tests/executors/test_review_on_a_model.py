@@ -123,7 +123,8 @@ def test_requirement_review_runs_end_to_end_on_the_openai_executor(api, model_ho
     assert brain.repairs == 1  # dev's answer quoted words not on its line and was repaired once
     evaluation = json.loads(artifacts["evaluate_pm.json"])
     others = sum(len(a["issues"]) for p, a in brain.reviews.items() if p != "pm")
-    assert len(evaluation["responses"]) == others and {r["stance"] for r in evaluation["responses"]} == {"agree"}
+    assert len(evaluation["responses"]) == others
+    assert {r["stance"] for r in evaluation["responses"]} == {"agree"}
 
     # the seed's merge rules applied to the model's findings
     final = artifacts["requirement_final.md"]

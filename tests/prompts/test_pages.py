@@ -55,7 +55,8 @@ def viewer_client(viewer_user) -> Client:
 @pytest.mark.parametrize("path", PAGES + EDITOR_PAGES)
 def test_prompt_pages_need_a_login(builtin, path):
     response = Client().get(path)
-    assert response.status_code == 302 and response["Location"].startswith("/login/?next=")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/?next=")
 
 
 @pytest.mark.parametrize("path", PAGES + EDITOR_PAGES[:2])
@@ -67,7 +68,8 @@ def test_viewers_read_but_cannot_open_the_editor_or_change_anything(viewer_clien
     for path in PAGES:
         assert viewer_client.get(path).status_code == 200, path
     html = viewer_client.get("/prompts/pm/persona/").content.decode()
-    assert "/edit/" not in html and "roll back" not in html
+    assert "/edit/" not in html
+    assert "roll back" not in html
     for path in EDITOR_PAGES:
         assert viewer_client.get(path).status_code == 403, path
         assert viewer_client.post(path, {"content": "x"}).status_code == 403, path
@@ -86,7 +88,8 @@ def test_the_api_refuses_changes_from_viewers_and_anonymous_clients(viewer_user,
         ("/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}),
     ]:
         response = viewer.post(path, body, format="json")
-        assert response.status_code == 403 and "staff" in response.json()["detail"], path
+        assert response.status_code == 403, path
+        assert "staff" in response.json()["detail"], path
     assert viewer.get("/api/v1/prompts/pm/persona/versions").status_code == 200
     assert viewer.post("/api/v1/prompts/pm/render", {}, format="json").status_code == 200
     assert viewer.post("/api/v1/prompts/pm/persona/preview", {"content": "hi"}, format="json").status_code == 200
@@ -98,7 +101,8 @@ def test_the_prompt_permission_is_enough_without_staff(builtin):
     client = Client()
     client.force_login(user)
     response = edit(client, "Written by a prompt editor.")
-    assert response.status_code == 302 and active().content == "Written by a prompt editor."
+    assert response.status_code == 302
+    assert active().content == "Written by a prompt editor."
 
 
 def test_forms_need_a_csrf_token(staff_user, builtin):
@@ -113,7 +117,8 @@ def test_forms_need_a_csrf_token(staff_user, builtin):
 
 def test_the_editor_saves_a_new_active_version_and_says_so(page_client, builtin):
     response = edit(page_client, "Edited in the browser.", bump="minor", note="from the editor")
-    assert response.status_code == 302 and response["Location"] == "/prompts/pm/persona/"
+    assert response.status_code == 302
+    assert response["Location"] == "/prompts/pm/persona/"
     version = active()
     assert (version.version, version.content, version.note, version.created_by.username) == (
         "1.1.0",
@@ -129,8 +134,10 @@ def test_the_editor_keeps_what_was_typed_and_names_the_field_at_fault(page_clien
     response = edit(page_client, "Keep <this> text", variables="[{oops")
     html = response.content.decode()
     assert response.status_code == 400
-    assert 'id="variables-error"' in html and "not valid JSON" in html
-    assert "Keep &lt;this&gt; text" in html and active().version == "1.0.0"
+    assert 'id="variables-error"' in html
+    assert "not valid JSON" in html
+    assert "Keep &lt;this&gt; text" in html
+    assert active().version == "1.0.0"
     hostile = edit(page_client, "{{ ''.__class__.__mro__ }}")
     assert hostile.status_code == 400
     assert "access to attribute &#x27;__mro__&#x27; is not allowed" in hostile.content.decode()
@@ -148,9 +155,11 @@ def test_a_draft_can_be_saved_and_activated_after_confirmation(page_client, buil
     assert edit(page_client, "A draft", action="draft").status_code == 302
     assert active().version == "1.0.0"
     page = page_client.get("/prompts/pm/persona/").content.decode()
-    assert "draft" in page and "/prompts/pm/persona/activate/1.0.1/" in page
+    assert "draft" in page
+    assert "/prompts/pm/persona/activate/1.0.1/" in page
     confirm = page_client.get("/prompts/pm/persona/activate/1.0.1/")
-    assert confirm.status_code == 200 and "Activate 1.0.1" in confirm.content.decode()
+    assert confirm.status_code == 200
+    assert "Activate 1.0.1" in confirm.content.decode()
     assert page_client.post("/prompts/pm/persona/activate/1.0.1/", {}).status_code == 302
     assert active().version == "1.0.1"
 
@@ -163,11 +172,13 @@ def test_live_preview_renders_the_draft_content_without_saving(page_client, buil
         HTTP_HX_REQUEST="true",
     )
     html = response.content.decode()
-    assert response.status_code == 200 and "<html" not in html
+    assert response.status_code == 200
+    assert "<html" not in html
     assert "Hello &lt;b&gt;Ann&lt;/b&gt; at TeamClaw" in html
     assert "used but neither declared nor standard" in html
     refused = page_client.post("/prompts/pm/persona/edit/preview/", {"content": "{{ 'a' * 10**9 }}"}).content.decode()
-    assert 'id="preview-error"' in refused and "larger than 100,000" in refused
+    assert 'id="preview-error"' in refused
+    assert "larger than 100,000" in refused
     assert PromptVersion.objects.count() == count
 
 
@@ -175,14 +186,17 @@ def test_rollback_asks_for_confirmation_then_restores(page_client, builtin):
     edit(page_client, "Second version")
     confirm = page_client.get("/prompts/pm/persona/rollback/1.0.0/")
     html = confirm.content.decode()
-    assert confirm.status_code == 200 and "Roll back to 1.0.0" in html and "<del>" in html
+    assert confirm.status_code == 200
+    assert "Roll back to 1.0.0" in html
+    assert "<del>" in html
     assert active().version == "1.0.1"  # a GET changes nothing
     response = page_client.post("/prompts/pm/persona/rollback/1.0.0/", {"bump": "minor", "base_version": "1.0.1"})
     assert response.status_code == 302
     restored = active()
     assert (restored.version, restored.rollback_of) == ("1.1.0", "1.0.0")
     stale = page_client.post("/prompts/pm/persona/rollback/1.0.1/", {"base_version": "1.0.1"})
-    assert stale.status_code == 400 and "the active version is now 1.1.0" in stale.content.decode()
+    assert stale.status_code == 400
+    assert "the active version is now 1.1.0" in stale.content.decode()
 
 
 def test_every_value_is_escaped_on_the_pages(page_client, builtin):
@@ -208,7 +222,9 @@ def test_history_is_paginated_newest_first(page_client, builtin):
     for n in range(30):
         save_version(role=role, template_type="persona", content=f"Persona {n}", actor=None)
     first = page_client.get("/prompts/pm/persona/").content.decode()
-    assert "Page 1 of 2" in first and "1.0.30" in first and 'data-version="1.0.0"' not in first
+    assert "Page 1 of 2" in first
+    assert "1.0.30" in first
+    assert 'data-version="1.0.0"' not in first
     second = page_client.get("/prompts/pm/persona/?page=2").content.decode()
     assert 'data-version="1.0.0"' in second
 
@@ -218,10 +234,14 @@ def test_the_layered_preview_shows_each_layer_and_the_final_prompt(page_client, 
     html = page_client.get(
         "/prompts/pm/preview/?project=shop&task_description=Plan+it&prompt_enhancement=Be+brief"
     ).content.decode()
-    assert "project 1.0.0" in html and "Shop rule." in html and 'id="final-prompt"' in html
-    assert "Current task: Plan it" in html and "Be brief" in html
+    assert "project 1.0.0" in html
+    assert "Shop rule." in html
+    assert 'id="final-prompt"' in html
+    assert "Current task: Plan it" in html
+    assert "Be brief" in html
     partial = page_client.get("/prompts/pm/preview/?project=shop", HTTP_HX_REQUEST="true").content.decode()
-    assert "<html" not in partial and "Shop rule." in partial
+    assert "<html" not in partial
+    assert "Shop rule." in partial
     bad = page_client.get("/prompts/pm/preview/?variables=%5B1%5D").content.decode()
     assert "variables: must be a JSON object" in bad
 
@@ -240,13 +260,15 @@ def test_unknown_roles_types_projects_and_versions_are_404s(page_client, builtin
 
 def test_the_role_page_links_to_its_prompts_and_the_nav_has_prompts(page_client, builtin):
     html = page_client.get("/roles/pm/").content.decode()
-    assert 'href="/prompts/pm/"' in html and 'href="/prompts/pm/persona/"' in html
+    assert 'href="/prompts/pm/"' in html
+    assert 'href="/prompts/pm/persona/"' in html
     assert 'href="/prompts/"' in page_client.get("/").content.decode()
 
 
 def test_a_project_without_an_override_says_so_and_offers_to_add_one(page_client, builtin, shop):
     html = page_client.get("/prompts/pm/persona/?project=shop").content.decode()
-    assert "No override for Online shop" in html and "Add project override" in html
+    assert "No override for Online shop" in html
+    assert "Add project override" in html
     editor = page_client.get("/prompts/pm/persona/edit/?project=shop")
     assert editor.status_code == 200
     assert "<h1>Override <code>persona</code> for Online shop</h1>" in editor.content.decode()  # not "a Online shop"
@@ -260,7 +282,9 @@ def test_the_layered_preview_can_start_from_an_existing_task(page_client, builti
         id="t-layers", workflow="generic", description="Price the books", project=shop, prompt_enhancement="Cite ISBNs."
     )
     html = page_client.get("/prompts/pm/preview/?task_id=t-layers").content.decode()
-    assert "Shop rule." in html and "Current task: Price the books" in html and "Cite ISBNs." in html
+    assert "Shop rule." in html
+    assert "Current task: Price the books" in html
+    assert "Cite ISBNs." in html
     missing = page_client.get("/prompts/pm/preview/?task_id=nope").content.decode()
     assert "task_id: task &#x27;nope&#x27; does not exist" in missing
 
@@ -273,7 +297,8 @@ def test_the_admin_shows_prompts_read_only(builtin):
     assert page_client.get("/admin/prompts/promptversion/").status_code == 200
     assert page_client.get("/admin/prompts/promptversion/add/").status_code == 403
     page = page_client.get(f"/admin/prompts/promptversion/{version.pk}/change/")
-    assert page.status_code == 200 and 'name="content"' not in page.content.decode()
+    assert page.status_code == 200
+    assert 'name="content"' not in page.content.decode()
     page_client.post(f"/admin/prompts/promptversion/{version.pk}/change/", {"content": "edited in admin"})
     assert active().content == version.content
 

@@ -64,7 +64,8 @@ def test_render_api_names_a_missing_required_variable_and_the_layer(api, builtin
     assert body["detail"] == "persona (global 1.0.1): missing required variable 'audience'"
     assert (body["kind"], body["template_type"], body["layer"]) == ("missing", "persona", "global 1.0.1")
     ok = render_api(api, variables={"audience": "CFOs"})
-    assert ok.status_code == 200 and "Write for CFOs." in ok.json()["final"]
+    assert ok.status_code == 200
+    assert "Write for CFOs." in ok.json()["final"]
 
 
 def test_final_prompt_is_base_then_project_override_then_task_enhancement(api, builtin, shop):
@@ -92,9 +93,11 @@ def test_final_prompt_is_base_then_project_override_then_task_enhancement(api, b
         "tool_instruction",
         "guardrails",
     ]
-    assert body["task_enhancement"] == "TASK: mention SEO." and body["project"] == "shop"
+    assert body["task_enhancement"] == "TASK: mention SEO."
+    assert body["project"] == "shop"
     global_only = render_api(api).json()["final"]
-    assert "PROJECT" not in global_only and "BASE persona for TeamClaw." in global_only
+    assert "PROJECT" not in global_only
+    assert "BASE persona for TeamClaw." in global_only
 
 
 def test_render_with_a_task_uses_its_project_description_and_enhancement(api, builtin, shop):
@@ -110,22 +113,23 @@ def test_render_with_a_task_uses_its_project_description_and_enhancement(api, bu
     body = render_api(api, task_id=task.id).json()
     assert body["project"] == "shop"
     assert "Current task: Draft the checkout spec" in body["final"]
-    assert "Override for the shop." in body["final"] and body["final"].endswith("Use British English.")
+    assert "Override for the shop." in body["final"]
+    assert body["final"].endswith("Use British English.")
     explicit = render_api(api, task_id=task.id, prompt_enhancement="Use Spanish.").json()
     assert explicit["final"].endswith("Use Spanish.")
 
 
 def test_render_refuses_an_unknown_task_or_a_task_of_another_project(api, builtin, shop):
     missing = render_api(api, task_id="nope")
-    assert missing.status_code == 400 and missing.json()["errors"] == {"task_id": ["task 'nope' does not exist"]}
+    assert missing.status_code == 400
+    assert missing.json()["errors"] == {"task_id": ["task 'nope' does not exist"]}
     from capabilities.models import Project
 
     other = Project.objects.create(slug="other", name="Other")
     Task.objects.create(id="t-shop", workflow="generic", project=shop, status="completed")
     clash = render_api(api, task_id="t-shop", project=other.slug)
-    assert clash.status_code == 400 and clash.json()["errors"] == {
-        "project": ["task 't-shop' belongs to project 'shop'"]
-    }
+    assert clash.status_code == 400
+    assert clash.json()["errors"] == {"project": ["task 't-shop' belongs to project 'shop'"]}
 
 
 def test_runtime_renderer_uses_the_pinned_snapshot_and_the_tasks_enhancement(api, builtin, shop):
@@ -134,7 +138,8 @@ def test_runtime_renderer_uses_the_pinned_snapshot_and_the_tasks_enhancement(api
     task = SimpleNamespace(description="Add an index", prompt_enhancement="Prefer partial indexes.")
     prompt = system_prompt(snapshot, "dba", task, {"extra_hint": "unused"})
     assert "Shop DBA: Django + PostgreSQL." in prompt
-    assert "Current task: Add an index" in prompt and prompt.endswith("Prefer partial indexes.")
+    assert "Current task: Add an index" in prompt
+    assert prompt.endswith("Prefer partial indexes.")
     assert "schema_design" in prompt  # the capabilities standard variable
 
 
@@ -144,9 +149,11 @@ def test_preview_api_renders_unsaved_content_with_sample_values(api, builtin):
         {"content": "Hi {{ who }} from {{ project_name }}", "values": {"who": "Ann"}},
         format="json",
     ).json()
-    assert body["text"] == "Hi Ann from TeamClaw" and body["undeclared_variables"] == ["who"]
+    assert body["text"] == "Hi Ann from TeamClaw"
+    assert body["undeclared_variables"] == ["who"]
     missing = api.post("/api/v1/prompts/pm/persona/preview", {"content": "Hi {{ who }}"}, format="json")
-    assert missing.status_code == 400 and missing.json()["errors"] == {"variables.who": ["undefined variable 'who'"]}
+    assert missing.status_code == 400
+    assert missing.json()["errors"] == {"variables.who": ["undefined variable 'who'"]}
 
 
 def test_values_must_be_plain_data_within_the_size_limit():

@@ -72,7 +72,8 @@ def test_nul_characters_in_content_are_refused_on_the_page_too(page_client, buil
     response = page_client.post(
         "/prompts/pm/persona/edit/", {"content": "bad\x00byte", "variables": "[]", "base_version": "1.0.0"}
     )
-    assert response.status_code == 400 and "NUL character" in response.content.decode()
+    assert response.status_code == 400
+    assert "NUL character" in response.content.decode()
     assert APIClient().get("/api/v1/prompts").status_code == 401
     assert PromptVersion.objects.filter(template__role__role="pm", template__template_type="persona").count() == 1
 
@@ -84,11 +85,13 @@ def test_a_stored_version_with_a_malformed_declaration_renders_as_a_400(api, bui
         template=template, version="5.0.0", content="hi", variables=[{"nom": "x"}], is_active=True
     )
     response = api.post("/api/v1/prompts/pm/render", {}, format="json")
-    assert response.status_code == 400 and "a declared variable has no name" in response.json()["detail"]
+    assert response.status_code == 400
+    assert "a declared variable has no name" in response.json()["detail"]
 
 
 def test_an_unknown_project_in_a_query_is_a_404_and_in_a_body_a_400(api, builtin):
     assert api.get("/api/v1/prompts/pm?project=nowhere").status_code == 404
     assert api.get("/api/v1/prompts/pm/persona/versions?project=nowhere").status_code == 404
     body = api.post("/api/v1/prompts/pm/render", {"project": "nowhere"}, format="json")
-    assert body.status_code == 400 and body.json()["errors"] == {"project": ["project 'nowhere' does not exist"]}
+    assert body.status_code == 400
+    assert body.json()["errors"] == {"project": ["project 'nowhere' does not exist"]}

@@ -64,9 +64,11 @@ def test_a_rollback_can_pick_its_bump_and_restore_variables_and_language(api, bu
 def test_rolling_back_to_the_active_version_or_an_unknown_one_is_refused(api, builtin):
     save(api, "Second persona")
     same = rollback(api, "1.0.1")
-    assert same.status_code == 400 and same.json()["errors"]["version"] == ["nothing to roll back: it is"]
+    assert same.status_code == 400
+    assert same.json()["errors"]["version"] == ["nothing to roll back: it is"]
     missing = rollback(api, "9.9.9")
-    assert missing.status_code == 404 and missing.json()["errors"]["version"] == ["version '9.9.9' does not exist"]
+    assert missing.status_code == 404
+    assert missing.json()["errors"]["version"] == ["version '9.9.9' does not exist"]
     assert history(api) == [("1.0.1", True, None), ("1.0.0", False, None)]
 
 
@@ -92,7 +94,8 @@ def test_diff_marks_changed_words_inside_changed_lines():
 def test_diff_html_escapes_everything():
     diff = diff_texts("<b>old</b> & 'x'", '<script>alert("new")</script>')
     html = diff.html()
-    assert "<script>" not in html and "<b>" not in html
+    assert "<script>" not in html
+    assert "<b>" not in html
     text = html
     for tag in ("<ins>", "</ins>", "<del>", "</del>"):
         text = text.replace(tag, "")
@@ -102,7 +105,9 @@ def test_diff_html_escapes_everything():
 
 def test_identical_texts_have_no_changes():
     diff = diff_texts("same\n", "same\n")
-    assert diff.identical and diff.unified == "" and "same content" in diff.html()
+    assert diff.identical
+    assert diff.unified == ""
+    assert "same content" in diff.html()
 
 
 def test_diff_api_gives_unified_text_rows_and_html(api, builtin):
@@ -114,12 +119,15 @@ def test_diff_api_gives_unified_text_rows_and_html(api, builtin):
     assert body["unified"].startswith("--- pm/persona 1.0.0\n+++ pm/persona 1.0.1")
     assert "+<i>Always</i> measure." in body["unified"]
     assert body["rows"][-1]["right"][-1]["text"].endswith("measure.")
-    assert "&lt;i&gt;Always&lt;/i&gt;" in body["html"] and "<ins>" in body["html"]
+    assert "&lt;i&gt;Always&lt;/i&gt;" in body["html"]
+    assert "<ins>" in body["html"]
     assert body["language"] == {"from": "en", "to": "fr", "changed": True}
 
 
 def test_diff_api_names_a_missing_or_unknown_version(api, builtin):
     missing = api.get("/api/v1/prompts/pm/persona/diff?from=1.0.0")
-    assert missing.status_code == 400 and missing.json()["errors"] == {"to": ["this query parameter is required"]}
+    assert missing.status_code == 400
+    assert missing.json()["errors"] == {"to": ["this query parameter is required"]}
     unknown = api.get("/api/v1/prompts/pm/persona/diff?from=1.0.0&to=3.0.0")
-    assert unknown.status_code == 404 and unknown.json()["errors"] == {"to": ["version '3.0.0' does not exist"]}
+    assert unknown.status_code == 404
+    assert unknown.json()["errors"] == {"to": ["version '3.0.0' does not exist"]}

@@ -37,7 +37,8 @@ def test_a_save_creates_a_patch_version_and_makes_it_the_only_active_one(api, bu
     )
     assert active_versions() == ["1.0.1"]
     before.refresh_from_db()
-    assert before.content != "Sharp product thinker.\n" and not before.is_active  # old versions are never edited
+    assert before.content != "Sharp product thinker.\n"
+    assert not before.is_active  # old versions are never edited
 
 
 @pytest.mark.parametrize(("bump", "expected"), [("patch", "1.0.1"), ("minor", "1.1.0"), ("major", "2.0.0")])
@@ -63,9 +64,11 @@ def test_an_explicit_version_not_above_the_highest_is_refused_and_nothing_is_wri
     assert response.json()["errors"] == {
         "version": ["version 1.0.5 must be greater than the highest existing version 1.1.0"]
     }
-    assert PromptVersion.objects.count() == count and active_versions() == ["1.1.0"]
+    assert PromptVersion.objects.count() == count
+    assert active_versions() == ["1.1.0"]
     bad = save(api, "second change", version="v2")
-    assert bad.status_code == 400 and "not a semantic version" in bad.json()["errors"]["version"][0]
+    assert bad.status_code == 400
+    assert "not a semantic version" in bad.json()["errors"]["version"][0]
 
 
 def test_saving_the_active_content_again_is_refused_as_nothing_to_save(api, builtin):
@@ -157,7 +160,9 @@ def test_each_save_is_audited_and_publishes_a_config_change_event_after_commit(
     finally:
         remove_listener(events.append)
     change = ConfigChange.objects.filter(config_type="prompt").get()
-    assert change.actor.username == "operator" and change.note == "tighter" and change.role == "pm"
+    assert change.actor.username == "operator"
+    assert change.note == "tighter"
+    assert change.role == "pm"
     assert change.changes == {"persona.active_version": {"old": "1.0.0", "new": "1.0.1"}}
     assert events == [
         {
@@ -177,12 +182,15 @@ def test_a_project_override_is_its_own_versioned_layer(api, builtin, shop):
     assert response.status_code == 201
     assert (response.json()["version"], response.json()["project"]) == ("1.0.0", "shop")
     assert save(api, "Mention {{ tech_stack }} twice.", project="shop").json()["version"] == "1.0.1"
-    assert active_versions(project=shop) == ["1.0.1"] and active_versions() == ["1.0.0"]
+    assert active_versions(project=shop) == ["1.0.1"]
+    assert active_versions() == ["1.0.0"]
     change = ConfigChange.objects.filter(config_type="prompt").first()
-    assert change.project == shop and change.event()["project_id"] == "shop"
+    assert change.project == shop
+    assert change.event()["project_id"] == "shop"
     overview = APIClient.get(api, "/api/v1/prompts/pm?project=shop").json()
     persona = next(t for t in overview["templates"] if t["template_type"] == "persona")
-    assert persona["active"]["version"] == "1.0.0" and persona["project_override"]["version"] == "1.0.1"
+    assert persona["active"]["version"] == "1.0.0"
+    assert persona["project_override"]["version"] == "1.0.1"
 
 
 def test_a_draft_is_saved_inactive_and_activated_later(api, builtin):
@@ -190,7 +198,8 @@ def test_a_draft_is_saved_inactive_and_activated_later(api, builtin):
     assert (draft["version"], draft["is_active"]) == ("1.0.1", False)
     assert active_versions() == ["1.0.0"]
     response = api.post("/api/v1/prompts/pm/persona/activate", {"version": "1.0.1"}, format="json")
-    assert response.status_code == 200 and response.json()["is_active"]
+    assert response.status_code == 200
+    assert response.json()["is_active"]
     assert active_versions() == ["1.0.1"]
     again = api.post("/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}, format="json")
     assert again.status_code == 409
@@ -212,7 +221,5 @@ def test_the_overview_lists_the_six_types_with_their_active_version(api, builtin
     assert all(t["active"]["version"] == "1.0.0" and t["versions"] == 1 for t in body["templates"])
     assert PromptTemplate.objects.filter(role__role="dba").count() == 6
     listing = api.get("/api/v1/prompts").json()
-    assert (
-        listing["count"] == AgentRole.objects.count()
-        and listing["roles"][0]["templates"]["persona"]["version"] == "1.0.0"
-    )
+    assert listing["count"] == AgentRole.objects.count()
+    assert listing["roles"][0]["templates"]["persona"]["version"] == "1.0.0"

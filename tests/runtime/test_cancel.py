@@ -26,10 +26,12 @@ async def test_cancelling_ends_the_task_and_every_invoke_waiting_in_it(harness_f
     await settle()
     assert h.runtime.cancel_task(task.task_id, "the operator changed their mind")
     result = await waiting
-    assert not result.success and result.error.code == ErrorCode.CANCELLED
+    assert not result.success
+    assert result.error.code == ErrorCode.CANCELLED
     assert result.error.message == "the operator changed their mind"
     [finished] = h.sink.of(TaskFinished)
-    assert finished.status == "failed" and finished.error["code"] == "cancelled"
+    assert finished.status == "failed"
+    assert finished.error["code"] == "cancelled"
     assert task.task_id not in h.runtime.tasks
     release.set()
     await settle()
@@ -49,7 +51,8 @@ async def test_an_invoke_inside_a_cancelled_task_is_refused(harness_factory):
 
     h.handle("echo", outer)
     result = await h.runtime.run_task(capability_id="echo", params={"text": "outer"}, entry_role="b")
-    assert not result.success and result.error.code == ErrorCode.CANCELLED
+    assert not result.success
+    assert result.error.code == ErrorCode.CANCELLED
     await settle()
     assert calls == ["outer"]  # the inner invoke never reached an executor
     denied = [m for m, s in h.messages() if s == "denied"]
@@ -77,7 +80,8 @@ async def test_a_tool_confirmation_of_a_cancelled_task_expires(harness_factory, 
     h.runtime.cancel_task(task.task_id)
     await waiting
     await settle()
-    assert confirmation.status == "expired" and outcome == {"error": ErrorCode.TOOL_DENIED}
+    assert confirmation.status == "expired"
+    assert outcome == {"error": ErrorCode.TOOL_DENIED}
     assert not (tmp_path / "x.txt").exists()
 
 

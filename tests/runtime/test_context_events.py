@@ -94,4 +94,5 @@ async def test_stopping_the_runtime_hands_over_the_last_context_changes(harness_
     await h.runtime.stop()
 
     terminated = [e.context for e in h.sink.events[start:] if e.kind == EventKind.CONTEXT]
-    assert terminated and terminated[-1].instance_id == instance.instance_id
+    assert terminated
+    assert terminated[-1].instance_id == instance.instance_id

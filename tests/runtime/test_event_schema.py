@@ -101,7 +101,8 @@ async def test_a_demo_run_emits_every_kind_of_event(demo_events):
 
 async def test_event_order_numbers_only_grow(demo_events):
     seqs = [event.seq for event in demo_events]
-    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    assert seqs == sorted(seqs)
+    assert len(set(seqs)) == len(seqs)
 
 
 def test_the_checker_catches_a_field_of_the_wrong_type():

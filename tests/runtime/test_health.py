@@ -24,7 +24,8 @@ async def test_silence_past_90_s_makes_capabilities_unavailable_until_the_next_b
     h.clock.advance(2)
     assert h.runtime.check_health() == [instance]
     health = h.runtime.capability_health(snapshot, "echo")
-    assert health["status"] == "unavailable" and health["instances"][0]["healthy"] is False
+    assert health["status"] == "unavailable"
+    assert health["instances"][0]["healthy"] is False
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
     assert result.error.code == ErrorCode.UNAVAILABLE
     h.runtime.heartbeat(instance.instance_id)
@@ -41,7 +42,8 @@ async def test_an_unhealthy_instance_gets_no_traffic_while_a_healthy_one_can_be_
     h.clock.advance(91)
     h.runtime.check_health()
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
-    assert result.success and result.from_instance != stale.instance_id
+    assert result.success
+    assert result.from_instance != stale.instance_id
 
 
 async def test_the_health_loop_beats_for_live_instances_and_flags_silent_ones(harness_factory):
@@ -51,7 +53,8 @@ async def test_the_health_loop_beats_for_live_instances_and_flags_silent_ones(ha
     silent = h.runtime.spawn("b")
     silent.auto_heartbeat = False  # e.g. a worker in another process that died
     await h.advance(95, step=5)
-    assert beating.healthy and not silent.healthy
+    assert beating.healthy
+    assert not silent.healthy
     assert h.clock.now() - beating.last_heartbeat <= 30
 
 
@@ -65,4 +68,5 @@ async def test_a_call_that_cannot_reach_a_healthy_instance_is_retried_then_repor
     await settle()
     await h.advance(2, step=0.1)
     result = await task
-    assert result.error.code == ErrorCode.UNAVAILABLE and result.attempts == 4
+    assert result.error.code == ErrorCode.UNAVAILABLE
+    assert result.attempts == 4

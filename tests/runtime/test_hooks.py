@@ -13,10 +13,12 @@ async def test_a_hook_to_named_roles_is_acked_on_enqueue_then_answered_with_a_st
         HookEvent("code_completed", {"files": ["app.py"]}, target_roles=["devops"]), from_role="coderA"
     )
     [ack] = acks
-    assert ack.role == "devops" and ack.status == "received"
+    assert ack.role == "devops"
+    assert ack.status == "received"
     await settle()
     types = [m.type for m, _ in h.messages()]
-    assert types.count(MessageType.HOOK_EVENT) == 1 and types.count(MessageType.HOOK_ACK) == 1
+    assert types.count(MessageType.HOOK_EVENT) == 1
+    assert types.count(MessageType.HOOK_ACK) == 1
     assert MessageType.STATUS_UPDATE in types
 
 
@@ -59,7 +61,8 @@ async def test_a_hook_with_a_capability_runs_it_and_reports_the_result(harness_f
     await h.runtime.hook(HookEvent("please", {"text": "ship"}, target_roles=["b"], capability_id="echo"), from_role="a")
     await settle()
     [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
-    assert update.payload["status"] == "completed" and update.payload["result"] == {"text": "SHIP"}
+    assert update.payload["status"] == "completed"
+    assert update.payload["result"] == {"text": "SHIP"}
 
 
 async def test_a_hook_with_bad_params_reports_failure_in_its_status_update(harness_factory):
@@ -67,7 +70,8 @@ async def test_a_hook_with_bad_params_reports_failure_in_its_status_update(harne
     await h.runtime.hook(HookEvent("please", {"text": 1}, target_roles=["b"], capability_id="echo"), from_role="a")
     await settle()
     [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
-    assert update.payload["status"] == "failed" and update.payload["error"]["code"] == "invalid_params"
+    assert update.payload["status"] == "failed"
+    assert update.payload["error"]["code"] == "invalid_params"
 
 
 async def test_a_hook_naming_a_capability_obeys_the_invoke_matrix(harness_factory):
@@ -79,7 +83,8 @@ async def test_a_hook_naming_a_capability_obeys_the_invoke_matrix(harness_factor
         capability_id="environment_management",
     )
     [ack] = await h.runtime.hook(event, from_role="dba")  # dba may invoke nobody (PRD §4.7)
-    assert ack.status == "rejected" and ack.reason == "permission_denied"
+    assert ack.status == "rejected"
+    assert ack.reason == "permission_denied"
     await settle()
     assert not [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
     [(_, status)] = [(m, s) for m, s in h.messages() if m.type == MessageType.HOOK_EVENT]
@@ -100,4 +105,5 @@ async def test_a_hooked_capability_is_bounded_by_its_timeout(harness_factory):
     await h.runtime.hook(HookEvent("go", {"text": "x"}, target_roles=["b"], capability_id="echo"), from_role="a")
     await h.advance(6)
     [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
-    assert update.payload["status"] == "failed" and update.payload["error"]["code"] == "timeout"
+    assert update.payload["status"] == "failed"
+    assert update.payload["error"]["code"] == "timeout"

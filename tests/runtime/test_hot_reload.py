@@ -31,7 +31,8 @@ async def test_a_task_in_flight_keeps_its_snapshot_and_the_next_task_uses_the_ne
             }
         )
         inside = await runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=old_task.task_id)
-        assert inside.success and old_task.snapshot.version == 1
+        assert inside.success
+        assert old_task.snapshot.version == 1
         after = await runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
         assert after.error.code == ErrorCode.PERMISSION_DENIED
         assert loads == [1, 2]  # loaded once per version, not per call
@@ -48,5 +49,6 @@ async def test_config_change_events_are_published_to_sinks():
         {"config_type": "prompt", "role": "a", "new_version": "7", "old_version": "6", "changed_fields": ["content"]}
     )
     [event] = sink.of(EventKind.CONFIG_CHANGE)
-    assert event.change["new_version"] == "7" and runtime.latest_version == 7
+    assert event.change["new_version"] == "7"
+    assert runtime.latest_version == 7
     await asyncio.sleep(0)

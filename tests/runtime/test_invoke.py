@@ -30,20 +30,27 @@ async def test_a_permitted_invoke_returns_the_result_latency_and_instance(harnes
     h = harness_factory(small_snapshot())
     h.handle("echo", echo)
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "hi"}), from_role="a")
-    assert result.success and result.data == {"text": "hi"} and result.error is None
-    assert result.from_instance.startswith("b-") and result.latency_ms > 0 and result.attempts == 1
+    assert result.success
+    assert result.data == {"text": "hi"}
+    assert result.error is None
+    assert result.from_instance.startswith("b-")
+    assert result.latency_ms > 0
+    assert result.attempts == 1
     kinds = [(m.type.value, s) for m, s in h.messages()]
-    assert ("invoke_request", "delivered") in kinds and ("invoke_response", "delivered") in kinds
+    assert ("invoke_request", "delivered") in kinds
+    assert ("invoke_response", "delivered") in kinds
 
 
 async def test_a_denied_invoke_never_reaches_a_mailbox(harness_factory):
     h = harness_factory(small_snapshot(allowed=[]))
     h.handle("echo", echo)
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "hi"}), from_role="a")
-    assert not result.success and result.error.code == ErrorCode.PERMISSION_DENIED
+    assert not result.success
+    assert result.error.code == ErrorCode.PERMISSION_DENIED
     assert h.runtime.instances == {}  # nothing was spawned, nothing was queued
     [(message, status)] = h.messages()
-    assert status == "denied" and message.payload["error"]["code"] == "permission_denied"
+    assert status == "denied"
+    assert message.payload["error"]["code"] == "permission_denied"
 
 
 async def test_the_builtin_matrix_governs_the_prd_example(harness_factory):
@@ -51,7 +58,8 @@ async def test_the_builtin_matrix_governs_the_prd_example(harness_factory):
     ok = await h.runtime.invoke(
         InvokeRequest("schema_query", {"table": "users"}, target_role="dba"), from_role="coderA"
     )
-    assert ok.success and ok.data["columns"]
+    assert ok.success
+    assert ok.data["columns"]
     denied = await h.runtime.invoke(
         InvokeRequest("deployment_config", {"service": "web", "environment": "staging"}, target_role="devops"),
         from_role="coderA",
@@ -64,7 +72,8 @@ async def test_unknown_capability_or_a_target_that_does_not_own_it_is_capability
     missing = await h.runtime.invoke(InvokeRequest("nope", {}), from_role="a")
     assert missing.error.code == ErrorCode.CAPABILITY_NOT_FOUND
     not_owner = await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}, target_role="a"), from_role="a")
-    assert not_owner.error.code == ErrorCode.CAPABILITY_NOT_FOUND and "does not offer" in not_owner.error.message
+    assert not_owner.error.code == ErrorCode.CAPABILITY_NOT_FOUND
+    assert "does not offer" in not_owner.error.message
     bad_address = await h.runtime.invoke(InvokeRequest("cap://x", {}), from_role="a")
     assert bad_address.error.code == ErrorCode.CAPABILITY_NOT_FOUND
 
@@ -82,13 +91,15 @@ async def test_disabled_card_or_role_is_capability_disabled(harness_factory):
         )
     )
     result = await h2.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
-    assert result.error.code == ErrorCode.CAPABILITY_DISABLED and "role b is disabled" in result.error.message
+    assert result.error.code == ErrorCode.CAPABILITY_DISABLED
+    assert "role b is disabled" in result.error.message
 
 
 async def test_invalid_params_name_the_json_pointer_and_are_not_retried(harness_factory):
     h = harness_factory(small_snapshot())
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": 5}), from_role="a")
-    assert result.error.code == ErrorCode.INVALID_PARAMS and result.attempts == 1
+    assert result.error.code == ErrorCode.INVALID_PARAMS
+    assert result.attempts == 1
     assert result.error.details["errors"][0]["pointer"] == "/text"
     missing = await h.runtime.invoke(InvokeRequest("echo", {}), from_role="a")
     assert missing.error.details["errors"][0]["keyword"] == "required"
@@ -101,7 +112,8 @@ async def test_format_is_enforced(harness_factory):
     )
     h = harness_factory(small_snapshot(cards=[mail]))
     result = await h.runtime.invoke(InvokeRequest("mail", {"to": "not an address"}), from_role="a")
-    assert result.error.code == ErrorCode.INVALID_PARAMS and result.error.details["errors"][0]["keyword"] == "format"
+    assert result.error.code == ErrorCode.INVALID_PARAMS
+    assert result.error.details["errors"][0]["keyword"] == "format"
     ok = await h.runtime.invoke(InvokeRequest("mail", {"to": "ops@example.com"}), from_role="a")
     assert ok.success
 
@@ -114,7 +126,8 @@ async def test_a_result_that_breaks_the_output_schema_is_output_invalid(harness_
 
     h.handle("echo", wrong)
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
-    assert result.error.code == ErrorCode.OUTPUT_INVALID and result.attempts == 1
+    assert result.error.code == ErrorCode.OUTPUT_INVALID
+    assert result.attempts == 1
     assert result.error.details["errors"][0]["pointer"] == "/text"
 
 
@@ -138,10 +151,13 @@ async def test_an_executor_crash_becomes_executor_error_after_the_retries(harnes
     task = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a"))
     await h.advance(10, step=0.25)
     result = await task
-    assert result.error.code == ErrorCode.EXECUTOR_ERROR and "boom" in result.error.message
-    assert result.attempts == 4 and len(calls) == 4  # 1 try + 3 retries (PRD §4.7 default)
+    assert result.error.code == ErrorCode.EXECUTOR_ERROR
+    assert "boom" in result.error.message
+    assert result.attempts == 4
+    assert len(calls) == 4  # 1 try + 3 retries (PRD §4.7 default)
     gaps = [round(b - a, 2) for a, b in itertools.pairwise(calls)]
-    assert gaps == sorted(gaps) and gaps[0] >= 0.5  # exponential backoff
+    assert gaps == sorted(gaps)
+    assert gaps[0] >= 0.5  # exponential backoff
 
 
 async def test_retries_follow_the_role_constraint(harness_factory):
@@ -164,7 +180,8 @@ async def test_an_agent_failure_keeps_its_code_and_is_not_retried_unless_retryab
 
     h.handle("echo", refuse)
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
-    assert result.error.code == ErrorCode.BUDGET_EXCEEDED and result.attempts == 1
+    assert result.error.code == ErrorCode.BUDGET_EXCEEDED
+    assert result.attempts == 1
 
 
 async def test_timeout_defaults_to_60_s_and_the_hung_executor_is_cancelled(harness_factory):
@@ -184,7 +201,8 @@ async def test_timeout_defaults_to_60_s_and_the_hung_executor_is_cancelled(harne
     assert not task.done()
     await h.advance(2)
     result = await task
-    assert result.error.code == ErrorCode.TIMEOUT and "60 s" in result.error.message
+    assert result.error.code == ErrorCode.TIMEOUT
+    assert "60 s" in result.error.message
     assert cancelled == [True]
     # the instance survived and serves the next call
     h.handle("echo", echo)
@@ -223,7 +241,9 @@ async def test_timeouts_are_retried(harness_factory):
     task = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a"))
     await h.advance(3, step=0.1)
     result = await task
-    assert result.success and result.attempts == 2 and attempts == [1, 2]
+    assert result.success
+    assert result.attempts == 2
+    assert attempts == [1, 2]
 
 
 async def test_an_agent_invoking_its_own_instance_fails_fast_instead_of_deadlocking(harness_factory):
@@ -241,7 +261,8 @@ async def test_an_agent_invoking_its_own_instance_fails_fast_instead_of_deadlock
     h.handle("echo", recurse)
     result = await asyncio.wait_for(h.runtime.invoke(InvokeRequest("echo", {"text": "outer"}), from_role="a"), 5)
     assert result.success
-    assert seen["inner"].error.code == ErrorCode.UNAVAILABLE and seen["inner"].error.details["reason"] == "deadlock"
+    assert seen["inner"].error.code == ErrorCode.UNAVAILABLE
+    assert seen["inner"].error.details["reason"] == "deadlock"
     assert seen["inner"].attempts == 1
 
 
@@ -315,7 +336,8 @@ async def test_internal_capabilities_are_invokable_only_from_their_own_skill(har
     h.handle("outsider", call_secret)
     h.handle("secret", echo)
     direct = await h.runtime.invoke(InvokeRequest("secret", {"text": "x"}), from_role="a")
-    assert direct.error.code == ErrorCode.PERMISSION_DENIED and "INTERNAL" in direct.error.message
+    assert direct.error.code == ErrorCode.PERMISSION_DENIED
+    assert "INTERNAL" in direct.error.message
     await h.runtime.invoke(InvokeRequest("front", {"text": "x"}), from_role="a")
     await h.runtime.invoke(InvokeRequest("outsider", {"text": "x"}), from_role="a")
     assert seen["front"].success
@@ -346,10 +368,12 @@ async def test_a_full_mailbox_refuses_with_queue_full(harness_factory):
     gate.set()
     assert (await first).success
     evicted = await second
-    assert evicted.error.code == ErrorCode.QUEUE_FULL and "evicted" in evicted.error.message
+    assert evicted.error.code == ErrorCode.QUEUE_FULL
+    assert "evicted" in evicted.error.message
     assert (await urgent).data == {"text": "4"}
     alerts = [e.alert_kind for e in h.sink.events if e.kind == "alert"]
-    assert "queue_full" in alerts and "queue_drop" in alerts
+    assert "queue_full" in alerts
+    assert "queue_drop" in alerts
 
 
 async def test_contexts_are_per_instance_and_task_and_finish_with_the_task(harness_factory):
@@ -359,9 +383,11 @@ async def test_contexts_are_per_instance_and_task_and_finish_with_the_task(harne
     for text in ("1", "2"):
         await h.runtime.invoke(InvokeRequest("echo", {"text": text}), from_role="a", task_id=task.task_id)
     [context] = task.contexts.values()
-    assert context.status == ContextStatus.READY and len(context.messages) == 4
+    assert context.status == ContextStatus.READY
+    assert len(context.messages) == 4
     h.runtime.end_task(task.task_id, TaskStatus.COMPLETED)
-    assert context.status == ContextStatus.COMPLETED and context.progress == 100
+    assert context.status == ContextStatus.COMPLETED
+    assert context.progress == 100
 
 
 async def test_a_skill_may_call_its_own_internal_capability_without_a_matrix_cell(harness_factory):

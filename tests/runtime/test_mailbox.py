@@ -56,7 +56,8 @@ def test_full_mailbox_evicts_the_oldest_message_of_the_lowest_lower_priority():
     for label, priority in (("n1", Priority.NORMAL), ("l1", Priority.LOW), ("l2", Priority.LOW)):
         box.put(message(priority, clock, label=label))
     result = box.put(message(Priority.HIGH, clock, label="h1"))
-    assert result.accepted and result.evicted.payload["label"] == "l1"
+    assert result.accepted
+    assert result.evicted.payload["label"] == "l1"
     assert len(box) == 3
 
 
@@ -66,7 +67,8 @@ def test_full_mailbox_refuses_an_arrival_with_nothing_lower_to_evict():
     box.put(message(Priority.NORMAL, clock, label="n1"))
     box.put(message(Priority.HIGH, clock, label="h1"))
     refused = box.put(message(Priority.NORMAL, clock, label="n2"))
-    assert not refused.accepted and refused.evicted is None
+    assert not refused.accepted
+    assert refused.evicted is None
     assert [box.pop().payload["label"], box.pop().payload["label"]] == ["h1", "n1"]
 
 
@@ -91,7 +93,8 @@ def test_a_full_mailbox_clears_expired_messages_before_evicting_or_refusing():
     box.put(message(Priority.URGENT, clock, ttl=10_000, label="keep"))
     clock.ms += 11
     result = box.put(message(Priority.LOW, clock, label="new"))
-    assert result.accepted and result.evicted is None
+    assert result.accepted
+    assert result.evicted is None
     assert [m.payload["label"] for m in result.expired] == ["old"]
 
 

@@ -71,12 +71,14 @@ async def test_by_instance_targets_that_instance_and_refuses_unknown_or_terminat
     unknown = await h.runtime.invoke(
         InvokeRequest("echo", {"text": "x"}, target_instance_id="b-nothere"), from_role="a"
     )
-    assert unknown.error.code == ErrorCode.UNAVAILABLE and unknown.attempts == 1
+    assert unknown.error.code == ErrorCode.UNAVAILABLE
+    assert unknown.attempts == 1
     h.runtime.terminate(one.instance_id)
     gone = await h.runtime.invoke(
         InvokeRequest("echo", {"text": "x"}, target_instance_id=one.instance_id), from_role="a"
     )
-    assert gone.error.code == ErrorCode.UNAVAILABLE and "terminated" in gone.error.message
+    assert gone.error.code == ErrorCode.UNAVAILABLE
+    assert "terminated" in gone.error.message
 
 
 async def test_least_busy_picks_the_instance_with_fewest_queued_and_in_flight(harness_factory):
@@ -91,7 +93,8 @@ async def test_least_busy_picks_the_instance_with_fewest_queued_and_in_flight(ha
         for _ in range(3)
     ]
     await settle()
-    assert busy.load == 3 and quiet.load == 0
+    assert busy.load == 3
+    assert quiet.load == 0
     chosen = asyncio.create_task(
         h.runtime.invoke(InvokeRequest("echo", {"text": "x"}, routing=RoutingStrategy.LEAST_BUSY), from_role="a")
     )

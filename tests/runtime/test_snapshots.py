@@ -35,7 +35,8 @@ async def test_an_agent_calling_another_snapshots_start_and_both_sides_of_the_in
         ("auto", "after invoke inner"),
     ]
     after = h.sink.of(EventKind.SNAPSHOT)[-1].snapshot.as_dict()
-    assert after["label"] == "ok" and after["state"]["input_context"]["messages"]
+    assert after["label"] == "ok"
+    assert after["state"]["input_context"]["messages"]
 
 
 async def test_errors_and_user_instructions_and_manual_requests_are_snapshotted(harness_factory):
@@ -52,7 +53,9 @@ async def test_errors_and_user_instructions_and_manual_requests_are_snapshotted(
     h.runtime.manual_snapshot(context.id, "before release")
     kinds = snapshots(h)
     assert kinds[0] == ("auto", "start")
-    assert ("error", "error") in kinds and ("auto", "user_instruction") in kinds and kinds[-1] == ("manual", "manual")
+    assert ("error", "error") in kinds
+    assert ("auto", "user_instruction") in kinds
+    assert kinds[-1] == ("manual", "manual")
     manual = h.sink.of(EventKind.SNAPSHOT)[-1].snapshot.as_dict()
     assert manual["label"] == "before release"
     assert manual["state"]["input_context"]["user_instructions"] == ["use PostgreSQL"]

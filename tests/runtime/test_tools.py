@@ -32,13 +32,15 @@ def tooling(harness_factory, tmp_path, mode: str, **options):
 async def test_an_allowed_tool_runs(harness_factory, tmp_path):
     h = tooling(harness_factory, tmp_path, "allow")
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "notes/a.txt"}), from_role="a")
-    assert result.success and (tmp_path / "notes" / "a.txt").read_text() == "hello"
+    assert result.success
+    assert (tmp_path / "notes" / "a.txt").read_text() == "hello"
 
 
 async def test_a_denied_tool_fails_with_tool_denied(harness_factory, tmp_path):
     h = tooling(harness_factory, tmp_path, "deny")
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "a.txt"}), from_role="a")
-    assert result.error.code == ErrorCode.TOOL_DENIED and not (tmp_path / "a.txt").exists()
+    assert result.error.code == ErrorCode.TOOL_DENIED
+    assert not (tmp_path / "a.txt").exists()
 
 
 async def test_a_confirm_tool_waits_for_the_operator_and_runs_when_approved(harness_factory, tmp_path):
@@ -47,14 +49,17 @@ async def test_a_confirm_tool_waits_for_the_operator_and_runs_when_approved(harn
     await settle()
     [confirmation] = h.runtime.confirmations.values()
     context = h.runtime.contexts[confirmation.context_id]
-    assert context.status == ContextStatus.WAITING_USER and confirmation.tool == "file_write"
+    assert context.status == ContextStatus.WAITING_USER
+    assert confirmation.tool == "file_write"
     assert any(e.kind == EventKind.CONFIRMATION for e in h.sink.events)
     await h.advance(120)  # waiting for the operator does not eat the 60 s invoke timeout
     assert not task.done()
     h.runtime.resolve_confirmation(confirmation.id, True, "ops")
     result = await task
-    assert result.success and (tmp_path / "a.txt").exists()
-    assert context.status == ContextStatus.COMPLETED and not context.pending_questions
+    assert result.success
+    assert (tmp_path / "a.txt").exists()
+    assert context.status == ContextStatus.COMPLETED
+    assert not context.pending_questions
 
 
 async def test_a_rejected_confirmation_fails_with_tool_denied(harness_factory, tmp_path):
@@ -64,7 +69,8 @@ async def test_a_rejected_confirmation_fails_with_tool_denied(harness_factory, t
     [confirmation] = h.runtime.confirmations.values()
     h.runtime.resolve_confirmation(confirmation.id, False, "ops")
     result = await task
-    assert result.error.code == ErrorCode.TOOL_DENIED and "did not approve" in result.error.message
+    assert result.error.code == ErrorCode.TOOL_DENIED
+    assert "did not approve" in result.error.message
     with pytest.raises(KeyError):
         h.runtime.resolve_confirmation(confirmation.id, True, "ops")
 
@@ -136,7 +142,8 @@ async def test_the_token_budget_stops_a_task_before_and_after_model_calls(harnes
     after, before = results[1].error, results[2].error
     assert after.code == before.code == ErrorCode.BUDGET_EXCEEDED
     assert after.details == {"token_budget": 150, "tokens_used": 160, "expected_tokens": 0}  # 2 x (40 + 40)
-    assert before.details["expected_tokens"] == 40 and task.tokens_used == 160  # refused before spending
+    assert before.details["expected_tokens"] == 40
+    assert task.tokens_used == 160  # refused before spending
     assert any(e.kind == EventKind.ALERT and e.alert_kind == "budget" for e in h.sink.events)
 
 
@@ -146,8 +153,10 @@ async def test_offline_token_counts_are_estimated_and_recorded_on_the_context(ha
     await h.runtime.invoke(InvokeRequest("echo", {"text": "a" * 400}), from_role="a", task_id=task.task_id)
     [context] = task.contexts.values()
     usage = context.resource_usage
-    assert usage["estimated"] is True and usage["api_calls"] == 1
-    assert usage["input_tokens"] >= 100 and usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+    assert usage["estimated"] is True
+    assert usage["api_calls"] == 1
+    assert usage["input_tokens"] >= 100
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
 
 
 @pytest.mark.parametrize(
@@ -160,4 +169,5 @@ async def test_file_tool_errors_name_the_project_path_not_the_servers(tmp_path, 
     (tmp_path / "f.txt").write_text("x")
     with pytest.raises(AgentFailure) as failure:
         await file_write(tmp_path, {"path": path, "content": "hello"})
-    assert reason in failure.value.error.message and str(tmp_path) not in failure.value.error.message
+    assert reason in failure.value.error.message
+    assert str(tmp_path) not in failure.value.error.message

@@ -88,7 +88,8 @@ def test_metrics_are_the_arithmetic_of_the_recorded_invokes(timed, api):
     latencies = [float(d) for d, _ in plan]
     ok = sum(1 for _, o in plan if o == "ok")
     assert body["callCount"] == len(plan)
-    assert body["successCount"] == ok and body["errorCount"] == len(plan) - ok
+    assert body["successCount"] == ok
+    assert body["errorCount"] == len(plan) - ok
     assert body["successRate"] == pytest.approx(ok / len(plan))
     assert body["avgLatencyMs"] == pytest.approx(sum(latencies) / len(latencies), abs=0.001)
     assert body["p99LatencyMs"] == sorted(latencies)[math.ceil(0.99 * len(latencies)) - 1]
@@ -97,13 +98,16 @@ def test_metrics_are_the_arithmetic_of_the_recorded_invokes(timed, api):
     requests = Message.objects.filter(type="invoke_request", capability_id=WORK).exclude(status="denied")
     assert requests.count() == body["callCount"]
     secret = api.get("/api/v1/metrics/timed__secret").json()
-    assert secret["callCount"] == 0 and secret["refusedCount"] == 1 and secret["successRate"] is None
+    assert secret["callCount"] == 0
+    assert secret["refusedCount"] == 1
+    assert secret["successRate"] is None
 
 
 def test_metrics_for_an_unknown_capability_or_bad_window_are_4xx(timed, api):
     assert api.get("/api/v1/metrics/nope").status_code == 404
     bad = api.get(f"/api/v1/metrics/{WORK}", {"window": "five minutes"})
-    assert bad.status_code == 400 and "window" in bad.json()["errors"]
+    assert bad.status_code == 400
+    assert "window" in bad.json()["errors"]
 
 
 def test_health_follows_heartbeats(timed, api):
@@ -111,17 +115,21 @@ def test_health_follows_heartbeats(timed, api):
         body = api.get(f"/api/v1/health/{WORK}").json()
         return body["status"], body["message"]
 
-    assert status()[0] == "HEALTHY" and "no instance yet" in status()[1]
+    assert status()[0] == "HEALTHY"
+    assert "no instance yet" in status()[1]
     _call(timed, 1)
     assert status()[0] == "HEALTHY"
     timed.advance(40)
     state, message = status()
-    assert state == "DEGRADED" and "missed a heartbeat" in message
+    assert state == "DEGRADED"
+    assert "missed a heartbeat" in message
     timed.advance(55)
     state, message = status()
-    assert state == "UNHEALTHY" and "no heartbeat" in message
+    assert state == "UNHEALTHY"
+    assert "no heartbeat" in message
     body = api.get(f"/api/v1/health/{WORK}").json()
-    assert body["lastCheck"].endswith("Z") and body["lastHeartbeat"] < body["lastCheck"]
+    assert body["lastCheck"].endswith("Z")
+    assert body["lastHeartbeat"] < body["lastCheck"]
     for instance in list(timed.runtime.pool):
         timed.runtime.heartbeat(instance.instance_id)
     assert status()[0] == "HEALTHY"
@@ -134,7 +142,8 @@ def test_health_degrades_when_outputs_keep_failing_their_schema(timed, api):
             timed.runtime.heartbeat(instance.instance_id)
     timed.flush()
     body = api.get(f"/api/v1/health/{WORK}").json()
-    assert body["status"] == "DEGRADED" and body["outputFailures"] == 3
+    assert body["status"] == "DEGRADED"
+    assert body["outputFailures"] == 3
     _call(timed, 1)
     timed.flush()
     assert api.get(f"/api/v1/health/{WORK}").json()["status"] == "HEALTHY"
@@ -143,7 +152,8 @@ def test_health_degrades_when_outputs_keep_failing_their_schema(timed, api):
 def test_a_deactivated_capability_is_unhealthy(timed, api):
     api.post("/api/v1/skills/timed/deactivate", {}, format="json")
     body = api.get(f"/api/v1/health/{WORK}").json()
-    assert body["status"] == "UNHEALTHY" and "not active" in body["message"]
+    assert body["status"] == "UNHEALTHY"
+    assert "not active" in body["message"]
     assert api.get("/api/v1/health/nope").status_code == 404
 
 
@@ -165,8 +175,11 @@ def test_an_alert_opens_after_its_duration_acts_and_resolves(timed, api):
     opened = [c for c in _evaluate(timed) if c["change"] == "opened"]
     assert [c["rule"] for c in opened] == ["high error rate"]
     alert = Alert.objects.get(pk=opened[0]["alert_id"])
-    assert alert.severity == "warning" and alert.resolved_at is None and alert.rule.name == "high error rate"
-    assert alert.capability_id == WORK and alert.details["notify"] == "ops-team"
+    assert alert.severity == "warning"
+    assert alert.resolved_at is None
+    assert alert.rule.name == "high error rate"
+    assert alert.capability_id == WORK
+    assert alert.details["notify"] == "ops-team"
     assert alert.details["actions_taken"][0] == "notified ops-team"
     assert alert.details["actions_taken"][1].startswith("auto_restart: devops-")  # the instance that failed
     listed = api.get("/api/v1/alerts", {"status": "open"}).json()["results"]
@@ -177,7 +190,8 @@ def test_an_alert_opens_after_its_duration_acts_and_resolves(timed, api):
     resolved = [c for c in _evaluate(timed) if c["change"] == "resolved"]
     assert [c["alert_id"] for c in resolved] == [alert.pk]
     alert.refresh_from_db()
-    assert alert.resolved_at is not None and alert.resolved_at > alert.created_at
+    assert alert.resolved_at is not None
+    assert alert.resolved_at > alert.created_at
     assert api.get("/api/v1/alerts", {"status": "resolved"}).json()["results"][0]["id"] == alert.pk
 
 
@@ -202,12 +216,15 @@ def test_auto_restart_replaces_an_unhealthy_instance(clocked, api):
     (old,) = clocked.runtime.pool.alive("devops")
     clocked.advance(95)
     opened = [c for c in _evaluate(clocked) if c["change"] == "opened"]
-    assert opened and opened[0]["actions_taken"][0].startswith(f"auto_restart: {old.instance_id} -> devops-")
+    assert opened
+    assert opened[0]["actions_taken"][0].startswith(f"auto_restart: {old.instance_id} -> devops-")
     (fresh,) = clocked.runtime.pool.alive("devops")
-    assert fresh.instance_id != old.instance_id and fresh.healthy
+    assert fresh.instance_id != old.instance_id
+    assert fresh.healthy
     assert api.get(f"/api/v1/health/{WORK}").json()["status"] == "HEALTHY"
     resolved = [c for c in _evaluate(clocked) if c["change"] == "resolved"]
-    assert resolved and Alert.objects.get(pk=resolved[0]["alert_id"]).resolved_at is not None
+    assert resolved
+    assert Alert.objects.get(pk=resolved[0]["alert_id"]).resolved_at is not None
 
 
 def test_a_failover_action_moves_a_provider_off_its_active_implementation(clocked, api):

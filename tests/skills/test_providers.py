@@ -102,7 +102,8 @@ def test_failed_implementations_are_skipped_until_their_cooldown_ends(clocked, p
 def test_other_failures_do_not_fail_over(clocked, providers):
     providers.behaviour.update(OpenAI="bad")
     result = clocked.invoke("cap://llm/default", {"prompt": "hi"})
-    assert not result.success and result.error.code == "invalid_params"
+    assert not result.success
+    assert result.error.code == "invalid_params"
     assert providers.calls == ["OpenAI"]
     clocked.flush()
     assert _failovers() == []
@@ -111,7 +112,8 @@ def test_other_failures_do_not_fail_over(clocked, providers):
 def test_when_every_implementation_fails_the_call_is_unavailable_with_each_attempt(clocked, providers):
     providers.behaviour.update(OpenAI="unavailable", Claude="unavailable", LocalLLM="unavailable")
     result = clocked.invoke("cap://llm/default", {"prompt": "hi"})
-    assert not result.success and result.error.code == "unavailable"
+    assert not result.success
+    assert result.error.code == "unavailable"
     assert [a["provider"] for a in result.error.details["attempts"]] == ["OpenAI", "Claude", "LocalLLM"]
     clocked.flush()
     assert _failovers()[-1] == ("LocalLLM", None, "unavailable")

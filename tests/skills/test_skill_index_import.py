@@ -17,7 +17,8 @@ def test_complete_seed_examples_import_as_discovered(api, builtin, name):
     body = response.json()
     assert body["status"] == "DISCOVERED"
     skill = Skill.objects.get(skill_id=body["skillId"])
-    assert skill.status == "DISCOVERED" and skill.source == seed_text(name)
+    assert skill.status == "DISCOVERED"
+    assert skill.source == seed_text(name)
     declared = [c["name"] for c in skill.document["skill"].get("capabilities", [])]
     listed = api.get(f"/api/v1/skills/{skill.skill_id}").json()["capabilities"]
     assert sorted(c["name"] for c in listed) == sorted(declared)
@@ -122,7 +123,8 @@ def test_a_yaml11_boolean_in_a_boolean_field_is_refused_with_the_fix(builtin):
     with pytest.raises(SkillIndexError) as caught:
         read_skill_index(text)
     reason = caught.value.as_errors()["skill.dependencies[0].required"][0]
-    assert "YAML 1.1" in reason and "false" in reason
+    assert "YAML 1.1" in reason
+    assert "false" in reason
 
 
 @pytest.mark.parametrize(
@@ -160,7 +162,8 @@ def test_oversized_and_binary_uploads_are_refused(api, builtin):
     big = upload(
         api, "skill:\n  id: big\n  name: big\n  version: 1.0.0\n  spec: {description: '" + "x" * 300_000 + "'}\n"
     )
-    assert big.status_code == 400 and "limit" in big.json()["detail"] + str(big.json()["errors"])
+    assert big.status_code == 400
+    assert "limit" in big.json()["detail"] + str(big.json()["errors"])
     binary = api.post("/api/v1/skills", b"\x89PNG\r\n\x1a\n\x00\x00", content_type="application/yaml")
     assert binary.status_code == 400
 
@@ -214,10 +217,12 @@ def test_nul_characters_from_escapes_are_refused(builtin):
 
 def test_wrong_media_types_and_unknown_ids_get_clear_4xx(api, builtin):
     wrong = api.post("/api/v1/skills", b"skill: {}", content_type="text/plain")
-    assert wrong.status_code == 415 and "text/plain" in wrong.json()["detail"]
+    assert wrong.status_code == 415
+    assert "text/plain" in wrong.json()["detail"]
     as_json = api.post("/api/v1/skills", {"yaml": seed_text("hr-assistant")}, format="json")
     assert as_json.status_code == 201
     missing = api.get("/api/v1/skills/nope")
-    assert missing.status_code == 404 and missing.json()["detail"] == "there is no skill 'nope'"
+    assert missing.status_code == 404
+    assert missing.json()["detail"] == "there is no skill 'nope'"
     assert api.post("/api/v1/skills/nope/install", {}, format="json").status_code == 404
     assert api.get("/api/v1/workflows/nope").json()["detail"] == "there is no workflow 'nope'"

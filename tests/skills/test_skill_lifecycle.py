@@ -64,7 +64,8 @@ def test_check_transition_allows_exactly_the_seed_edges(source, target):
     else:
         with pytest.raises(LifecycleError) as caught:
             check_transition(source, target)
-        assert caught.value.code == "illegal_transition" and source in caught.value.message
+        assert caught.value.code == "illegal_transition"
+        assert source in caught.value.message
 
 
 @pytest.mark.parametrize(
@@ -104,9 +105,11 @@ def test_each_operation_from_each_state_is_legal_or_refused(builtin, status, ope
         record = _run(operation, skill.skill_id)
         skill.refresh_from_db()
         assert skill.status == FINAL[operation] == record.to_status
-        assert record.outcome == "COMPLETED" and record.from_status == status
+        assert record.outcome == "COMPLETED"
+        assert record.from_status == status
         first, *_ = record.transitions
-        assert first["from"] == status and record.transitions[-1]["to"] == FINAL[operation]
+        assert first["from"] == status
+        assert record.transitions[-1]["to"] == FINAL[operation]
         assert ConfigChange.objects.count() == versions + 1
     else:
         with pytest.raises(LifecycleError) as caught:
@@ -136,13 +139,16 @@ def test_activation_registers_cards_by_type_and_deactivation_keeps_their_history
     ok = invoke("cap://hr-assistant/queryEmployeeInfo?format=json")
     assert ok.success, ok.error
     denied = invoke("cap://hr-assistant/validateLeaveBalance")
-    assert not denied.success and denied.error.code == "permission_denied"
+    assert not denied.success
+    assert denied.error.code == "permission_denied"
     assert "INTERNAL" in denied.error.message
 
     response = api.post("/api/v1/skills/hr-assistant/deactivate", {}, format="json")
-    assert response.status_code == 200 and response.json()["status"] == "DEACTIVATED"
+    assert response.status_code == 200
+    assert response.json()["status"] == "DEACTIVATED"
     gone = invoke("cap://hr-assistant/queryEmployeeInfo")
-    assert not gone.success and gone.error.code == "capability_disabled"
+    assert not gone.success
+    assert gone.error.code == "capability_disabled"
     runtime_host.recorder.flush()
     card = CapabilityCard.objects.get(address="cap://hr-assistant/queryEmployeeInfo")
     assert not card.enabled
@@ -155,22 +161,26 @@ def test_activation_registers_cards_by_type_and_deactivation_keeps_their_history
 def test_uninstall_removes_cards_keeps_the_skill_and_allows_a_new_upload(api, builtin):
     bring_up(api, seed_text("hr-assistant"))
     refused = api.delete("/api/v1/skills/hr-assistant")
-    assert refused.status_code == 409 and "deactivate" in refused.json()["detail"]
+    assert refused.status_code == 409
+    assert "deactivate" in refused.json()["detail"]
     api.post("/api/v1/skills/hr-assistant/deactivate", {}, format="json")
     removed = api.delete("/api/v1/skills/hr-assistant")
-    assert removed.status_code == 200 and removed.json()["status"] == "UNINSTALLED"
+    assert removed.status_code == 200
+    assert removed.json()["status"] == "UNINSTALLED"
     assert not CapabilityCard.objects.filter(skill__skill_id="hr-assistant").exists()
     history = api.get("/api/v1/skills/hr-assistant").json()["history"]
     assert [h["operation"] for h in history][:4] == ["uninstall", "deactivate", "activate", "install"]
     again = upload(api, seed_text("hr-assistant"))
-    assert again.status_code == 200 and again.json()["status"] == "DISCOVERED"
+    assert again.status_code == 200
+    assert again.json()["status"] == "DISCOVERED"
 
 
 def test_uploading_over_an_installed_skill_is_refused(api, builtin):
     assert upload(api, seed_text("hr-assistant")).status_code == 201
     api.post("/api/v1/skills/hr-assistant/install", {}, format="json")
     again = upload(api, seed_text("hr-assistant"))
-    assert again.status_code == 409 and "uninstall" in again.json()["detail"]
+    assert again.status_code == 409
+    assert "uninstall" in again.json()["detail"]
 
 
 def test_install_with_a_missing_required_dependency_goes_to_error_with_the_reason(api, builtin):
@@ -178,10 +188,12 @@ def test_install_with_a_missing_required_dependency_goes_to_error_with_the_reaso
     response = api.post("/api/v1/skills/smart-workflow/install", {"config": {"region": "eu"}}, format="json")
     assert response.status_code == 409
     body = response.json()
-    assert body["status"] == "ERROR" and body["installId"]
+    assert body["status"] == "ERROR"
+    assert body["installId"]
     skill = Skill.objects.get(skill_id="smart-workflow")
     assert skill.status == "ERROR"
-    assert "cap://llm-service/chat" in skill.error_reason and "cap://database-service/query" in skill.error_reason
+    assert "cap://llm-service/chat" in skill.error_reason
+    assert "cap://database-service/query" in skill.error_reason
     assert "email-service" not in skill.error_reason  # optional ones do not fail the install
     detail = api.get("/api/v1/skills/smart-workflow").json()
     assert detail["errorReason"] == skill.error_reason
@@ -200,7 +212,8 @@ def test_install_succeeds_once_required_dependencies_exist_and_warns_about_optio
     warned = {w["path"] for w in response.json()["warnings"]}
     assert warned == {"skill.dependencies[2]", "skill.dependencies[3]"}
     skill = Skill.objects.get(skill_id="smart-workflow")
-    assert skill.install_config == {"region": "eu"} and skill.error_reason == ""
+    assert skill.install_config == {"region": "eu"}
+    assert skill.error_reason == ""
 
 
 def test_activation_needs_required_dependencies_active_and_failure_leaves_the_state(api, builtin):
@@ -213,12 +226,14 @@ def test_activation_needs_required_dependencies_active_and_failure_leaves_the_st
     refused = api.post("/api/v1/skills/app/activate", {"role": "devops"}, format="json")
     assert refused.status_code == 409
     body = refused.json()
-    assert body["status"] == "INSTALLED" and body["activationId"]
+    assert body["status"] == "INSTALLED"
+    assert body["activationId"]
     assert [p["phase"] for p in body["phases"]] == ["INITIALIZING", "INSTALLING", "FAILED"]
     assert "llm-service" in body["errors"]["dependencies[0]"][0]
     assert not CapabilityCard.objects.filter(skill__skill_id="app").exists()
     failed = SkillOperation.objects.get(pk=body["activationId"])
-    assert failed.outcome == "FAILED" and failed.from_status == failed.to_status == "INSTALLED"
+    assert failed.outcome == "FAILED"
+    assert failed.from_status == failed.to_status == "INSTALLED"
 
     api.post("/api/v1/skills/llm-service/activate", {"role": "dba"}, format="json")
     done = api.post("/api/v1/skills/app/activate", {"role": "devops"}, format="json")
@@ -237,7 +252,8 @@ def test_a_provider_address_satisfies_a_dependency_on_it(api, builtin):
     upload(api, skill_yaml("chatbot", "talk:ENTRY", extra="  dependencies:\n    - cap://llm/default\n"))
     assert api.post("/api/v1/skills/chatbot/install", {}, format="json").status_code == 200
     deps = api.get("/api/v1/skills/chatbot").json()["dependencies"]
-    assert deps[0]["providedBy"] == "llm-provider" and deps[0]["status"] == "ACTIVATED"
+    assert deps[0]["providedBy"] == "llm-provider"
+    assert deps[0]["status"] == "ACTIVATED"
     assert api.post("/api/v1/skills/chatbot/activate", {"role": "devops"}, format="json").status_code == 200
 
 
@@ -280,7 +296,8 @@ def test_deactivating_a_skill_others_require_lists_them_and_needs_force(api, bui
     forced = api.post("/api/v1/skills/base/deactivate", {"force": True}, format="json")
     assert forced.status_code == 200
     deps = api.get("/api/v1/skills/top").json()["dependencies"]
-    assert deps[0]["status"] == "DEACTIVATED" and not deps[0]["active"]
+    assert deps[0]["status"] == "DEACTIVATED"
+    assert not deps[0]["active"]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -318,9 +335,12 @@ def test_racing_activate_and_uninstall_leave_one_consistent_outcome(builtin):
         assert sorted(outcomes.values()) == ["illegal_transition", "ok"], outcomes
         cards = CapabilityCard.objects.filter(skill=skill)
         if outcomes["activate"] == "ok":
-            assert skill.status == "ACTIVATED" and cards.count() == 2 and all(c.enabled for c in cards)
+            assert skill.status == "ACTIVATED"
+            assert cards.count() == 2
+            assert all(c.enabled for c in cards)
         else:
-            assert skill.status == "UNINSTALLED" and not cards.exists()
+            assert skill.status == "UNINSTALLED"
+            assert not cards.exists()
 
 
 def test_internal_capabilities_answer_calls_from_inside_their_own_skill_only(api, runtime_host):
@@ -351,7 +371,8 @@ def test_a_skill_cannot_claim_addresses_in_another_skills_namespace(api, builtin
     upload(api, thief)
     api.post("/api/v1/skills/thief/install", {}, format="json")
     refused = api.post("/api/v1/skills/thief/activate", {"role": "devops"}, format="json")
-    assert refused.status_code == 409 and "namespace of skill victim" in str(refused.json()["errors"])
+    assert refused.status_code == 409
+    assert "namespace of skill victim" in str(refused.json()["errors"])
 
 
 @pytest.mark.django_db(transaction=True)
@@ -406,9 +427,11 @@ def test_the_invoke_api_reaches_skill_capabilities_by_address(api, runtime_host)
         return response.json()
 
     ok = invoke("cap://hr-assistant/queryEmployeeInfo?format=json")
-    assert ok["success"] is True and ok["result"] == ok["data"]
+    assert ok["success"] is True
+    assert ok["result"] == ok["data"]
     internal = invoke("cap://hr-assistant/notifyManager")
-    assert internal["success"] is False and internal["error"]["code"] == "permission_denied"
+    assert internal["success"] is False
+    assert internal["error"]["code"] == "permission_denied"
     api.post("/api/v1/skills/hr-assistant/deactivate", {}, format="json")
     assert invoke("cap://hr-assistant/queryEmployeeInfo")["error"]["code"] == "capability_disabled"
     unknown = invoke("cap://hr-assistant/noSuchThing")

@@ -21,27 +21,34 @@ PAGES = ["/skills/", "/skills/_upload/", "/graph/", "/workflows/", "/workflows/_
 @pytest.mark.parametrize("path", PAGES)
 def test_pages_need_a_login(builtin, path):
     response = Client().get(path)
-    assert response.status_code == 302 and response["Location"].startswith("/login/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
 
 
 def test_the_empty_skill_list_says_what_a_skill_is(page_client, builtin):
     html = page_client.get("/skills/").content.decode()
-    assert "No skill yet" in html and "skill-index.yaml" in html
+    assert "No skill yet" in html
+    assert "skill-index.yaml" in html
 
 
 def test_uploading_a_file_lands_on_the_detail_page(page_client, builtin):
     file = SimpleUploadedFile("skill-index.yaml", seed_text("hr-assistant").encode(), "application/yaml")
     response = page_client.post("/skills/_upload/", {"file": file})
-    assert response.status_code == 302 and response["Location"] == "/skills/hr-assistant/"
+    assert response.status_code == 302
+    assert response["Location"] == "/skills/hr-assistant/"
     html = page_client.get("/skills/").content.decode()
-    assert "skill-discovered" in html and "/skills/hr-assistant/install/" in html
+    assert "skill-discovered" in html
+    assert "/skills/hr-assistant/install/" in html
 
 
 def test_a_refused_upload_lists_every_problem_with_its_line(page_client, builtin):
     response = page_client.post("/skills/_upload/", {"yaml": seed_text("weather-service")})
     assert response.status_code == 400
     html = response.content.decode()
-    assert "2 problems" in html and "skill.name" in html and "skill.version" in html and "line 3" in html
+    assert "2 problems" in html
+    assert "skill.name" in html
+    assert "skill.version" in html
+    assert "line 3" in html
     assert not Skill.objects.exists()
 
 
@@ -50,8 +57,10 @@ def test_the_detail_page_groups_capabilities_by_type_with_addresses_health_and_m
     html = page_client.get("/skills/hr-assistant/").content.decode()
     for text in ("capabilities-entry", "capabilities-exposed", "capabilities-internal", "cap://hr-assistant/chat"):
         assert text in html
-    assert "health-healthy" in html and "ACTIVATED" in html
-    assert "activate" in html and "install" in html  # the history
+    assert "health-healthy" in html
+    assert "ACTIVATED" in html
+    assert "activate" in html
+    assert "install" in html  # the history
 
 
 def test_the_detail_page_shows_dependencies_with_status_and_providers(page_client, api, runtime_host):
@@ -59,18 +68,26 @@ def test_the_detail_page_shows_dependencies_with_status_and_providers(page_clien
     upload(api, add_fields(seed_text("smart-workflow"), version="1.0.0"))
     api.post("/api/v1/skills/smart-workflow/install", {}, format="json")
     html = page_client.get("/skills/smart-workflow/").content.decode()
-    assert "MISSING" in html and "cap://llm-service/chat" in html and "required dependencies missing" in html
+    assert "MISSING" in html
+    assert "cap://llm-service/chat" in html
+    assert "required dependencies missing" in html
     provider = page_client.get("/skills/llm-provider/").content.decode()
-    assert 'id="providers"' in provider and "OpenAI" in provider and "active" in provider
+    assert 'id="providers"' in provider
+    assert "OpenAI" in provider
+    assert "active" in provider
 
 
 def test_deactivation_is_confirmed_on_a_page_listing_what_depends_on_the_skill(page_client, api, builtin):
     bring_up(api, skill_yaml("base", "core"), role="dba")
     bring_up(api, skill_yaml("top", "use:ENTRY", extra="  dependencies:\n    - {skillId: base, capability: core}\n"))
     page = page_client.get("/skills/base/deactivate/").content.decode()
-    assert 'id="dependents"' in page and "/skills/top/" in page and "requires it" in page and "dba" in page
+    assert 'id="dependents"' in page
+    assert "/skills/top/" in page
+    assert "requires it" in page
+    assert "dba" in page
     refused = page_client.post("/skills/base/deactivate/", {})
-    assert refused.status_code == 409 and "Nothing was changed" in refused.content.decode()
+    assert refused.status_code == 409
+    assert "Nothing was changed" in refused.content.decode()
     assert Skill.objects.get(skill_id="base").status == "ACTIVATED"
     done = page_client.post("/skills/base/deactivate/", {"force": "on"})
     assert done.status_code == 302
@@ -82,7 +99,8 @@ def test_activation_form_refuses_a_missing_role_and_accepts_a_real_one(page_clie
     page_client.post("/skills/formed/install/", {"config": '{"a": 1}'})
     assert Skill.objects.get(skill_id="formed").install_config == {"a": 1}
     refused = page_client.post("/skills/formed/activate/", {"role": ""})
-    assert refused.status_code == 400 and "role" in refused.content.decode()
+    assert refused.status_code == 400
+    assert "role" in refused.content.decode()
     assert page_client.post("/skills/formed/activate/", {"role": "coderB"}).status_code == 302
     assert Skill.objects.get(skill_id="formed").status == "ACTIVATED"
 
@@ -90,7 +108,8 @@ def test_activation_form_refuses_a_missing_role_and_accepts_a_real_one(page_clie
 def test_bad_install_config_json_is_refused_with_the_line(page_client, api, builtin):
     upload(api, skill_yaml("cfg", "x"))
     response = page_client.post("/skills/cfg/install/", {"config": '{"a": '})
-    assert response.status_code == 400 and "not JSON" in response.content.decode()
+    assert response.status_code == 400
+    assert "not JSON" in response.content.decode()
     assert Skill.objects.get(skill_id="cfg").status == "DISCOVERED"
 
 
@@ -116,11 +135,17 @@ def test_the_dependency_graph_is_an_svg_with_roles_capabilities_and_skills(page_
     bring_up(api, skill_yaml("base", "core"), role="dba")
     upload(api, skill_yaml("top", "use:ENTRY", extra="  dependencies:\n    - {skillId: base, capability: core}\n"))
     html = page_client.get("/graph/").content.decode()
-    assert "<svg" in html and "Capability dependency graph" in html
-    assert 'data-id="skill:top"' in html and 'data-id="role:dba"' in html and 'data-id="cap:base__core"' in html
-    assert 'data-kind="depends_on"' in html and 'data-kind="owns"' in html and 'data-kind="provides"' in html
+    assert "<svg" in html
+    assert "Capability dependency graph" in html
+    assert 'data-id="skill:top"' in html
+    assert 'data-id="role:dba"' in html
+    assert 'data-id="cap:base__core"' in html
+    assert 'data-kind="depends_on"' in html
+    assert 'data-kind="owns"' in html
+    assert 'data-kind="provides"' in html
     full = page_client.get("/graph/?scope=all&invoke=1").content.decode()
-    assert 'data-id="cap:task_orchestration"' in full and 'data-kind="may_invoke"' in full
+    assert 'data-id="cap:task_orchestration"' in full
+    assert 'data-kind="may_invoke"' in full
 
 
 def test_graph_labels_are_escaped(page_client, api, builtin):
@@ -135,15 +160,20 @@ def test_graph_labels_are_escaped(page_client, api, builtin):
 def test_workflow_pages_save_refuse_and_run(page_client, api, runtime_host):
     bring_up(api, ASSISTANT)
     refused = page_client.post("/workflows/_new/", {"yaml": FLOW.replace("next: format-response", "next: nowhere")})
-    assert refused.status_code == 400 and "unknown step" in refused.content.decode()
+    assert refused.status_code == 400
+    assert "unknown step" in refused.content.decode()
     saved = page_client.post("/workflows/_new/", {"yaml": FLOW})
-    assert saved.status_code == 302 and Workflow.objects.filter(workflow_id="assistant-flow").exists()
+    assert saved.status_code == 302
+    assert Workflow.objects.filter(workflow_id="assistant-flow").exists()
     detail = page_client.get("/workflows/assistant-flow/").content.decode()
-    assert "route-by-intent" in detail and "switch on" in detail
+    assert "route-by-intent" in detail
+    assert "switch on" in detail
     bad = page_client.post("/workflows/assistant-flow/", {"input": "[1"})
-    assert bad.status_code == 400 and "not JSON" in bad.content.decode()
+    assert bad.status_code == 400
+    assert "not JSON" in bad.content.decode()
     run = page_client.post("/workflows/assistant-flow/", {"input": '{"intent": "smalltalk", "query": "hi"}'})
-    assert run.status_code == 302 and run["Location"].startswith("/tasks/")
+    assert run.status_code == 302
+    assert run["Location"].startswith("/tasks/")
     task = wait_for_task(runtime_host, run["Location"].split("/")[2])
     assert task.status == "completed", task.error
     assert "assistant-flow" in page_client.get("/workflows/assistant-flow/").content.decode()
@@ -157,9 +187,11 @@ def test_the_alerts_page_lists_filters_and_resolves(page_client, builtin):
         kind="queue_full", severity="warning", message="queue dropped", created_at="2026-01-01T00:00:01Z"
     )
     html = page_client.get("/alerts/").content.decode()
-    assert "p99 too high" in html and "queue dropped" in html
+    assert "p99 too high" in html
+    assert "queue dropped" in html
     critical = page_client.get("/alerts/?severity=critical").content.decode()
-    assert "p99 too high" in critical and "queue dropped" not in critical
+    assert "p99 too high" in critical
+    assert "queue dropped" not in critical
     rows = page_client.get("/alerts/", HTTP_HX_REQUEST="true").content.decode()
     assert rows.lstrip().startswith('<table class="alerts"')
     assert page_client.post(f"/alerts/{first.pk}/resolve/").status_code == 302
@@ -171,7 +203,8 @@ def test_the_alerts_page_lists_filters_and_resolves(page_client, builtin):
 def test_the_dashboard_shows_active_entry_points(page_client, api, builtin):
     bring_up(api, seed_text("hr-assistant"))
     html = page_client.get("/").content.decode()
-    assert 'id="entry-points"' in html and "cap://hr-assistant/chat" in html
+    assert 'id="entry-points"' in html
+    assert "cap://hr-assistant/chat" in html
     assert "cap://hr-assistant/queryEmployeeInfo" not in html  # EXPOSED is not an entry point
 
 
@@ -180,7 +213,8 @@ def test_the_detail_page_renders_while_the_runtime_has_not_loaded_a_new_card(pag
     monkeypatch.setattr("runs.health.capability_status", lambda host, capability_id: None)
     response = page_client.get("/skills/fresh/")
     assert response.status_code == 200
-    assert "UNKNOWN" in response.content.decode() and "not loaded" in response.content.decode()
+    assert "UNKNOWN" in response.content.decode()
+    assert "not loaded" in response.content.decode()
 
 
 def error_box(response) -> str:
@@ -193,7 +227,8 @@ def test_a_refused_action_states_each_reason_once(page_client, api, builtin):
     assert bad_json.count("not JSON") == 1
     page_client.post("/skills/once/install/", {"config": "{}"})
     no_role = error_box(page_client.post("/skills/once/activate/", {"role": ""}))
-    assert "role is required" in no_role and no_role.count("required") == 1
+    assert "role is required" in no_role
+    assert no_role.count("required") == 1
     ghost = error_box(page_client.post("/skills/once/activate/", {"role": "ghost"}))
     assert '<strong class="error">there is no role &#x27;ghost&#x27;</strong>' in ghost
     assert ghost.count("there is no role") == 1

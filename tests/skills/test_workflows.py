@@ -111,7 +111,8 @@ def test_the_seed_example_with_its_branches_fixed_still_names_unknown_capabiliti
     text = text.replace("next: email-compose", "next: weather-query").replace("next: general-chat", "next: end")
     errors = save(api, text).json()["errors"]
     assert "unknown capability 'cap://llm-service/classifyIntent'" in errors["orchestration.steps[0].capability"][0]
-    assert "orchestration.steps[2].capability" in errors and "orchestration.steps[3].capability" in errors
+    assert "orchestration.steps[2].capability" in errors
+    assert "orchestration.steps[3].capability" in errors
 
 
 @pytest.mark.parametrize(
@@ -155,7 +156,8 @@ def test_saving_twice_conflicts_and_put_replaces_with_a_new_version(api, assista
     again = save(
         api, FLOW.replace("name: Assistant flow", "name: Assistant flow 2"), "put", "/api/v1/workflows/assistant-flow"
     )
-    assert again.status_code == 200 and again.json()["version"] == 2
+    assert again.status_code == 200
+    assert again.json()["version"] == 2
     renamed = save(api, FLOW.replace("id: assistant-flow", "id: other"), "put", "/api/v1/workflows/assistant-flow")
     assert renamed.status_code == 409
     assert api.get("/api/v1/workflows").json()["count"] == 1
@@ -219,13 +221,15 @@ def test_a_run_with_a_missing_input_fails_at_that_step(api, runtime_host, assist
     save(api, FLOW)
     run = _run(api, runtime_host, {"intent": "weather", "query": "q"})
     assert run["task"].status == "failed"
-    assert "step weather-query" in run["task"].error["message"] and "location" in run["task"].error["message"]
+    assert "step weather-query" in run["task"].error["message"]
+    assert "location" in run["task"].error["message"]
 
 
 def test_run_input_must_be_a_mapping_and_the_workflow_must_exist(api, assistant):
     save(api, FLOW)
     bad = api.post("/api/v1/workflows/assistant-flow/run", {"input": [1, 2]}, format="json")
-    assert bad.status_code == 400 and "input" in bad.json()["errors"]
+    assert bad.status_code == 400
+    assert "input" in bad.json()["errors"]
     assert api.post("/api/v1/workflows/nope/run", {}, format="json").status_code == 404
 
 

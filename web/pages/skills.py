@@ -39,8 +39,9 @@ ACTIONS = ("install", "activate", "deactivate", "uninstall")
 
 
 def require_staff(request: HttpRequest) -> None:
+    """Raise PermissionDenied (403) unless the user is staff: changing skills and workflows."""
     if not request.user.is_staff:
-        raise PermissionDenied("changing skills needs a staff account")
+        raise PermissionDenied("changing skills and workflows needs a staff account")
 
 
 def skill_list(request: HttpRequest) -> HttpResponse:

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -89,10 +88,9 @@ def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
 
 
 @require_POST
-@staff_member_required
 def workflow_delete(request: HttpRequest, workflow_id: str) -> HttpResponse:
-    """Delete a workflow (its runs stay as tasks)."""
-
+    """Delete a workflow (its runs stay as tasks); staff only."""
+    require_staff(request)
     delete_workflow(get_object_or_404(Workflow, workflow_id=workflow_id), actor=request.user)
     messages.success(request, f"Workflow {workflow_id} deleted.")
     return redirect("workflows")
