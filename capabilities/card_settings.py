@@ -53,7 +53,7 @@ def check_card_edit(card: CapabilityCard, data: Any, project: Project | None) ->
     if not isinstance(data, dict):
         raise ConfigInvalid({"non_field_errors": ["expected an object"]})
     problems = Problems()
-    if card.skill_id:
+    if card.skill is not None:
         problems.add(
             "capability",
             f"{card.capability_id} belongs to skill {card.skill.skill_id}; its skill's lifecycle governs it",

@@ -99,7 +99,7 @@ def role_executor(snapshot: ConfigSnapshot, role: str) -> dict[str, Any]:
         "kinds": kinds,
         "capabilities": rows,
         "parts": parts,
-        "summary": ", ".join(p["label"] for p in parts) or "no capabilities",
+        "summary": ", ".join(str(p["label"]) for p in parts) or "no capabilities",
     }
 
 

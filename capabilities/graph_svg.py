@@ -114,7 +114,7 @@ def layout(graph: dict[str, Any]) -> dict[str, tuple[float, float]]:
     columns["role"].sort(key=lambda n: (centre(n, 1e9), n["label"]))
     rank.update({n["id"]: i for i, n in enumerate(columns["role"])})
     columns["skill"].sort(key=lambda n: (centre(n, 1e9), n["label"]))
-    positions = {}
+    positions: dict[str, tuple[float, float]] = {}
     tallest = max((len(c) for c in columns.values()), default=1)
     for kind, nodes in columns.items():
         offset = (tallest - len(nodes)) * ROW_H / 2

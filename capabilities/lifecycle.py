@@ -455,9 +455,9 @@ def activate_skill(skill_id: str, role: str, *, actor: Any = None) -> SkillOpera
 def _check_cards(skill: Skill, cards: list[dict[str, Any]]) -> None:
     problems: dict[str, list[str]] = {}
     ids = [c["capability_id"] for c in cards]
-    for card in CapabilityCard.objects.filter(capability_id__in=ids).exclude(skill=skill).select_related("skill"):
-        owner = f"skill {card.skill.skill_id}" if card.skill_id else "a built-in card"
-        problems.setdefault(f"capabilities.{card.capability_id}", []).append(f"the id is taken by {owner}")
+    for taken_by in CapabilityCard.objects.filter(capability_id__in=ids).exclude(skill=skill).select_related("skill"):
+        owner = f"skill {taken_by.skill.skill_id}" if taken_by.skill else "a built-in card"
+        problems.setdefault(f"capabilities.{taken_by.capability_id}", []).append(f"the id is taken by {owner}")
     wanted = {}
     for card in cards:
         wanted[card["address"]] = card["name"]
@@ -472,10 +472,10 @@ def _check_cards(skill: Skill, cards: list[dict[str, Any]]) -> None:
     others = CapabilityCard.objects.filter(enabled=True).exclude(skill=skill).select_related("skill")
     for other in others:
         taken = {other.address} if other.address else set()
-        if other.skill_id:
+        if other.skill:
             taken.add(f"cap://{other.skill.skill_id}/{other.name}")
         for address in taken & set(wanted):
-            owner = f"skill {other.skill.skill_id}" if other.skill_id else f"card {other.capability_id}"
+            owner = f"skill {other.skill.skill_id}" if other.skill else f"card {other.capability_id}"
             problems.setdefault(f"capabilities.{wanted[address]}.address", []).append(
                 f"{address} is already served by {owner}"
             )

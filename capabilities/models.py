@@ -122,7 +122,7 @@ class CapabilityCard(models.Model):
         return self.capability_id
 
 
-def _scoped_unique(name: str, fields: list[str]) -> list[models.UniqueConstraint]:
+def _scoped_unique(name: str, fields: list[str]) -> list[models.BaseConstraint]:
     """One constraint for global rows (project NULL) and one for project rows."""
     return [
         models.UniqueConstraint(fields=fields, condition=Q(project__isnull=True), name=f"{name}_global"),

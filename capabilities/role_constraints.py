@@ -51,7 +51,7 @@ def bounds() -> dict[str, dict[str, int]]:
             out[name] = {"maxLength": FILE_SCOPE_MAX}
             continue
         limits = {"minimum": 0}
-        for validator in field.validators:
+        for validator in getattr(field, "validators", ()):
             if isinstance(validator, MinValueValidator):
                 limits["minimum"] = int(validator.limit_value)
             elif isinstance(validator, MaxValueValidator):

@@ -24,7 +24,7 @@ def operation_document(operation: SkillOperation) -> dict[str, Any]:
         "config": operation.config,
         "warnings": operation.warnings,
         "error": operation.error,
-        "actor": operation.actor.get_username() if operation.actor_id else None,
+        "actor": operation.actor.get_username() if operation.actor else None,
         "at": operation.created_at,
     }
 

@@ -35,7 +35,14 @@ DEFAULT_CATEGORY = "execution"
 DEFAULT_PRIORITY = 100
 """Seed 003 ``BaseProvider.getPriority()`` default."""
 
-_JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "object": dict,
+    "array": list,
+}
 _CONDITION = re.compile(r"^\s*(?P<metric>[a-z0-9_]+)\s*(?P<op><=|>=|==|!=|<|>)\s*(?P<value>\S+)\s*$")
 _DURATION = re.compile(r"^(?P<n>[0-9]+)(?P<unit>ms|s|m|h)$")
 HEALTH_STATES = ("HEALTHY", "DEGRADED", "UNHEALTHY")
@@ -66,8 +73,8 @@ class AlertCondition:
                 return value == self.threshold
             if self.op == "!=":
                 return value != self.threshold
-            order = {state: index for index, state in enumerate(HEALTH_STATES)}
-            left, right = order.get(str(value), 0), order[str(self.threshold)]
+            order = {state: float(index) for index, state in enumerate(HEALTH_STATES)}
+            left, right = order.get(str(value), 0.0), order[str(self.threshold)]
         else:
             left, right = float(value), float(self.threshold)
         return {

@@ -101,7 +101,7 @@ def card_spec(card: CapabilityCard, enabled: bool | None = None) -> CardSpec:
         enabled=card.enabled if enabled is None else enabled,
         executor=card.executor,
         executor_config=card.executor_config,
-        skill_id=card.skill.skill_id if card.skill_id else None,
+        skill_id=card.skill.skill_id if card.skill else None,
         capability_type=CapabilityType(card.capability_type),
         address=card.address or None,
     )
@@ -149,8 +149,8 @@ def governance_snapshot(
     if project is not None:
         for row in InvokePermission.objects.select_related("caller", "target").filter(project=project):
             cells[(row.caller.role, row.target.role)] = row.allowed
-        for row in ToolPermission.objects.select_related("role").filter(project=project):
-            tool_cells[(row.role.role, row.tool)] = row.mode
+        for tool_row in ToolPermission.objects.select_related("role").filter(project=project):
+            tool_cells[(tool_row.role.role, tool_row.tool)] = tool_row.mode
 
     return ConfigSnapshot.build(
         version=version,

@@ -266,6 +266,9 @@ def _convert(node: yaml.Node, path: str, document: YamlDocument, errors: list[Ya
             errors.append(YamlProblem(path, line, f"the tag {_tag_name(tag)} is not accepted (only plain YAML values)"))
             return None
         return [_convert(item, join_path(path, index), document, errors) for index, item in enumerate(node.value)]
+    if not isinstance(node, yaml.ScalarNode):
+        errors.append(YamlProblem(path, line, "not a plain YAML value"))
+        return None
     return _scalar(node, path, line, document, errors)
 
 

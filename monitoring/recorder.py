@@ -59,8 +59,9 @@ BATCH_WAIT_S = 0.05
 BatchListener = Callable[[list[RuntimeEvent]], None]
 
 
-def _dt(seconds: float | None) -> datetime | None:
-    return datetime.fromtimestamp(seconds, tz=UTC) if seconds is not None else None
+def _dt(seconds: float) -> datetime:
+    """Clock seconds -> aware UTC datetime."""
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 class _Flush:

@@ -24,7 +24,7 @@ def task_inputs(
     if task is None:
         raise TaskInputError(f"task '{task_id[:64]}' does not exist", "task_id")
     if project is not None and task.project_id not in (None, project.pk):
-        raise TaskInputError(f"task '{task.id}' belongs to project '{task.project.slug}'", "project")
+        raise TaskInputError(f"task '{task.id}' belongs to project '{task.project_id}'", "project")
     return (
         project or task.project,
         description or task.description,

@@ -301,11 +301,11 @@ def rollback(
     ``base_version`` out of date (409).
     """
     _check_type(template_type)
-    template = find_template(role, template_type, project)
     try:
-        target = get_version(template, version)
+        target = get_version(find_template(role, template_type, project), version)
     except NotFoundError as exc:
         raise PromptChangeError(exc.reason, "version", 404) from None
+    template = target.template
     active = _active(template)
     if active and (target.content, target.variables, target.language) == (
         active.content,
@@ -365,11 +365,11 @@ def activate(
     active version (409).
     """
     _check_type(template_type)
-    template = find_template(role, template_type, project)
     try:
-        target = get_version(template, version)
+        target = get_version(find_template(role, template_type, project), version)
     except NotFoundError as exc:
         raise PromptChangeError(exc.reason, "version", 404) from None
+    template = target.template
     note = _note(note) or f"Activate {target.version}"
     with transaction.atomic():
         _lock(role)

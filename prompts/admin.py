@@ -23,7 +23,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 class PromptVersionInline(admin.TabularInline):
     model = PromptVersion
     extra = 0
-    fields = ["version", "is_active", "language", "note", "rollback_of", "created_by", "created_at"]
+    fields = ("version", "is_active", "language", "note", "rollback_of", "created_by", "created_at")
     readonly_fields = fields
     can_delete = False
 

@@ -122,17 +122,20 @@ def _policy_errors(ast: nodes.Template) -> None:
         raise PromptRenderError(
             "prompt templates cannot extend, include or import other templates", kind="security", line=node.lineno
         )
-    for node in ast.find_all((nodes.Getattr, nodes.Getitem)):
-        name = node.attr if isinstance(node, nodes.Getattr) else _const_str(node.arg)
+    for access in ast.find_all((nodes.Getattr, nodes.Getitem)):
+        if isinstance(access, nodes.Getattr):
+            name: str | None = access.attr
+        else:
+            name = _const_str(access.arg) if isinstance(access, nodes.Getitem) else None
         if name is not None and name.startswith("_"):
             raise PromptRenderError(
-                f"access to attribute {name!r} is not allowed in prompt templates", kind="security", line=node.lineno
+                f"access to attribute {name!r} is not allowed in prompt templates", kind="security", line=access.lineno
             )
-    for node in ast.find_all((nodes.Filter, nodes.Test)):
-        registry, what = (ENV.filters, "filter") if isinstance(node, nodes.Filter) else (ENV.tests, "test")
-        if node.name not in registry:
-            removed = " (not available in prompt templates)" if node.name in REMOVED_FILTERS else ""
-            raise PromptRenderError(f"unknown {what} {node.name!r}{removed}", kind="syntax", line=node.lineno)
+    for call in ast.find_all((nodes.Filter, nodes.Test)):
+        registry, what = (ENV.filters, "filter") if isinstance(call, nodes.Filter) else (ENV.tests, "test")
+        if call.name not in registry:
+            removed = " (not available in prompt templates)" if call.name in REMOVED_FILTERS else ""
+            raise PromptRenderError(f"unknown {what} {call.name!r}{removed}", kind="syntax", line=call.lineno)
 
 
 def _const_str(node: nodes.Node) -> str | None:

@@ -310,7 +310,8 @@ def guard_loops(ast: nodes.Template) -> nodes.Template:
     for loop in ast.find_all(nodes.For):
         guard = nodes.EnvironmentAttribute("guarded_iter", lineno=loop.iter.lineno)
         loop.iter = nodes.Call(guard, [loop.iter], [], None, None, lineno=loop.iter.lineno)
-        loop.iter.set_environment(ast.environment)
+        if ast.environment is not None:
+            loop.iter.set_environment(ast.environment)
     return ast
 
 
@@ -448,7 +449,7 @@ class PromptSandbox(ImmutableSandboxedEnvironment):
             parts.append(text)
         return "".join(parts)
 
-    def concat(self, parts: Iterable[str]) -> str:  # type: ignore[override]
+    def concat(self, parts: Iterable[str]) -> str:
         """Buffers of macros, ``{% set %}`` blocks, ``{% filter %}`` and ``caller()``."""
         chunks = []
         total = 0

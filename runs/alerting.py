@@ -40,6 +40,7 @@ from monitoring.models import Alert, AlertRuleState, Message
 from runs.health import capability_status
 from runs.host_port import HostPort, runtime_of
 from teamclaw.runtime import Runtime
+from teamclaw.runtime.executors.provider import ProviderExecutor
 
 log = logging.getLogger(__name__)
 MIN_WINDOW_MS = 60_000
@@ -103,8 +104,10 @@ def _resolve_orphans(now_ms: int) -> list[dict[str, Any]]:
     for state in states:
         if state.rule.enabled and state.capability_id in active:
             continue
+        alert = state.alert
+        if alert is None:  # the query asked for open alerts only
+            continue
         with transaction.atomic():
-            alert = state.alert
             alert.resolved_at = _dt(now_ms)
             alert.details = {**alert.details, "resolved_because": "the rule or its capability is no longer active"}
             alert.save(update_fields=["resolved_at", "details"])
@@ -223,7 +226,7 @@ async def _card(runtime: Runtime, capability_id: str) -> Any:
 async def _failover(runtime: Runtime, capability_id: str) -> str:
     _, card = await _card(runtime, capability_id)
     executor = runtime.executors.get("provider")
-    if card is None or card.executor != "provider" or executor is None:
+    if card is None or card.executor != "provider" or not isinstance(executor, ProviderExecutor):
         return "failover: no alternative implementation (not a PROVIDER capability)"
     now = runtime.clock.now()
     order = executor.status(card, now)

@@ -24,6 +24,7 @@ from monitoring.models import Message
 from runs.host_port import HostPort, runtime_of
 from teamclaw.runtime import Runtime
 from teamclaw.runtime.config import ConfigSnapshot
+from teamclaw.runtime.executors.provider import ProviderExecutor
 
 OUTPUT_FAILURE_STREAK = 3
 """Consecutive ``output_invalid`` answers after which a capability is DEGRADED."""
@@ -96,7 +97,10 @@ async def _runtime_view(runtime: Runtime, capability_id: str) -> dict[str, Any] 
         if role in snapshot.roles and snapshot.roles[role].enabled
     )
     provider = runtime.executors.get("provider")
-    providers = provider.status(card, runtime.clock.now()) if provider and card.executor == "provider" else []
+    if isinstance(provider, ProviderExecutor) and card.executor == "provider":
+        providers = provider.status(card, runtime.clock.now())
+    else:
+        providers = []
     return {
         "enabled": card.enabled,
         "skill_id": card.skill_id,

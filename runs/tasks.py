@@ -103,7 +103,7 @@ def sample_requirement() -> str:
 def start_task(
     *,
     workflow: str,
-    input_markdown: str | None = None,
+    input_markdown: bytes | str | None = None,
     task_description: str = "",
     title: str = "",
     project: Project | None = None,

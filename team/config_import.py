@@ -170,7 +170,7 @@ class _Importer:
         for capability_id, spec in (self.data.get("capabilities") or {}).items():
             card = self.cards.get(capability_id)
             path = ["capabilities", capability_id]
-            if card is not None and card.skill_id:
+            if card is not None and card.skill is not None:
                 self.add(path, f"belongs to skill {card.skill.skill_id}; import the skill package instead")
                 continue
             executor = spec.get("executor")

@@ -63,7 +63,7 @@ def _constraint_fields(project: bool) -> dict[str, Any]:
 
 
 def _prompt() -> dict[str, Any]:
-    version = {
+    version: dict[str, Any] = {
         "type": "object",
         "additionalProperties": False,
         "required": ["version", "content"],

@@ -155,7 +155,7 @@ VERSION_REQUIRED = "this field is required: the version you loaded (optimistic c
 
 
 @extend_schema_field(OpenApiTypes.INT)
-class DocumentVersionField(serializers.Field):  # type: ignore[type-arg]
+class DocumentVersionField(serializers.Field):
     """The config document version the client loaded (optimistic concurrency): a whole
     number >= 0, required (``null`` counts as missing)."""
 
@@ -179,7 +179,7 @@ NOTE_MAX = 2000
 
 
 @extend_schema_field(OpenApiTypes.STR)
-class ChangeNoteField(serializers.Field):  # type: ignore[type-arg]
+class ChangeNoteField(serializers.Field):
     """The note of a config change: optional text up to ``NOTE_MAX`` characters, stripped
     (an empty or missing note is ``""``)."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -113,7 +114,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "teamclaw.sqlite3",
+            "NAME": str(DATA_DIR / "teamclaw.sqlite3"),
         }
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
@@ -199,7 +200,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- TeamClaw runtime defaults (PRD §4.7 constraint table; docs/architecture.md §3, §6). ---
-TEAMCLAW = {
+TEAMCLAW: dict[str, Any] = {
     "MAILBOX_CAPACITY": env_int("TEAMCLAW_MAILBOX_CAPACITY", 1000, minimum=1, maximum=1_000_000),
     "HEARTBEAT_INTERVAL_S": env_int("TEAMCLAW_HEARTBEAT_INTERVAL_S", 30, minimum=1, maximum=3600),
     "HEARTBEAT_TIMEOUT_S": env_int("TEAMCLAW_HEARTBEAT_TIMEOUT_S", 90, minimum=2, maximum=86400),

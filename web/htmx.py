@@ -23,8 +23,8 @@ class HtmxHttpRequest(HttpRequest):
 
 def wants_fragment(request: HttpRequest) -> bool:
     """True for an htmx request that is not a boosted navigation."""
-    htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.boosted
+    htmx: HtmxDetails | None = getattr(request, "htmx", None)
+    return htmx is not None and bool(htmx) and not htmx.boosted
 
 
 def fragment_or_page(

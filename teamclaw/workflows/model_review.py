@@ -315,7 +315,7 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str) -> dict
 
 # -- respond ---------------------------------------------------------------------
 async def _respond(call: ExecutionCall, session: ModelSession, me: str) -> dict[str, Any]:
-    mine = _artifacts(call, "review").get(me, (None, {"issues": []}))[1]
+    mine: dict[str, Any] = _artifacts(call, "review").get(me, (None, {"issues": []}))[1]
     evaluations = [data for _, data in _artifacts(call, "evaluate").values()]
     comments: dict[str, list[str]] = {}
     for evaluation in evaluations:

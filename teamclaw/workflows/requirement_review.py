@@ -120,7 +120,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
     elif mode == "evaluate":
         call.progress(40, "evaluating the other reviews")
         reviews = _artifacts(call, "review")
-        mine = reviews.pop(me, (None, {"issues": []}))[1]
+        mine: dict[str, Any] = reviews.pop(me, (None, {"issues": []}))[1]
         data = evaluate(me, mine, reviews)
         name, count = f"evaluate_{me}.json", len(data["responses"])
         summary = f"{count} comment(s) on {len(reviews)} other review(s)"

@@ -28,7 +28,7 @@ def alert_document(alert: Alert) -> dict[str, object]:
         "severity": alert.severity,
         "message": alert.message,
         "capabilityId": alert.capability_id or alert.details.get("capability_id") or None,
-        "rule": alert.rule.name if alert.rule_id else None,
+        "rule": alert.rule.name if alert.rule else None,
         "status": state,
         "details": alert.details,
         "createdAt": alert.created_at,
@@ -43,7 +43,7 @@ class AlertListView(APIView):
     def get(self, request: Request) -> Response:
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(filter_alerts(request.query_params), request, view=self)
-        return paginator.get_paginated_response([alert_document(a) for a in page])
+        return paginator.get_paginated_response([alert_document(a) for a in page or []])
 
 
 class AlertResolveView(APIView):

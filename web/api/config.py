@@ -3,7 +3,7 @@ import document's JSON Schema."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -12,6 +12,7 @@ from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -72,8 +73,11 @@ class DocumentFormatNegotiation(DefaultContentNegotiation):
     """Here ``?format=`` names the document format (yaml/json), not a DRF renderer:
     answer with the default (JSON) renderer whatever it says."""
 
-    def select_renderer(self, request: Request, renderers: list[Any], format_suffix: str | None = None) -> Any:
-        return renderers[0], renderers[0].media_type
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        first = next(iter(renderers))
+        return first, first.media_type
 
 
 class ConfigSchemaView(APIView):

@@ -113,7 +113,7 @@ class ContextListView(APIView):
             queryset = queryset.filter(role=params["role"])
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response([context_document(row) for row in page])
+        return paginator.get_paginated_response([context_document(row) for row in page or []])
 
 
 class ContextDetailView(APIView):
@@ -128,7 +128,12 @@ class ContextDetailView(APIView):
 
 
 class SnapshotCreateSerializer(api_fields.StrictSerializer):
-    label = api_fields.StrictCharField(required=False, allow_blank=True, max_length=context_actions.MAX_LABEL_CHARS)
+    """``{label?}``: what the manual snapshot is for (PRD §4.6 用户手动触发)."""
+
+    # DRF's serializer metaclass takes declared fields off the class: this does not shadow Field.label.
+    label = api_fields.StrictCharField(  # type: ignore[assignment]
+        required=False, allow_blank=True, max_length=context_actions.MAX_LABEL_CHARS
+    )
 
 
 class SnapshotListView(APIView):
@@ -142,7 +147,7 @@ class SnapshotListView(APIView):
             return _not_found(context_id)
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(row.snapshots.order_by("sequence", "created_at"), request, view=self)
-        return paginator.get_paginated_response([snapshot_document(s) for s in page])
+        return paginator.get_paginated_response([snapshot_document(s) for s in page or []])
 
     @extend_schema(request=SnapshotCreateSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, context_id: str) -> Response:

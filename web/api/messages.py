@@ -97,4 +97,4 @@ class MessageListView(APIView):
         queryset = queryset.order_by("seq" if params.get("order") == "asc" else "-seq")
         paginator = MessagePagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response([message_document(m) for m in page])
+        return paginator.get_paginated_response([message_document(m) for m in page or []])

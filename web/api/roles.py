@@ -148,7 +148,9 @@ class RoleExecutorView(APIView):
         if not isinstance(request.data, dict):
             raise ValidationError({"non_field_errors": ["send a JSON object with executor, model and endpoint"]})
         data = api_fields.read_body(RoleExecutorSerializer, request.data)
-        values = {name: data.get(name) if data.get(name) is not None else "" for name in EXECUTOR_FIELDS}
+        values: dict[str, Any] = {
+            name: data.get(name) if data.get(name) is not None else "" for name in EXECUTOR_FIELDS
+        }
         set_role_executor(obj, project, actor=request.user, **values)
         return Response(_executor_body(obj, request))
 

@@ -41,7 +41,9 @@ class YamlParser(BaseParser):
 
     media_type = "application/yaml"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> bytes:
+    def parse(  # type: ignore[override]  # request.data is then the raw bytes, which the view reads itself
+        self, stream: Any, media_type: str | None = None, parser_context: Any = None
+    ) -> bytes:
         return stream.read(MAX_SKILL_INDEX_BYTES + 1) if stream is not None else b""
 
 

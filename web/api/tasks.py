@@ -3,6 +3,8 @@ them, one task with its contexts and artifacts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -25,7 +27,7 @@ class DocumentField(api_fields.StrictCharField):
     """Markdown text whose checks (empty, size, binary) are runs.tasks.validate_document's,
     so the operator gets one clear reason instead of DRF's generic null-character message."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.validators = []
 
@@ -117,7 +119,7 @@ class TaskListView(APIView):
             queryset = queryset.filter(kind=kind)
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response([task_document(t, full=False) for t in page])
+        return paginator.get_paginated_response([task_document(t, full=False) for t in page or []])
 
 
 class TaskDetailView(APIView):

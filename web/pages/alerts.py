@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from monitoring.alerts import filter_alerts
 from monitoring.models import Alert
+from web.htmx import wants_fragment
 
 SEVERITIES = ("info", "warning", "critical")
 
@@ -31,7 +32,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "kinds": sorted(kinds),
         "query": "&".join(f"{k}={v}" for k, v in filters.items() if v),
     }
-    if request.htmx:
+    if wants_fragment(request):
         return render(request, "monitoring/_alert_rows.html", context)
     return render(request, "monitoring/alert_list.html", context)
 

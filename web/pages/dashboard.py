@@ -16,10 +16,8 @@ from team.snapshot import build_snapshot
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The team with its capabilities and the executor each role uses, active instances and
     recent tasks."""
-    roles = list(AgentRole.objects.prefetch_related("capabilities"))
     snapshot = build_snapshot()
-    for role in roles:
-        role.executor_info = role_executor(snapshot, role.role)
+    roles = [(role, role_executor(snapshot, role.role)) for role in AgentRole.objects.prefetch_related("capabilities")]
     instances = AgentInstance.objects.exclude(status="terminated")
     tasks = visible_tasks(request.user).filter(kind="task").select_related("project")[:10]
     entry_points = CapabilityCard.objects.filter(

@@ -6,6 +6,7 @@ reasons for bad input, 409 with the changes someone else saved meanwhile (the di
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib import messages
@@ -52,10 +53,8 @@ def _editor(
     status: int = 200,
 ) -> HttpResponse:
     doc = matrix_document(kind, project)
-    roles = {r.role: r for r in AgentRole.objects.all()}
     switched = dict(ProjectRoleOverride.objects.filter(project=project).values_list("role__role", "enabled"))
-    for role in roles.values():
-        role.effective_enabled = switched.get(role.role, role.enabled)  # what the runtime sees here
+    roles = {r.role: RoleHere.of(r, switched.get(r.role, r.enabled)) for r in AgentRole.objects.all()}
     which = "invoke" if kind is INVOKE else "tools"
     context = {
         "nav": "permissions",
@@ -79,6 +78,22 @@ def _editor(
         "what_if_url": scoped_url("matrix-what-if", project, which=which),
     }
     return render(request, "capabilities/matrix_editor.html", context, status=status)
+
+
+@dataclass(frozen=True)
+class RoleHere:
+    """A role as a matrix header shows it: ``effective_enabled`` is what the runtime sees in
+    the editor's scope (the project's switch, else the role's own)."""
+
+    role: str
+    display_name: str
+    emoji: str
+    is_builtin: bool
+    effective_enabled: bool
+
+    @classmethod
+    def of(cls, role: AgentRole, enabled: bool) -> RoleHere:
+        return cls(role.role, role.display_name, role.emoji, role.is_builtin, enabled)
 
 
 @require_http_methods(["GET", "POST"])

@@ -6,6 +6,7 @@ permission, checked in each view because htmx may request any partial."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,7 +23,7 @@ from monitoring.task_prompts import TaskInputError, task_inputs
 from prompts.access import can_edit_prompts
 from prompts.actions import PromptChangeError, activate, check_content, rollback, sample_values, save_version
 from prompts.diff import diff_texts
-from prompts.models import TEMPLATE_TYPES
+from prompts.models import TEMPLATE_TYPES, PromptVersion
 from prompts.queries import (
     NotFoundError,
     check_template_type,
@@ -36,6 +37,7 @@ from prompts.queries import (
 from prompts.render import MAX_TEMPLATE_CHARS, STANDARD_VARIABLES, PromptRenderError
 from prompts.versions import BUMPS, next_version, parse
 from team.prompt_preview import preview_role
+from web.htmx import wants_fragment
 
 HISTORY_PAGE_SIZE = 25
 
@@ -100,19 +102,31 @@ def prompt_template(request: HttpRequest, role: str, template_type: str) -> Http
             raise Http404(exc.reason) from None
     page = Paginator(versions, HISTORY_PAGE_SIZE).get_page(request.GET.get("page"))
     newer = _newer_than(active)
+    rows = []
     for version in page.object_list:
-        version.is_draft = not version.is_active and newer(version.version)
         # "diff with active" reads in time order: from the older of the two to the newer.
-        if active is not None:
-            version.diff_from, version.diff_to = sorted((version, active), key=lambda v: v.pk)
+        older, later = sorted((version, active), key=lambda v: v.pk) if active is not None else (version, version)
+        rows.append(HistoryRow(version, not version.is_active and newer(version.version), older, later))
     scope.update(
         active=active,
         shown=shown,
         page=page,
+        rows=rows,
         all_versions=list(versions.values_list("version", flat=True)),
         template_url=_template_url(scope),
     )
     return render(request, "prompts/template.html", scope)
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One version in a template's history: a ``draft`` is newer than the active version and
+    not active; ``diff_from``/``diff_to`` order it and the active version in time."""
+
+    v: PromptVersion
+    is_draft: bool
+    diff_from: PromptVersion
+    diff_to: PromptVersion
 
 
 def _newer_than(active: Any) -> Any:
@@ -345,6 +359,6 @@ def prompt_layers(request: HttpRequest, role: str) -> HttpResponse:
     except PromptRenderError as exc:
         result["error"] = exc.message
     scope.update(form=form, result=result)
-    if request.htmx:
+    if wants_fragment(request):
         return render(request, "prompts/layers.html#result", scope)
     return render(request, "prompts/layers.html", scope)

@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 from monitoring import replay
 from monitoring.models import ExecutionContext, Snapshot
 from monitoring.sequence import sequence_diagram
+from web.htmx import wants_fragment
 from web.pages.contexts import visible_context
 
 
@@ -49,7 +50,7 @@ def replay_page(request: HttpRequest, context_id: str) -> HttpResponse:
         "errors": errors,
         "window": _window(timeline, current["index"]),
     }
-    template = "monitoring/replay.html#main" if request.htmx and not request.htmx.boosted else "monitoring/replay.html"
+    template = "monitoring/replay.html#main" if wants_fragment(request) else "monitoring/replay.html"
     return render(request, template, context, status=400 if errors else 200)
 
 

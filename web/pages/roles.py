@@ -237,9 +237,8 @@ def role_new(request: HttpRequest) -> HttpResponse:
                 }
             )
         else:
-            messages.success(
-                request, f"Role {result.document['role']} created (config version {result.change.new_version})."
-            )
+            version = f" (config version {result.change.new_version})" if result.change else ""
+            messages.success(request, f"Role {result.document['role']} created{version}.")
             return redirect("role-detail", role=result.document["role"])
     return render(
         request,

@@ -48,7 +48,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
         upload = request.FILES.get("document")
         raw: bytes | str | None = upload.read(max_document_bytes() + 1) if upload else form["input_markdown"]
         project = Project.objects.filter(slug=form["project"]).first() if form["project"] else None
-        if upload is not None and upload.size > max_document_bytes():
+        if upload is not None and (upload.size or 0) > max_document_bytes():
             error = f"the file is {upload.size:,} bytes; the limit is {max_document_bytes():,} bytes"
         elif form["project"] and project is None:
             error = f"project '{form['project']}' does not exist"
