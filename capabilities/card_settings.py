@@ -74,41 +74,46 @@ def check_card_edit(card: CapabilityCard, data: Any, project: Project | None) ->
         else:
             problems.add("enabled", "must be true or false" + (" (or null to inherit)" if project else ""))
     if project is None:
-        for name, limit in (("name", 200), ("description", 5000)):
-            if name in data:
-                value = data[name]
-                if not isinstance(value, str) or not value.strip():
-                    problems.add(name, "must be a non-blank string")
-                elif len(value) > limit:
-                    problems.add(name, f"must be at most {limit} characters")
-                else:
-                    clean[name] = value.strip()
-        if "timeout" in data:
-            value = data["timeout"]
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3600:
-                problems.add("timeout", "must be a whole number of seconds between 1 and 3600")
-            else:
-                clean["timeout_s"] = value
-        if "tags" in data:
-            value = data["tags"]
-            if not isinstance(value, list) or not all(isinstance(t, str) and 0 < len(t) <= 50 for t in value):
-                problems.add("tags", "must be a list of strings of 1-50 characters")
-            elif len(value) > MAX_TAGS:
-                problems.add("tags", f"at most {MAX_TAGS} tags")
-            else:
-                clean["tags"] = list(dict.fromkeys(value))
-        if "owner_roles" in data:
-            value = data["owner_roles"]
-            known = set(AgentRole.objects.values_list("role", flat=True))
-            if not isinstance(value, list) or not value or not all(isinstance(r, str) for r in value):
-                problems.add("owner_roles", "must be a non-empty list of role slugs")
-            else:
-                for role in value:
-                    if role not in known:
-                        problems.add("owner_roles", f"unknown role {role!r}")
-                clean["owner_roles"] = sorted(set(value))
+        _check_global_fields(data, problems, clean)
     problems.raise_if_any()
     return clean
+
+
+def _check_global_fields(data: dict[str, Any], problems: Problems, clean: dict[str, Any]) -> None:
+    """The fields a card has globally only: name, description, timeout (s), tags, owners."""
+    for name, limit in (("name", 200), ("description", 5000)):
+        if name in data:
+            value = data[name]
+            if not isinstance(value, str) or not value.strip():
+                problems.add(name, "must be a non-blank string")
+            elif len(value) > limit:
+                problems.add(name, f"must be at most {limit} characters")
+            else:
+                clean[name] = value.strip()
+    if "timeout" in data:
+        value = data["timeout"]
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 3600:
+            problems.add("timeout", "must be a whole number of seconds between 1 and 3600")
+        else:
+            clean["timeout_s"] = value
+    if "tags" in data:
+        value = data["tags"]
+        if not isinstance(value, list) or not all(isinstance(t, str) and 0 < len(t) <= 50 for t in value):
+            problems.add("tags", "must be a list of strings of 1-50 characters")
+        elif len(value) > MAX_TAGS:
+            problems.add("tags", f"at most {MAX_TAGS} tags")
+        else:
+            clean["tags"] = list(dict.fromkeys(value))
+    if "owner_roles" in data:
+        value = data["owner_roles"]
+        known = set(AgentRole.objects.values_list("role", flat=True))
+        if not isinstance(value, list) or not value or not all(isinstance(r, str) for r in value):
+            problems.add("owner_roles", "must be a non-empty list of role slugs")
+        else:
+            for role in value:
+                if role not in known:
+                    problems.add("owner_roles", f"unknown role {role!r}")
+            clean["owner_roles"] = sorted(set(value))
 
 
 def update_capability(

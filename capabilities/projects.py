@@ -90,37 +90,46 @@ def check_fields(data: Any, *, creating: bool) -> dict[str, Any]:
         if name not in FIELDS and name != "slug":
             problems.add(name, unknown_field_reason(request_fields))
     if creating:
-        slug = data.get("slug")
-        if not isinstance(slug, str) or not slug:
-            problems.add("slug", "this field is required")
-        elif not SLUG.match(slug):
-            problems.add("slug", "use 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit")
-        elif Project.objects.filter(slug=slug).exists():
-            problems.add("slug", f"project {slug!r} already exists")
-        else:
-            clean["slug"] = slug
-        if "name" not in data:
-            problems.add("name", "this field is required")
+        _check_slug(data, problems, clean)
     elif "slug" in data:
         problems.add("slug", "a project's slug cannot change")
     for name, limit in FIELDS.items():
-        if name not in data:
-            continue
-        value = data[name]
-        if not isinstance(value, str):
-            problems.add(name, f"must be a string, not {json_type_name(value)}")
-            continue
-        value = value.strip()
-        if name == "name" and not value:
-            problems.add(name, "must not be blank")
-        elif len(value) > limit:
-            problems.add(name, f"must be at most {limit} characters")
-        elif name == "working_directory" and (reason := working_directory_problem(value)):
-            problems.add(name, reason)
-        else:
-            clean[name] = value
+        if name in data:
+            _check_text(name, data[name], limit, problems, clean)
     problems.raise_if_any()
     return clean
+
+
+def _check_slug(data: dict[str, Any], problems: Problems, clean: dict[str, Any]) -> None:
+    """A new project's slug (required, well formed, not taken) and its required name."""
+    slug = data.get("slug")
+    if not isinstance(slug, str) or not slug:
+        problems.add("slug", "this field is required")
+    elif not SLUG.match(slug):
+        problems.add("slug", "use 1-64 lowercase letters, digits, '-' or '_', starting with a letter or digit")
+    elif Project.objects.filter(slug=slug).exists():
+        problems.add("slug", f"project {slug!r} already exists")
+    else:
+        clean["slug"] = slug
+    if "name" not in data:
+        problems.add("name", "this field is required")
+
+
+def _check_text(name: str, value: Any, limit: int, problems: Problems, clean: dict[str, Any]) -> None:
+    """One text field: a string of at most ``limit`` characters once stripped; ``name`` not
+    blank; ``working_directory`` a usable absolute path."""
+    if not isinstance(value, str):
+        problems.add(name, f"must be a string, not {json_type_name(value)}")
+        return
+    value = value.strip()
+    if name == "name" and not value:
+        problems.add(name, "must not be blank")
+    elif len(value) > limit:
+        problems.add(name, f"must be at most {limit} characters")
+    elif name == "working_directory" and (reason := working_directory_problem(value)):
+        problems.add(name, reason)
+    else:
+        clean[name] = value
 
 
 def add_project(data: Any, *, note: str = "", actor: Any = None) -> tuple[ConfigChange | None, Project]:

@@ -136,6 +136,61 @@ def _tool_modes(problems: Problems, permissions: dict[str, Any]) -> dict[str, st
     return {tool: modes.get(tool, ToolMode.DENY.value) for tool in TOOLS}
 
 
+PERMISSION_FIELDS = frozenset(
+    {
+        "can_invoke",
+        "can_be_invoked_by",
+        "allowed_tools",
+        "denied_tools",
+        "requires_user_confirmation",
+        "max_concurrent_instances",
+    }
+)
+"""The fields of a new role's ``permissions`` (PRD §4.1 PermissionSet)."""
+
+
+def _check_slug(problems: Problems, slug: Any) -> None:
+    """A new role's slug: given, well formed, not reserved, not taken (ignoring case)."""
+    if not isinstance(slug, str) or not slug:
+        problems.add("role", "this field is required")
+    elif not _SLUG.match(slug):
+        problems.add("role", "use 2-40 letters, digits or '_', starting with a lowercase letter")
+    elif slug in RESERVED_SLUGS:
+        problems.add("role", f"{slug!r} is reserved")
+    else:
+        clash = AgentRole.objects.filter(role__iexact=slug).values_list("role", flat=True).first()
+        if clash == slug:
+            problems.add("role", f"role {slug!r} already exists")
+        elif clash:
+            problems.add("role", f"role {clash!r} already exists; slugs may not differ only in case")
+
+
+def _capabilities(problems: Problems, capabilities: Any) -> list[str]:
+    """The cards a new role will also offer: known ones, not a skill's; without repeats."""
+    if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
+        problems.add("capabilities", "must be a list of capability ids")
+        return []
+    cards = {c.capability_id: c for c in CapabilityCard.objects.filter(capability_id__in=capabilities)}
+    for capability_id in capabilities:
+        card = cards.get(capability_id)
+        if card is None:
+            problems.add("capabilities", f"unknown capability {capability_id!r}")
+        elif card.skill_id:
+            problems.add("capabilities", f"{capability_id!r} belongs to a skill; its owners come from the skill")
+    return list(dict.fromkeys(capabilities))
+
+
+def _permissions(problems: Problems, permissions: Any) -> dict[str, Any]:
+    """A new role's ``permissions`` object, its unknown fields refused ({} if not an object)."""
+    if not isinstance(permissions, dict):
+        problems.add("permissions", "must be an object (PRD §4.1 PermissionSet)")
+        return {}
+    for name in permissions:
+        if name not in PERMISSION_FIELDS:
+            problems.add(f"permissions.{name}", "unknown permission field")
+    return permissions
+
+
 def check_new_role(data: Any) -> dict[str, Any]:
     """Validate a US-09 custom role request; returns the cleaned spec.
 
@@ -153,18 +208,7 @@ def check_new_role(data: Any) -> dict[str, Any]:
     problems = Problems()
     problems.extend(unknown_field_errors(data, (*NEW_ROLE_FIELDS, "note")))
     slug = data.get("role")
-    if not isinstance(slug, str) or not slug:
-        problems.add("role", "this field is required")
-    elif not _SLUG.match(slug):
-        problems.add("role", "use 2-40 letters, digits or '_', starting with a lowercase letter")
-    elif slug in RESERVED_SLUGS:
-        problems.add("role", f"{slug!r} is reserved")
-    else:
-        clash = AgentRole.objects.filter(role__iexact=slug).values_list("role", flat=True).first()
-        if clash == slug:
-            problems.add("role", f"role {slug!r} already exists")
-        elif clash:
-            problems.add("role", f"role {clash!r} already exists; slugs may not differ only in case")
+    _check_slug(problems, slug)
     spec: dict[str, Any] = {"role": slug}
     spec["display_name"] = _text(problems, data, "display_name", 100, required=True)
     spec["emoji"] = _text(problems, data, "emoji", 16) or ""
@@ -173,32 +217,8 @@ def check_new_role(data: Any) -> dict[str, Any]:
     known = set(AgentRole.objects.values_list("role", flat=True))
     if isinstance(slug, str):
         known.add(slug)
-    capabilities = data.get("capabilities") or []
-    if not isinstance(capabilities, list) or not all(isinstance(c, str) for c in capabilities):
-        problems.add("capabilities", "must be a list of capability ids")
-        capabilities = []
-    cards = {c.capability_id: c for c in CapabilityCard.objects.filter(capability_id__in=capabilities)}
-    for capability_id in capabilities:
-        card = cards.get(capability_id)
-        if card is None:
-            problems.add("capabilities", f"unknown capability {capability_id!r}")
-        elif card.skill_id:
-            problems.add("capabilities", f"{capability_id!r} belongs to a skill; its owners come from the skill")
-    spec["capabilities"] = list(dict.fromkeys(capabilities))
-    permissions = data.get("permissions") or {}
-    if not isinstance(permissions, dict):
-        problems.add("permissions", "must be an object (PRD §4.1 PermissionSet)")
-        permissions = {}
-    for name in permissions:
-        if name not in {
-            "can_invoke",
-            "can_be_invoked_by",
-            "allowed_tools",
-            "denied_tools",
-            "requires_user_confirmation",
-            "max_concurrent_instances",
-        }:
-            problems.add(f"permissions.{name}", "unknown permission field")
+    spec["capabilities"] = _capabilities(problems, data.get("capabilities") or [])
+    permissions = _permissions(problems, data.get("permissions") or {})
     spec["can_invoke"] = _role_list(problems, "permissions.can_invoke", permissions.get("can_invoke"), known)
     default_callers = ["main"] if "main" in known else []
     spec["can_be_invoked_by"] = _role_list(

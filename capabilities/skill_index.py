@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +196,14 @@ def normalise_dependency(dependency: str | dict[str, Any]) -> dict[str, Any]:
     }
 
 
+Add = Callable[[str, str], None]
+"""``add(path, message)``: note a problem of the document at ``path``."""
+
+
 def _semantic_problems(yaml_document: YamlDocument) -> list[YamlProblem]:
+    """What the JSON Schema cannot see: repeated names and addresses, bad defaults, a skill
+    depending on itself, invalid function schemas, implementations outside PROVIDER skills,
+    alert rules that cannot be read. Sorted by line."""
     problems: list[YamlProblem] = []
 
     def add(path: str, message: str) -> None:
@@ -203,7 +211,15 @@ def _semantic_problems(yaml_document: YamlDocument) -> list[YamlProblem]:
 
     document = yaml_document.data
     skill = document["skill"]
-    skill_id = skill["id"]
+    names = _check_capabilities(skill, add)
+    _check_dependencies(skill, add)
+    _check_functions_and_implementations(skill, add)
+    _check_alert_rules(document, names, add)
+    return sorted(problems, key=lambda p: (p.line, p.path))
+
+
+def _check_capabilities(skill: dict[str, Any], add: Add) -> dict[str, str]:
+    """Each capability's name, address and parameters; returns name -> its path."""
     names: dict[str, str] = {}
     addresses: dict[str, str] = {}
     for index, capability in enumerate(skill.get("capabilities") or []):
@@ -213,7 +229,7 @@ def _semantic_problems(yaml_document: YamlDocument) -> list[YamlProblem]:
             add(join_path(path, "name"), f"capability {name!r} is declared twice (first at {names[name]})")
             continue
         names[name] = path
-        address = capability.get("address") or f"cap://{skill_id}/{name}"
+        address = capability.get("address") or f"cap://{skill['id']}/{name}"
         try:
             parsed = parse_address(address)
         except AddressError as exc:
@@ -224,19 +240,29 @@ def _semantic_problems(yaml_document: YamlDocument) -> list[YamlProblem]:
         if parsed.base in addresses:
             add(join_path(path, "address"), f"{parsed.base} is already the address of {addresses[parsed.base]}")
         addresses[parsed.base] = name
-        seen_params: set[str] = set()
-        for p_index, parameter in enumerate(capability.get("inputParameters") or []):
-            p_path = f"{path}.inputParameters[{p_index}]"
-            if parameter["name"] in seen_params:
-                add(join_path(p_path, "name"), f"parameter {parameter['name']!r} is declared twice")
-            seen_params.add(parameter["name"])
-            if "defaultValue" in parameter and not _fits(parameter["type"], parameter["defaultValue"]):
-                add(join_path(p_path, "defaultValue"), f"the default is not of the declared type {parameter['type']}")
-        seen_outputs: set[str] = set()
-        for o_index, parameter in enumerate(capability.get("outputParameters") or []):
-            if parameter["name"] in seen_outputs:
-                add(f"{path}.outputParameters[{o_index}].name", f"output {parameter['name']!r} is declared twice")
-            seen_outputs.add(parameter["name"])
+        _check_parameters(capability, path, add)
+    return names
+
+
+def _check_parameters(capability: dict[str, Any], path: str, add: Add) -> None:
+    """A capability's input parameters (unique, defaults of their type) and outputs (unique)."""
+    seen_params: set[str] = set()
+    for p_index, parameter in enumerate(capability.get("inputParameters") or []):
+        p_path = f"{path}.inputParameters[{p_index}]"
+        if parameter["name"] in seen_params:
+            add(join_path(p_path, "name"), f"parameter {parameter['name']!r} is declared twice")
+        seen_params.add(parameter["name"])
+        if "defaultValue" in parameter and not _fits(parameter["type"], parameter["defaultValue"]):
+            add(join_path(p_path, "defaultValue"), f"the default is not of the declared type {parameter['type']}")
+    seen_outputs: set[str] = set()
+    for o_index, parameter in enumerate(capability.get("outputParameters") or []):
+        if parameter["name"] in seen_outputs:
+            add(f"{path}.outputParameters[{o_index}].name", f"output {parameter['name']!r} is declared twice")
+        seen_outputs.add(parameter["name"])
+
+
+def _check_dependencies(skill: dict[str, Any], add: Add) -> None:
+    """Dependencies are readable and never the skill itself."""
     for index, dependency in enumerate(skill.get("dependencies") or []):
         path = f"skill.dependencies[{index}]"
         if isinstance(dependency, str):
@@ -248,8 +274,12 @@ def _semantic_problems(yaml_document: YamlDocument) -> list[YamlProblem]:
             target_skill = target.skill_id
         else:
             target_skill = dependency["skillId"]
-        if target_skill == skill_id:
+        if target_skill == skill["id"]:
             add(path, "a skill cannot depend on itself")
+
+
+def _check_functions_and_implementations(skill: dict[str, Any], add: Add) -> None:
+    """LLM function schemas are valid; implementations belong to PROVIDER skills, once each."""
     for index, function in enumerate((skill.get("llmConfig") or {}).get("functions") or []):
         if "parameters" in function:
             try:
@@ -264,6 +294,10 @@ def _semantic_problems(yaml_document: YamlDocument) -> list[YamlProblem]:
         if implementation["provider"] in providers:
             add(f"skill.implementations[{index}].provider", f"provider {implementation['provider']!r} is listed twice")
         providers.add(implementation["provider"])
+
+
+def _check_alert_rules(document: dict[str, Any], names: dict[str, str], add: Add) -> None:
+    """Each alert rule's condition and duration can be read; its capability is declared."""
     for index, rule in enumerate((document.get("alerting") or {}).get("rules") or []):
         path = f"alerting.rules[{index}]"
         try:
@@ -276,7 +310,6 @@ def _semantic_problems(yaml_document: YamlDocument) -> list[YamlProblem]:
             add(join_path(path, "duration"), str(exc))
         if rule.get("capability") and rule["capability"] not in names:
             add(join_path(path, "capability"), f"the skill declares no capability {rule['capability']!r}")
-    return sorted(problems, key=lambda p: (p.line, p.path))
 
 
 def _fits(kind: str, value: Any) -> bool:

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from capabilities.published_schemas import schema_problems
-from capabilities.strict_yaml import YamlError, YamlProblem, read_yaml
+from capabilities.strict_yaml import YamlDocument, YamlError, YamlProblem, read_yaml
 from teamclaw.runtime.address import AddressError, is_address, parse_address
 from teamclaw.runtime.config import CapabilityType, CardSpec, ConfigSnapshot
 
@@ -85,6 +86,10 @@ def _successors(step: dict[str, Any], following: str | None) -> list[str]:
     return [] if target in (None, END) else [target]
 
 
+Add = Callable[[str, str], None]
+"""``add(path, message)``: note a problem of the document at ``path``."""
+
+
 def read_workflow(raw: bytes | str, snapshot: ConfigSnapshot) -> WorkflowSpec:
     """Read and validate a workflow against the registry in ``snapshot`` (module docstring).
 
@@ -104,6 +109,21 @@ def read_workflow(raw: bytes | str, snapshot: ConfigSnapshot) -> WorkflowSpec:
 
     flow = document.data["orchestration"]
     steps: list[dict[str, Any]] = flow["steps"]
+    index, default_in_cases = _check_steps(steps, add)
+    _check_targets(steps, index, default_in_cases, add)
+    if problems:
+        raise WorkflowError(sorted(problems, key=lambda p: (p.line, p.path)))
+    before = _check_graph(steps, add)
+    _check_capabilities(steps, snapshot, document, warnings, index, before, add)
+    if problems:
+        raise WorkflowError(sorted(problems, key=lambda p: (p.line, p.path)))
+    definition = {"id": flow["id"], "name": flow["name"], "steps": steps}
+    return WorkflowSpec(flow["id"], flow["name"], flow.get("description", ""), definition, warnings)
+
+
+def _check_steps(steps: list[dict[str, Any]], add: Add) -> tuple[dict[str, int], set[int]]:
+    """Check each step's id and shape; ``(step id -> position, positions whose default was
+    given among the cases)``. A switch's ``cases.default`` moves to its ``default``."""
     index: dict[str, int] = {}
     default_in_cases: set[int] = set()
     for position, step in enumerate(steps):
@@ -115,26 +135,39 @@ def read_workflow(raw: bytes | str, snapshot: ConfigSnapshot) -> WorkflowSpec:
         else:
             index[step["id"]] = position
         if step.get("type") == "switch":
-            for key in ("capability", "input", "output", "next"):
-                if key in step:
-                    add(f"{path}.{key}", "a switch step has no " + key + " (its cases say where to go)")
-            if "condition" not in step:
-                add(f"{path}.condition", "this field is required")
-            cases = dict(step.get("cases") or {})
-            if "default" in cases:
-                if "default" in step:
-                    add(f"{path}.cases.default", "default is given twice (cases.default and default)")
-                step["default"] = cases.pop("default")
-                step["cases"] = cases
+            if _check_switch(step, path, add):
                 default_in_cases.add(position)
-            if not cases:
-                add(f"{path}.cases", "a switch needs at least one case")
         else:
             for key in ("condition", "cases", "default"):
                 if key in step:
                     add(f"{path}.{key}", "only a switch step (type: switch) has " + key)
             if "capability" not in step:
                 add(f"{path}.capability", "this field is required")
+    return index, default_in_cases
+
+
+def _check_switch(step: dict[str, Any], path: str, add: Add) -> bool:
+    """Check a switch step; True when its default came as ``cases.default`` (moved)."""
+    for key in ("capability", "input", "output", "next"):
+        if key in step:
+            add(f"{path}.{key}", "a switch step has no " + key + " (its cases say where to go)")
+    if "condition" not in step:
+        add(f"{path}.condition", "this field is required")
+    cases = dict(step.get("cases") or {})
+    moved = False
+    if "default" in cases:
+        if "default" in step:
+            add(f"{path}.cases.default", "default is given twice (cases.default and default)")
+        step["default"] = cases.pop("default")
+        step["cases"] = cases
+        moved = True
+    if not cases:
+        add(f"{path}.cases", "a switch needs at least one case")
+    return moved
+
+
+def _check_targets(steps: list[dict[str, Any]], index: dict[str, int], default_in_cases: set[int], add: Add) -> None:
+    """Every ``next`` (of a step, a case, a default) names a step or ``end``."""
     ids = [s["id"] for s in steps]
 
     def check_target(path: str, target: str) -> None:
@@ -151,10 +184,12 @@ def read_workflow(raw: bytes | str, snapshot: ConfigSnapshot) -> WorkflowSpec:
         if step.get("default"):
             where = "cases.default" if position in default_in_cases else "default"
             check_target(f"{path}.{where}.next", step["default"]["next"])
-    if problems:
-        raise WorkflowError(sorted(problems, key=lambda p: (p.line, p.path)))
 
-    # graph: reachability from the first step, loops, who can run before whom
+
+def _check_graph(steps: list[dict[str, Any]], add: Add) -> dict[str, set[str]]:
+    """Reachability from the first step and loops; returns, for each step, the steps that can
+    run before it."""
+    ids = [s["id"] for s in steps]
     graph = {
         step["id"]: _successors(step, steps[p + 1]["id"] if p + 1 < len(steps) else None)
         for p, step in enumerate(steps)
@@ -167,9 +202,20 @@ def read_workflow(raw: bytes | str, snapshot: ConfigSnapshot) -> WorkflowSpec:
     if cycle:
         add("orchestration.steps", "the steps loop: " + " -> ".join(cycle) + " (a workflow must end)")
     reach = {sid: _reach(graph, sid) for sid in ids}
-    before = {sid: {a for a in ids if a != sid and sid in reach[a]} for sid in ids}
+    return {sid: {a for a in ids if a != sid and sid in reach[a]} for sid in ids}
 
-    # capabilities and references
+
+def _check_capabilities(
+    steps: list[dict[str, Any]],
+    snapshot: ConfigSnapshot,
+    document: YamlDocument,
+    warnings: list[YamlProblem],
+    index: dict[str, int],
+    before: dict[str, set[str]],
+    add: Add,
+) -> None:
+    """Each invoke step's capability (resolved into ``capability_id``), its params, and every
+    ``${...}`` reference of its input, condition and output."""
     cards: dict[str, CardSpec] = {}
     for position, step in enumerate(steps):
         path = f"orchestration.steps[{position}]"
@@ -185,10 +231,6 @@ def read_workflow(raw: bytes | str, snapshot: ConfigSnapshot) -> WorkflowSpec:
         for ref in references(step.get("output")):
             if not (ref == "result" or ref.startswith("result.")):
                 _check_reference(ref, step, "output", f"{path}.output", before, index, steps, cards, add)
-    if problems:
-        raise WorkflowError(sorted(problems, key=lambda p: (p.line, p.path)))
-    definition = {"id": flow["id"], "name": flow["name"], "steps": steps}
-    return WorkflowSpec(flow["id"], flow["name"], flow.get("description", ""), definition, warnings)
 
 
 def _reach(graph: dict[str, list[str]], start: str) -> set[str]:

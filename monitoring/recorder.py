@@ -16,6 +16,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -162,6 +163,79 @@ def payload_param(vendor: str) -> Callable[[str], Any]:
     return _as_is
 
 
+@dataclass
+class BatchRows:
+    """A batch of events coalesced into the rows it writes: a message queued then delivered
+    is one row with its final status, a context changed ten times is written once."""
+
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    instances: dict[str, InstanceReport] = field(default_factory=dict)
+    contexts: dict[str, Any] = field(default_factory=dict)
+    snapshots: list[Snapshot] = field(default_factory=list)
+    new_messages: dict[str, list[Any]] = field(default_factory=dict)
+    status_updates: dict[str, tuple[str, str]] = field(default_factory=dict)
+    artifacts: dict[tuple[str, str], Artifact] = field(default_factory=dict)
+    confirmations: dict[str, ConfirmationState] = field(default_factory=dict)
+    alerts: list[Alert] = field(default_factory=list)
+
+    def take(self, event: RuntimeEvent) -> None:
+        """Fold ``event`` into the rows."""
+        match event:
+            case MessageSent(message=message, status=status, reason=reason, project_id=project_id):
+                new_row = message_row(message, str(status), reason, project_id)
+                new_row[EVENT_SEQ] = event.seq
+                self.new_messages[message.id] = new_row
+            case MessageStatusChanged(message=message, status=status, reason=reason):
+                row = self.new_messages.get(message.id)
+                if row is not None:
+                    row[STATUS] = str(status)
+                    row[REASON] = (reason or "")[:300]
+                else:
+                    self.status_updates[message.id] = (str(status), (reason or "")[:300])
+            case ContextChanged(context=context):
+                self.contexts[context.id] = context
+            case SnapshotTaken(snapshot=snap):
+                self.snapshots.append(
+                    Snapshot(
+                        id=snap.id,
+                        context_id=snap.context_id,
+                        type=snap.type,
+                        trigger=snap.trigger[:200],
+                        label=(snap.label or "")[:300],
+                        sequence=snap.sequence,
+                        state=snap.state,
+                        created_at=_dt(snap.created_at),
+                        event_seq=event.seq,
+                    )
+                )
+            case TaskStarted() | TaskFinished():
+                self.tasks.setdefault(event.task_id, {}).update(event.as_dict())
+            case InstanceChanged(instance=instance):
+                self.instances[instance.instance_id] = instance
+            case ArtifactWritten():
+                self.artifacts[(event.task_id, event.name)] = Artifact(
+                    task_id=event.task_id,
+                    name=event.name,
+                    content=event.content,
+                    content_type=event.content_type,
+                    role=event.role,
+                    context_id=event.context_id or "",
+                    created_at=_dt(event.at),
+                )
+            case ConfirmationChanged(confirmation=confirmation):
+                self.confirmations[confirmation.id] = confirmation
+            case AlertRaised():
+                self.alerts.append(
+                    Alert(
+                        kind=event.alert_kind[:32],
+                        severity=event.severity[:10],
+                        message=event.message,
+                        details=dict(event.details),
+                        created_at=_dt(event.at),
+                    )
+                )
+
+
 class Recorder:
     """Event sink that writes batches to the database from its own thread."""
 
@@ -290,96 +364,33 @@ class Recorder:
     # -- writing ----------------------------------------------------------------------
     def write(self, batch: list[RuntimeEvent]) -> None:
         """Write one batch of events in a single transaction (coalesced, see module doc)."""
-        tasks: dict[str, dict[str, Any]] = {}
-        instances: dict[str, InstanceReport] = {}
-        contexts: dict[str, Any] = {}
-        snapshots: list[Snapshot] = []
-        new_messages: dict[str, list[Any]] = {}
-        status_updates: dict[str, tuple[str, str]] = {}
-        artifacts: dict[tuple[str, str], Artifact] = {}
-        confirmations: dict[str, ConfirmationState] = {}
-        alerts: list[Alert] = []
-
+        rows = BatchRows()
         for event in batch:
-            match event:
-                case MessageSent(message=message, status=status, reason=reason, project_id=project_id):
-                    new_row = message_row(message, str(status), reason, project_id)
-                    new_row[EVENT_SEQ] = event.seq
-                    new_messages[message.id] = new_row
-                case MessageStatusChanged(message=message, status=status, reason=reason):
-                    row = new_messages.get(message.id)
-                    if row is not None:
-                        row[STATUS] = str(status)
-                        row[REASON] = (reason or "")[:300]
-                    else:
-                        status_updates[message.id] = (str(status), (reason or "")[:300])
-                case ContextChanged(context=context):
-                    contexts[context.id] = context
-                case SnapshotTaken(snapshot=snap):
-                    snapshots.append(
-                        Snapshot(
-                            id=snap.id,
-                            context_id=snap.context_id,
-                            type=snap.type,
-                            trigger=snap.trigger[:200],
-                            label=(snap.label or "")[:300],
-                            sequence=snap.sequence,
-                            state=snap.state,
-                            created_at=_dt(snap.created_at),
-                            event_seq=event.seq,
-                        )
-                    )
-                case TaskStarted() | TaskFinished():
-                    tasks.setdefault(event.task_id, {}).update(event.as_dict())
-                case InstanceChanged(instance=instance):
-                    instances[instance.instance_id] = instance
-                case ArtifactWritten():
-                    artifacts[(event.task_id, event.name)] = Artifact(
-                        task_id=event.task_id,
-                        name=event.name,
-                        content=event.content,
-                        content_type=event.content_type,
-                        role=event.role,
-                        context_id=event.context_id or "",
-                        created_at=_dt(event.at),
-                    )
-                case ConfirmationChanged(confirmation=confirmation):
-                    confirmations[confirmation.id] = confirmation
-                case AlertRaised():
-                    alerts.append(
-                        Alert(
-                            kind=event.alert_kind[:32],
-                            severity=event.severity[:10],
-                            message=event.message,
-                            details=dict(event.details),
-                            created_at=_dt(event.at),
-                        )
-                    )
-
+            rows.take(event)
         with transaction.atomic():
-            self._write_tasks(tasks)
-            self._write_instances(instances)
-            self._write_contexts(contexts)
-            if snapshots:
-                Snapshot.objects.bulk_create(snapshots, ignore_conflicts=True)
-            if new_messages:
-                self._insert_messages(list(new_messages.values()))
-            if status_updates:
+            self._write_tasks(rows.tasks)
+            self._write_instances(rows.instances)
+            self._write_contexts(rows.contexts)
+            if rows.snapshots:
+                Snapshot.objects.bulk_create(rows.snapshots, ignore_conflicts=True)
+            if rows.new_messages:
+                self._insert_messages(list(rows.new_messages.values()))
+            if rows.status_updates:
                 with connection.cursor() as cursor:
                     cursor.executemany(
                         f"UPDATE {Message._meta.db_table} SET status = %s, reason = %s WHERE id = %s",
-                        [(status, reason, message_id) for message_id, (status, reason) in status_updates.items()],
+                        [(status, reason, message_id) for message_id, (status, reason) in rows.status_updates.items()],
                     )
-            if artifacts:
+            if rows.artifacts:
                 Artifact.objects.bulk_create(
-                    artifacts.values(),
+                    rows.artifacts.values(),
                     update_conflicts=True,
                     unique_fields=["task", "name"],
                     update_fields=["content", "content_type", "role", "context_id", "created_at"],
                 )
-            self._write_confirmations(confirmations)
-            if alerts:
-                Alert.objects.bulk_create(alerts)
+            self._write_confirmations(rows.confirmations)
+            if rows.alerts:
+                Alert.objects.bulk_create(rows.alerts)
 
     @staticmethod
     def _insert_messages(rows: list[list[Any]]) -> None:

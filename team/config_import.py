@@ -114,29 +114,45 @@ class _Importer:
         if self.scope == "global":
             if "project" in doc:
                 self.add(["project"], "only a project document (scope: project) has a project block")
-            for slug, spec in (doc.get("roles") or {}).items():
-                if slug in self.roles:
-                    continue
-                if slug in RESERVED_SLUGS:
-                    self.add(["roles", slug], f"{slug!r} is reserved")
-                clash = next((r for r in self.roles if r.lower() == slug.lower()), None)
-                if clash:
-                    self.add(["roles", slug], f"role {clash!r} exists; slugs may not differ only in case")
-                if "display_name" not in spec:
-                    self.add(["roles", slug, "display_name"], "a new role needs a display_name")
+            self._check_new_roles()
             known |= set(doc.get("roles") or {})
             self._check_cards(known)
         else:
             self._check_project_block()
-            for slug in doc.get("roles") or {}:
-                if slug not in self.roles:
-                    self.add(["roles", slug], f"unknown role {slug!r}")
-            for capability_id in doc.get("capabilities") or {}:
-                card = self.cards.get(capability_id)
-                if card is None:
-                    self.add(["capabilities", capability_id], f"unknown capability {capability_id!r}")
-                elif card.skill_id:
-                    self.add(["capabilities", capability_id], "belongs to a skill; its skill's lifecycle governs it")
+            self._check_project_references()
+        self._check_role_references(known)
+        self._check_prompts()
+        self.problems.raise_if_any()
+
+    def _check_new_roles(self) -> None:
+        """Roles a global document adds: not reserved, no case-only clash, a display name."""
+        for slug, spec in (self.data.get("roles") or {}).items():
+            if slug in self.roles:
+                continue
+            if slug in RESERVED_SLUGS:
+                self.add(["roles", slug], f"{slug!r} is reserved")
+            clash = next((r for r in self.roles if r.lower() == slug.lower()), None)
+            if clash:
+                self.add(["roles", slug], f"role {clash!r} exists; slugs may not differ only in case")
+            if "display_name" not in spec:
+                self.add(["roles", slug, "display_name"], "a new role needs a display_name")
+
+    def _check_project_references(self) -> None:
+        """A project document switches existing roles and cards only (not a skill's cards)."""
+        for slug in self.data.get("roles") or {}:
+            if slug not in self.roles:
+                self.add(["roles", slug], f"unknown role {slug!r}")
+        for capability_id in self.data.get("capabilities") or {}:
+            card = self.cards.get(capability_id)
+            if card is None:
+                self.add(["capabilities", capability_id], f"unknown capability {capability_id!r}")
+            elif card.skill_id:
+                self.add(["capabilities", capability_id], "belongs to a skill; its skill's lifecycle governs it")
+
+    def _check_role_references(self, known: set[str]) -> None:
+        """Matrix, constraint and prompt rows (and invoke columns) name known roles; file
+        scopes stay inside the project folder."""
+        doc = self.data
         for section in ("invoke_matrix", "tool_matrix", "constraints", "prompts"):
             for row, values in (doc.get(section) or {}).items():
                 if row not in known:
@@ -149,8 +165,6 @@ class _Importer:
             scope_value = values.get("file_scope")
             if isinstance(scope_value, str) and (reason := file_scope_problem(scope_value)):
                 self.add(["constraints", role, "file_scope"], reason)
-        self._check_prompts()
-        self.problems.raise_if_any()
 
     def _check_project_block(self) -> None:
         block = dict(self.data["project"])

@@ -105,122 +105,124 @@ class ModelServer:
             return reply
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+        return type("Handler", (ChatCompletionsHandler,), {"model_server": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.0"
 
-            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-                pass
+class ChatCompletionsHandler(BaseHTTPRequestHandler):
+    """Answers ``POST /v1/chat/completions`` the way its ``model_server`` scripts it."""
 
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with server._lock:
-                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
-                if not self.path.endswith("/chat/completions"):
-                    self._json(404, {"error": {"message": f"no route {self.path}"}})
-                    return
-                if server.api_key and self.headers.get("authorization") != f"Bearer {server.api_key}":
-                    self._json(401, {"error": {"message": "Incorrect API key provided"}})
-                    return
-                reply = server._next(body)
-                if isinstance(reply, Failure):
-                    self._json(reply.status, {"error": {"message": reply.message}}, reply.headers)
-                elif isinstance(reply, Trickle):
-                    self._trickle(body, reply)
-                elif body.get("stream"):
-                    self._stream(body, reply)
-                else:
-                    self._json(200, self._completion(body, reply))
+    model_server: ModelServer
+    protocol_version = "HTTP/1.0"
 
-            def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
-                raw = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(raw)
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        pass
 
-            @staticmethod
-            def _calls(reply: Completion) -> list[dict[str, Any]]:
-                return [
-                    {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
-                    for i, (name, args) in enumerate(reply.tool_calls)
-                ]
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with self.model_server._lock:
+            self.model_server.headers.append({k.lower(): v for k, v in self.headers.items()})
+        if not self.path.endswith("/chat/completions"):
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        if self.model_server.api_key and self.headers.get("authorization") != f"Bearer {self.model_server.api_key}":
+            self._json(401, {"error": {"message": "Incorrect API key provided"}})
+            return
+        reply = self.model_server._next(body)
+        if isinstance(reply, Failure):
+            self._json(reply.status, {"error": {"message": reply.message}}, reply.headers)
+        elif isinstance(reply, Trickle):
+            self._trickle(body, reply)
+        elif body.get("stream"):
+            self._stream(body, reply)
+        else:
+            self._json(200, self._completion(body, reply))
 
-            def _finish(self, reply: Completion) -> str:
-                return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    def _json(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(raw)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(raw)
 
-            def _completion(self, body: dict[str, Any], reply: Completion) -> dict[str, Any]:
-                message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
-                if reply.tool_calls:
-                    message["tool_calls"] = self._calls(reply)
-                data: dict[str, Any] = {
-                    "id": "chatcmpl-test",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body.get("model", ""),
-                    "choices": [{"index": 0, "message": message, "finish_reason": self._finish(reply)}],
-                }
-                if reply.usage is not None:
-                    data["usage"] = {
-                        "prompt_tokens": reply.usage[0],
-                        "completion_tokens": reply.usage[1],
-                        "total_tokens": sum(reply.usage),
-                    }
-                return data
+    @staticmethod
+    def _calls(reply: Completion) -> list[dict[str, Any]]:
+        return [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args) in enumerate(reply.tool_calls)
+        ]
 
-            def _trickle(self, body: dict[str, Any], reply: Trickle) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                chunk = {"id": "t", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
-                chunk["choices"] = [{"index": 0, "delta": {"content": "and "}, "finish_reason": None}]
-                deadline = time.monotonic() + reply.seconds
-                try:
-                    while time.monotonic() < deadline:
-                        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                        self.wfile.flush()
-                        time.sleep(reply.interval_s)
-                except (BrokenPipeError, ConnectionResetError):
-                    with server._lock:
-                        server.disconnects += 1
+    def _finish(self, reply: Completion) -> str:
+        return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
 
-            def _stream(self, body: dict[str, Any], reply: Completion) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.end_headers()
-                base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+    def _completion(self, body: dict[str, Any], reply: Completion) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+        if reply.tool_calls:
+            message["tool_calls"] = self._calls(reply)
+        data: dict[str, Any] = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", ""),
+            "choices": [{"index": 0, "message": message, "finish_reason": self._finish(reply)}],
+        }
+        if reply.usage is not None:
+            data["usage"] = {
+                "prompt_tokens": reply.usage[0],
+                "completion_tokens": reply.usage[1],
+                "total_tokens": sum(reply.usage),
+            }
+        return data
 
-                def send(choices: list[dict[str, Any]], **extra: Any) -> None:
-                    event = {**base, "choices": choices, **extra}
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                    self.wfile.flush()
-
-                send([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
-                text = reply.content
-                for start in range(0, len(text), 25):
-                    send([{"index": 0, "delta": {"content": text[start : start + 25]}, "finish_reason": None}])
-                for i, call in enumerate(self._calls(reply)):
-                    args = call["function"]["arguments"]
-                    half = len(args) // 2
-                    first = {"index": i, "id": call["id"], "type": "function"}
-                    first["function"] = {"name": call["function"]["name"], "arguments": args[:half]}
-                    send([{"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}])
-                    rest = {"index": i, "function": {"arguments": args[half:]}}
-                    send([{"index": 0, "delta": {"tool_calls": [rest]}, "finish_reason": None}])
-                send([{"index": 0, "delta": {}, "finish_reason": self._finish(reply)}])
-                if reply.usage is not None and (body.get("stream_options") or {}).get("include_usage"):
-                    usage = {
-                        "prompt_tokens": reply.usage[0],
-                        "completion_tokens": reply.usage[1],
-                        "total_tokens": sum(reply.usage),
-                    }
-                    send([], usage=usage)
-                self.wfile.write(b"data: [DONE]\n\n")
+    def _trickle(self, body: dict[str, Any], reply: Trickle) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        chunk = {"id": "t", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+        chunk["choices"] = [{"index": 0, "delta": {"content": "and "}, "finish_reason": None}]
+        deadline = time.monotonic() + reply.seconds
+        try:
+            while time.monotonic() < deadline:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
+                time.sleep(reply.interval_s)
+        except (BrokenPipeError, ConnectionResetError):
+            with self.model_server._lock:
+                self.model_server.disconnects += 1
 
-        return Handler
+    def _stream(self, body: dict[str, Any], reply: Completion) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+
+        def send(choices: list[dict[str, Any]], **extra: Any) -> None:
+            event = {**base, "choices": choices, **extra}
+            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.flush()
+
+        send([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        text = reply.content
+        for start in range(0, len(text), 25):
+            send([{"index": 0, "delta": {"content": text[start : start + 25]}, "finish_reason": None}])
+        for i, call in enumerate(self._calls(reply)):
+            args = call["function"]["arguments"]
+            half = len(args) // 2
+            first = {"index": i, "id": call["id"], "type": "function"}
+            first["function"] = {"name": call["function"]["name"], "arguments": args[:half]}
+            send([{"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}])
+            rest = {"index": i, "function": {"arguments": args[half:]}}
+            send([{"index": 0, "delta": {"tool_calls": [rest]}, "finish_reason": None}])
+        send([{"index": 0, "delta": {}, "finish_reason": self._finish(reply)}])
+        if reply.usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+            usage = {
+                "prompt_tokens": reply.usage[0],
+                "completion_tokens": reply.usage[1],
+                "total_tokens": sum(reply.usage),
+            }
+            send([], usage=usage)
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonschema_rs
@@ -216,14 +216,23 @@ def _plain(value: Any) -> Any:
 def lint_schema(schema: Any, path: str = "") -> list[str]:
     """Problems a meta-schema check lets through: unknown keywords (e.g. ``mininum``) and
     ``required`` names with no matching property. Returns messages with their pointer."""
-    problems: list[str] = []
     if isinstance(schema, bool):
-        return problems
+        return []
     if not isinstance(schema, Mapping):
         return [f"{path or '/'}: a schema must be an object or a boolean"]
-    for key in schema:
-        if key not in KNOWN_KEYWORDS and not str(key).startswith("x-"):
-            problems.append(f"{path}/{key}: unknown JSON Schema keyword {key!r}")
+    problems = _own_problems(schema, path)
+    for sub_path, sub in _subschemas(schema, path):
+        problems += lint_schema(sub, sub_path)
+    return problems
+
+
+def _own_problems(schema: Mapping[str, Any], path: str) -> list[str]:
+    """The problems of one (sub)schema object, not of the schemas inside it."""
+    problems = [
+        f"{path}/{key}: unknown JSON Schema keyword {key!r}"
+        for key in schema
+        if key not in KNOWN_KEYWORDS and not str(key).startswith("x-")
+    ]
     for key in ("$ref", "$dynamicRef"):
         ref = schema.get(key)
         if ref is not None and (not isinstance(ref, str) or not ref.startswith("#")):
@@ -233,21 +242,24 @@ def lint_schema(schema: Any, path: str = "") -> list[str]:
     properties = schema.get("properties")
     required = schema.get("required")
     if isinstance(required, list) and isinstance(properties, Mapping) and not schema.get("patternProperties"):
-        for name in required:
-            if name not in properties:
-                problems.append(f"{path}/required: {name!r} is required but no property defines it")
-    for key in _SUBSCHEMA:
-        if key in schema:
-            problems += lint_schema(schema[key], f"{path}/{key}")
+        problems += [
+            f"{path}/required: {name!r} is required but no property defines it"
+            for name in required
+            if name not in properties
+        ]
+    return problems
+
+
+def _subschemas(schema: Mapping[str, Any], path: str) -> list[tuple[str, Any]]:
+    """``(pointer, subschema)`` of every schema directly inside ``schema``, in keyword order."""
+    out: list[tuple[str, Any]] = [(f"{path}/{key}", schema[key]) for key in _SUBSCHEMA if key in schema]
     for key in _SUBSCHEMA_MAPS:
         if isinstance(schema.get(key), Mapping):
-            for name, sub in schema[key].items():
-                problems += lint_schema(sub, f"{path}/{key}/{name}")
+            out += [(f"{path}/{key}/{name}", sub) for name, sub in schema[key].items()]
     for key in _SUBSCHEMA_LISTS:
         if isinstance(schema.get(key), list):
-            for index, sub in enumerate(schema[key]):
-                problems += lint_schema(sub, f"{path}/{key}/{index}")
-    return problems
+            out += [(f"{path}/{key}/{index}", sub) for index, sub in enumerate(schema[key])]
+    return out
 
 
 MAX_SCHEMA_DEPTH = 24
@@ -285,6 +297,17 @@ def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) 
     def add(name: str, reason: str) -> None:
         errors.setdefault(name, []).append(reason)
 
+    _check_identity(card, add)
+    _check_bindings(card, known_roles, add)
+    for name in ("input_schema", "output_schema"):
+        schema = card.get(name)
+        if schema not in (None, "", [], {}):
+            _check_card_schema(name, schema, add)
+    return errors
+
+
+def _check_identity(card: Mapping[str, Any], add: Callable[[str, str], None]) -> None:
+    """Required fields, the id, the texts, the SemVer version and the category."""
     for name in CARD_REQUIRED:
         if card.get(name) in (None, "", [], {}):
             add(name, "this field is required")
@@ -298,12 +321,15 @@ def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) 
         if value not in (None, "") and (not isinstance(value, str) or len(value) > limit):
             add(name, f"must be text of at most {limit} characters")
     version = card.get("version")
-    if version:
-        if not isinstance(version, str) or not semver.Version.is_valid(version):
-            add("version", f"{version!r} is not a semantic version such as 1.0.0")
+    if version and (not isinstance(version, str) or not semver.Version.is_valid(version)):
+        add("version", f"{version!r} is not a semantic version such as 1.0.0")
     category = card.get("category")
     if category and category not in CATEGORIES:
         add("category", f"{category!r} is not one of {', '.join(CATEGORIES)}")
+
+
+def _check_bindings(card: Mapping[str, Any], known_roles: set[str] | None, add: Callable[[str, str], None]) -> None:
+    """Owner roles (known ones, when ``known_roles`` is given), tools, timeout and tags."""
     owners = card.get("owner_roles")
     if owners:
         if not isinstance(owners, list) or not all(isinstance(o, str) for o in owners):
@@ -325,27 +351,26 @@ def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) 
     tags = card.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         add("tags", "must be a list of strings")
-    for name in ("input_schema", "output_schema"):
-        schema = card.get(name)
-        if schema in (None, "", [], {}):
-            continue
-        if not isinstance(schema, Mapping):
-            add(name, "must be a JSON Schema object")
-            continue
-        if _depth(schema) > MAX_SCHEMA_DEPTH:
-            add(name, f"nests deeper than {MAX_SCHEMA_DEPTH} levels")
-            continue
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            add(name, f"{pointer(exc.absolute_path) or '/'}: {exc.message}")
-        except RecursionError:
-            add(name, "nests too deeply to check")
-            continue
-        if schema.get("type") != "object":
-            add(name, "the top level must be {'type': 'object', ...}")
-        elif not isinstance(schema.get("properties"), Mapping) or not schema.get("properties"):
-            add(name, "must declare its properties")
-        for problem in lint_schema(schema):
-            add(name, problem)
-    return errors
+
+
+def _check_card_schema(name: str, schema: Any, add: Callable[[str, str], None]) -> None:
+    """One of a card's schemas: an object schema, valid, not too deep, with properties."""
+    if not isinstance(schema, Mapping):
+        add(name, "must be a JSON Schema object")
+        return
+    if _depth(schema) > MAX_SCHEMA_DEPTH:
+        add(name, f"nests deeper than {MAX_SCHEMA_DEPTH} levels")
+        return
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        add(name, f"{pointer(exc.absolute_path) or '/'}: {exc.message}")
+    except RecursionError:
+        add(name, "nests too deeply to check")
+        return
+    if schema.get("type") != "object":
+        add(name, "the top level must be {'type': 'object', ...}")
+    elif not isinstance(schema.get("properties"), Mapping) or not schema.get("properties"):
+        add(name, "must declare its properties")
+    for problem in lint_schema(schema):
+        add(name, problem)
