@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from django.core.serializers.json import DjangoJSONEncoder
 from django.template.loader import render_to_string
 
-from monitoring import live_items
+from monitoring import dom_ids, live_items
 from teamclaw.runtime.events import (
     AlertRaised,
     ArtifactWritten,
@@ -69,38 +69,6 @@ FRAGMENTS: dict[str, Fragment] = {
     "artifact": Fragment("monitoring/_artifact.html", "a", "beforeend"),
 }
 """One fragment template per live thing, with the name the template knows it by."""
-
-
-def dom_id(kind: str, item: dict[str, Any]) -> str:
-    """The element id a live thing has on every page that shows it."""
-    if kind == "context":
-        return f"ctx-{item['id']}"
-    if kind == "message":
-        return f"msg-{item['id']}"
-    if kind == "confirmation":
-        return f"confirmation-{item['id']}"
-    if kind == "snapshot":
-        return f"snap-{item['id']}"
-    if kind == "alert":
-        return f"alert-{item['key']}"
-    if kind == "config_change":
-        return f"config-v{item['new_version']}"
-    if kind == "task":
-        return f"task-{item['id']}"
-    return f"artifact-{item['task_id']}-{item['name']}"
-
-
-def container_id(kind: str, item: dict[str, Any]) -> str:
-    """Where a live thing that is not on the page yet is inserted."""
-    return {
-        "context": "context-cards",
-        "message": "message-log-rows",
-        "confirmation": "confirmations",
-        "alert": "alerts",
-        "config_change": "config-changes",
-        "task": "live-tasks",
-        "artifact": "artifacts",
-    }.get(kind) or f"snapshots-{item['context_id']}"
 
 
 class LiveItem(NamedTuple):
@@ -250,13 +218,13 @@ def render_one(
     fragment = FRAGMENTS[kind]
     html = render_to_string(fragment.template, {fragment.var: item})
     task_id = item.get("task_id") or (item.get("id") if kind == "task" else "") or ""
-    into = container_id(kind, item) if insert else ""
+    into = dom_ids.container_id(kind, item.get("context_id", "")) if insert else ""
     payload = {
         "kind": kind,
         "key": key,
         "task_id": task_id,
         "data": item,
-        "swap": {"id": dom_id(kind, item), "into": into, "where": fragment.where, "html": html},
+        "swap": {"id": dom_ids.dom_id(kind, item), "into": into, "where": fragment.where, "html": html},
     }
     return LiveEvent(
         key=key,

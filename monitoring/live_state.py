@@ -13,7 +13,7 @@ from typing import Any
 from django.template.loader import render_to_string
 
 from capabilities.models import ConfigChange
-from monitoring import live_items
+from monitoring import dom_ids, live_items
 from monitoring.access import sees_every_task, visible_contexts, visible_tasks
 from monitoring.call_graph import call_graph
 from monitoring.live_filters import LiveFilters
@@ -110,13 +110,13 @@ def live_page_context(user: Any, filters: LiveFilters) -> dict[str, Any]:
 
 
 LIVE_FILLS = (
-    ("live-tasks", "tasks"),
-    ("context-cards", "cards"),
-    ("confirmations", "confirmations"),
-    ("alerts", "alerts"),
-    ("config-changes", "config_changes"),
-    ("call-graph-box", "graph"),
-    ("message-log-rows", "log_rows"),
+    (dom_ids.container_id("task"), "tasks"),
+    (dom_ids.container_id("context"), "cards"),
+    (dom_ids.container_id("confirmation"), "confirmations"),
+    (dom_ids.container_id("alert"), "alerts"),
+    (dom_ids.container_id("config_change"), "config_changes"),
+    (dom_ids.container_id("graph"), "graph"),
+    (dom_ids.container_id("message"), "log_rows"),
 )
 
 
@@ -143,11 +143,11 @@ def task_page_context(user: Any, task: Task) -> dict[str, Any]:
 
 
 TASK_FILLS = (
-    ("task-header", "header"),
-    ("context-cards", "cards"),
-    ("confirmations", "confirmations"),
-    ("artifacts", "artifacts"),
-    ("message-log-rows", "log_rows"),
+    (dom_ids.container_id("task_header"), "header"),
+    (dom_ids.container_id("context"), "cards"),
+    (dom_ids.container_id("confirmation"), "confirmations"),
+    (dom_ids.container_id("artifact"), "artifacts"),
+    (dom_ids.container_id("message"), "log_rows"),
 )
 
 

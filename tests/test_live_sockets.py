@@ -3,8 +3,11 @@ access, origin, group delivery after commit, reconnect state, slow clients (issu
 
 from __future__ import annotations
 
+from html.parser import HTMLParser
+
 import pytest
 from asgiref.sync import sync_to_async
+from django.test import Client
 
 from monitoring.live_sink import get_live_sink
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
@@ -133,6 +136,54 @@ async def test_events_reach_the_live_and_task_groups_only_after_they_are_committ
     assert all(e["task_id"] == task.id for e in task_events)
     await close(live)
     await close(per_task)
+
+
+class ElementIds(HTMLParser):
+    """Every element id of an HTML text, and the first element's."""
+
+    def __init__(self, html: str):
+        super().__init__()
+        self.ids: list[str] = []
+        self.first: str | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs).get("id")
+        if self.first is None:
+            self.first = found or ""
+        if found:
+            self.ids.append(found)
+
+
+def page_ids(user, path: str) -> set[str]:
+    client = Client()
+    client.force_login(user)
+    response = client.get(path)
+    assert response.status_code == 200
+    return set(ElementIds(response.content.decode()).ids)
+
+
+async def test_pushed_ids_are_the_ids_the_pages_render(runtime_host, staff_user):
+    # The element ids come from one place (monitoring.dom_ids): a pushed fragment's root has
+    # the id its swap names, its container is on the page, and the page a browser loads
+    # afterwards shows the same thing under the same id.
+    task = await sync_to_async(start_task)(workflow="generic", task_description="Size the epic", user=staff_user)
+    per_task, connected, _ = await open_socket(f"/ws/tasks/{task.id}/", staff_user)
+    assert connected
+    await next_frame(per_task)
+    events = await collect_until(per_task, task_finished(task.id))
+    await close(per_task)
+    for event in events:
+        assert ElementIds(event["swap"]["html"]).first == event["swap"]["id"], event["kind"]
+    task_page = await sync_to_async(page_ids)(staff_user, f"/tasks/{task.id}/")
+    live_page = await sync_to_async(page_ids)(staff_user, "/live/")
+    for event in events:
+        if event["kind"] in {"context", "artifact", "task"}:
+            assert event["swap"]["id"] in task_page | live_page, event["swap"]["id"]
+    for container in ("context-cards", "confirmations", "artifacts", "message-log-rows", "task-header"):
+        assert container in task_page
+    for container in ("live-tasks", "context-cards", "confirmations", "alerts", "config-changes", "call-graph-box"):
+        assert container in live_page
 
 
 async def test_the_task_chip_pushed_at_the_end_carries_the_tokens_used_and_the_budget(runtime_host, staff_user):

@@ -10,9 +10,22 @@ from urllib.parse import quote
 from django import template
 from django.urls import reverse
 
+from monitoring import dom_ids
 from monitoring.role_labels import role_labels
 
 register = template.Library()
+
+
+@register.filter(name="dom_id")
+def dom_id(item: dict, kind: str) -> str:
+    """``{{ c|dom_id:"context" }}``: the element id of a live thing (``monitoring.dom_ids``)."""
+    return dom_ids.dom_id(kind, item)
+
+
+@register.simple_tag(name="container_id")
+def container_id(kind: str, context_id: str = "") -> str:
+    """``{% container_id "context" %}``: the id of the element holding live things of a kind."""
+    return dom_ids.container_id(kind, context_id)
 
 
 @register.filter

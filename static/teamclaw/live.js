@@ -41,7 +41,7 @@
   function trim(container) {
     if (container.tagName === "TBODY") {
       while (container.rows.length > MAX_ROWS) container.deleteRow(-1);
-    } else if (container.id === "context-cards") {
+    } else if (container.classList.contains("cards")) {
       const finished = container.querySelectorAll(":scope > .ctx-card.final");
       let extra = container.children.length - MAX_CARDS;
       for (let i = 0; extra > 0 && i < finished.length; i += 1, extra -= 1) finished[i].remove();
