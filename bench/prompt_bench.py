@@ -26,7 +26,7 @@ from jinja2.sandbox import SandboxedEnvironment  # noqa: E402
 from capabilities.builtin import read_builtin  # noqa: E402
 from prompts.builtin import default_templates  # noqa: E402
 from prompts.diff import diff_texts  # noqa: E402
-from prompts.render import _compiled, render, system_prompt  # noqa: E402
+from prompts.render import clear_compiled_cache, render, system_prompt  # noqa: E402
 from teamclaw.runtime.config import ConfigSnapshot, LayeredPrompt, PromptSpec, RoleSpec  # noqa: E402
 
 
@@ -68,7 +68,7 @@ def main() -> None:
     line("PromptSandbox + time limit, system_prompt", lambda: render(content, variables, values), 2000)
 
     def cold() -> None:
-        _compiled.cache_clear()
+        clear_compiled_cache()
         render(content, variables, values)
 
     line("compile + render (cache cleared)", cold, 300)

@@ -12,7 +12,7 @@ from typing import Any
 from teamclaw.errors import DomainError
 
 
-class ConfigInvalid(DomainError):
+class ConfigInvalid(DomainError, ValueError):
     """The input is refused (400); ``errors`` maps each field path (``matrix.coderA.dba``) to its reasons."""
 
     def __init__(self, errors: dict[str, list[str]], detail: str = "") -> None:

@@ -152,11 +152,24 @@ class _Run:
         self.warnings.append({"path": path, "line": 0, "message": message})
 
 
+def unknown_skill(skill_id: str) -> LifecycleError:
+    """The refusal for a skill id that is not uploaded (``not_found``, 404)."""
+    return LifecycleError("not_found", f"there is no skill {skill_id!r}", {"skillId": ["unknown skill"]})
+
+
+def require_skill(skill_id: str) -> Skill:
+    """The uploaded skill ``skill_id`` (not locked). Raises ``unknown_skill``'s LifecycleError."""
+    skill = Skill.objects.filter(skill_id=skill_id).first()
+    if skill is None:
+        raise unknown_skill(skill_id)
+    return skill
+
+
 def _lock(skill_id: str) -> Skill:
     try:
         return Skill.objects.select_for_update().get(skill_id=skill_id)
     except Skill.DoesNotExist:
-        raise LifecycleError("not_found", f"there is no skill {skill_id!r}", {"skillId": ["unknown skill"]}) from None
+        raise unknown_skill(skill_id) from None
 
 
 def _operate(

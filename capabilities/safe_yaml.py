@@ -36,7 +36,7 @@ MAX_DEPTH = 64
 """Deepest nesting of mappings and lists accepted (a JSON Schema inside a card needs ~10)."""
 
 
-class DocumentError(DomainError):
+class DocumentError(DomainError, ValueError):
     """The text cannot be read as a config document (400); ``errors`` is ``{where: [reasons]}``."""
 
     def __init__(self, errors: dict[str, list[str]]) -> None:

@@ -69,7 +69,7 @@ class YamlProblem:
         return ": ".join(part for part in (where, self.path, self.message) if part)
 
 
-class YamlError(DomainError):
+class YamlError(DomainError, ValueError):
     """The document cannot be read (400); ``problems`` lists every reason found, and
     ``errors`` is them by path (``as_errors``). The message counts them, naming the document
     as the subclass's ``document`` says."""

@@ -22,7 +22,7 @@ SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 MESSAGE_TYPES = tuple(str(t) for t in MessageType)
 
 
-class FilterError(DomainError):
+class FilterError(DomainError, ValueError):
     """Bad filter values (400): ``errors`` is ``{field: [reason]}``."""
 
     def __init__(self, errors: dict[str, list[str]]) -> None:

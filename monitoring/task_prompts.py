@@ -8,7 +8,7 @@ from monitoring.models import Task
 from teamclaw.errors import InvalidField
 
 
-class TaskInputError(InvalidField):
+class TaskInputError(InvalidField, ValueError):
     """A ``task_id`` that cannot be previewed (400); ``field`` names the input at fault."""
 
 

@@ -40,7 +40,7 @@ CHART_STYLE = Style(
 )
 
 
-class StatsError(InvalidField):
+class StatsError(InvalidField, ValueError):
     """A bad parameter (400): ``field`` and ``reason``."""
 
     def __init__(self, field: str, reason: str) -> None:

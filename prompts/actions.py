@@ -39,7 +39,7 @@ LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}$")
 MAX_NOTE_CHARS = 500
 
 
-class PromptChangeError(InvalidField):
+class PromptChangeError(InvalidField, ValueError):
     """A change that was refused. ``field`` names the input at fault, ``reason`` says why,
     ``status`` is the HTTP status that fits (400 bad input, 409 conflict with the current
     state)."""

@@ -16,7 +16,7 @@ from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
 from teamclaw.errors import NotFound
 
 
-class NotFoundError(NotFound):
+class NotFoundError(NotFound, LookupError):
     """A role, project, template type or version that does not exist (404); ``field`` names
     it, ``reason`` says so."""
 

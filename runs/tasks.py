@@ -30,7 +30,7 @@ from teamclaw.workflows import WORKFLOW_CAPABILITIES
 SAMPLE_REQUIREMENT = Path(__file__).resolve().parent / "samples" / "online_bookstore.md"
 
 
-class DocumentError(InvalidField):
+class DocumentError(InvalidField, ValueError):
     """A requirement document (or task description) that cannot be used; ``reason`` says
     why, for the operator (400)."""
 

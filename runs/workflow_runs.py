@@ -20,7 +20,7 @@ from teamclaw.runtime.messages import new_id
 MAX_INPUT_BYTES = 1_000_000
 
 
-class RunInputError(InvalidField):
+class RunInputError(InvalidField, ValueError):
     """The run's ``input`` is unusable; ``reason`` says why (400, field ``input``)."""
 
     def __init__(self, reason: str) -> None:

@@ -208,11 +208,16 @@ class ChangeNoteField(serializers.Field):
 class PassThroughField(serializers.JSONField):
     """A value handed as sent (``null`` included) to the domain check that validates it (a
     matrix, constraint values, a document field): the serializer only says the key exists;
-    refusals name paths inside it."""
+    refusals name paths inside it. A form body's value is its text, as sent: DRF's JSONField
+    would parse it as JSON, so ``executor=offline`` would be refused as invalid JSON and
+    ``matrix={}`` accepted as an object."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("allow_null", True)
         super().__init__(**kwargs)
+
+    def get_value(self, dictionary: Any) -> Any:
+        return dictionary.get(self.field_name, serializers.empty)
 
 
 NOT_AN_OBJECT = "the body must be a JSON object"
@@ -220,7 +225,13 @@ NOT_AN_OBJECT = "the body must be a JSON object"
 
 class ObjectBodySerializer(StrictSerializer):
     """A ``StrictSerializer`` whose body must be a JSON object (``non_field_errors``: "the
-    body must be a JSON object" otherwise): the governed config endpoints' bodies."""
+    body must be a JSON object" otherwise, ``null`` included): the governed config endpoints'
+    bodies."""
+
+    def validate_empty_values(self, data: Any) -> tuple[bool, Any]:
+        if data is None:
+            raise serializers.ValidationError({"non_field_errors": [NOT_AN_OBJECT]})
+        return super().validate_empty_values(data)
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, Mapping):

@@ -12,6 +12,11 @@ error page).
 - ``status``: the HTTP status that fits (400 bad input, 403, 404, 409 conflict, 413...);
 - ``code``: a machine-readable reason (``invalid``, ``not_found``, ``conflict``...);
 - ``extra``: more keys for the API body (``current_version``, ``errorCode``...).
+
+A kind that reports bad input is also a ``ValueError`` (a missing thing also a
+``LookupError``), as it was before the kinds shared this base: code that cannot import the
+kind, such as the runtime's model executor catching a prompt that cannot be rendered
+(``ValueError``, see ``teamclaw.runtime.execution.PromptRenderer``), still catches it.
 """
 
 from __future__ import annotations

@@ -49,6 +49,12 @@ async def test_foreign_or_missing_origin_is_refused(runtime_host, staff_user):
     await close(communicator)
 
 
+async def test_an_unknown_socket_path_is_refused_not_a_server_error(runtime_host, staff_user):
+    for path in ("/ws/nope/", "/ws/", "/ws/live/extra/", "/elsewhere/"):
+        _, connected, code = await open_socket(path, staff_user)
+        assert (connected, code) == (False, 4404), path
+
+
 async def test_bad_filters_and_unknown_tasks_are_refused(runtime_host, staff_user):
     _, connected, code = await open_socket("/ws/live/?type=gossip", staff_user)
     assert (connected, code) == (False, 4400)

@@ -304,7 +304,8 @@ class ExecutionCall:
 
 
 PromptRenderer = Callable[[ConfigSnapshot, str, TaskState, dict[str, Any]], str]
-"""``(snapshot, role, task, extra_variables) -> system prompt text`` (the prompts app's)."""
+"""``(snapshot, role, task, extra_variables) -> system prompt text`` (the prompts app's).
+Raises ValueError when a template cannot be rendered."""
 
 
 class Executor(Protocol):

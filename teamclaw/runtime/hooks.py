@@ -40,6 +40,12 @@ if TYPE_CHECKING:
     from teamclaw.runtime.contract import AgentPort
 
 
+HOOK_PAYLOAD_INVALID = "hook payload does not match the input schema"
+"""The ``invalid_params`` message of a hook whose ``payload`` fails the card's input schema."""
+HOOK_RESULT_INVALID = "hook result does not match the output schema"
+"""The ``output_invalid`` message of a hooked capability's result."""
+
+
 class Hooks:
     """Both sides of hook for one runtime, and its subscriptions (see module docstring)."""
 
@@ -226,14 +232,14 @@ class Hooks:
             caller_skill = message.payload.get("caller_skill")
             check_policy(task.snapshot, card, instance.role, message.sender, caller_skill, enforce_matrix=True)
             params = {**defaults, **(message.payload.get("payload") or {})}
-            check_params(self.validators, card, params)
+            check_params(self.validators, card, params, HOOK_PAYLOAD_INVALID)
         except AgentFailure as failure:
             data, error = None, failure.error
         else:
             call = ExecutionCall(self.port, instance, context, task, card, params, message, None)
             context.status = ContextStatus.EXECUTING
             timeout = min(card.timeout_s, task.snapshot.constraints_for(instance.role).timeout_s)
-            run = asyncio.ensure_future(run_capability(call, self.executors, self.validators))
+            run = asyncio.ensure_future(run_capability(call, self.executors, self.validators, HOOK_RESULT_INVALID))
             await self.clock.wait_any([run], timeout)
             if run.done():
                 data, error = run.result()

@@ -78,15 +78,18 @@ def check_policy(
         )
 
 
-def check_params(validators: SchemaValidators, card: CardSpec, params: dict[str, Any]) -> None:
+def check_params(
+    validators: SchemaValidators, card: CardSpec, params: dict[str, Any], message: str | None = None
+) -> None:
     """Raise AgentFailure(invalid_params) listing JSON pointers when ``params`` fail the
-    card's ``input_schema``."""
+    card's ``input_schema``; ``message`` words it for the caller (default: an invoke's
+    "params do not match the input schema of <capability_id>")."""
     input_validator, _ = validators.for_card(card)
     errors = schema_errors(input_validator, params)
     if errors:
         raise AgentFailure(
             ErrorCode.INVALID_PARAMS,
-            f"params do not match the input schema of {card.capability_id}",
+            message or f"params do not match the input schema of {card.capability_id}",
             {"errors": errors},
             retryable=False,
         )

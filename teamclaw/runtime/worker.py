@@ -36,13 +36,17 @@ MessageHandler = Callable[[AgentInstance, AgentMessage], Awaitable[None] | None]
 """Handles one message an instance took from its mailbox."""
 
 
-def output_error(validators: SchemaValidators, card: CardSpec, data: Any) -> AgentError | None:
+def output_error(
+    validators: SchemaValidators, card: CardSpec, data: Any, message: str | None = None
+) -> AgentError | None:
     """``output_invalid`` when ``data`` is not an object matching ``card``'s ``output_schema``
-    (details list JSON pointers); None when it is fine (PRD §4.2)."""
+    (details list JSON pointers); None when it is fine (PRD §4.2). ``message`` words the
+    error for the caller (a hook's "hook result does not match the output schema"); an
+    invoke's default names what is wrong."""
     if not isinstance(data, dict):
         return AgentError(
             ErrorCode.OUTPUT_INVALID,
-            "the executor returned something other than an object",
+            message or "the executor returned something other than an object",
             {"errors": [{"pointer": "", "message": f"got {type(data).__name__}", "keyword": "type"}]},
             retryable=False,
         )
@@ -51,7 +55,7 @@ def output_error(validators: SchemaValidators, card: CardSpec, data: Any) -> Age
     if errors:
         return AgentError(
             ErrorCode.OUTPUT_INVALID,
-            f"the result does not match the output schema of {card.capability_id}",
+            message or f"the result does not match the output schema of {card.capability_id}",
             {"errors": errors},
             retryable=False,
         )
@@ -59,9 +63,13 @@ def output_error(validators: SchemaValidators, card: CardSpec, data: Any) -> Age
 
 
 async def run_capability(
-    call: ExecutionCall, executors: ExecutorRegistry, validators: SchemaValidators
+    call: ExecutionCall,
+    executors: ExecutorRegistry,
+    validators: SchemaValidators,
+    output_message: str | None = None,
 ) -> tuple[dict[str, Any] | None, AgentError | None]:
-    """Run ``call`` on its executor and check the result: ``(data, None)`` or ``(None, error)``.
+    """Run ``call`` on its executor and check the result: ``(data, None)`` or ``(None, error)``
+    (``output_message``: see ``output_error``).
 
     An ``AgentFailure`` the executor raises is its error; any other exception is
     ``executor_error`` naming it. Cancellation passes through to the caller.
@@ -79,7 +87,7 @@ async def run_capability(
             f"the executor raised {type(exc).__name__}: {exc}",
             {"exception": type(exc).__name__},
         )
-    error = output_error(validators, card, data)
+    error = output_error(validators, card, data, output_message)
     return (None, error) if error else (data, None)
 
 

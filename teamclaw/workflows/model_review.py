@@ -29,9 +29,9 @@ from teamclaw.workflows.consolidation import ADDED_SECTIONS
 from teamclaw.workflows.debate import respond
 from teamclaw.workflows.document import RequirementDocument, parse_document
 from teamclaw.workflows.requirement_review import (
-    _artifacts,
-    _json,
-    _load,
+    artifact_json,
+    artifacts_with_prefix,
+    load_artifact,
     requirement_consolidation,
     requirement_quality_check,
     task_orchestration,
@@ -240,7 +240,7 @@ def _issue_line(perspective: str, issue: dict[str, Any]) -> str:
 
 
 async def _evaluate(call: ExecutionCall, session: ModelSession, me: str) -> dict[str, Any]:
-    reviews = _artifacts(call, "review")
+    reviews = artifacts_with_prefix(call, "review")
     reviews.pop(me, None)
     targets: dict[str, tuple[str, str, int, dict[str, Any]]] = {}
     listing = []
@@ -315,8 +315,8 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str) -> dict
 
 # -- respond ---------------------------------------------------------------------
 async def _respond(call: ExecutionCall, session: ModelSession, me: str) -> dict[str, Any]:
-    mine: dict[str, Any] = _artifacts(call, "review").get(me, (None, {"issues": []}))[1]
-    evaluations = [data for _, data in _artifacts(call, "evaluate").values()]
+    mine: dict[str, Any] = artifacts_with_prefix(call, "review").get(me, (None, {"issues": []}))[1]
+    evaluations = [data for _, data in artifacts_with_prefix(call, "evaluate").values()]
     comments: dict[str, list[str]] = {}
     for evaluation in evaluations:
         for response in evaluation.get("responses", []):
@@ -372,7 +372,7 @@ async def expert_review(call: ExecutionCall, session: ModelSession) -> dict[str,
     me = perspective_of(call.role)
     artifact = call.params["requirement_artifact"]
     if mode == "review":
-        data = await _review(call, session, me, artifact, _load(call, artifact))
+        data = await _review(call, session, me, artifact, load_artifact(call, artifact))
         name, count = f"review_{me}.json", len(data["issues"])
         summary = data["summary"]
     elif mode == "evaluate":
@@ -386,7 +386,7 @@ async def expert_review(call: ExecutionCall, session: ModelSession) -> dict[str,
             f"{count} final issue(s), {len(data['withdrawn_issues'])} withdrawn, "
             f"{len(data['new_issues_from_debate'])} new from the debate"
         )
-    call.write_artifact(name, _json(data))
+    call.write_artifact(name, artifact_json(data))
     return {"artifact": name, "perspective": me, "summary": summary[:2000], "issue_count": count}
 
 

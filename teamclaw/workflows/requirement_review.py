@@ -77,24 +77,27 @@ def identify_domain(text: str) -> tuple[str, list[str]]:
     return best, DOMAINS[best]["norms"]
 
 
-def _json(data: Any) -> str:
+def artifact_json(data: Any) -> str:
+    """An artifact's JSON text: indented, non-ASCII kept as written (Chinese stays readable)."""
     return json.dumps(data, ensure_ascii=False, indent=2)
 
 
-def _load(call: ExecutionCall, name: str) -> Any:
+def load_artifact(call: ExecutionCall, name: str) -> Any:
+    """The task's artifact ``name``, parsed when it is ``.json``. Raises AgentFailure
+    (``executor_error``) when the task has no such artifact."""
     text = call.read_artifact(name)
     if text is None:
         raise AgentFailure(ErrorCode.EXECUTOR_ERROR, f"artifact {name} is missing", {"artifact": name}, retryable=False)
     return json.loads(text) if name.endswith(".json") else text
 
 
-def _artifacts(call: ExecutionCall, prefix: str) -> dict[str, tuple[str, Any]]:
+def artifacts_with_prefix(call: ExecutionCall, prefix: str) -> dict[str, tuple[str, Any]]:
     """``perspective -> (file name, parsed JSON)`` for every ``<prefix>_<perspective>.json``."""
     found = {}
     for name in call.artifact_names():
         match = re.fullmatch(rf"{prefix}_(.+)\.json", name)
         if match:
-            found[match.group(1)] = (name, _load(call, name))
+            found[match.group(1)] = (name, load_artifact(call, name))
     return found
 
 
@@ -102,7 +105,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
     """``expert_review``: review, evaluate or respond, by ``params.mode`` (seed 002 modes)."""
     mode = call.params["mode"]
     me = perspective_of(call.role)
-    source = _load(call, call.params["requirement_artifact"])
+    source = load_artifact(call, call.params["requirement_artifact"])
     if mode == "review":
         call.progress(10, "reviewing the requirement")
         issues = review(parse_document(source), me)
@@ -119,7 +122,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
         call.progress(33, "review written")
     elif mode == "evaluate":
         call.progress(40, "evaluating the other reviews")
-        reviews = _artifacts(call, "review")
+        reviews = artifacts_with_prefix(call, "review")
         mine: dict[str, Any] = reviews.pop(me, (None, {"issues": []}))[1]
         data = evaluate(me, mine, reviews)
         name, count = f"evaluate_{me}.json", len(data["responses"])
@@ -127,8 +130,8 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
         call.progress(66, "evaluation written")
     else:
         call.progress(70, "responding to the evaluations")
-        mine = _artifacts(call, "review").get(me, (None, {"issues": []}))[1]
-        evaluations = [data for _, data in _artifacts(call, "evaluate").values()]
+        mine = artifacts_with_prefix(call, "review").get(me, (None, {"issues": []}))[1]
+        evaluations = [data for _, data in artifacts_with_prefix(call, "evaluate").values()]
         data = respond(me, mine, evaluations)
         name, count = f"response_{me}.json", len(data["final_issues"])
         summary = (
@@ -136,21 +139,21 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
             f"{len(data['new_issues_from_debate'])} new from the debate"
         )
         call.progress(100, "response written")
-    call.write_artifact(name, _json(data))
+    call.write_artifact(name, artifact_json(data))
     return {"artifact": name, "perspective": me, "summary": summary, "issue_count": count}
 
 
 async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
     """Merge the 14 files of §6.6 into requirement_final.md and consolidation_report.json."""
-    original = _load(call, call.params["requirement_artifact"])
-    baseline = _load(call, "interview_result.json").get("baseline_statements", [])
-    responses = {p: data for p, (_, data) in _artifacts(call, "response").items()}
+    original = load_artifact(call, call.params["requirement_artifact"])
+    baseline = load_artifact(call, "interview_result.json").get("baseline_statements", [])
+    responses = {p: data for p, (_, data) in artifacts_with_prefix(call, "response").items()}
     call.progress(30, f"read {3 + 3 * len(responses)} files")
     final, report = consolidate(original, responses, baseline)
     debate_files = sorted(n for n in call.artifact_names() if n.startswith(("review_", "evaluate_", "response_")))
     report["inputs"] = [*debate_files, "interview_result.json", call.params["requirement_artifact"]]
     call.write_artifact("requirement_final.md", final, "text/markdown")
-    call.write_artifact("consolidation_report.json", _json(report))
+    call.write_artifact("consolidation_report.json", artifact_json(report))
     counts = report["counts"]
     return {
         "final_artifact": "requirement_final.md",
@@ -163,10 +166,10 @@ async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
 
 async def requirement_quality_check(call: ExecutionCall) -> dict[str, Any]:
     """The §6.7 quality check of the final document; writes quality_report.json."""
-    final = _load(call, call.params["document_artifact"])
-    original = _load(call, call.params.get("original_artifact") or "requirement.md")
+    final = load_artifact(call, call.params["document_artifact"])
+    original = load_artifact(call, call.params.get("original_artifact") or "requirement.md")
     result = quality_check(final, original)
-    call.write_artifact("quality_report.json", _json(result))
+    call.write_artifact("quality_report.json", artifact_json(result))
     return result
 
 
@@ -202,7 +205,7 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
     baseline = [s.text for s in requirement_statements(document)]
     call.write_artifact(
         "interview_result.json",
-        _json(
+        artifact_json(
             {
                 "source": "requirement.md",
                 "title": document.title,
@@ -282,7 +285,7 @@ async def save_final_document(call: ExecutionCall) -> str:
     denied, rejected by the operator, or no project folder) is that sentence, never a failed
     task, because the document is already a task artifact."""
     path = f"reviews/{call.task.task_id}/requirement_final.md"
-    content = _load(call, "requirement_final.md")
+    content = load_artifact(call, "requirement_final.md")
     try:
         await call.use_tool("file_write", path=path, content=content)
     except AgentFailure as failure:
@@ -299,7 +302,7 @@ async def run_generic_task(call: ExecutionCall) -> dict[str, Any]:
     description = call.params["task_description"]
     call.progress(20, "analysis by the product manager")
     (analysis,) = await _step(call, "analysis", [("requirement_analysis", {"requirement": description}, "pm")])
-    call.write_artifact("analysis.json", _json(analysis))
+    call.write_artifact("analysis.json", artifact_json(analysis))
     call.progress(100, "done")
     return {
         "status": "completed",

@@ -18,7 +18,9 @@ from teamclaw.runtime import (
     EventKind,
     ExecutorRegistry,
     InvokeRequest,
+    LayeredPrompt,
     OfflineExecutor,
+    PromptSpec,
     Runtime,
 )
 from teamclaw.runtime.executors.chat import STREAM_PROGRESS_CHARS, ModelEndpoint, ModelSettings
@@ -63,7 +65,9 @@ def answer(summary: str = "done", steps: list[str] | None = None, usage: tuple[i
     return Completion(json.dumps({"summary": summary, "steps": steps or ["first"]}), usage=usage)
 
 
-def runtime_for(server: ModelServer, snapshot: ConfigSnapshot | None = None, **model: Any) -> tuple[Runtime, Any]:
+def runtime_for(
+    server: ModelServer, snapshot: ConfigSnapshot | None = None, prompt_renderer: Any = None, **model: Any
+) -> tuple[Runtime, Any]:
     settings = ModelSettings(
         endpoints={"default": ModelEndpoint("default", server.url, API_KEY)},
         model="test-model",
@@ -71,7 +75,8 @@ def runtime_for(server: ModelServer, snapshot: ConfigSnapshot | None = None, **m
     )
     sink = CollectingSink()
     registry = ExecutorRegistry({"offline": OfflineExecutor(), "openai": OpenAIExecutor(settings)})
-    return Runtime(snapshot=snapshot or team(), executors=registry, sinks=[sink]), sink
+    runtime = Runtime(snapshot=snapshot or team(), executors=registry, sinks=[sink], prompt_renderer=prompt_renderer)
+    return runtime, sink
 
 
 async def run_plan(runtime: Runtime, goal: str = "ship the release") -> Any:
@@ -407,3 +412,19 @@ async def test_with_functions_off_the_model_is_offered_none():
     assert result.success, result.error
     assert "tools" not in server.requests[0]
     assert "functions offered" not in server.requests[0]["messages"][1]["content"]
+
+
+async def test_a_prompt_that_cannot_be_rendered_is_an_executor_error_and_nothing_is_sent():
+    # The prompts app's renderer raises PromptRenderError; the model executor cannot import
+    # it (the runtime sits below the apps) and catches it as the ValueError the port promises.
+    from prompts.render import system_prompt
+
+    broken = LayeredPrompt(PromptSpec("system_prompt", "1.0.0", "{{ 'a' * 1000000000 }}"))
+    snapshot = dataclasses.replace(team(), prompts={"a": {"system_prompt": broken}})
+    with ModelServer([answer()]) as server:
+        runtime, _ = runtime_for(server, snapshot, prompt_renderer=system_prompt)
+        result = await run_plan(runtime)
+    assert not result.success
+    assert result.error.code == "executor_error"
+    assert "the prompt of a cannot be rendered" in result.error.message
+    assert server.requests == []

@@ -72,6 +72,23 @@ async def test_a_hook_with_bad_params_reports_failure_in_its_status_update(harne
     [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
     assert update.payload["status"] == "failed"
     assert update.payload["error"]["code"] == "invalid_params"
+    assert update.payload["error"]["message"] == "hook payload does not match the input schema"
+    assert update.payload["error"]["details"]["errors"][0]["pointer"] == "/text"
+
+
+async def test_a_hooked_result_off_the_output_schema_is_output_invalid(harness_factory):
+    h = harness_factory(small_snapshot(cards=[echo_card()]))
+
+    async def wrong(call):
+        return {"text": 5}
+
+    h.handle("echo", wrong)
+    await h.runtime.hook(HookEvent("please", {"text": "ship"}, target_roles=["b"], capability_id="echo"), from_role="a")
+    await settle()
+    [update] = [m for m, _ in h.messages() if m.type == MessageType.STATUS_UPDATE]
+    assert update.payload["status"] == "failed"
+    assert update.payload["error"]["code"] == "output_invalid"
+    assert update.payload["error"]["message"] == "hook result does not match the output schema"
 
 
 async def test_a_hook_naming_a_capability_obeys_the_invoke_matrix(harness_factory):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -191,10 +192,15 @@ def role_delete(request: Request, role: str) -> Response:
     obj = get_object_or_404(AgentRole, role=role)
     if request.query_params.get("project"):
         raise ValidationError({"project": ["roles are deleted globally; disable the role for a project instead"]})
+    # The body (JSON or a form, whose csrfmiddlewaretoken stays allowed) with ``?version=``
+    # taking the place of the body's version.
+    body = request.data
+    data: Any = body.copy() if isinstance(body, QueryDict) else dict(body) if isinstance(body, dict) else {}
     raw = request.query_params.get("version")
-    data = {"version": int(raw) if raw and raw.isdigit() else raw}
-    if isinstance(request.data, dict):
-        data = {**dict(request.data), **{k: v for k, v in data.items() if v is not None}}
+    if raw is not None:
+        data["version"] = int(raw) if raw.isdigit() else raw
+    elif "version" not in data:
+        data["version"] = None
     values = api_fields.read_body(RoleDeleteSerializer, data)
     try:
         delete_role(obj, version=values["version"], note=values["note"], actor=request.user)

@@ -22,6 +22,7 @@ from capabilities.lifecycle import (
     deactivate_skill,
     discover_skill,
     install_skill,
+    require_skill,
     skill_dependents,
     uninstall_skill,
 )
@@ -124,7 +125,7 @@ def _force(request: Request) -> bool:
     return bool(data.validated_data["force"])
 
 
-class SkillInstallSerializer(api_fields.StrictSerializer):
+class SkillInstallSerializer(api_fields.ObjectBodySerializer):
     """``{config?}``: the skill's configuration, checked against its ``config_schema``."""
 
     config = api_fields.PassThroughField(required=False, allow_null=True)
@@ -205,6 +206,7 @@ class SkillInstallView(APIView):
 
     @extend_schema(request=SkillInstallSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, skill_id: str) -> Response:
+        require_skill(skill_id)  # an unknown skill is a 404 whatever the body
         config = api_fields.read_body(SkillInstallSerializer, request.data).get("config")
         try:
             operation = install_skill(skill_id, config, actor=request.user)

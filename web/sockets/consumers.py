@@ -51,6 +51,13 @@ def end_session_sockets(session_key: str | None) -> None:
         get_live_sink().send_to_group(f"session.{session_key}", {"type": "session.ended"})
 
 
+class NoSuchSocket(AsyncWebsocketConsumer):
+    """Any other path under ``/ws/``: refused with 4404 (not a server error)."""
+
+    async def connect(self) -> None:
+        await self.close(code=CLOSE_NOT_FOUND)
+
+
 class LiveSocket(AsyncWebsocketConsumer, ABC):
     """Shared machinery: access, group membership, outbox, acks, state frames."""
 
