@@ -325,6 +325,28 @@ def test_audit_page_lists_filters_and_escapes(page_client, builtin):
     assert "must be one of" in page_client.get("/config/changes/?config_type=bogus").content.decode()
 
 
+def test_an_uploaded_file_previewed_then_applied_from_the_textarea_is_taken(page_client, builtin, api):
+    # The preview puts the file's text in the textarea; a browser submits it with CRLF.
+    import yaml
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    document = yaml.safe_load(api.get("/api/v1/config/export").content)
+    document["invoke_matrix"]["pm"]["dba"] = True
+    text = yaml.safe_dump(document, allow_unicode=True)
+    version = current_version()
+    upload = SimpleUploadedFile("team.yaml", text.encode(), content_type="application/yaml")
+    preview = page_client.post("/config/transfer/", {"document": upload, "action": "preview"})
+    assert preview.status_code == 200
+    digest = re.search(r'name="digest" value="([0-9a-f]{64})"', preview.content.decode()).group(1)
+    applied = page_client.post(
+        "/config/transfer/",
+        {"text": text.replace("\n", "\r\n"), "action": "apply", "expected_version": str(version), "digest": digest},
+    )
+    assert applied.status_code == 302, applied.content.decode()[:2000]
+    assert current_version() == version + 1
+    assert "Imported 1 change as config version" in page_client.get("/config/transfer/").content.decode()
+
+
 def test_import_page_previews_then_applies_exactly_the_preview(page_client, builtin, api):
     import yaml
 

@@ -50,6 +50,13 @@ def change_list(request: HttpRequest) -> HttpResponse:
 
 
 # --------------------------------------------------------------------------- import/export
+def preview_digest(text: str) -> str:
+    """The SHA-256 (hex) that ties an import's Apply to its preview. Line endings do not
+    count: a browser submits the previewed text from the textarea with CRLF line endings
+    while an uploaded file may have LF, and YAML and JSON read both alike."""
+    return hashlib.sha256(text.replace("\r\n", "\n").encode()).hexdigest()
+
+
 @require_http_methods(["GET", "POST"])
 def config_transfer(request: HttpRequest) -> HttpResponse:
     """Export (download links) and import: preview a dry run's change list, then apply
@@ -78,7 +85,7 @@ def config_transfer(request: HttpRequest) -> HttpResponse:
         try:
             data = load_document(raw, request.POST.get("format") or "")
             context["text"] = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
-            context["digest"] = hashlib.sha256(context["text"].encode()).hexdigest()
+            context["digest"] = preview_digest(context["text"])
             if apply and request.POST.get("digest") != context["digest"]:
                 raise ConfigInvalid(
                     {"document": ["changed since the preview (or was never previewed): preview it again, then apply"]}
@@ -100,8 +107,10 @@ def config_transfer(request: HttpRequest) -> HttpResponse:
         else:
             if apply:
                 if result.applied:
+                    count = len(result.changes)
                     messages.success(
-                        request, f"Imported {len(result.changes)} changes as config version {result.config_version}."
+                        request,
+                        f"Imported {count} change{'' if count == 1 else 's'} as config version {result.config_version}.",
                     )
                 else:
                     messages.info(request, "Nothing to import: the configuration already matches the document.")
