@@ -456,3 +456,21 @@ def test_a_switch_that_changes_nothing_says_so(page_client, builtin, shop):
         follow=True,
     )
     assert "Nothing changed: deployment_config is already enabled in project Shop." in response.content.decode()
+
+
+def test_the_role_switch_tells_what_it_did_and_refuses_inherit_globally(page_client, api, builtin, shop):
+    version = api.get("/api/v1/roles/pm?project=shop").json()["version"]
+    response = page_client.post(
+        "/roles/pm/switch/", {"enabled": "off", "version": version, "project": "shop"}, follow=True
+    )
+    assert response.redirect_chain[-1][0] == "/roles/pm/"
+    assert "Role pm is now disabled in project Shop (config version" in response.content.decode()
+    version = api.get("/api/v1/roles/pm?project=shop").json()["version"]
+    again = page_client.post(
+        "/roles/pm/switch/", {"enabled": "off", "version": version, "project": "shop"}, follow=True
+    )
+    assert "Nothing changed: role pm is already disabled in project Shop." in again.content.decode()
+    before = ConfigChange.objects.count()
+    refused = page_client.post("/roles/pm/switch/", {"enabled": "inherit", "version": "0"}, follow=True)
+    assert "enabled: must be on, off or (for a project) inherit" in refused.content.decode()
+    assert ConfigChange.objects.count() == before

@@ -4,13 +4,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from capabilities.errors import StaleVersion
+from capabilities.errors import ConfigInvalid, StaleVersion
+from capabilities.matrices import SaveResult
+from capabilities.models import Project
 from teamclaw.errors import DomainError
+from web.scope import project_scope
 
 NOTE_MAX = 2000
 """Longest change note kept (characters)."""
@@ -56,3 +61,49 @@ def show_refusal(request: HttpRequest, exc: DomainError) -> None:
         messages.error(request, "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.errors.items()))
     else:
         messages.error(request, exc.message)
+
+
+SwitchSave = Callable[..., SaveResult]
+"""``save(obj, *, project, version, data, note, actor)``: ``update_role`` or ``update_capability``."""
+
+
+def apply_switch(
+    request: HttpRequest,
+    obj: object,
+    *,
+    save: SwitchSave,
+    subject: str,
+    fallback: str,
+    sentence_start: str | None = None,
+) -> HttpResponseRedirect:
+    """The on / off / inherit switch form of a role or a capability card (PRD §4.1, US-06):
+    check the form's ``enabled`` (``inherit`` only for a project, ``?project=`` or the form's
+    ``project``), save it as one audited change with the form's version and note, tell the
+    operator what happened and go back to ``next`` or ``fallback``. ``subject`` names the
+    thing inside a sentence ("role pm", "code_review"), ``sentence_start`` at its start
+    ("Role pm"; ``subject`` by default). A refusal is told (``show_refusal``); nothing is saved."""
+    project: Project | None = project_scope(request, form=True)
+    wanted = request.POST.get("enabled", "")
+    if wanted not in SWITCH_VALUES or (wanted == "inherit" and project is None):
+        messages.error(request, "enabled: must be on, off or (for a project) inherit")
+        return safe_next(request, fallback)
+    try:
+        result = save(
+            obj,
+            project=project,
+            version=form_version(request),
+            data={"enabled": SWITCH_VALUES[wanted]},
+            note=form_note(request),
+            actor=request.user,
+        )
+    except (StaleVersion, ConfigInvalid) as exc:
+        show_refusal(request, exc)
+    else:
+        where = f" in project {project.name}" if project else ""
+        state = SWITCH_STATES[wanted]
+        if result.change:
+            version = result.change.new_version
+            messages.success(request, f"{sentence_start or subject} is now {state}{where} (config version {version}).")
+        else:
+            messages.info(request, f"Nothing changed: {subject} is already {state}{where}.")
+    return safe_next(request, fallback)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -13,7 +12,6 @@ from django.views.decorators.http import require_POST
 
 from capabilities.access import can_change, require_change
 from capabilities.card_settings import update_capability
-from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.models import AgentRole, CapabilityCard, Project, ProjectCapabilityOverride
 from capabilities.registry import card_document, filter_capabilities
 from capabilities.versions import document_version
@@ -21,8 +19,7 @@ from runs.health import capability_health
 from runs.host import get_host
 from team.snapshot import build_snapshot
 from teamclaw.runtime.config import CATEGORIES
-from web.forms import SWITCH_STATES, SWITCH_VALUES, form_note, form_version, safe_next, show_refusal
-from web.scope import project_scope
+from web.forms import apply_switch
 
 
 def capability_list(request: HttpRequest) -> HttpResponse:
@@ -92,30 +89,5 @@ def capability_switch(request: HttpRequest, capability_id: str) -> HttpResponse:
     """Enable/disable a capability globally or for a project (US-06)."""
     card = get_object_or_404(CapabilityCard, capability_id=capability_id)
     require_change(request.user, "capability")
-    project = project_scope(request, form=True)
-    wanted = request.POST.get("enabled", "")
     fallback = reverse("capability-detail", args=[card.capability_id])
-    if wanted not in SWITCH_VALUES or (wanted == "inherit" and project is None):
-        messages.error(request, "enabled: must be on, off or (for a project) inherit")
-        return safe_next(request, fallback)
-    try:
-        result = update_capability(
-            card,
-            project=project,
-            version=form_version(request),
-            data={"enabled": SWITCH_VALUES[wanted]},
-            note=form_note(request),
-            actor=request.user,
-        )
-    except (StaleVersion, ConfigInvalid) as exc:
-        show_refusal(request, exc)
-    else:
-        where = f" in project {project.name}" if project else ""
-        state = SWITCH_STATES[wanted]
-        if result.change:
-            messages.success(
-                request, f"{card.capability_id} is now {state}{where} (config version {result.change.new_version})."
-            )
-        else:
-            messages.info(request, f"Nothing changed: {card.capability_id} is already {state}{where}.")
-    return safe_next(request, fallback)
+    return apply_switch(request, card, save=update_capability, subject=card.capability_id, fallback=fallback)

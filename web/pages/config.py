@@ -108,10 +108,8 @@ def config_transfer(request: HttpRequest) -> HttpResponse:
             if apply:
                 if result.applied:
                     count = len(result.changes)
-                    messages.success(
-                        request,
-                        f"Imported {count} change{'' if count == 1 else 's'} as config version {result.config_version}.",
-                    )
+                    changes = f"{count} change{'' if count == 1 else 's'}"
+                    messages.success(request, f"Imported {changes} as config version {result.config_version}.")
                 else:
                     messages.info(request, "Nothing to import: the configuration already matches the document.")
                 return redirect("config-transfer")

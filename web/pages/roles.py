@@ -22,8 +22,7 @@ from capabilities.versions import document_version
 from team.roles import create_role, update_role
 from team.snapshot import build_snapshot
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
-from web.forms import SWITCH_STATES, SWITCH_VALUES, form_note, form_version, safe_next, show_refusal
-from web.scope import project_scope
+from web.forms import apply_switch, form_note, form_version, show_refusal
 
 
 def role_list(request: HttpRequest) -> HttpResponse:
@@ -83,32 +82,14 @@ def role_switch(request: HttpRequest, role: str) -> HttpResponse:
     """Enable/disable a role globally, or for a project (``inherit`` = follow global)."""
     obj = get_object_or_404(AgentRole, role=role)
     require_change(request.user, "role")
-    project = project_scope(request, form=True)
-    wanted = request.POST.get("enabled", "")
-    if wanted not in SWITCH_VALUES or (wanted == "inherit" and project is None):
-        messages.error(request, "enabled: must be on, off or (for a project) inherit")
-        return safe_next(request, reverse("role-detail", args=[obj.role]))
-    try:
-        result = update_role(
-            obj,
-            project=project,
-            version=form_version(request),
-            data={"enabled": SWITCH_VALUES[wanted]},
-            note=form_note(request),
-            actor=request.user,
-        )
-    except (StaleVersion, ConfigInvalid) as exc:
-        show_refusal(request, exc)
-    else:
-        where = f" in project {project.name}" if project else ""
-        state = SWITCH_STATES[wanted]
-        if result.change:
-            messages.success(
-                request, f"Role {obj.role} is now {state}{where} (config version {result.change.new_version})."
-            )
-        else:
-            messages.info(request, f"Nothing changed: role {obj.role} is already {state}{where}.")
-    return safe_next(request, reverse("role-detail", args=[obj.role]))
+    return apply_switch(
+        request,
+        obj,
+        save=update_role,
+        subject=f"role {obj.role}",
+        sentence_start=f"Role {obj.role}",
+        fallback=reverse("role-detail", args=[obj.role]),
+    )
 
 
 @require_POST
