@@ -25,7 +25,7 @@ setup: install
 run: setup
 	$(BIN)/python manage.py mark_interrupted
 	@echo "TeamClaw is at http://127.0.0.1:$(PORT)/  (user: admin)"
-	$(BIN)/daphne -b 127.0.0.1 -p $(PORT) teamclaw.asgi:application
+	TEAMCLAW_RUNTIME_AUTOSTART=1 $(BIN)/daphne -b 127.0.0.1 -p $(PORT) teamclaw.asgi:application
 
 lint: install
 	$(BIN)/ruff check .

@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 
 from capabilities.models import ConfigChange
 from monitoring import dom_ids, live_items
-from monitoring.access import sees_every_task, visible_contexts, visible_tasks
+from monitoring.access import can_operate_task, sees_every_task, visible_contexts, visible_tasks
 from monitoring.call_graph import call_graph
 from monitoring.live_filters import LiveFilters
 from monitoring.message_log import message_page
@@ -134,6 +134,7 @@ def task_page_context(user: Any, task: Task) -> dict[str, Any]:
     return {
         "task": task,
         "task_item": live_items.task_item(task),
+        "can_cancel": task.status in ("queued", "running") and can_operate_task(user, task),
         "contexts": context_cards(user, filters),
         "confirmations": pending_confirmations(user, filters),
         "artifacts": [live_items.artifact_item(a) for a in task.artifacts.order_by("created_at", "id")],

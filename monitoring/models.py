@@ -16,7 +16,13 @@ from capabilities.models import Project
 class Task(models.Model):
     """A unit of work: a workflow run, or the short task around a standalone invoke/hook."""
 
-    STATUSES = [("running", "running"), ("completed", "completed"), ("failed", "failed")]
+    STATUSES = [
+        ("queued", "queued"),
+        ("running", "running"),
+        ("completed", "completed"),
+        ("failed", "failed"),
+        ("terminated", "terminated"),
+    ]
     KINDS = [("task", "task"), ("invoke", "invoke"), ("hook", "hook")]
 
     id = models.CharField(max_length=64, primary_key=True)
@@ -36,6 +42,18 @@ class Task(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    run_spec = models.JSONField(null=True, blank=True)
+    """What any worker needs to start (or resume) the task: ``{capability_id, params,
+    entry_role, description, prompt_enhancement}``; None for tasks no worker may take
+    (a standalone invoke's short task, records from before workers)."""
+    owner = models.CharField(max_length=80, blank=True, db_index=True)
+    """The runtime worker running the task (``runs.RuntimeWorker.id``), while it holds the lease."""
+    lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    """Until when ``owner`` holds the task; renewed by its heartbeat (docs/architecture.md §3)."""
+    attempt = models.PositiveIntegerField(default=0)
+    """How many times a worker started the task (2 and more: resumed after a crash)."""
+    resumed_steps = models.PositiveIntegerField(default=0)
+    """Invokes the latest attempt answered from the record instead of executing them again."""
 
     class Meta:
         ordering = ["-created_at"]

@@ -533,6 +533,13 @@ class Recorder:
     @staticmethod
     def _write_confirmations(confirmations: dict[str, ConfirmationState]) -> None:
         for info in confirmations.values():
+            if (
+                info.status == "pending"
+                and ToolConfirmation.objects.filter(pk=info.id).exclude(status="pending").exists()
+            ):
+                # Decided on the record meanwhile (from another process): the decision stands,
+                # and the runtime applies it on its next poll (runs.dispatch).
+                continue
             ToolConfirmation.objects.update_or_create(
                 id=info.id,
                 defaults={

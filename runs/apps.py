@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class RunsConfig(AppConfig):
-    """The ``runs`` app: it has no models; what runs record is in ``monitoring``."""
+    """The ``runs`` app: runtime workers and their commands; what runs record is in ``monitoring``."""
 
     name = "runs"
     verbose_name = "Runs"

@@ -1,18 +1,25 @@
-"""Operators deciding tool confirmations (PRD §4.7 ⚠️ 需要用户确认).
+"""Operators deciding tool confirmations (PRD §4.7 ⚠️ 需要用户确认), from any process.
 
-The runtime holds the waiting tool call; the database holds the record. ``decide`` checks the
-record, hands the decision to the runtime and reports what happened.
+The waiting tool call lives in the runtime of whichever worker runs the task; the decision
+lives on the record. ``decide`` writes it there (once: a compare-and-swap from ``pending``),
+then applies it at once when this process runs the task; any other owner applies it on its
+next poll (``runs.dispatch``, at most 250 ms), and a task resumed after a crash finds it in its
+journal. So a terminal's ``run_workflow`` waiting for a confirmation is approved on the page.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from monitoring.models import ToolConfirmation
-from runs.host import get_host
-from teamclaw.errors import DomainError
+from monitoring.models import Task, ToolConfirmation
+from runs.dispatch import publish_wake
+from runs.host import current_host
+from teamclaw.errors import DomainError, InvalidField
+
+STATUSES = ("pending", "approved", "rejected", "expired")
 
 
 class ConfirmationError(DomainError):
@@ -22,34 +29,79 @@ class ConfirmationError(DomainError):
         super().__init__(message, status=status)
 
 
+def confirmation_dict(row: ToolConfirmation) -> dict[str, Any]:
+    """The API shape of a confirmation: ``{id, context_id, instance_id, role, task_id,
+    project_id, tool, args, status, created_at, expires_at, decided_by, decided_at}`` (epoch s)."""
+    return {
+        "id": row.id,
+        "context_id": row.context_id,
+        "instance_id": row.instance_id,
+        "role": row.role,
+        "task_id": row.task_id,
+        "project_id": row.project_id,
+        "tool": row.tool,
+        "args": row.args,
+        "status": row.status,
+        "created_at": row.created_at.timestamp(),
+        "expires_at": row.expires_at.timestamp(),
+        "decided_by": row.decided_by or None,
+        "decided_at": row.decided_at.timestamp() if row.decided_at else None,
+    }
+
+
+def list_confirmations(*, task_id: str | None = None, status: str | None = None) -> QuerySet[ToolConfirmation]:
+    """Confirmations newest first, of one task and/or in one status. Raises InvalidField
+    (400) for a status outside pending / approved / rejected / expired or a blank filter."""
+    rows = ToolConfirmation.objects.order_by("-created_at", "-id")
+    if task_id is not None:
+        if not task_id.strip():
+            raise InvalidField("may not be blank", "task_id")
+        rows = rows.filter(task_id=task_id)
+    if status is not None:
+        if status not in STATUSES:
+            raise InvalidField(f"must be one of {', '.join(STATUSES)}", "status")
+        rows = rows.filter(status=status)
+    return rows
+
+
+async def _resolve(runtime: Any, confirmation_id: str, approve: bool, decided_by: str) -> bool:
+    try:
+        runtime.resolve_confirmation(confirmation_id, approve, decided_by=decided_by)
+    except KeyError:
+        return False
+    return True
+
+
 def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
     """Approve or reject a pending confirmation; the waiting agent resumes or fails with
-    ``tool_denied``. Returns the confirmation as the runtime reports it.
+    ``tool_denied``, in whichever process runs it. Returns the confirmation
+    (``confirmation_dict``) as decided.
 
-    Raises ConfirmationError: 404 unknown id; 409 already decided, expired, or no longer
-    waiting in this server's runtime (it restarted or the request timed out).
+    Raises ConfirmationError: 404 unknown id; 409 already decided or expired, or its task is
+    no longer running (then it is marked expired).
     """
-
     record = ToolConfirmation.objects.filter(pk=confirmation_id).first()
     if record is None:
         raise ConfirmationError(f"confirmation {confirmation_id} does not exist", 404)
     if record.status != "pending":
         raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
-    host = get_host()
-    assert host.runtime is not None
-    runtime = host.runtime
-
-    async def resolve() -> dict[str, Any]:
-        return runtime.resolve_confirmation(confirmation_id, approve, decided_by=user.get_username())
-
-    try:
-        result = host.call(resolve(), timeout=10)
-    except KeyError:
+    if not Task.objects.filter(pk=record.task_id, status__in=["queued", "running"]).exists():
         ToolConfirmation.objects.filter(pk=confirmation_id, status="pending").update(
             status="expired", decided_at=timezone.now()
         )
-        raise ConfirmationError(
-            f"confirmation {confirmation_id} is no longer waiting (it timed out or the server restarted)", 409
-        ) from None
-    host.recorder.flush()
-    return result
+        raise ConfirmationError(f"confirmation {confirmation_id} is no longer waiting: its task has ended", 409)
+    decided_by = user.get_username()
+    status = "approved" if approve else "rejected"
+    if not ToolConfirmation.objects.filter(pk=confirmation_id, status="pending").update(
+        status=status, decided_by=decided_by, decided_at=timezone.now()
+    ):
+        record.refresh_from_db()
+        raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
+    host = current_host()
+    if host is not None and host.runtime is not None and confirmation_id in host.runtime.confirmations:
+        if host.call(_resolve(host.runtime, confirmation_id, approve, decided_by), timeout=10):
+            host.recorder.flush()
+    else:
+        publish_wake("command", record.task_id)
+    record.refresh_from_db()
+    return confirmation_dict(record)

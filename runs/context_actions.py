@@ -4,19 +4,19 @@ Both are state changes, so they live here, not in views: the views and the API p
 request and call these. Each checks access (``monitoring.access``), validates its input and
 either does everything or nothing:
 
-- ``send_user_instruction``: only for a context running in this server's runtime; the runtime
+- ``send_user_instruction``: only for a running context, in whichever worker runs it
+  (``runs.commands``); the runtime
   stores the instruction in ``input_context.user_instructions``, sends a ``context_sync``
   message and takes an ``auto`` snapshot with trigger ``user_instruction`` (PRD §4.6 用户发送
   补充指令). Returns once the recorder has committed it, so a following read sees it.
-- ``take_manual_snapshot``: a ``manual`` snapshot with the operator's label. A context running
-  in this runtime is snapshotted by the runtime (its exact in-memory state); a context that is
+- ``take_manual_snapshot``: a ``manual`` snapshot with the operator's label. A running
+  context is snapshotted by the runtime running it (its exact in-memory state); a context that is
   not live (finished, or from before a restart) is snapshotted from its recorded state in the
   database, and the new snapshot is published to the live pages after the commit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +28,7 @@ from monitoring.access import can_operate_task, can_view_task
 from monitoring.live_events import LiveItem
 from monitoring.live_sink import get_live_sink
 from monitoring.models import ExecutionContext, Snapshot
-from runs.host import current_host
+from runs.commands import CommandRefused, send_command
 from teamclaw.errors import DomainError
 from teamclaw.runtime.messages import new_id
 
@@ -60,24 +60,15 @@ def operable_context(user: Any, context_id: str) -> ExecutionContext:
     return context
 
 
-async def _on_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Run a synchronous runtime method on the runtime's own loop (see ``RuntimeHost.call``)."""
-    return fn(*args, **kwargs)
-
-
-def _live_runtime_call(method: str, *args: Any, **kwargs: Any) -> dict[str, Any] | None:
-    """Call ``runtime.<method>(*args)`` on the running host; None when no runtime holds the
-    context (KeyError from the runtime) or no runtime runs in this process."""
-
-    host = current_host()
-    if host is None or host.runtime is None:
-        return None
+def _live_command(context: ExecutionContext, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+    """Apply command ``kind`` to the context's task wherever it runs (``runs.commands``); None
+    when no runtime holds the context any more (409 from its worker)."""
     try:
-        result = host.call(_on_loop(getattr(host.runtime, method), *args, **kwargs), timeout=CALL_TIMEOUT_S)
-    except KeyError:
-        return None
-    host.recorder.flush(CALL_TIMEOUT_S)
-    return result
+        return send_command(context.task_id, kind, {"context_id": context.id, **payload}, timeout_s=CALL_TIMEOUT_S)
+    except CommandRefused as refused:
+        if refused.status == 409:
+            return None
+        raise ContextActionError(refused.status, refused.message) from None
 
 
 def clean_text(value: Any, field: str, limit: int, *, required: bool) -> str:
@@ -101,20 +92,17 @@ def send_user_instruction(user: Any, context_id: str, text: Any) -> dict[str, An
     """Give a running agent an operator instruction; returns the ``user_instruction`` snapshot
     (``{id, context_id, type, trigger, label, sequence, state, created_at}``, times in epoch s).
 
-    Raises ContextActionError: 400 bad text, 403/404 access, 409 when the context is not running
-    in this server's runtime.
+    Raises ContextActionError: 400 bad text, 403/404 access, 409 when the context is not
+    running, 503 when its worker did not answer.
     """
     text = clean_text(text, "text", MAX_INSTRUCTION_CHARS, required=True)
     context = operable_context(user, context_id)
     if context.status in live_items.FINAL_CONTEXT_STATUSES:
         raise ContextActionError(409, f"this agent's context is {context.status}; instructions go to running agents")
-    snapshot = _live_runtime_call(
-        "add_user_instruction", context.id, text, author=getattr(user, "get_username", lambda: "operator")()
-    )
+    author = getattr(user, "get_username", lambda: "operator")()
+    snapshot = _live_command(context, "instruction", {"text": text, "author": author})
     if snapshot is None:
-        raise ContextActionError(
-            409, "this context is not running in this server's runtime (it may have ended or the server restarted)"
-        )
+        raise ContextActionError(409, "this context is no longer running (its task ended or resumed elsewhere)")
     return snapshot
 
 
@@ -156,7 +144,7 @@ def take_manual_snapshot(user: Any, context_id: str, label: Any) -> dict[str, An
     label = clean_text(label, "label", MAX_LABEL_CHARS, required=False)
     context = operable_context(user, context_id)
     if context.status not in live_items.FINAL_CONTEXT_STATUSES:
-        snapshot = _live_runtime_call("manual_snapshot", context.id, label)
+        snapshot = _live_command(context, "snapshot", {"label": label})
         if snapshot is not None:
             return snapshot
     return _snapshot_from_database(context, label)

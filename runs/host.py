@@ -24,10 +24,22 @@ from monitoring.live_sink import get_live_sink
 from monitoring.recorder import Recorder
 from prompts.render import system_prompt
 from runs.alerting import start_alert_loop
+from runs.dispatch import Dispatcher
 from team.snapshot import build_snapshot
 from teamclaw.heap import settle_heap
 from teamclaw.runtime import ConfigSnapshot, ExecutorRegistry, OfflineExecutor, Runtime
-from teamclaw.runtime.events import EventSink
+from teamclaw.runtime.events import (
+    ArtifactWritten,
+    ConfirmationChanged,
+    ContextChanged,
+    EventSink,
+    MessageSent,
+    MessageStatusChanged,
+    RuntimeEvent,
+    SnapshotTaken,
+    TaskFinished,
+    TaskStarted,
+)
 from teamclaw.runtime.executors.chat import ModelSettings
 from teamclaw.runtime.executors.http import HttpExecutor
 from teamclaw.runtime.executors.model import OpenAIExecutor
@@ -90,12 +102,58 @@ WORKER_THREADS = 4
 """Threads for the runtime's blocking helpers (config snapshots, alert rules)."""
 
 
-class RuntimeHost:
-    """Runs a Runtime on a dedicated thread; see module docstring."""
+class MutedTasks:
+    """An event sink in front of the recorder that drops the events of tasks this process gave
+    up (``RuntimeHost.stop``): their worker stopped mid-run, so their record must stay as it was
+    for the worker that resumes them, not show them failed by the shutdown."""
 
-    def __init__(self, name: str = "server", **runtime_overrides: Any) -> None:
+    def __init__(self, sink: EventSink) -> None:
+        self.sink = sink
+        self.task_ids: set[str] = set()
+
+    def publish(self, event: RuntimeEvent) -> None:
+        if not self.task_ids or event_task_id(event) not in self.task_ids:
+            self.sink.publish(event)
+
+
+def event_task_id(event: RuntimeEvent) -> str | None:
+    """The task an event belongs to (None for instance, alert and config events)."""
+    match event:
+        case MessageSent(message=message) | MessageStatusChanged(message=message):
+            return message.context.task_id
+        case ContextChanged(context=context):
+            return context.task_id
+        case SnapshotTaken(snapshot=snapshot):
+            return snapshot.task_id
+        case ConfirmationChanged(confirmation=confirmation):
+            return confirmation.task_id
+        case TaskStarted() | TaskFinished() | ArtifactWritten():
+            return event.task_id
+    return None
+
+
+class RuntimeHost:
+    """Runs a Runtime on a dedicated thread; see module docstring.
+
+    ``worker`` is the kind of runtime worker it is (``runs.dispatch``): ``embedded`` (the
+    server, the default), ``worker`` (``manage.py runtime_worker``) or ``command`` (a terminal run, which
+    takes no other tasks); ``None`` for a host without one (tests of the runtime alone).
+    """
+
+    def __init__(
+        self,
+        name: str = "server",
+        *,
+        worker: str | None = "embedded",
+        concurrency: int | None = None,
+        **runtime_overrides: Any,
+    ) -> None:
         self.name = name
         self.recorder = Recorder()
+        self.muted = MutedTasks(self.recorder)
+        self.worker_kind = worker
+        self.concurrency = concurrency or settings.TEAMCLAW["WORKER_CONCURRENCY"]
+        self.dispatcher: Dispatcher | None = None
         self.loop = asyncio.new_event_loop()
         self.runtime: Runtime | None = None
         self._overrides = runtime_overrides
@@ -116,6 +174,9 @@ class RuntimeHost:
         self._ready.wait(30)
         if self._error is not None:
             raise RuntimeError("the runtime failed to start") from self._error
+        if self.worker_kind is not None:
+            self.dispatcher = Dispatcher(self, self.worker_kind, self.concurrency, claim=self.worker_kind != "command")
+            self.call(self.dispatcher.start(), timeout=30)
         add_listener(self.on_config_change)
         self.alert_loop = start_alert_loop(self)
         return self
@@ -126,7 +187,7 @@ class RuntimeHost:
         # own worker threads, so the host can close their connections when it stops.
         self.loop.set_default_executor(self._workers)
         try:
-            self.runtime = build_runtime([self.recorder], **self._overrides)
+            self.runtime = build_runtime([self.muted], **self._overrides)
             self.loop.run_until_complete(self.runtime.start())
         except BaseException as exc:  # reported to start()
             self._error = exc
@@ -137,16 +198,24 @@ class RuntimeHost:
 
     def stop(self) -> None:
         """Stop the alert loop, the runtime (its last events recorded) and the recorder, and
-        close the database connections of the host's threads."""
+        close the database connections of the host's threads. Tasks still running here are
+        given up, not failed: their events stop being recorded and their leases end at once,
+        so another worker (or the next start) resumes them (``runs.dispatch``)."""
         remove_listener(self.on_config_change)
         if self.alert_loop is not None:
             self.alert_loop.cancel()
+        given_up: list[str] = []
+        if self.dispatcher is not None and self.loop.is_running():
+            given_up = self.call(self.dispatcher.stop(), timeout=30)
+            self.muted.task_ids.update(given_up)
         if self.runtime is not None and self.loop.is_running():
             self.call(self.runtime.stop(), timeout=30)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
         self.recorder.flush()
         self.recorder.stop()
+        if self.dispatcher is not None:
+            self._workers.submit(self.dispatcher.release, given_up).result(30)
         # One job per worker thread, held at a barrier so each thread runs exactly one and
         # closes its own database connection (PostgreSQL refuses to drop a database in use).
         barrier = threading.Barrier(WORKER_THREADS)
@@ -163,29 +232,6 @@ class RuntimeHost:
         """Schedule ``coro`` on the runtime loop; returns a concurrent Future."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
-    def start_background(
-        self, coro: Coroutine[Any, Any, Any], on_crash: Callable[[BaseException], None]
-    ) -> Future[Any]:
-        """Schedule ``coro`` on the runtime loop without waiting for it. Should it raise
-        (a bug or a database failure before the runtime could record anything), the error is
-        logged and ``on_crash(exc)`` runs on a worker thread, so nothing fails silently."""
-        future = self.submit(coro)
-
-        def crashed(done: Future[Any]) -> None:
-            if done.cancelled() or done.exception() is None:
-                return
-            exc = done.exception()
-            assert exc is not None
-            log.error("a background run on the runtime host failed", exc_info=exc)
-            try:
-                self._workers.submit(on_crash, exc)
-            except RuntimeError:  # the host is stopping: run it here rather than lose it
-                on_crash(exc)
-                connections.close_all()
-
-        future.add_done_callback(crashed)
-        return future
-
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the runtime loop and wait (from synchronous code) for its result."""
         return self.submit(coro).result(timeout)
@@ -193,6 +239,21 @@ class RuntimeHost:
     async def acall(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the runtime loop and await it from another event loop."""
         return await asyncio.wrap_future(self.submit(coro))
+
+    def start_blocking(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run the blocking ``fn(*args)`` (database work) on one of the host's threads,
+        without waiting; an exception is logged."""
+
+        def run() -> None:
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("a blocking job of the runtime host failed")
+
+        try:
+            self._workers.submit(run)
+        except RuntimeError:  # the host is stopping: run it here rather than lose it
+            run()
 
     def call_soon(self, fn: Any, *args: Any) -> None:
         """Run a plain function on the runtime loop, without waiting."""
@@ -208,11 +269,13 @@ _host_lock = threading.Lock()
 
 
 def get_host() -> RuntimeHost:
-    """The process's RuntimeHost, started on first use."""
+    """The process's RuntimeHost, started on first use. With ``TEAMCLAW_RUNTIME=embedded``
+    (the default) it is also a runtime worker that claims tasks (``runs.dispatch``)."""
     global _host
     with _host_lock:
         if _host is None:
-            _host = RuntimeHost().start()
+            embedded = settings.TEAMCLAW["RUNTIME"] == "embedded"
+            _host = RuntimeHost(worker="embedded" if embedded else None).start()
         return _host
 
 

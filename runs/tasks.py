@@ -1,12 +1,12 @@
 """Starting tasks: document checks and handing a task to the runtime (US-02, seed 002 demo).
 
-``start_task`` records the task, then runs it on the runtime host in the background; the
-recorder fills in contexts, messages, snapshots and artifacts as the agents work.
+``start_task`` records the task ``queued`` with its ``run_spec`` and hands it to a runtime
+worker (``runs.dispatch``); the recorder fills in contexts, messages, snapshots and artifacts
+as the agents work.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +17,15 @@ from capabilities.executors import workflow_executors
 from capabilities.models import AgentRole, Project
 from capabilities.snapshot import effective_constraints
 from monitoring import live_items
+from monitoring.access import can_operate_task, can_view_task
 from monitoring.live_events import LiveItem
 from monitoring.live_sink import get_live_sink
 from monitoring.models import Task
+from runs.commands import CommandRefused, send_command
+from runs.dispatch import publish_wake
 from runs.host import get_host
 from team.snapshot import build_snapshot
-from teamclaw.errors import InvalidField
+from teamclaw.errors import DomainError, InvalidField
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES
@@ -110,7 +113,8 @@ def start_task(
     user: Any = None,
     prompt_enhancement: str = "",
 ) -> Task:
-    """Record a task and start it on the runtime (returns at once, status ``running``).
+    """Record a task and hand it to a runtime worker (``enqueue``; returns at once, status
+    ``running`` on the embedded runtime, ``queued`` until a worker claims it otherwise).
 
     Raises DocumentError for a bad document (requirement_review) or missing description.
     """
@@ -140,38 +144,82 @@ def start_task(
         description=params["task_description"],
         input_markdown=text,
         project=project,
-        status="running",
+        status="queued",
         created_by=user if getattr(user, "pk", None) else None,
         executor=workflow_executors(build_snapshot(project.slug if project else None), WORKFLOW_CAPABILITIES[workflow]),
         prompt_enhancement=prompt_enhancement,
+        run_spec=run_spec("task_orchestration", params, params["task_description"], prompt_enhancement),
     )
-    host = get_host()
-    assert host.runtime is not None
-    host.start_background(
-        host.runtime.run_task(
-            capability_id="task_orchestration",
-            params=params,
-            task_id=task.id,
-            project_id=project.slug if project else None,
-            description=params["task_description"],
-            prompt_enhancement=prompt_enhancement,
-        ),
-        on_crash=crash_handler(task.id),
-    )
+    return enqueue(task)
+
+
+def run_spec(
+    capability_id: str, params: dict[str, Any], description: str, prompt_enhancement: str = ""
+) -> dict[str, Any]:
+    """``Task.run_spec``: what any worker needs to start (or resume) a task at main."""
+    return {
+        "capability_id": capability_id,
+        "params": params,
+        "description": description,
+        "entry_role": "main",
+        "prompt_enhancement": prompt_enhancement,
+    }
+
+
+def enqueue(task: Task) -> Task:
+    """Hand the ``queued`` ``task`` to a runtime worker (docs/architecture.md §3) and return it
+    as it is now: with the embedded runtime (the default) this process claims it at once
+    (``running``); otherwise, or when this process has no free slot, it waits ``queued`` and
+    the workers are woken (Redis) or find it on their next poll (at most 250 ms)."""
+    if settings.TEAMCLAW["RUNTIME"] == "embedded":
+        dispatcher = get_host().dispatcher
+        if dispatcher is not None and dispatcher.hand_over(task.id):
+            task.refresh_from_db()
+            return task
+    publish_wake("task", task.id)
     return task
 
 
-def crash_handler(task_id: str) -> Callable[[BaseException], None]:
-    """What to do when a task's run raises instead of ending (a bug, or the database failing
-    before the runtime recorded anything): mark the task ``failed`` with an
-    ``executor_error`` naming the exception type, so it never shows ``running`` forever."""
+def cancel_task(user: Any, task_id: str, reason: Any = "") -> Task:
+    """Cancel a queued or running task (PRD §4.6 ``terminated``), wherever it runs: what waits
+    in it ends with ``cancelled``, its confirmations expire. Returns the task as recorded.
 
-    def mark_failed(exc: BaseException) -> None:
-        error = {"code": "executor_error", "message": f"the run stopped on an internal error ({type(exc).__name__})"}
-        if Task.objects.filter(pk=task_id, status="running").update(
-            status="failed", error=error, finished_at=timezone.now()
-        ):
-            task = Task.objects.get(pk=task_id)
-            get_live_sink().publish_items([LiveItem("task", f"task:{task_id}", live_items.task_item(task))])
+    Raises InvalidField 400 (``reason`` not text or over 300 characters), TaskActionError
+    404 (not visible), 403 (not staff nor the user who started it), 409 (already ended);
+    CommandRefused 503 when its worker did not answer.
+    """
+    if reason is None:
+        reason = ""
+    if not isinstance(reason, str) or len(reason) > 300:
+        raise InvalidField("must be text of at most 300 characters", "reason")
+    task = Task.objects.filter(pk=task_id).first()
+    if task is None or not can_view_task(user, task):
+        raise TaskActionError(f"there is no task {task_id}", 404)
+    if not can_operate_task(user, task):
+        raise TaskActionError("only staff or the user who started this task may cancel it", 403)
+    why = reason.strip() or f"cancelled by {user.get_username()}"
+    error = {"code": "cancelled", "message": why, "details": {"task_id": task_id}}
+    if Task.objects.filter(pk=task_id, status="queued").update(
+        status="terminated", error=error, finished_at=timezone.now()
+    ):
+        task.refresh_from_db()
+        get_live_sink().publish_items([LiveItem("task", f"task:{task_id}", live_items.task_item(task))])
+        return task
+    if task.status not in ("queued", "running"):
+        raise TaskActionError(f"task {task_id} has already ended ({task.status})", 409)
+    try:
+        send_command(task_id, "cancel", {"reason": why})
+    except CommandRefused as refused:
+        if refused.status != 409:
+            raise
+        task.refresh_from_db()
+        raise TaskActionError(f"task {task_id} has already ended ({task.status})", 409) from None
+    task.refresh_from_db()
+    return task
 
-    return mark_failed
+
+class TaskActionError(DomainError):
+    """An action on a task refused; ``status`` is the HTTP status (403, 404, 409)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message, status=status)

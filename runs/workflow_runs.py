@@ -12,8 +12,7 @@ from typing import Any
 from capabilities.models import Project
 from capabilities.skill_models import Workflow
 from monitoring.models import Task
-from runs.host import get_host
-from runs.tasks import crash_handler
+from runs.tasks import enqueue, run_spec
 from teamclaw.errors import InvalidField
 from teamclaw.runtime.messages import new_id
 
@@ -46,20 +45,13 @@ def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, 
         description=description,
         input_markdown=json.dumps(run_input, ensure_ascii=False, indent=2),
         project=project,
-        status="running",
+        status="queued",
         created_by=user if getattr(user, "pk", None) else None,
         executor="offline",
-    )
-    host = get_host()
-    assert host.runtime is not None
-    host.start_background(
-        host.runtime.run_task(
-            capability_id="workflow_orchestration",
-            params={"workflow": workflow.definition, "input": run_input, "task_description": description[:2000]},
-            task_id=task.id,
-            project_id=project.slug if project else None,
-            description=description,
+        run_spec=run_spec(
+            "workflow_orchestration",
+            {"workflow": workflow.definition, "input": run_input, "task_description": description[:2000]},
+            description,
         ),
-        on_crash=crash_handler(task.id),
     )
-    return task
+    return enqueue(task)

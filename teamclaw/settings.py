@@ -233,7 +233,16 @@ TEAMCLAW: dict[str, Any] = {
     "MODEL_TOKEN_LIMIT_FIELD": env_choice(
         "TEAMCLAW_MODEL_TOKEN_LIMIT_FIELD", {"max_tokens", "max_completion_tokens"}, "max_tokens"
     ),
-    "RUNTIME_AUTOSTART": env_bool("TEAMCLAW_RUNTIME_AUTOSTART", True),
+    # `make run` sets it: the embedded runtime starts with the server (teamclaw.asgi), so tasks
+    # left by a crash resume without waiting for a first request.
+    "RUNTIME_AUTOSTART": env_bool("TEAMCLAW_RUNTIME_AUTOSTART", False),
+    # Runtime workers (docs/architecture.md §3, README "Scaling out"): `embedded` runs agents in
+    # the server process too; `remote` leaves them to `manage.py runtime_worker` processes.
+    "RUNTIME": env_choice("TEAMCLAW_RUNTIME", {"embedded", "remote"}, "embedded"),
+    "WORKER_CONCURRENCY": env_int("TEAMCLAW_WORKER_CONCURRENCY", 16, minimum=1, maximum=1000),
+    "LEASE_S": env_int("TEAMCLAW_LEASE_S", 10, minimum=2, maximum=3600),
+    "WORKER_HEARTBEAT_S": env_int("TEAMCLAW_WORKER_HEARTBEAT_S", 3, minimum=1, maximum=600),
+    "WORKER_POLL_MS": env_int("TEAMCLAW_WORKER_POLL_MS", 250, minimum=10, maximum=250),
     "ALERT_INTERVAL_S": env_int("TEAMCLAW_ALERT_INTERVAL_S", 15, minimum=0, maximum=3600),
 }
 

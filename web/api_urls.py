@@ -64,6 +64,7 @@ urlpatterns = [
     path("alerts/<int:alert_id>/resolve", alerts.AlertResolveView.as_view(), name="api-alert-resolve"),
     path("tasks", tasks.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", tasks.TaskDetailView.as_view(), name="api-task"),
+    path("tasks/<str:task_id>/cancel", tasks.TaskCancelView.as_view(), name="api-task-cancel"),
     path("contexts", contexts.ContextListView.as_view(), name="api-contexts"),
     path("contexts/<str:context_id>", contexts.ContextDetailView.as_view(), name="api-context"),
     path("contexts/<str:context_id>/snapshots", contexts.SnapshotListView.as_view(), name="api-context-snapshots"),
@@ -101,5 +102,6 @@ urlpatterns = [
     ),
     path("hooks", hooks.HookView.as_view(), name="api-hooks"),
     path("messages", messages.MessageListView.as_view(), name="api-messages"),
+    path("confirmations", confirmations.ConfirmationListView.as_view(), name="api-confirmations"),
     path("confirmations/<str:confirmation_id>", confirmations.ConfirmationView.as_view(), name="api-confirmation"),
 ]

@@ -29,6 +29,7 @@ urlpatterns = [
     path("tasks/new/", tasks.task_new, name="task-new"),
     path("tasks/demo/", tasks.run_demo, name="run-demo"),
     path("tasks/<str:task_id>/", tasks.task_detail, name="task-detail"),
+    path("tasks/<str:task_id>/cancel", tasks.task_cancel, name="task-cancel"),
     path("tasks/<str:task_id>/artifacts/<str:name>", tasks.task_artifact, name="task-artifact"),
     path("live/", live.live, name="live"),
     path("live/log/", live.live_log, name="live-log"),

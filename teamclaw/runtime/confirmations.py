@@ -4,6 +4,10 @@ While it waits, the agent's context is ``waiting_user`` with the question in its
 ``pending_questions`` and the invoke's deadline is paused. An operator approves or rejects
 it (``resolve``); after ``timeout_s`` (600 s by default) without a decision it expires as a
 rejection. Every state is emitted as ``ConfirmationChanged``.
+
+In a resumed task (``teamclaw.runtime.resume``) the same tool use asks the same
+confirmation again: one the operator already decided is answered by that decision at once,
+one still pending keeps its id and its original deadline and waits on.
 """
 
 from __future__ import annotations
@@ -80,8 +84,16 @@ class Confirmations:
         """Ask an operator to approve ``tool`` for ``call``; the context is ``waiting_user``
         until a decision or ``timeout_s``. Returns True only when approved."""
         now = self.clock.now()
+        confirmation_id, expires_at = new_id(), now + self.timeout_s
+        recorded = call.task.journal.confirmation(call.role, tool, args) if call.task.journal else None
+        if recorded is not None:
+            if recorded.status != "pending":
+                return recorded.status == "approved"
+            confirmation_id = recorded.id
+            if recorded.expires_at is not None:
+                expires_at = recorded.expires_at
         confirmation = PendingConfirmation(
-            id=new_id(),
+            id=confirmation_id,
             context_id=call.context.id,
             instance_id=call.instance.instance_id,
             role=call.role,
@@ -90,7 +102,7 @@ class Confirmations:
             tool=tool,
             args=args,
             created_at=now,
-            expires_at=now + self.timeout_s,
+            expires_at=expires_at,
             future=asyncio.get_running_loop().create_future(),
         )
         self.waiting[confirmation.id] = confirmation
@@ -102,7 +114,7 @@ class Confirmations:
         self._changed(confirmation)
         self.emitter.context_changed(call.context)
         try:
-            await self.clock.wait_any([confirmation.future], self.timeout_s)
+            await self.clock.wait_any([confirmation.future], max(0.0, expires_at - now))
             if not confirmation.future.done():
                 confirmation.status = "expired"
                 self._changed(confirmation)

@@ -14,6 +14,7 @@ from typing import Any
 from teamclaw.runtime.config import ConfigSnapshot
 from teamclaw.runtime.errors import AgentError
 from teamclaw.runtime.messages import AgentMessage, new_id
+from teamclaw.runtime.resume import ResumeJournal
 
 MAX_CONTEXT_MESSAGES = 500
 """Context message references kept per context (older ones are summarised away)."""
@@ -150,6 +151,8 @@ class TaskStatus(StrEnum):
     RUNNING = "running"
     COMPLETED = "completed"
     FAILED = "failed"
+    TERMINATED = "terminated"
+    """Cancelled by an operator (PRD §4.6 terminated)."""
 
 
 @dataclass(slots=True)
@@ -177,3 +180,5 @@ class TaskState:
     """True for the implicit task around a standalone invoke (no task record is kept open)."""
     cancelled: AgentError | None = None
     """Set when the task was cancelled: every later invoke in it is refused with this error."""
+    journal: ResumeJournal | None = None
+    """For a resumed task: what its earlier attempt completed (``teamclaw.runtime.resume``)."""

@@ -83,7 +83,7 @@ class AgentRuntime(Protocol):
         """A ``manual`` snapshot of a live context (PRD §4.6). KeyError when it is not live."""
 
     def cancel_task(self, task_id: str, reason: str = "cancelled by the operator") -> bool:
-        """End a running task as ``failed`` with ``cancelled``; False when it is not running."""
+        """End a running task as ``terminated`` with ``cancelled``; False when it is not running."""
 
     def add_sink(self, sink: EventSink) -> None:
         """Send every later event to ``sink``."""

@@ -100,6 +100,11 @@ class Invoker:
         """
         started = time.perf_counter()
         invoke_id = new_id()
+        recorded = self._from_journal(request, caller, task)
+        if recorded is not None:
+            recorded.latency_ms = (time.perf_counter() - started) * 1000
+            recorded.invoke_id = invoke_id
+            return recorded
         attempt = 0
         while True:
             attempt += 1
@@ -124,6 +129,23 @@ class Invoker:
         result.invoke_id = invoke_id
         result.task_id = task.task_id
         return result
+
+    @staticmethod
+    def _from_journal(request: InvokeRequest, caller: Party, task: TaskState) -> InvokeResult | None:
+        """For a resumed task: the recorded answer of this step, when its earlier attempt
+        completed it (``teamclaw.runtime.resume``); None when it runs live. Nothing is sent
+        and nothing executes again, so no second request is recorded for the step."""
+        if task.journal is None or task.cancelled is not None or caller.role is None:
+            return None
+        try:
+            card, defaults = task.snapshot.resolve(request.capability_id)
+        except AgentFailure:
+            return None
+        params = {**defaults, **request.params} if defaults else request.params
+        data = task.journal.answer(caller.role, card.capability_id, params)
+        if data is None:
+            return None
+        return InvokeResult(True, data=data, from_instance=None, attempts=0, task_id=task.task_id)
 
     async def _attempt(
         self,

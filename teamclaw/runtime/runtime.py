@@ -45,6 +45,7 @@ from teamclaw.runtime.invocation import EventSubscription, HookAck, HookEvent, I
 from teamclaw.runtime.invoking import Invoker
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party, Priority
 from teamclaw.runtime.pending import PendingCalls
+from teamclaw.runtime.resume import ResumeJournal
 from teamclaw.runtime.routing import InstancePool
 from teamclaw.runtime.schemas import SchemaValidators
 from teamclaw.runtime.tasks import TaskBook, TaskNotRunning
@@ -322,15 +323,19 @@ class Runtime:
         description: str = "",
         entry_role: str = "main",
         prompt_enhancement: str = "",
+        journal: ResumeJournal | None = None,
     ) -> InvokeResult:
         """Run a whole task: the operator hands it to ``entry_role`` (PRD §4.1 main:
-        任务接收) which may invoke others. Bounded by ``task_timeout_s``, never retried."""
+        任务接收) which may invoke others. Bounded by ``task_timeout_s``, never retried.
+        With ``journal`` it resumes an earlier attempt: recorded steps are answered from the
+        record (``teamclaw.runtime.resume``)."""
         async with self.book.run(
             task_id,
             project_id=project_id,
             description=description,
             entry_role=entry_role,
             prompt_enhancement=prompt_enhancement,
+            journal=journal,
         ) as run:
             request = InvokeRequest(capability_id, params, target_role=entry_role, timeout=self.task_timeout_s)
             result = await self.invoker.invoke(
@@ -398,7 +403,7 @@ class Runtime:
         task.add_done_callback(self._detached.discard)
 
     def cancel_task(self, task_id: str, reason: str = "cancelled by the operator") -> bool:
-        """End running task ``task_id`` as ``failed`` with ``cancelled``: every invoke waiting
+        """End running task ``task_id`` as ``terminated`` (PRD §4.6) with the error ``cancelled``: every invoke waiting
         in it returns that error at once, later invokes in it are refused with it, and its
         waiting tool confirmations expire. False when the task is not running."""
         task = self.book.tasks.get(task_id)
@@ -408,7 +413,7 @@ class Runtime:
         for pending in self.pending.of_task(task_id):
             pending.answer((None, task.cancelled, None))
         self._confirmations.expire_task(task_id)
-        self.book.end(task_id, TaskStatus.FAILED, task.cancelled)
+        self.book.end(task_id, TaskStatus.TERMINATED, task.cancelled)
         return True
 
     # ------------------------------------------------------------------ instances and health

@@ -17,6 +17,7 @@ from teamclaw.runtime.clock import Clock
 from teamclaw.runtime.config_cache import ConfigCache
 from teamclaw.runtime.context import (
     FINAL_STATUSES,
+    Artifact,
     ContextStatus,
     ExecutionContext,
     SnapshotType,
@@ -29,6 +30,7 @@ from teamclaw.runtime.events import TaskFinished, TaskStarted
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import InvokeResult
 from teamclaw.runtime.messages import new_id
+from teamclaw.runtime.resume import ResumeJournal
 
 INTERNAL_ERROR = AgentError(ErrorCode.EXECUTOR_ERROR, "internal error")
 """How a task ends when its run raised instead of returning an outcome."""
@@ -94,10 +96,12 @@ class TaskBook:
         token_budget: int | None = None,
         prompt_enhancement: str = "",
         kind: str = "task",
+        journal: ResumeJournal | None = None,
     ) -> TaskState:
         """Open a task: pin the current snapshot for its whole life (PRD §4.8) and set its
         token budget (tokens; the entry role's constraint unless given). ``kind`` is
         ``task``, or ``invoke`` / ``hook`` for the short task around an outside call.
+        ``journal`` resumes a task an earlier attempt started (``teamclaw.runtime.resume``).
 
         Raises ValueError when ``task_id`` is already running; LookupError (no config).
         """
@@ -116,7 +120,17 @@ class TaskBook:
             entry_role=entry_role,
             prompt_enhancement=prompt_enhancement,
             ephemeral=kind != "task",
+            journal=journal,
         )
+        for recorded in journal.artifacts if journal else ():
+            task.artifacts[recorded.name] = Artifact(
+                recorded.name,
+                recorded.content,
+                recorded.content_type,
+                recorded.role,
+                recorded.context_id,
+                recorded.created_at,
+            )
         self.tasks[task_id] = task
         self.emitter.emit(
             TaskStarted,
@@ -136,7 +150,10 @@ class TaskBook:
         if task is None:
             return
         task.status = status
-        final = ContextStatus.COMPLETED if status == TaskStatus.COMPLETED else ContextStatus.FAILED
+        final = {
+            TaskStatus.COMPLETED: ContextStatus.COMPLETED,
+            TaskStatus.TERMINATED: ContextStatus.TERMINATED,
+        }.get(status, ContextStatus.FAILED)
         for context in task.contexts.values():
             if context.status not in FINAL_STATUSES:
                 context.status = final
@@ -165,6 +182,7 @@ class TaskBook:
         entry_role: str = "main",
         prompt_enhancement: str = "",
         kind: str = "task",
+        journal: ResumeJournal | None = None,
     ) -> AsyncIterator[TaskRun]:
         """Open a task for the block (``begin``) and end it on the way out (module docstring):
         an ``AgentFailure`` escaping the block ends it with that error, anything else with
@@ -176,6 +194,7 @@ class TaskBook:
             entry_role=entry_role,
             prompt_enhancement=prompt_enhancement,
             kind=kind,
+            journal=journal,
         )
         run = TaskRun(task)
         try:

@@ -1,5 +1,5 @@
 """Cancelling a running task (the runtime contract's ``cancel_task``): what waits in it ends
-at once with ``cancelled``, nothing new starts in it, and the task is recorded failed."""
+at once with ``cancelled``, nothing new starts in it, and the task is recorded terminated (PRD §4.6)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ async def test_cancelling_ends_the_task_and_every_invoke_waiting_in_it(harness_f
     assert result.error.code == ErrorCode.CANCELLED
     assert result.error.message == "the operator changed their mind"
     [finished] = h.sink.of(TaskFinished)
-    assert finished.status == "failed"
+    assert finished.status == "terminated"
     assert finished.error["code"] == "cancelled"
     assert task.task_id not in h.runtime.tasks
     release.set()

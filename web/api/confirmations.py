@@ -1,16 +1,19 @@
-"""Tool confirmations (PRD §4.7 ⚠️): approve or reject one."""
+"""Tool confirmations (PRD §4.7 ⚠️): list them, approve or reject one (from any web process:
+``runs.confirmations``)."""
 
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.confirmations import decide
+from monitoring.access import visible_tasks
+from runs.confirmations import confirmation_dict, decide, list_confirmations
 from teamclaw import api_fields
 
 
@@ -30,3 +33,24 @@ class ConfirmationView(APIView):
         user: AbstractBaseUser = request.user  # type: ignore[assignment]
         result = decide(confirmation_id, data.validated_data["approve"], user)
         return Response(result)
+
+
+class ConfirmationListView(APIView):
+    """``GET /confirmations?task_id=&status=``: confirmations newest first (paginated), of the
+    tasks the caller may see; ``status`` is pending, approved, rejected or expired."""
+
+    @extend_schema(
+        operation_id="confirmations_list",
+        parameters=[
+            OpenApiParameter("task_id", str, description="only this task's"),
+            OpenApiParameter("status", str, enum=["pending", "approved", "rejected", "expired"]),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request) -> Response:
+        rows = list_confirmations(
+            task_id=request.query_params.get("task_id"), status=request.query_params.get("status")
+        ).filter(task_id__in=visible_tasks(request.user).values("pk"))
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response([confirmation_dict(row) for row in page or []])

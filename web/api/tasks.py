@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.models import Task
-from runs.tasks import start_task
+from runs.tasks import cancel_task, start_task
 from teamclaw import api_fields
 from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
@@ -69,6 +69,9 @@ def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
         "error": task.error,
         "created_at": task.created_at,
         "finished_at": task.finished_at,
+        "attempt": task.attempt,
+        "resumed_steps": task.resumed_steps,
+        "worker": task.owner or None,
     }
     if full:
         body["contexts"] = [
@@ -129,3 +132,19 @@ class TaskDetailView(APIView):
     def get(self, request: Request, task_id: str) -> Response:
         task = get_object_or_404(visible_tasks(request.user).prefetch_related("contexts", "artifacts"), pk=task_id)
         return Response(task_document(task))
+
+
+class TaskCancelSerializer(api_fields.StrictSerializer):
+    reason = api_fields.StrictCharField(required=False, allow_blank=True, max_length=300)
+
+
+class TaskCancelView(APIView):
+    """``POST /tasks/{task_id}/cancel {"reason"?}``: end a queued or running task as
+    ``terminated`` (PRD §4.6), wherever it runs; 409 when it has already ended."""
+
+    @extend_schema(request=TaskCancelSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request, task_id: str) -> Response:
+        data = TaskCancelSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        task = cancel_task(request.user, task_id, data.validated_data.get("reason", ""))
+        return Response(task_document(task, full=False))

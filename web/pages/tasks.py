@@ -12,7 +12,16 @@ from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact
-from runs.tasks import DocumentError, max_document_bytes, sample_requirement, start_task
+from runs.tasks import (
+    DocumentError,
+    TaskActionError,
+    cancel_task,
+    max_document_bytes,
+    sample_requirement,
+    start_task,
+)
+from teamclaw.errors import DomainError
+from web.forms import show_refusal
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
@@ -35,6 +44,23 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     not see is a 404."""
     task = get_object_or_404(visible_tasks(request.user).select_related("project"), pk=task_id)
     return render(request, "monitoring/task_detail.html", {"nav": "tasks", **task_page_context(request.user, task)})
+
+
+@require_POST
+def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
+    """Cancel a queued or running task (PRD §4.6 ``terminated``), then back to its page
+    with what happened (a refusal says why: ended already, not allowed, no worker answered)."""
+    try:
+        task = cancel_task(request.user, task_id, request.POST.get("reason", ""))
+    except TaskActionError as exc:
+        if exc.status == 404:
+            raise Http404(exc.message) from None
+        show_refusal(request, exc)
+    except DomainError as exc:
+        show_refusal(request, exc)
+    else:
+        messages.success(request, f"Task cancelled: it is {task.status}.")
+    return redirect("task-detail", task_id=task_id)
 
 
 @require_http_methods(["GET", "POST"])

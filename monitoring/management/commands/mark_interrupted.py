@@ -2,8 +2,10 @@
 
 A server that stops (or crashes) leaves tasks ``running``, contexts executing, instances
 alive and confirmations pending in the database. Run before the server starts (``make run``
-does): tasks become ``failed`` with the reason, contexts ``terminated``, instances
-``terminated``, confirmations ``expired``. Recorded history is otherwise untouched.
+does). Workflow runs resume: the server's runtime worker takes them over once their lease
+expires (10 s), with their confirmations still waiting. What cannot resume (a standalone
+invoke's short task) becomes ``failed`` with the reason, its contexts ``terminated`` and
+confirmations ``expired``; instances ``terminated``. Recorded history is otherwise untouched.
 """
 
 from django.core.management.base import BaseCommand
@@ -17,8 +19,10 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         counts = mark_interrupted()
         # Work cut short is news for the operator; idle instances of the last run are not.
-        work = {kind: n for kind, n in counts.items() if n and kind != "instances"}
+        work = {kind: n for kind, n in counts.items() if n and kind not in ("instances", "resumable")}
         if work:
             self.stdout.write(", ".join(f"{n} {kind}" for kind, n in work.items()) + " marked as interrupted.")
+        if counts["resumable"]:
+            self.stdout.write(f"{counts['resumable']} tasks will resume where they stopped.")
         if counts["instances"]:
             self.stdout.write(f"Closed {counts['instances']} agent instances of the previous run.")

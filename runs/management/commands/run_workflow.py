@@ -18,8 +18,9 @@ from django.core.management.base import BaseCommand, CommandError
 from capabilities.executors import workflow_executors
 from capabilities.models import Project
 from monitoring.models import Task
+from runs.dispatch import Claimed, claim_tasks
 from runs.host import RuntimeHost
-from runs.tasks import DocumentError, validate_document
+from runs.tasks import DocumentError, run_spec, validate_document
 from team.snapshot import build_snapshot
 from teamclaw.runtime.events import ContextChanged, RuntimeEvent
 from teamclaw.runtime.messages import new_id
@@ -75,36 +76,32 @@ class Command(BaseCommand):
                 raise CommandError(f"project '{options['project']}' does not exist", returncode=2)
         workflow = options["workflow"]
         title = options["title"] or path.stem
+        params: dict[str, Any] = {"workflow": workflow, "task_description": f"Review the requirement '{title}'"}
+        if workflow == "requirement_review":
+            params.update(input_markdown=text, document_name=path.name)
         task = Task.objects.create(
             id=new_id(),
             kind="task",
             workflow=workflow,
             title=title,
             input_markdown=text,
-            description=f"Review the requirement '{title}'",
+            description=params["task_description"],
             project=project,
-            status="running",
+            status="queued",
             executor=workflow_executors(
                 build_snapshot(project.slug if project else None), WORKFLOW_CAPABILITIES[workflow]
             ),
+            run_spec=run_spec("task_orchestration", params, params["task_description"]),
         )
-        params: dict[str, Any] = {"workflow": workflow, "task_description": task.description}
-        if workflow == "requirement_review":
-            params.update(input_markdown=text, document_name=path.name)
-        host = RuntimeHost(name="cli").start()
-        assert host.runtime is not None
+        # A runtime worker of its own that takes only this task (runs.dispatch): the server's
+        # pages and API reach it through the database (confirmations, instructions, cancel).
+        host = RuntimeHost(name="cli", worker="command").start()
+        assert host.runtime is not None and host.dispatcher is not None
         host.runtime.add_sink(ProgressPrinter(lambda line: self.stdout.write(line)))
         self.stdout.write(f"Task {task.id}: {workflow} on {path}")
         try:
-            result = host.call(
-                host.runtime.run_task(
-                    capability_id="task_orchestration",
-                    params=params,
-                    task_id=task.id,
-                    project_id=project.slug if project else None,
-                    description=task.description,
-                )
-            )
+            [claimed] = claim_tasks(host.dispatcher.id, 1, only=[task.id])
+            result = host.call(host.dispatcher.run(Claimed(claimed, None)))
         finally:
             host.stop()
         output = Path(options["output"] or Path(settings.DATA_DIR) / "tasks" / task.id)

@@ -68,6 +68,13 @@ class ExecutorRegistry:
     def get(self, kind: str) -> Executor | None:
         return self._executors.get(kind)
 
+    def resumable(self, kind: str) -> bool:
+        """Whether a task run by executor ``kind`` may resume after its worker stopped
+        (``teamclaw.runtime.resume``). An executor declares ``resumable = False`` when
+        running an interrupted call again is not safe; unknown kinds are not resumable."""
+        executor = self._executors.get(kind)
+        return executor is not None and bool(getattr(executor, "resumable", True))
+
     def kind_for(self, card: CardSpec, role: RoleSpec | None) -> str:
         """The kind ``resolve`` would pick (installed or not)."""
         return choose_kind(card, role, self.default)

@@ -1,0 +1,433 @@
+"""This process's runtime worker: it claims tasks, holds their leases, resumes orphans and
+answers commands (docs/architecture.md §3; README "Scaling out").
+
+Every process that runs agents has one ``Dispatcher`` on its runtime host's loop: the embedded
+server of ``make run``, each ``manage.py runtime_worker`` and a terminal's ``run_workflow``.
+
+- **Claiming.** A task waiting for a worker is ``queued`` with a ``run_spec``. A task is owned
+  by one worker at a time through ``Task.owner`` and ``Task.lease_expires_at``. A worker with a
+  free slot (``--concurrency``) claims the oldest queued task, or a running one whose lease
+  expired (its owner stopped), with ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL and a
+  compare-and-swap ``UPDATE`` (owner, lease and attempt as read) on both, so two workers never
+  take the same attempt. The heartbeat (every ``WORKER_HEARTBEAT_S``, 3 s) renews the leases
+  (``LEASE_S``, 10 s).
+- **Resuming.** A claimed task that ran before (``attempt`` > 1) resumes with the journal of
+  its record (``runs.resume``): completed steps are answered from it, in-flight ones run
+  again, its tool confirmations carry over. A task whose executors say they cannot resume
+  ends ``failed`` with ``interrupted`` instead.
+- **Commands.** ``runs.commands`` writes a ``RuntimeCommand`` for a task; the owner takes it on
+  its next poll (every ``WORKER_POLL_MS``, at most 250 ms) and writes the answer. A tool
+  confirmation decided on the record is applied to the waiting tool use on the same poll.
+- **Wake-ups.** With ``REDIS_URL``, a new task is pushed on the list ``teamclaw:tasks`` and a
+  command published on ``teamclaw:commands``; a worker blocked on either polls at once. The
+  database stays the only truth; Redis only wakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Protocol
+
+import redis
+import redis.asyncio as aioredis
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from monitoring import live_items
+from monitoring.live_events import LiveItem
+from monitoring.live_sink import get_live_sink
+from monitoring.models import Task, ToolConfirmation
+from monitoring.recorder import Recorder
+from runs.models import RuntimeCommand, RuntimeWorker
+from runs.resume import journal_for
+from teamclaw.runtime import InvokeResult, Runtime, TaskNotRunning
+from teamclaw.runtime.resume import ResumeJournal
+
+
+class WorkerHost(Protocol):
+    """What the dispatcher needs of its runtime host (``runs.host.RuntimeHost``)."""
+
+    @property
+    def runtime(self) -> Runtime | None:
+        """The runtime, once started."""
+
+    @property
+    def recorder(self) -> Recorder:
+        """The database sink of the runtime's events."""
+
+    def call_soon(self, fn: Any, *args: Any) -> None:
+        """Run ``fn(*args)`` on the runtime loop, without waiting."""
+
+    def start_blocking(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run the blocking ``fn(*args)`` on one of the host's threads, without waiting."""
+
+
+log = logging.getLogger(__name__)
+
+TASK_LIST = "teamclaw:tasks"
+"""Redis list a new task's id is pushed on: one blocked worker wakes and claims."""
+COMMAND_CHANNEL = "teamclaw:commands"
+"""Redis channel a command's task id is published on: every worker polls its commands."""
+
+IDLE_HEARTBEAT_S = 30.0
+"""How often a worker running no task beats its ``RuntimeWorker`` row (s)."""
+
+INTERRUPTED = {
+    "code": "interrupted",
+    "message": "its worker stopped while it ran, and its executors cannot resume a task",
+    "details": {},
+}
+
+
+def lease_s() -> float:
+    return float(settings.TEAMCLAW["LEASE_S"])
+
+
+def poll_s() -> float:
+    return settings.TEAMCLAW["WORKER_POLL_MS"] / 1000
+
+
+@dataclass(slots=True)
+class Claimed:
+    """A task this worker now owns, with the journal when it resumes an earlier attempt."""
+
+    task: Task
+    journal: ResumeJournal | None
+
+
+def claimable() -> Q:
+    """Tasks a worker may take: queued with a run spec, or running with an expired lease."""
+    now = timezone.now()
+    return Q(kind="task", run_spec__isnull=False) & (
+        Q(status="queued") | Q(status="running") & (Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True))
+    )
+
+
+def claim_tasks(worker_id: str, limit: int, only: Iterable[str] | None = None) -> list[Task]:
+    """Take up to ``limit`` claimable tasks (oldest first; only the ids in ``only`` when given)
+    for ``worker_id``: owner set, lease started, ``attempt`` + 1, status ``running``."""
+    if limit <= 0:
+        return []
+    claimed: list[Task] = []
+    rows = Task.objects.filter(claimable())
+    if only is not None:
+        rows = rows.filter(pk__in=list(only))
+    # A plain read first: an idle poll takes no write lock (SQLite's transactions are IMMEDIATE).
+    candidates = list(rows.order_by("created_at").values_list("pk", flat=True)[:limit])
+    if not candidates:
+        return []
+    with transaction.atomic():
+        locked = Task.objects.select_for_update(skip_locked=True).filter(claimable(), pk__in=candidates)
+        for task in locked.order_by("created_at"):
+            # Compare and swap: nobody took this attempt between the read and the write.
+            taken = Task.objects.filter(
+                pk=task.pk, owner=task.owner, attempt=task.attempt, lease_expires_at=task.lease_expires_at
+            ).update(
+                owner=worker_id,
+                lease_expires_at=timezone.now() + timedelta(seconds=lease_s()),
+                status="running",
+                attempt=F("attempt") + 1,
+            )
+            if taken:
+                claimed.append(Task.objects.get(pk=task.pk))
+    return claimed
+
+
+def fail_interrupted(task: Task) -> None:
+    """End ``task`` ``failed`` with ``interrupted`` (it cannot resume) and tell the live pages."""
+    Task.objects.filter(pk=task.pk).update(
+        status="failed", error=INTERRUPTED, finished_at=timezone.now(), owner="", lease_expires_at=None
+    )
+    task.refresh_from_db()
+    get_live_sink().publish_items([LiveItem("task", f"task:{task.pk}", live_items.task_item(task))])
+
+
+def publish_wake(kind: str, value: str) -> None:
+    """Wake workers through Redis (nothing without ``REDIS_URL``): ``kind`` ``task`` pushes
+    on the task list, ``command`` publishes on the command channel. Best effort: the database
+    poll finds the work anyway."""
+    url = settings.REDIS_URL
+    if not url:
+        return
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        with client:
+            if kind == "task":
+                client.lpush(TASK_LIST, value)
+            else:
+                client.publish(COMMAND_CHANNEL, value)
+    except redis.RedisError:
+        log.warning("could not wake the workers through Redis; they find the %s on their next poll", kind)
+
+
+class Dispatcher:
+    """The runtime worker of one process (module docstring). ``kind`` is ``embedded``,
+    ``worker`` or ``command``; ``concurrency`` bounds the tasks it runs at once; ``claim``
+    False makes it run only the tasks handed to it (a terminal's run)."""
+
+    def __init__(self, host: WorkerHost, kind: str, concurrency: int, *, claim: bool = True) -> None:
+        self.host = host
+        self.kind = kind
+        self.concurrency = concurrency
+        self.claim = claim
+        self.id = f"{socket.gethostname()[:40]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.running: dict[str, asyncio.Future[InvokeResult]] = {}
+        self.wake = asyncio.Event()
+        self.loops: list[asyncio.Task[None]] = []
+        self.stopping = False
+        self.last_heartbeat = 0.0
+        self.last_idle_beat = 0.0
+        self.registered = False
+
+    # -- lifecycle (sync, from the host) ---------------------------------------------------
+    def register(self) -> None:
+        """Write this worker's ``RuntimeWorker`` row (once)."""
+        now = timezone.now()
+        RuntimeWorker.objects.get_or_create(
+            id=self.id,
+            defaults={
+                "kind": self.kind,
+                "hostname": socket.gethostname()[:255],
+                "pid": os.getpid(),
+                "concurrency": self.concurrency,
+                "started_at": now,
+                "heartbeat_at": now,
+            },
+        )
+        self.registered = True
+
+    async def start(self) -> None:
+        """Poll (and listen to Redis) on the runtime loop until ``stop``; the first poll
+        registers the worker's row."""
+        self.loops.append(asyncio.create_task(self.poll_loop(), name=f"dispatcher-{self.id}"))
+        if settings.REDIS_URL:
+            self.loops.append(asyncio.create_task(self.redis_loop(), name=f"dispatcher-redis-{self.id}"))
+
+    async def stop(self) -> list[str]:
+        """Stop polling; returns the ids of the tasks still running here (the host mutes
+        them, stops the runtime and then calls ``release``)."""
+        self.stopping = True
+        for loop in self.loops:
+            loop.cancel()
+        await asyncio.gather(*self.loops, return_exceptions=True)
+        return list(self.running)
+
+    def release(self, task_ids: list[str]) -> None:
+        """Give up the leases of ``task_ids`` at once (another worker resumes them) and mark
+        this worker stopped."""
+        Task.objects.filter(pk__in=task_ids, owner=self.id).update(lease_expires_at=timezone.now())
+        RuntimeWorker.objects.filter(pk=self.id).update(stopped_at=timezone.now())
+
+    # -- starting tasks ------------------------------------------------------------------
+    def hand_over(self, task_id: str) -> bool:
+        """Claim ``task_id`` here at once and start it (from any thread); False when this
+        worker has no free slot (it stays queued for the next worker with one)."""
+        if self.stopping or len(self.running) >= self.concurrency:
+            return False
+        claimed = claim_tasks(self.id, 1, only=[task_id])
+        if not claimed:
+            return False
+        item = self.prepare(claimed[0])
+        if item is not None:
+            self.host.call_soon(self.launch, item)
+        return True
+
+    def prepare(self, task: Task) -> Claimed | None:
+        """The claimed ``task`` ready to run, or None when it cannot resume (then failed)."""
+        if task.attempt > 1 and not self.resumable(task):
+            fail_interrupted(task)
+            return None
+        return Claimed(task, journal_for(task))
+
+    def resumable(self, task: Task) -> bool:
+        runtime = self.host.runtime
+        if runtime is None:
+            return False
+        return all(runtime.executors.resumable(kind) for kind in (task.executor or "offline").split("+"))
+
+    async def run(self, item: Claimed) -> InvokeResult:
+        """Run the claimed task here and wait for its result (a terminal's run)."""
+        self.launch(item)
+        return await self.running[item.task.id]
+
+    def launch(self, item: Claimed) -> None:
+        """Run a claimed task on this runtime (on the runtime loop)."""
+        runtime = self.host.runtime
+        assert runtime is not None
+        task, spec = item.task, item.task.run_spec or {}
+        if task.id in self.running:
+            return
+        run = asyncio.ensure_future(
+            runtime.run_task(
+                capability_id=spec["capability_id"],
+                params=spec["params"],
+                task_id=task.id,
+                project_id=task.project_id,
+                description=spec.get("description", task.description),
+                entry_role=spec.get("entry_role", "main"),
+                prompt_enhancement=spec.get("prompt_enhancement", ""),
+                journal=item.journal,
+            )
+        )
+        self.running[task.id] = run
+        run.add_done_callback(lambda done: self.finished(task.id, done, item.journal))
+
+    def finished(self, task_id: str, done: asyncio.Future[Any], journal: ResumeJournal | None) -> None:
+        self.running.pop(task_id, None)
+        error = None if done.cancelled() else done.exception()
+        if error is not None:
+            log.error("task %s stopped on an internal error", task_id, exc_info=error)
+        if self.stopping:
+            return
+        self.host.start_blocking(self.close_lease, task_id, journal.answered if journal else 0, error)
+        self.wake.set()  # a slot is free
+
+    def close_lease(self, task_id: str, resumed_steps: int, error: BaseException | None) -> None:
+        """The task ended here: once the recorder holds its outcome, drop the owner (the lease
+        runs on for one more period, so a slow write can never make the task look orphaned);
+        count its resumed steps; an internal error (the run raised) fails it with
+        ``executor_error`` so it never stays running."""
+        self.host.recorder.flush(30)
+        fields: dict[str, Any] = {"owner": "", "lease_expires_at": timezone.now() + timedelta(seconds=lease_s())}
+        if resumed_steps:
+            fields["resumed_steps"] = resumed_steps
+        Task.objects.filter(pk=task_id, owner=self.id).update(**fields)
+        if error is not None:
+            message = f"the run stopped on an internal error ({type(error).__name__})"
+            if Task.objects.filter(pk=task_id, status__in=["queued", "running"]).update(
+                status="failed", error={"code": "executor_error", "message": message}, finished_at=timezone.now()
+            ):
+                task = Task.objects.get(pk=task_id)
+                get_live_sink().publish_items([LiveItem("task", f"task:{task_id}", live_items.task_item(task))])
+
+    # -- the poll -------------------------------------------------------------------------
+    async def poll_loop(self) -> None:
+        while not self.stopping:
+            try:
+                await self.poll_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a database hiccup: log it and poll again
+                log.exception("the runtime worker's poll failed; trying again")
+            self.wake.clear()
+            try:
+                await asyncio.wait_for(self.wake.wait(), poll_s())
+            except TimeoutError:
+                pass
+
+    async def poll_once(self) -> None:
+        """One round: heartbeat when due, decided confirmations, commands, claims."""
+        now = asyncio.get_running_loop().time()
+        if not self.registered:
+            await asyncio.to_thread(self.register)
+            self.last_idle_beat = now
+        if now - self.last_heartbeat >= settings.TEAMCLAW["WORKER_HEARTBEAT_S"] and (
+            self.running or now - self.last_idle_beat >= IDLE_HEARTBEAT_S
+        ):
+            # Leases are renewed every heartbeat; an idle worker beats its row less often.
+            self.last_heartbeat = self.last_idle_beat = now
+            await asyncio.to_thread(self.heartbeat, list(self.running))
+        runtime = self.host.runtime
+        if runtime is None:
+            return
+        waiting = list(runtime.confirmations)
+        owned = list(self.running)
+        free = self.concurrency - len(self.running) if self.claim and not self.stopping else 0
+        decided, commands, claimed = await asyncio.to_thread(self.read_work, waiting, owned, free)
+        for row in decided:
+            try:
+                runtime.resolve_confirmation(row.id, row.status == "approved", decided_by=row.decided_by)
+            except KeyError:
+                pass  # it expired or was decided here meanwhile
+        for command in commands:
+            await asyncio.to_thread(self.answer, command, self.apply(command.kind, command.task_id, command.payload))
+        for item in claimed:
+            self.launch(item)
+
+    def heartbeat(self, task_ids: list[str]) -> None:
+        """Renew this worker's row and the leases of ``task_ids``."""
+        close_old_connections()
+        now = timezone.now()
+        RuntimeWorker.objects.filter(pk=self.id).update(heartbeat_at=now)
+        if task_ids:
+            renewed = Task.objects.filter(pk__in=task_ids, owner=self.id).update(
+                lease_expires_at=now + timedelta(seconds=lease_s())
+            )
+            if renewed < len(task_ids):
+                log.warning("%d task(s) of this worker were taken over by another", len(task_ids) - renewed)
+
+    def read_work(
+        self, waiting: list[str], owned: list[str], free: int
+    ) -> tuple[list[ToolConfirmation], list[RuntimeCommand], list[Claimed]]:
+        """The database half of a poll (on a worker thread)."""
+        close_old_connections()
+        decided = list(ToolConfirmation.objects.filter(pk__in=waiting).exclude(status="pending")) if waiting else []
+        commands: list[RuntimeCommand] = []
+        if owned:
+            for command in RuntimeCommand.objects.filter(status="pending", task_id__in=owned, taken_by=""):
+                if RuntimeCommand.objects.filter(pk=command.pk, taken_by="").update(taken_by=self.id):
+                    commands.append(command)
+        claimed = [item for task in claim_tasks(self.id, free) if (item := self.prepare(task)) is not None]
+        return decided, commands, claimed
+
+    def apply(self, kind: str, task_id: str, payload: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+        """Apply a command to this runtime (on its loop): ``(result, None)`` or ``(None,
+        {status, detail})``. Kinds: ``instruction`` ``{context_id, text, author}`` (the
+        ``user_instruction`` snapshot), ``snapshot`` ``{context_id, label}`` (the ``manual``
+        snapshot), ``cancel`` ``{reason}`` (``{task_id, status: terminated}``)."""
+        runtime = self.host.runtime
+        assert runtime is not None
+        try:
+            if kind == "instruction":
+                author = payload.get("author", "operator")
+                return runtime.add_user_instruction(payload["context_id"], payload["text"], author=author), None
+            if kind == "snapshot":
+                return runtime.manual_snapshot(payload["context_id"], payload.get("label", "")), None
+            if kind == "cancel":
+                if runtime.cancel_task(task_id, payload.get("reason") or "cancelled by the operator"):
+                    return {"task_id": task_id, "status": "terminated"}, None
+                raise TaskNotRunning(task_id)
+        except (KeyError, TaskNotRunning):
+            return None, {
+                "status": 409,
+                "detail": f"{'the task' if kind == 'cancel' else 'that context'} is no longer running",
+            }
+        return None, {"status": 400, "detail": f"unknown command {kind!r}"}
+
+    def answer(self, command: RuntimeCommand, outcome: tuple[Any, dict[str, Any] | None]) -> None:
+        """Write the outcome of ``command`` once the recorder holds what it changed."""
+        result, error = outcome
+        self.host.recorder.flush(10)
+        RuntimeCommand.objects.filter(pk=command.pk).update(
+            status="failed" if error else "done", result=result, error=error, done_at=timezone.now()
+        )
+
+    async def redis_loop(self) -> None:
+        """Wake the poll on a task pushed or a command published (REDIS_URL)."""
+        client = aioredis.Redis.from_url(settings.REDIS_URL)
+        pubsub = client.pubsub()
+        try:
+            await pubsub.subscribe(COMMAND_CHANNEL)
+            while not self.stopping:
+                try:
+                    message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.05)
+                    if message is not None:
+                        self.wake.set()
+                    free = self.concurrency - len(self.running)
+                    if free > 0 and await client.blpop([TASK_LIST], timeout=0.2):
+                        self.wake.set()
+                except aioredis.RedisError:
+                    log.warning("Redis is not answering; the runtime worker polls the database meanwhile")
+                    await asyncio.sleep(1)
+        finally:
+            await pubsub.aclose()
+            await client.aclose()

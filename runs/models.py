@@ -1,0 +1,64 @@
+"""The runtime workers of a deployment and the commands sent to them (docs/architecture.md §3).
+
+A worker is any process that runs agents: the embedded server of ``make run``, a
+``manage.py runtime_worker``, a terminal's ``run_workflow``. Each registers a row, beats it
+every few seconds, and owns tasks through a lease on ``monitoring.Task``. A command (an
+operator's instruction, a manual snapshot, a cancel) for a task is a row here, addressed to
+the task rather than to a process: whichever worker owns the task when it looks takes it.
+Tool confirmations need no command: the decision is written on the confirmation record
+itself, and the owner applies it (``runs.dispatch``).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class RuntimeWorker(models.Model):
+    """A process that runs agents, as it last reported itself."""
+
+    KINDS = [("embedded", "embedded server"), ("worker", "runtime worker"), ("command", "terminal run")]
+
+    id = models.CharField(max_length=80, primary_key=True)
+    kind = models.CharField(max_length=10, choices=KINDS)
+    hostname = models.CharField(max_length=255)
+    pid = models.PositiveIntegerField()
+    concurrency = models.PositiveIntegerField()
+    """How many tasks it runs at once at most."""
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField(db_index=True)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-heartbeat_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id}"
+
+
+class RuntimeCommand(models.Model):
+    """A command for a running task, waiting for (or answered by) the worker that owns it.
+
+    ``kind``: ``instruction`` ``{context_id, text, author}``, ``snapshot`` ``{context_id,
+    label}``, ``cancel`` ``{reason}``. ``result`` is the runtime's answer; ``error`` is
+    ``{status, detail}`` when the worker refused it (409: the context is not running).
+    """
+
+    KINDS = [("instruction", "instruction"), ("snapshot", "snapshot"), ("cancel", "cancel")]
+    STATUSES = [("pending", "pending"), ("done", "done"), ("failed", "failed")]
+
+    task_id = models.CharField(max_length=64, db_index=True)
+    kind = models.CharField(max_length=12, choices=KINDS)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=8, choices=STATUSES, default="pending", db_index=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    taken_by = models.CharField(max_length=80, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.task_id} ({self.status})"
