@@ -36,12 +36,12 @@ lint: install
 
 # PostgreSQL for the database-portability run (CI has one; skipped when none answers).
 PG_TEST_URL ?= postgres://127.0.0.1:5432/test
-PG_TESTS := tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py
+PG_TESTS := tests/test_workers_scaled.py tests/test_resume.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py
 
 test: lint
 	$(BIN)/pytest
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)', connect_timeout=3).close()" 2>/dev/null; then \
-		echo "== the recorder, tasks, runtime API and matrices again on PostgreSQL"; \
+		echo "== workers at scale (PostgreSQL + Redis), resume, the recorder, tasks, runtime API and matrices on PostgreSQL"; \
 		DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -p no:cacheprovider $(PG_TESTS); \
 	else echo "== no PostgreSQL at $(PG_TEST_URL): skipping the PostgreSQL run"; fi
 

@@ -78,6 +78,8 @@ TASK_LIST = "teamclaw:tasks"
 COMMAND_CHANNEL = "teamclaw:commands"
 """Redis channel a command's task id is published on: every worker polls its commands."""
 
+CLAIMS_PER_POLL = 1
+"""Tasks a worker claims per poll round."""
 IDLE_HEARTBEAT_S = 30.0
 """How often a worker running no task beats its ``RuntimeWorker`` row (s)."""
 
@@ -312,13 +314,13 @@ class Dispatcher:
     # -- the poll -------------------------------------------------------------------------
     async def poll_loop(self) -> None:
         while not self.stopping:
+            self.wake.clear()  # what arrives during the round wakes the next one at once
             try:
                 await self.poll_once()
             except asyncio.CancelledError:
                 raise
             except Exception:  # a database hiccup: log it and poll again
                 log.exception("the runtime worker's poll failed; trying again")
-            self.wake.clear()
             try:
                 await asyncio.wait_for(self.wake.wait(), poll_s())
             except TimeoutError:
@@ -341,7 +343,9 @@ class Dispatcher:
             return
         waiting = list(runtime.confirmations)
         owned = list(self.running)
-        free = self.concurrency - len(self.running) if self.claim and not self.stopping else 0
+        # One claim a round, so idle workers share a burst of new tasks instead of the first
+        # awake taking them all; a round that claimed one polls again at once.
+        free = min(CLAIMS_PER_POLL, self.concurrency - len(self.running)) if self.claim and not self.stopping else 0
         decided, commands, claimed = await asyncio.to_thread(self.read_work, waiting, owned, free)
         for row in decided:
             try:
@@ -352,6 +356,8 @@ class Dispatcher:
             await asyncio.to_thread(self.answer, command, self.apply(command.kind, command.task_id, command.payload))
         for item in claimed:
             self.launch(item)
+        if claimed:
+            self.wake.set()
 
     def heartbeat(self, task_ids: list[str]) -> None:
         """Renew this worker's row and the leases of ``task_ids``."""

@@ -54,15 +54,16 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def wait_until(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
-    """Poll ``check`` until it returns something truthy; fail the test after ``timeout`` s."""
+def wait_until(check: Callable[[], Any], timeout: float, what: str | Callable[[], str], interval: float = 0.1) -> Any:
+    """Poll ``check`` until it returns something truthy; fail the test after ``timeout`` s
+    saying ``what`` (or what ``what()`` says then)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = check()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"{what}: not within {timeout} s")
+    raise AssertionError(f"{what() if callable(what) else what}: not within {timeout} s")
 
 
 class Child:

@@ -114,6 +114,7 @@ def test_kill_9_of_the_server_while_a_task_waits_on_a_confirmation_then_it_resum
         status, body = second.api("POST", f"confirmations/{confirmation.id}", {"approve": True})
         assert status == 200, body
         wait_until(lambda: Task.objects.get(pk=task_id).status == "completed", 60, f"completion\n{second.output()}")
+        wait_until(lambda: Task.objects.get(pk=task_id).owner == "", 10, "the worker closing its lease")
     finally:
         second.stop()
     task = Task.objects.get(pk=task_id)

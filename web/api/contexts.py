@@ -164,7 +164,7 @@ class InstructionSerializer(api_fields.StrictSerializer):
 class InstructionView(APIView):
     """Give a running agent a user instruction (PRD §4.6): stored in its
     ``input_context.user_instructions``, sent as ``context_sync``, snapshotted with trigger
-    ``user_instruction``. 409 when the context is not running in this server."""
+    ``user_instruction``, in whichever worker runs it. 409 when the context is not running."""
 
     @extend_schema(request=InstructionSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, context_id: str) -> Response:
