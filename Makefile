@@ -25,7 +25,7 @@ setup: install
 run: setup
 	$(BIN)/python manage.py mark_interrupted
 	@echo "TeamClaw is at http://127.0.0.1:$(PORT)/  (user: admin)"
-	TEAMCLAW_RUNTIME_AUTOSTART=1 $(BIN)/daphne -b 127.0.0.1 -p $(PORT) teamclaw.asgi:application
+	TEAMCLAW_RUNTIME_AUTOSTART=1 $(BIN)/daphne -e tcp:port=$(PORT):interface=127.0.0.1:backlog=1024 teamclaw.asgi:application
 
 lint: install
 	$(BIN)/ruff check .
@@ -50,6 +50,7 @@ bench: install
 	$(BIN)/python bench/governance_bench.py
 	$(BIN)/python bench/message_log_bench.py
 	$(BIN)/python bench/live_sink_bench.py
+	$(BIN)/python bench/scale_bench.py
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache
