@@ -135,6 +135,8 @@ def task_page_context(user: Any, task: Task) -> dict[str, Any]:
         "task": task,
         "task_item": live_items.task_item(task),
         "can_cancel": task.status in ("queued", "running") and can_operate_task(user, task),
+        "can_fork": task.status not in ("queued", "running") and bool(task.run_spec),
+        "forked_from": (task.run_spec or {}).get("fork"),
         "contexts": context_cards(user, filters),
         "confirmations": pending_confirmations(user, filters),
         "artifacts": [live_items.artifact_item(a) for a in task.artifacts.order_by("created_at", "id")],

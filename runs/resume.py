@@ -1,5 +1,5 @@
 """What an earlier attempt of a task left in the record, as a journal for the attempt that
-resumes it (``teamclaw.runtime.resume``; docs/architecture.md §3).
+resumes it, or for a fork of it (``teamclaw.runtime.resume``; docs/architecture.md §3).
 
 A completed step is an ``invoke_request`` that reached its callee and an ``invoke_response``
 with the same correlation id; its result is what the resumed attempt gets instead of
@@ -18,23 +18,47 @@ from teamclaw.runtime.resume import RecordedArtifact, RecordedConfirmation, Reco
 
 
 def recorded_steps(task_id: str) -> list[RecordedStep]:
-    """The invokes of task ``task_id`` that got a response, in the order they were sent."""
-    results = {
-        row["correlation_id"]: row["payload"].get("result")
-        for row in Message.objects.filter(task_id=task_id, type="invoke_response").values("correlation_id", "payload")
+    """The invokes of task ``task_id`` that got a response, in the order they completed
+    (step 1 completed first; the operator's hand-over to main, when it completed, is last)."""
+    requests = {
+        row["correlation_id"]: row
+        for row in Message.objects.filter(task_id=task_id, type="invoke_request")
+        .exclude(status="denied")
+        .values("correlation_id", "from_role", "payload")
     }
     steps = []
-    for row in (
-        Message.objects.filter(task_id=task_id, type="invoke_request")
-        .exclude(status="denied")
+    for response in (
+        Message.objects.filter(task_id=task_id, type="invoke_response")
         .order_by("seq")
-        .values("correlation_id", "from_role", "payload")
+        .values("correlation_id", "payload", "timestamp_ms")
     ):
-        result = results.get(row["correlation_id"])
-        payload = row["payload"]
-        if isinstance(result, dict) and row["from_role"] and isinstance(payload.get("params"), dict):
-            steps.append(RecordedStep(row["from_role"], payload.get("capability_id", ""), payload["params"], result))
+        request = requests.get(response["correlation_id"])
+        result = response["payload"].get("result")
+        if request is None or not isinstance(result, dict) or not request["from_role"]:
+            continue
+        params = request["payload"].get("params")
+        if isinstance(params, dict):
+            steps.append(
+                RecordedStep(
+                    request["from_role"],
+                    request["payload"].get("capability_id", ""),
+                    params,
+                    result,
+                    response["timestamp_ms"] / 1000,
+                )
+            )
     return steps
+
+
+def recorded_artifacts(task_id: str, until: float | None = None) -> list[RecordedArtifact]:
+    """The artifacts of task ``task_id`` in the order written; with ``until`` (epoch s) only
+    those written by then."""
+    rows = Artifact.objects.filter(task_id=task_id).order_by("created_at", "id")
+    return [
+        RecordedArtifact(a.name, a.content, a.content_type, a.role, a.context_id or None, a.created_at.timestamp())
+        for a in rows
+        if until is None or a.created_at.timestamp() <= until
+    ]
 
 
 def recorded_confirmations(task_id: str) -> list[RecordedConfirmation]:
@@ -53,22 +77,45 @@ def recorded_confirmations(task_id: str) -> list[RecordedConfirmation]:
     ]
 
 
-def journal_for(task: Task) -> ResumeJournal | None:
-    """The journal for ``task``'s attempt ``task.attempt`` (None for a first attempt).
+def fork_origin(task: Task) -> tuple[str, int] | None:
+    """``(source task id, from_step)`` when ``task`` is a fork (``runs.tasks.fork_task``)."""
+    fork = (task.run_spec or {}).get("fork")
+    if not isinstance(fork, dict):
+        return None
+    return str(fork["task_id"]), int(fork["from_step"])
 
-    The contexts the earlier attempt left open end ``terminated`` (with the reason in
+
+def forked_steps(source_id: str, from_step: int) -> tuple[list[RecordedStep], list[RecordedArtifact]]:
+    """The first ``from_step`` completed steps of task ``source_id`` and the artifacts it had
+    written when the last of them completed (all of them for its last step, none for 0)."""
+    steps = recorded_steps(source_id)[:from_step]
+    if not steps:
+        return [], []
+    return steps, recorded_artifacts(source_id, until=steps[-1].completed_at + 0.001)
+
+
+def journal_for(task: Task) -> ResumeJournal | None:
+    """The journal ``task``'s attempt ``task.attempt`` runs with: None for a first attempt of a
+    new task. A fork starts with its source's first ``from_step`` steps and the artifacts
+    written by then; a resumed attempt adds what its own earlier attempts recorded, and their
+    tool confirmations.
+
+    The contexts an earlier attempt left open end ``terminated`` (with the reason in
     ``current_step``): the resumed attempt's agents get contexts of their own.
     """
-    if task.attempt <= 1:
+    origin = fork_origin(task)
+    if task.attempt <= 1 and origin is None:
         return None
-    with transaction.atomic():
-        ExecutionContext.objects.filter(task_id=task.id).exclude(status__in=FINAL_CONTEXT_STATUSES).update(
-            status="terminated",
-            current_step=f"its worker stopped; the task resumed (attempt {task.attempt})",
-            updated_at=timezone.now(),
-        )
-    artifacts = [
-        RecordedArtifact(a.name, a.content, a.content_type, a.role, a.context_id or None, a.created_at.timestamp())
-        for a in Artifact.objects.filter(task_id=task.id).order_by("created_at", "id")
-    ]
-    return ResumeJournal.of(task.attempt, recorded_steps(task.id), recorded_confirmations(task.id), artifacts)
+    steps, artifacts = forked_steps(*origin) if origin else ([], [])
+    confirmations: list[RecordedConfirmation] = []
+    if task.attempt > 1:
+        with transaction.atomic():
+            ExecutionContext.objects.filter(task_id=task.id).exclude(status__in=FINAL_CONTEXT_STATUSES).update(
+                status="terminated",
+                current_step=f"its worker stopped; the task resumed (attempt {task.attempt})",
+                updated_at=timezone.now(),
+            )
+        steps += recorded_steps(task.id)
+        artifacts += recorded_artifacts(task.id)
+        confirmations = recorded_confirmations(task.id)
+    return ResumeJournal.of(task.attempt, steps, confirmations, artifacts, fork_of=origin[0] if origin else None)

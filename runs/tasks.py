@@ -24,6 +24,7 @@ from monitoring.models import Task
 from runs.commands import CommandRefused, send_command
 from runs.dispatch import publish_wake
 from runs.host import get_host
+from runs.resume import recorded_steps
 from team.snapshot import build_snapshot
 from teamclaw.errors import DomainError, InvalidField
 from teamclaw.runtime.executors.offline import estimate_tokens
@@ -223,3 +224,60 @@ class TaskActionError(DomainError):
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message, status=status)
+
+
+FORK_OVERRIDES = ("prompt_enhancement",)
+"""What a fork may change (``fork_task``): the task layer of every agent's prompt."""
+
+
+def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None) -> Task:
+    """Re-run ended task ``task_id`` as a new task that takes its first ``from_step`` completed
+    steps (and the artifacts written by then) from the record and runs live from there
+    (``runs.resume.journal_for``), optionally with ``overrides`` (``{"prompt_enhancement":
+    "..."}``: the task's prompt layer, PRD §4.5). ``from_step`` equal to the step count is a
+    pure replay: nothing runs, no model token is spent, the artifacts are the recorded ones.
+    Returns the new task (queued or running).
+
+    Raises InvalidField 400 (``from_step`` not an integer in 0..steps, unknown or bad
+    overrides), TaskActionError 404 (not visible), 409 (still running, or not a workflow run).
+    """
+    source = Task.objects.filter(pk=task_id).first()
+    if source is None or not can_view_task(user, source):
+        raise TaskActionError(f"there is no task {task_id}", 404)
+    if source.status in ("queued", "running"):
+        raise TaskActionError(f"task {task_id} is still {source.status}; fork it once it has ended", 409)
+    if not source.run_spec:
+        raise TaskActionError(f"task {task_id} is not a workflow run that can be run again", 409)
+    steps = len(recorded_steps(task_id))
+    if isinstance(from_step, bool) or not isinstance(from_step, int) or not 0 <= from_step <= steps:
+        raise InvalidField(f"must be a whole number from 0 to {steps} (the task's completed steps)", "from_step")
+    overrides = {} if overrides is None else overrides
+    if not isinstance(overrides, dict):
+        raise InvalidField("must be an object", "overrides")
+    unknown = sorted(set(overrides) - set(FORK_OVERRIDES))
+    if unknown:
+        raise InvalidField(
+            f"{', '.join(unknown)}: not something a fork can change (only {', '.join(FORK_OVERRIDES)})", "overrides"
+        )
+    spec = {key: value for key, value in source.run_spec.items() if key != "fork"}
+    if "prompt_enhancement" in overrides:
+        enhancement = overrides["prompt_enhancement"]
+        if not isinstance(enhancement, str) or len(enhancement) > 2000:
+            raise InvalidField("must be text of at most 2,000 characters", "overrides.prompt_enhancement")
+        spec["prompt_enhancement"] = enhancement
+    spec["fork"] = {"task_id": source.id, "from_step": from_step, "steps": steps, "overrides": overrides}
+    task = Task.objects.create(
+        id=new_id(),
+        kind="task",
+        workflow=source.workflow,
+        title=f"{source.title} (fork at step {from_step})"[:300],
+        description=source.description,
+        input_markdown=source.input_markdown,
+        project=source.project,
+        status="queued",
+        created_by=user if getattr(user, "pk", None) else None,
+        executor=source.executor,
+        prompt_enhancement=spec.get("prompt_enhancement", ""),
+        run_spec=spec,
+    )
+    return enqueue(task)

@@ -62,6 +62,7 @@ MISSPELT = [
     ("post", "/api/v1/hooks", {"event_type": "build.done", "from_role": "main", "broadcast": True}, "paylod"),
     ("post", "/api/v1/confirmations/conf1", {"approve": True}, "aprove"),
     ("post", "/api/v1/tasks/t1/cancel", {"reason": "changed my mind"}, "reson"),
+    ("post", "/api/v1/tasks/t1/fork", {"from_step": 0}, "from_stpe"),
     ("post", "/api/v1/prompts/pm/persona/versions", {"content": "Be brief."}, "activte"),
     ("post", "/api/v1/prompts/pm/persona/rollback", {"version": "1.0.0"}, "nte"),
     ("post", "/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}, "nte"),

@@ -42,6 +42,8 @@ class RecordedStep:
     capability_id: str
     params: Mapping[str, Any]
     result: Mapping[str, Any]
+    completed_at: float = 0.0
+    """When the response was sent (epoch s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,8 @@ class ResumeJournal:
     steps: dict[StepKey, deque[Mapping[str, Any]]] = field(default_factory=dict)
     confirmations: dict[StepKey, deque[RecordedConfirmation]] = field(default_factory=dict)
     artifacts: list[RecordedArtifact] = field(default_factory=list)
+    fork_of: str | None = None
+    """For a fork: the task whose steps it starts with; its artifacts are written anew."""
     answered: int = 0
     reattached: int = 0
 
@@ -95,9 +99,10 @@ class ResumeJournal:
         steps: Iterable[RecordedStep],
         confirmations: Iterable[RecordedConfirmation] = (),
         artifacts: Iterable[RecordedArtifact] = (),
+        fork_of: str | None = None,
     ) -> ResumeJournal:
         """A journal from the recorded steps, confirmations and artifacts, in recorded order."""
-        journal = cls(attempt, artifacts=list(artifacts))
+        journal = cls(attempt, artifacts=list(artifacts), fork_of=fork_of)
         for step in steps:
             key = step_key(step.caller_role, step.capability_id, step.params)
             journal.steps.setdefault(key, deque()).append(step.result)

@@ -26,7 +26,7 @@ from teamclaw.runtime.context import (
 )
 from teamclaw.runtime.emission import Emitter
 from teamclaw.runtime.errors import AgentError, AgentFailure, ErrorCode
-from teamclaw.runtime.events import TaskFinished, TaskStarted
+from teamclaw.runtime.events import ArtifactWritten, TaskFinished, TaskStarted
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import InvokeResult
 from teamclaw.runtime.messages import new_id
@@ -142,6 +142,19 @@ class TaskBook:
             token_budget=budget,
             started_at=task.started_at,
         )
+        if journal is not None and journal.fork_of is not None:
+            for artifact in task.artifacts.values():  # a fork starts with its source's artifacts
+                self.emitter.emit(
+                    ArtifactWritten,
+                    task_id=task_id,
+                    project_id=project_id,
+                    name=artifact.name,
+                    content=artifact.content,
+                    content_type=artifact.content_type,
+                    context_id=None,
+                    role=artifact.role,
+                    instance_id="",
+                )
         return task
 
     def end(self, task_id: str, status: TaskStatus, error: AgentError | None = None) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
@@ -17,8 +17,10 @@ from rest_framework.views import APIView
 from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.models import Task
-from runs.tasks import cancel_task, start_task
+from runs.compare import compare_artifacts
+from runs.tasks import cancel_task, fork_task, start_task
 from teamclaw import api_fields
+from teamclaw.errors import InvalidField
 from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
 
@@ -70,6 +72,9 @@ def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
         "created_at": task.created_at,
         "finished_at": task.finished_at,
         "attempt": task.attempt,
+        "forked_from": {k: fork[k] for k in ("task_id", "from_step")}
+        if (fork := (task.run_spec or {}).get("fork"))
+        else None,
         "resumed_steps": task.resumed_steps,
         "worker": task.owner or None,
     }
@@ -148,3 +153,39 @@ class TaskCancelView(APIView):
         data.is_valid(raise_exception=True)
         task = cancel_task(request.user, task_id, data.validated_data.get("reason", ""))
         return Response(task_document(task, full=False))
+
+
+class TaskForkSerializer(api_fields.StrictSerializer):
+    from_step = api_fields.PassThroughField(help_text="completed steps taken from the record (0..steps)")
+    overrides = api_fields.PassThroughField(required=False, help_text='{"prompt_enhancement": "..."}')
+
+
+class TaskForkView(APIView):
+    """``POST /tasks/{task_id}/fork {"from_step": N, "overrides"?}``: re-run an ended task as a
+    new one that takes its first N completed steps from the record and runs live from there;
+    ``from_step`` = its step count replays it without running anything. -> ``{task_id, status}``."""
+
+    @extend_schema(request=TaskForkSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request, task_id: str) -> Response:
+        data = TaskForkSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        task = fork_task(request.user, task_id, values.get("from_step"), values.get("overrides"))
+        return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
+
+
+class TaskCompareView(APIView):
+    """``GET /tasks/{task_id}/compare?with=<other>``: the two tasks' artifacts side by side."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("with", str, required=True, description="the other task's id")],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, task_id: str) -> Response:
+        other_id = request.query_params.get("with")
+        if not other_id:
+            raise InvalidField("the task to compare with is required", "with")
+        tasks = visible_tasks(request.user).prefetch_related("artifacts")
+        left = get_object_or_404(tasks, pk=task_id)
+        right = get_object_or_404(tasks, pk=other_id)
+        return Response({"left": left.id, "right": right.id, "artifacts": compare_artifacts(left, right)})

@@ -12,10 +12,12 @@ from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact
+from runs.compare import compare_artifacts
 from runs.tasks import (
     DocumentError,
     TaskActionError,
     cancel_task,
+    fork_task,
     max_document_bytes,
     sample_requirement,
     start_task,
@@ -61,6 +63,40 @@ def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
     else:
         messages.success(request, f"Task cancelled: it is {task.status}.")
     return redirect("task-detail", task_id=task_id)
+
+
+@require_POST
+def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
+    """Re-run an ended task from step N as a new task (``runs.tasks.fork_task``), optionally
+    with another task prompt layer; opens the new task, or says why not on this one."""
+    raw = (request.POST.get("from_step") or "").strip()
+    overrides = {"prompt_enhancement": request.POST["prompt_enhancement"]} if request.POST.get("change_prompt") else {}
+    try:
+        from_step: object = int(raw) if raw.isdigit() else raw
+        forked = fork_task(request.user, task_id, from_step, overrides)
+    except TaskActionError as exc:
+        if exc.status == 404:
+            raise Http404(exc.message) from None
+        show_refusal(request, exc)
+    except DomainError as exc:
+        show_refusal(request, exc)
+    else:
+        messages.success(request, f"Forked at step {from_step}: the steps before it come from the record.")
+        return redirect("task-detail", task_id=forked.id)
+    return redirect("task-detail", task_id=task_id)
+
+
+@require_GET
+def task_compare(request: HttpRequest, task_id: str) -> HttpResponse:
+    """Two tasks' artifacts side by side (``?with=<task id>``): same, changed (a diff), missing."""
+    tasks = visible_tasks(request.user).prefetch_related("artifacts")
+    left = get_object_or_404(tasks, pk=task_id)
+    right = get_object_or_404(tasks, pk=request.GET.get("with", ""))
+    return render(
+        request,
+        "monitoring/task_compare.html",
+        {"nav": "tasks", "left": left, "right": right, "rows": compare_artifacts(left, right)},
+    )
 
 
 @require_http_methods(["GET", "POST"])

@@ -1,0 +1,46 @@
+"""Two runs' artifacts side by side (a fork and its source, or any two tasks): which are the
+same, which changed (with a unified diff, ``difflib``), which only one of them has."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from monitoring.models import Task
+
+MAX_DIFF_LINES = 2000
+"""Diff lines shown per artifact; a longer diff is cut (``truncated``)."""
+
+
+def compare_artifacts(left: Task, right: Task) -> list[dict[str, Any]]:
+    """``[{name, status, diff, truncated}]`` by artifact name: ``status`` is ``same``,
+    ``changed`` (``diff``: unified diff lines, left -> right), ``only_left`` or ``only_right``."""
+    ours = {a.name: a.content for a in left.artifacts.all()}
+    theirs = {a.name: a.content for a in right.artifacts.all()}
+    rows = []
+    for name in sorted(ours.keys() | theirs.keys()):
+        if name not in theirs:
+            rows.append({"name": name, "status": "only_left", "diff": [], "truncated": False})
+        elif name not in ours:
+            rows.append({"name": name, "status": "only_right", "diff": [], "truncated": False})
+        elif ours[name] == theirs[name]:
+            rows.append({"name": name, "status": "same", "diff": [], "truncated": False})
+        else:
+            diff = list(
+                difflib.unified_diff(
+                    ours[name].splitlines(),
+                    theirs[name].splitlines(),
+                    fromfile=f"{left.id}/{name}",
+                    tofile=f"{right.id}/{name}",
+                    lineterm="",
+                )
+            )
+            rows.append(
+                {
+                    "name": name,
+                    "status": "changed",
+                    "diff": diff[:MAX_DIFF_LINES],
+                    "truncated": len(diff) > MAX_DIFF_LINES,
+                }
+            )
+    return rows
