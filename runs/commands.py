@@ -11,13 +11,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.utils import timezone
 
 from monitoring.models import Task
 from runs.dispatch import Dispatcher, publish_wake
-from runs.host import current_host
+from runs.host import current_host, get_host
 from runs.models import RuntimeCommand
+from runs.outside_calls import CALLS, CallOutcome, not_running
 from teamclaw.errors import DomainError
+from teamclaw.runtime import TaskNotRunning
 
 ANSWER_TIMEOUT_S = 10.0
 """How long a command waits for the task's worker to answer."""
@@ -26,10 +30,11 @@ ANSWER_POLL_S = 0.05
 
 class CommandRefused(DomainError):
     """The task's worker refused the command or none answered; ``status`` is the HTTP status
-    that fits (409: the task or context is no longer running; 503: no worker answered)."""
+    that fits (409: the task or context is no longer running; 503: no worker answered), with
+    the field ``errors`` and ``extra`` keys of the worker's answer."""
 
-    def __init__(self, message: str, status: int) -> None:
-        super().__init__(message, status=status)
+    def __init__(self, message: str, status: int, errors: dict[str, list[str]] | None = None, **extra: Any) -> None:
+        super().__init__(message, errors=errors, status=status, extra=extra)
 
 
 async def _apply(dispatcher: Dispatcher, kind: str, task_id: str, payload: dict[str, Any]) -> Any:
@@ -41,8 +46,8 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
     running task ``task_id``, wherever it runs; returns the runtime's answer once the record
     holds what it changed.
 
-    Raises CommandRefused: 409 when the task (or the context named) is not running, 503 when
-    the task's worker did not answer within ``timeout_s`` seconds.
+    Raises CommandRefused: 409 when the task (or the context named) is not running or ends
+    before a worker takes the command, 503 when no worker answered within ``timeout_s`` s.
     """
     host = current_host()
     dispatcher = host.dispatcher if host is not None else None
@@ -53,17 +58,33 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
         if error is not None:
             raise CommandRefused(error["detail"], error["status"])
         return result
+    if task_id and not Task.objects.filter(pk=task_id, status__in=["queued", "running"]).exists():
+        raise CommandRefused(f"task {task_id} is not running", 409)
     command = RuntimeCommand.objects.create(task_id=task_id, kind=kind, payload=payload)
     publish_wake("command", task_id)
     deadline = time.monotonic() + timeout_s
+    next_check = time.monotonic() + 1.0
     while time.monotonic() < deadline:
         time.sleep(ANSWER_POLL_S)
         command.refresh_from_db(fields=["status", "result", "error", "taken_by"])
+        if task_id and not command.taken_by and time.monotonic() >= next_check:
+            next_check = time.monotonic() + 1.0
+            if not Task.objects.filter(pk=task_id, status__in=["queued", "running"]).exists() and (
+                RuntimeCommand.objects.filter(pk=command.pk, taken_by="").update(
+                    status="failed", error={"status": 409, "detail": "the task ended"}, done_at=timezone.now()
+                )
+            ):
+                raise CommandRefused(f"task {task_id} ended before its worker took the command", 409)
         if command.status == "done":
             return command.result
         if command.status == "failed":
             error = command.error or {}
-            raise CommandRefused(error.get("detail", "the worker refused it"), int(error.get("status", 409)))
+            raise CommandRefused(
+                error.get("detail", "the worker refused it"),
+                int(error.get("status", 409)),
+                error.get("errors") or None,
+                **(error.get("extra") or {}),
+            )
     # Nobody took it: withdraw it, so it is not applied later behind the operator's back.
     if RuntimeCommand.objects.filter(pk=command.pk, taken_by="").update(
         status="failed",
@@ -72,3 +93,28 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
     ):
         raise CommandRefused(f"the worker running task {task_id} did not answer within {timeout_s:g} s", 503)
     raise CommandRefused(f"the worker running task {task_id} took the command but did not answer in time", 503)
+
+
+async def call_anywhere(kind: str, payload: dict[str, Any]) -> CallOutcome:
+    """Run an outside ``invoke`` or ``hook`` (``runs.outside_calls``): on this process's
+    runtime with the embedded default, else on a runtime worker (the owner of
+    ``payload["task_id"]``, or any). Waits as long as the call may take: its timeout (60 s by
+    default) for each of up to four attempts, plus 10 s."""
+    if settings.TEAMCLAW["RUNTIME"] == "embedded":
+        host = await sync_to_async(get_host)()
+        assert host.runtime is not None
+        return await host.acall(CALLS[kind](host.runtime, payload))
+    wait_s = min(3600.0, float(payload.get("timeout") or 60) * 4 + 10)
+    task_id = payload.get("task_id")
+    if task_id and not await Task.objects.filter(pk=task_id, status__in=["queued", "running"]).aexists():
+        return None, not_running(TaskNotRunning(task_id))
+    try:
+        body = await sync_to_async(send_command)(payload.get("task_id") or "", kind, payload, wait_s)
+    except CommandRefused as refused:
+        return None, {
+            "status": refused.status,
+            "detail": refused.message,
+            "errors": refused.errors,
+            "extra": refused.extra,
+        }
+    return body, None

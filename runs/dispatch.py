@@ -16,7 +16,8 @@ server of ``make run``, each ``manage.py runtime_worker`` and a terminal's ``run
   again, its tool confirmations carry over. A task whose executors say they cannot resume
   ends ``failed`` with ``interrupted`` instead.
 - **Commands.** ``runs.commands`` writes a ``RuntimeCommand`` for a task; the owner takes it on
-  its next poll (every ``WORKER_POLL_MS``, at most 250 ms) and writes the answer. A tool
+  its next poll (every ``WORKER_POLL_MS``, at most 250 ms) and writes the answer; an outside
+  invoke or hook without a task is taken by any worker with room. A tool
   confirmation decided on the record is applied to the waiting tool use on the same poll.
 - **Wake-ups.** With ``REDIS_URL``, a new task is pushed on the list ``teamclaw:tasks`` and a
   command published on ``teamclaw:commands``; a worker blocked on either polls at once. The
@@ -48,6 +49,7 @@ from monitoring.live_sink import get_live_sink
 from monitoring.models import Task, ToolConfirmation
 from monitoring.recorder import Recorder
 from runs.models import RuntimeCommand, RuntimeWorker
+from runs.outside_calls import CALLS
 from runs.resume import journal_for
 from teamclaw.runtime import InvokeResult, Runtime, TaskNotRunning
 from teamclaw.runtime.resume import ResumeJournal
@@ -80,6 +82,8 @@ COMMAND_CHANNEL = "teamclaw:commands"
 
 CLAIMS_PER_POLL = 1
 """Tasks a worker claims per poll round."""
+MAX_OUTSIDE_CALLS = 64
+"""Outside invokes and hooks (``runs.outside_calls``) one worker runs at once."""
 IDLE_HEARTBEAT_S = 30.0
 """How often a worker running no task beats its ``RuntimeWorker`` row (s)."""
 
@@ -189,6 +193,7 @@ class Dispatcher:
         self.last_heartbeat = 0.0
         self.last_idle_beat = 0.0
         self.registered = False
+        self.calls: set[asyncio.Future[None]] = set()
 
     # -- lifecycle (sync, from the host) ---------------------------------------------------
     def register(self) -> None:
@@ -353,7 +358,14 @@ class Dispatcher:
             except KeyError:
                 pass  # it expired or was decided here meanwhile
         for command in commands:
-            await asyncio.to_thread(self.answer, command, self.apply(command.kind, command.task_id, command.payload))
+            if command.kind in CALLS:
+                call = asyncio.ensure_future(self.serve_call(command))
+                self.calls.add(call)
+                call.add_done_callback(self.calls.discard)
+            else:
+                await asyncio.to_thread(
+                    self.answer, command, self.apply(command.kind, command.task_id, command.payload)
+                )
         for item in claimed:
             self.launch(item)
         if claimed:
@@ -382,6 +394,11 @@ class Dispatcher:
             for command in RuntimeCommand.objects.filter(status="pending", task_id__in=owned, taken_by=""):
                 if RuntimeCommand.objects.filter(pk=command.pk, taken_by="").update(taken_by=self.id):
                     commands.append(command)
+        room = MAX_OUTSIDE_CALLS - len(self.calls) if self.claim and not self.stopping else 0
+        if room > 0:
+            for command in RuntimeCommand.objects.filter(status="pending", task_id="", taken_by="")[:room]:
+                if RuntimeCommand.objects.filter(pk=command.pk, taken_by="").update(taken_by=self.id):
+                    commands.append(command)
         claimed = [item for task in claim_tasks(self.id, free) if (item := self.prepare(task)) is not None]
         return decided, commands, claimed
 
@@ -408,6 +425,17 @@ class Dispatcher:
                 "detail": f"{'the task' if kind == 'cancel' else 'that context'} is no longer running",
             }
         return None, {"status": 400, "detail": f"unknown command {kind!r}"}
+
+    async def serve_call(self, command: RuntimeCommand) -> None:
+        """Run an outside invoke or hook (``runs.outside_calls``) and write its answer."""
+        runtime = self.host.runtime
+        assert runtime is not None
+        try:
+            outcome = await CALLS[command.kind](runtime, command.payload)
+        except Exception as exc:  # a bug: answer it rather than leave the caller waiting
+            log.exception("an outside %s failed", command.kind)
+            outcome = None, {"status": 500, "detail": f"the worker failed on it ({type(exc).__name__})"}
+        await asyncio.to_thread(self.answer, command, outcome)
 
     def answer(self, command: RuntimeCommand, outcome: tuple[Any, dict[str, Any] | None]) -> None:
         """Write the outcome of ``command`` once the recorder holds what it changed."""

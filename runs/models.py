@@ -40,14 +40,22 @@ class RuntimeCommand(models.Model):
     """A command for a running task, waiting for (or answered by) the worker that owns it.
 
     ``kind``: ``instruction`` ``{context_id, text, author}``, ``snapshot`` ``{context_id,
-    label}``, ``cancel`` ``{reason}``. ``result`` is the runtime's answer; ``error`` is
-    ``{status, detail}`` when the worker refused it (409: the context is not running).
+    label}``, ``cancel`` ``{reason}``; ``invoke`` and ``hook`` (``runs.outside_calls``) come
+    from the API, with the ``task_id`` they join or ``""`` (then any worker takes them).
+    ``result`` is the runtime's answer; ``error`` is ``{status, detail, errors?, extra?}``
+    when the worker refused it (409: the context is not running).
     """
 
-    KINDS = [("instruction", "instruction"), ("snapshot", "snapshot"), ("cancel", "cancel")]
+    KINDS = [
+        ("instruction", "instruction"),
+        ("snapshot", "snapshot"),
+        ("cancel", "cancel"),
+        ("invoke", "invoke"),
+        ("hook", "hook"),
+    ]
     STATUSES = [("pending", "pending"), ("done", "done"), ("failed", "failed")]
 
-    task_id = models.CharField(max_length=64, db_index=True)
+    task_id = models.CharField(max_length=64, blank=True, db_index=True)
     kind = models.CharField(max_length=12, choices=KINDS)
     payload = models.JSONField(default=dict)
     status = models.CharField(max_length=8, choices=STATUSES, default="pending", db_index=True)

@@ -28,7 +28,7 @@ class RunInputError(InvalidField, ValueError):
 
 def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, project: Project | None = None) -> Task:
     """Record a task for ``workflow`` on ``run_input`` (a mapping: ``${userInput...}``) and
-    start it (returns at once, status ``running``). Raises RunInputError."""
+    hand it to a runtime worker (``runs.tasks.enqueue``; returns at once). Raises RunInputError."""
 
     if run_input is None:
         run_input = {}

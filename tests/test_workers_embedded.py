@@ -3,6 +3,8 @@ processes on this test's database (docs/architecture.md §3).
 
 - A terminal's ``run_workflow`` waiting for a tool confirmation is approved through the web
   API of another process, and then finishes.
+- A web process without a runtime (``TEAMCLAW_RUNTIME=remote``) has the API's invokes and
+  hooks run by a ``runtime_worker``.
 - ``kill -9`` of the server while a task waits on a confirmation: after ``mark_interrupted``
   and a new start the task is still waiting (the same confirmation), is approved through the
   new server and completes; no step completed before the crash runs twice.
@@ -16,7 +18,9 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from capabilities.models import ToolPermission
-from monitoring.models import Message, Task, ToolConfirmation
+from monitoring.models import AgentInstance, Message, Task, ToolConfirmation
+from runs.host import current_host
+from runs.models import RuntimeWorker
 from runs.tasks import sample_requirement
 from tests.processes import Server, manage, process_env, wait_until
 
@@ -126,3 +130,28 @@ def test_kill_9_of_the_server_while_a_task_waits_on_a_confirmation_then_it_resum
     assert after - before == Counter({("user", "task_orchestration", "main"): 1})
     names = set(task.artifacts.values_list("name", flat=True))
     assert {"requirement_final.md", "quality_report.json"} <= names
+
+
+def test_a_web_process_without_a_runtime_has_invokes_and_hooks_run_by_a_worker(builtin, api, settings, tmp_path):
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "RUNTIME": "remote"}
+    worker = manage("runtime_worker", "--concurrency", "2", env=process_env(), log=tmp_path / "worker.log")
+    try:
+        wait_until(lambda: RuntimeWorker.objects.filter(pid=worker.process.pid).exists(), 60, "the worker")
+        invoke = {"capability_id": "schema_query", "from_role": "coderA", "params": {"table": "users"}}
+        response = api.post("/api/v1/capabilities/invoke", invoke, format="json")
+        assert response.status_code == 200, response.json()
+        body = response.json()
+        assert body["success"], body
+        assert body["result"] == body["data"]
+        worker_instances = AgentInstance.objects.filter(instance_id=body["from_instance"])
+        assert worker_instances.exists()  # the answer came from the worker's runtime
+        hook = {"event_type": "deploy.done", "from_role": "devops", "target_roles": ["main"], "payload": {}}
+        response = api.post("/api/v1/hooks", hook, format="json")
+        assert response.status_code == 200, response.json()
+        assert [ack["status"] for ack in response.json()["acks"]] == ["received"]
+        response = api.post("/api/v1/capabilities/invoke", {**invoke, "task_id": "no-such-task"}, format="json")
+        assert response.status_code == 400
+        assert "task_id" in response.json()["errors"]
+    finally:
+        worker.stop()
+    assert current_host() is None  # this process never started a runtime

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from adrf.views import APIView as AsyncAPIView
-from asgiref.sync import sync_to_async
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -13,10 +12,9 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.host import get_host
+from runs.commands import call_anywhere
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
-from teamclaw.runtime import AgentFailure, HookEvent, TaskNotRunning
 from web.api.invoke import ProjectField, RoleField, bounded, validated
 
 
@@ -48,26 +46,17 @@ class HookView(AsyncAPIView):
     @extend_schema(request=HookSerializer, responses={200: OpenApiTypes.OBJECT})
     async def post(self, request: Request) -> Response:
         values = await validated(HookSerializer, request.data)
-        event = HookEvent(
-            values["event_type"],
-            values.get("payload") or {},
-            values.get("broadcast", False),
-            values.get("target_roles"),
-            values.get("capability_id"),
-        )
-        host = await sync_to_async(get_host)()
-        assert host.runtime is not None
-        try:
-            acks = await host.acall(
-                host.runtime.hook(
-                    event,
-                    from_role=values["from_role"],
-                    project_id=values.get("project"),
-                    task_id=values.get("task_id"),
-                )
-            )
-        except AgentFailure as failure:
-            return error_response(failure.error.message, error=failure.error.as_dict())
-        except TaskNotRunning as exc:
-            return error_response(str(exc), {"task_id": [str(exc)]})
-        return Response({"acks": [ack.as_dict() for ack in acks]})
+        payload = {
+            "event_type": values["event_type"],
+            "payload": values.get("payload") or {},
+            "broadcast": values.get("broadcast", False),
+            "target_roles": values.get("target_roles"),
+            "capability_id": values.get("capability_id"),
+            "from_role": values["from_role"],
+            "project": values.get("project"),
+            "task_id": values.get("task_id"),
+        }
+        body, error = await call_anywhere("hook", payload)
+        if error is not None:
+            return error_response(error["detail"], error.get("errors"), code=error["status"], **error.get("extra", {}))
+        return Response(body)

@@ -18,10 +18,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from capabilities.models import AgentRole, Project
-from runs.host import get_host
+from runs.commands import call_anywhere
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
-from teamclaw.runtime import InvokeRequest, Priority, RoutingStrategy, TaskNotRunning
+from teamclaw.runtime import RoutingStrategy
 from teamclaw.runtime.address import AddressError, parse_address
 
 PRIORITIES = ["low", "normal", "high", "urgent"]
@@ -106,28 +106,19 @@ class InvokeView(AsyncAPIView):
     @extend_schema(request=InvokeSerializer, responses={200: OpenApiTypes.OBJECT})
     async def post(self, request: Request) -> Response:
         values = await validated(InvokeSerializer, request.data)
-        invoke_request = InvokeRequest(
-            values.get("capability_id") or values["address"],
-            values.get("params") or {},
-            target_role=values.get("target_role"),
-            target_instance_id=values.get("target_instance_id"),
-            routing=RoutingStrategy(values["routing"]) if values.get("routing") else None,
-            timeout=values.get("timeout"),
-            priority=Priority.parse(values.get("priority")),
-        )
-        host = await sync_to_async(get_host)()
-        assert host.runtime is not None
-        try:
-            result = await host.acall(
-                host.runtime.invoke(
-                    invoke_request,
-                    from_role=values["from_role"],
-                    project_id=values.get("project"),
-                    task_id=values.get("task_id"),
-                )
-            )
-        except TaskNotRunning as exc:
-            return error_response(str(exc), {"task_id": [str(exc)]})
-        body = result.as_dict()
-        body["result"] = body["data"]
+        payload = {
+            "capability": values.get("capability_id") or values["address"],
+            "params": values.get("params") or {},
+            "target_role": values.get("target_role"),
+            "target_instance_id": values.get("target_instance_id"),
+            "routing": values.get("routing"),
+            "timeout": values.get("timeout"),
+            "priority": values.get("priority"),
+            "from_role": values["from_role"],
+            "project": values.get("project"),
+            "task_id": values.get("task_id"),
+        }
+        body, error = await call_anywhere("invoke", payload)
+        if error is not None:
+            return error_response(error["detail"], error.get("errors"), code=error["status"], **error.get("extra", {}))
         return Response(body)

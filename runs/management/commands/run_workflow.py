@@ -1,7 +1,10 @@
 """``python manage.py run_workflow requirement_review --input FILE [--output DIR] [--project SLUG]``.
 
-Runs a built-in workflow in this process (its own runtime, recording to the same database
-as the server), prints each agent's progress as it happens and the artifact paths at the end.
+Runs a built-in workflow in this process (a runtime worker of its own that takes only this
+task, recording to the same database as the server; runs.dispatch), prints each agent's
+progress as it happens and the artifact paths at the end. The server's pages and API reach
+the task through the database: a tool confirmation is approved there, Cancel stops it; if
+this process is killed, a server's worker resumes the task once its lease expires.
 Exit status: 0 completed, 1 failed, 2 bad input.
 """
 
