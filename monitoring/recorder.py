@@ -533,12 +533,11 @@ class Recorder:
     @staticmethod
     def _write_confirmations(confirmations: dict[str, ConfirmationState]) -> None:
         for info in confirmations.values():
-            if (
-                info.status == "pending"
-                and ToolConfirmation.objects.filter(pk=info.id).exclude(status="pending").exists()
-            ):
-                # Decided on the record meanwhile (from another process): the decision stands,
-                # and the runtime applies it on its next poll (runs.dispatch).
+            recorded = ToolConfirmation.objects.filter(pk=info.id).values_list("status", flat=True).first()
+            if recorded in ("approved", "rejected") and info.status != recorded:
+                # An operator's decision on the record stands (runs.confirmations): a pending
+                # re-announcement is applied on the owner's next poll; an expiry that raced it
+                # (a cancel, a timeout) does not erase who decided what.
                 continue
             ToolConfirmation.objects.update_or_create(
                 id=info.id,

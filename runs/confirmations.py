@@ -64,11 +64,14 @@ def list_confirmations(*, task_id: str | None = None, status: str | None = None)
     return rows
 
 
-async def _resolve(runtime: Any, confirmation_id: str, approve: bool, decided_by: str) -> bool:
+async def _resolve(runtime: Any, confirmation_id: str, task_id: str, approve: bool, decided_by: str) -> bool:
+    """Apply the decision to the tool use waiting here; False when it cannot be applied any
+    more (the task ended here). A task still running whose tool use is not waiting yet (it is
+    resuming) gets it on the next poll (``runs.dispatch``)."""
     try:
         runtime.resolve_confirmation(confirmation_id, approve, decided_by=decided_by)
     except KeyError:
-        return False
+        return task_id in runtime.tasks
     return True
 
 
@@ -98,9 +101,21 @@ def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
         record.refresh_from_db()
         raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
     host = current_host()
-    if host is not None and host.runtime is not None and confirmation_id in host.runtime.confirmations:
-        if host.call(_resolve(host.runtime, confirmation_id, approve, decided_by), timeout=10):
-            host.recorder.flush()
+    if (
+        host is not None
+        and host.runtime is not None
+        and host.dispatcher is not None
+        and (Task.objects.filter(pk=record.task_id, owner=host.dispatcher.id).exists())
+    ):
+        # This process runs the task: apply it now, and say so if it lost a race.
+        if not host.call(_resolve(host.runtime, confirmation_id, record.task_id, approve, decided_by), timeout=10):
+            ToolConfirmation.objects.filter(pk=confirmation_id, status=status, decided_by=decided_by).update(
+                status="expired", decided_by="", decided_at=timezone.now()
+            )
+            raise ConfirmationError(
+                f"confirmation {confirmation_id} is no longer waiting (it expired or its task was cancelled)", 409
+            )
+        host.recorder.flush()
     else:
         publish_wake("command", record.task_id)
     record.refresh_from_db()

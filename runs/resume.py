@@ -72,6 +72,7 @@ def recorded_confirmations(task_id: str) -> list[RecordedConfirmation]:
             status=row.status,
             decided_by=row.decided_by,
             expires_at=row.expires_at.timestamp(),
+            created_at=row.created_at.timestamp(),
         )
         for row in ToolConfirmation.objects.filter(task_id=task_id).order_by("created_at", "id")
     ]

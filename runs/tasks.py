@@ -193,6 +193,8 @@ def cancel_task(user: Any, task_id: str, reason: Any = "") -> Task:
         reason = ""
     if not isinstance(reason, str) or len(reason) > 300:
         raise InvalidField("must be text of at most 300 characters", "reason")
+    if "\x00" in reason:
+        raise InvalidField("may not contain NUL characters", "reason")
     task = Task.objects.filter(pk=task_id).first()
     if task is None or not can_view_task(user, task):
         raise TaskActionError(f"there is no task {task_id}", 404)
@@ -211,9 +213,9 @@ def cancel_task(user: Any, task_id: str, reason: Any = "") -> Task:
     try:
         send_command(task_id, "cancel", {"reason": why})
     except CommandRefused as refused:
-        if refused.status != 409:
-            raise
         task.refresh_from_db()
+        if refused.status != 409 and task.status in ("queued", "running"):
+            raise
         raise TaskActionError(f"task {task_id} has already ended ({task.status})", 409) from None
     task.refresh_from_db()
     return task
@@ -262,8 +264,8 @@ def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None) ->
     spec = {key: value for key, value in source.run_spec.items() if key != "fork"}
     if "prompt_enhancement" in overrides:
         enhancement = overrides["prompt_enhancement"]
-        if not isinstance(enhancement, str) or len(enhancement) > 2000:
-            raise InvalidField("must be text of at most 2,000 characters", "overrides.prompt_enhancement")
+        if not isinstance(enhancement, str) or len(enhancement) > 2000 or "\x00" in enhancement:
+            raise InvalidField("must be text of at most 2,000 characters, without NUL", "overrides.prompt_enhancement")
         spec["prompt_enhancement"] = enhancement
     spec["fork"] = {"task_id": source.id, "from_step": from_step, "steps": steps, "overrides": overrides}
     task = Task.objects.create(

@@ -16,10 +16,12 @@ from rest_framework.test import APIClient
 
 from capabilities.models import ToolPermission
 from monitoring.models import Message, Task, ToolConfirmation
+from monitoring.recorder import Recorder
 from monitoring.recovery import mark_interrupted
 from runs import host as host_module
 from runs.dispatch import claim_tasks
 from runs.tasks import run_spec, start_task
+from teamclaw.runtime.events import ConfirmationChanged, ConfirmationState
 from teamclaw.runtime.resume import RecordedConfirmation, RecordedStep, ResumeJournal
 from tests.helpers import wait_for_task
 from tests.live_helpers import wait_for_confirmation
@@ -150,6 +152,7 @@ def test_a_task_given_up_by_a_stopping_worker_resumes_on_the_next_with_its_confi
             break
         time.sleep(0.05)
     assert again.status == "pending"
+    assert again.created_at == confirmation.created_at  # when the operator was first asked
     assert ToolConfirmation.objects.filter(task_id=task.id).count() == 1
     assert again.context_id != confirmation.context_id  # the resumed attempt's main asked it
     response = api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": True}, format="json")
@@ -292,3 +295,43 @@ def test_confirmations_of_tasks_a_user_may_not_see_are_not_listed(transactional_
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")
     assert client.get("/api/v1/confirmations").json()["results"] == []
+
+
+def test_an_expiry_never_erases_a_decision_on_the_record(transactional_db, builtin):
+    """A cancel (or a timeout) that expires a tool use in the runtime just after an operator
+    approved it on the record leaves the record saying who approved it."""
+    now = timezone.now()
+    ToolConfirmation.objects.create(
+        id="cf-raced",
+        context_id="c",
+        instance_id="i",
+        role="main",
+        task_id="t",
+        tool="file_write",
+        status="approved",
+        decided_by="operator",
+        created_at=now,
+        expires_at=now + timedelta(minutes=10),
+    )
+    recorder = Recorder()
+    recorder.start()
+    try:
+        state = ConfirmationState(
+            "cf-raced", "c", "i", "main", "t", None, "file_write", {}, "expired", now.timestamp(), now.timestamp(), None
+        )
+        recorder.publish(ConfirmationChanged(at=now.timestamp(), confirmation=state))
+        recorder.flush()
+    finally:
+        recorder.stop()
+    row = ToolConfirmation.objects.get(pk="cf-raced")
+    assert (row.status, row.decided_by) == ("approved", "operator")
+
+
+def test_a_cancel_reason_with_a_nul_is_refused_on_the_page_and_the_api(transactional_db, builtin, api, page_client):
+    queued_task("nul")
+    response = api.post("/api/v1/tasks/nul/cancel", {"reason": "a\x00b"}, format="json")
+    assert response.status_code == 400
+    assert "reason" in response.json()["errors"]
+    page = page_client.post("/tasks/nul/cancel", {"reason": "a\x00b"}, follow=True).content.decode()
+    assert "reason: may not contain NUL characters" in page
+    assert Task.objects.get(pk="nul").status == "queued"

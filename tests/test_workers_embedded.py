@@ -43,8 +43,10 @@ def requests_per_step(task_id: str) -> Counter[tuple[str, str, str]]:
 
 
 def test_a_terminal_run_waiting_for_a_confirmation_is_approved_through_the_web_api(
-    main_confirms_file_writes, api, tmp_path
+    main_confirms_file_writes, runtime_host, api, tmp_path
 ):
+    # runtime_host: this process is a server with an embedded worker polling for tasks too; it
+    # must never take the terminal's task (the terminal owns it from the moment it exists).
     document = tmp_path / "bookstore.md"
     document.write_text(sample_requirement(), encoding="utf-8")
     run = manage(
@@ -58,8 +60,10 @@ def test_a_terminal_run_waiting_for_a_confirmation_is_approved_through_the_web_a
         log=tmp_path / "run_workflow.log",
     )
     try:
-        task = wait_until(lambda: Task.objects.filter(title="bookstore").first(), 60, "the terminal's task")
+        task = wait_until(lambda: Task.objects.filter(title="bookstore").first(), 60, f"the task\n{run.output()}")
+        assert task.owner == RuntimeWorker.objects.get(pid=run.process.pid).pk
         confirmation = wait_until(lambda: pending_confirmation(task.id), 60, f"a confirmation\n{run.output()}")
+        assert Task.objects.get(pk=task.id).attempt == 1
         response = api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": True}, format="json")
         assert response.status_code == 200, response.json()
         assert response.json()["status"] == "approved"
@@ -98,7 +102,7 @@ def test_kill_9_of_the_server_while_a_task_waits_on_a_confirmation_then_it_resum
     cleanup = manage("mark_interrupted", env=env, log=tmp_path / "mark_interrupted.log")
     assert cleanup.process.wait(60) == 0
     cleanup.stop()
-    assert "1 tasks will resume where they stopped." in cleanup.output()
+    assert "1 unfinished task: each resumes where it stopped" in cleanup.output()
 
     second = Server(env, tmp_path / "server-2.log", token)
     try:

@@ -84,7 +84,7 @@ class Confirmations:
         """Ask an operator to approve ``tool`` for ``call``; the context is ``waiting_user``
         until a decision or ``timeout_s``. Returns True only when approved."""
         now = self.clock.now()
-        confirmation_id, expires_at = new_id(), now + self.timeout_s
+        confirmation_id, created_at, expires_at = new_id(), now, now + self.timeout_s
         recorded = call.task.journal.confirmation(call.role, tool, args) if call.task.journal else None
         if recorded is not None:
             if recorded.status != "pending":
@@ -92,6 +92,8 @@ class Confirmations:
             confirmation_id = recorded.id
             if recorded.expires_at is not None:
                 expires_at = recorded.expires_at
+            if recorded.created_at is not None:
+                created_at = recorded.created_at
         confirmation = PendingConfirmation(
             id=confirmation_id,
             context_id=call.context.id,
@@ -101,7 +103,7 @@ class Confirmations:
             project_id=call.task.project_id,
             tool=tool,
             args=args,
-            created_at=now,
+            created_at=created_at,
             expires_at=expires_at,
             future=asyncio.get_running_loop().create_future(),
         )

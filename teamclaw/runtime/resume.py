@@ -59,6 +59,8 @@ class RecordedConfirmation:
     decided_by: str = ""
     expires_at: float | None = None
     """Clock seconds at which a pending one expires (its original deadline)."""
+    created_at: float | None = None
+    """Clock seconds at which the operator was first asked."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,7 +140,7 @@ class TaskDetailView(APIView):
 
 
 class TaskCancelSerializer(api_fields.StrictSerializer):
-    reason = api_fields.StrictCharField(required=False, allow_blank=True, max_length=300)
+    reason = api_fields.StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=300)
 
 
 class TaskCancelView(APIView):

@@ -8,6 +8,7 @@ invoke's short task) becomes ``failed`` with the reason, its contexts ``terminat
 confirmations ``expired``; instances ``terminated``. Recorded history is otherwise untouched.
 """
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from monitoring.recovery import mark_interrupted
@@ -23,6 +24,10 @@ class Command(BaseCommand):
         if work:
             self.stdout.write(", ".join(f"{n} {kind}" for kind, n in work.items()) + " marked as interrupted.")
         if counts["resumable"]:
-            self.stdout.write(f"{counts['resumable']} tasks will resume where they stopped.")
+            n = counts["resumable"]
+            self.stdout.write(
+                f"{n} unfinished task{'s' if n != 1 else ''}: each resumes where it stopped once its worker's "
+                f"lease has expired (at most {settings.TEAMCLAW['LEASE_S']} s), unless that worker is still running it."
+            )
         if counts["instances"]:
             self.stdout.write(f"Closed {counts['instances']} agent instances of the previous run.")

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import sys
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from capabilities.executors import workflow_executors
 from capabilities.models import Project
 from monitoring.models import Task
-from runs.dispatch import Claimed, claim_tasks
+from runs.dispatch import Claimed
 from runs.host import RuntimeHost
 from runs.tasks import DocumentError, run_spec, validate_document
 from team.snapshot import build_snapshot
@@ -82,29 +84,35 @@ class Command(BaseCommand):
         params: dict[str, Any] = {"workflow": workflow, "task_description": f"Review the requirement '{title}'"}
         if workflow == "requirement_review":
             params.update(input_markdown=text, document_name=path.name)
-        task = Task.objects.create(
-            id=new_id(),
-            kind="task",
-            workflow=workflow,
-            title=title,
-            input_markdown=text,
-            description=params["task_description"],
-            project=project,
-            status="queued",
-            executor=workflow_executors(
-                build_snapshot(project.slug if project else None), WORKFLOW_CAPABILITIES[workflow]
-            ),
-            run_spec=run_spec("task_orchestration", params, params["task_description"]),
-        )
-        # A runtime worker of its own that takes only this task (runs.dispatch): the server's
-        # pages and API reach it through the database (confirmations, instructions, cancel).
+        # A runtime worker of its own that takes only this task (runs.dispatch), started first
+        # so the task is its own from the moment it exists; the server's pages and API reach
+        # it through the database (confirmations, instructions, cancel).
         host = RuntimeHost(name="cli", worker="command").start()
         assert host.runtime is not None and host.dispatcher is not None
-        host.runtime.add_sink(ProgressPrinter(lambda line: self.stdout.write(line)))
-        self.stdout.write(f"Task {task.id}: {workflow} on {path}")
         try:
-            [claimed] = claim_tasks(host.dispatcher.id, 1, only=[task.id])
-            result = host.call(host.dispatcher.run(Claimed(claimed, None)))
+            task = Task.objects.create(
+                id=new_id(),
+                kind="task",
+                workflow=workflow,
+                title=title,
+                input_markdown=text,
+                description=params["task_description"],
+                project=project,
+                status="running",
+                executor=workflow_executors(
+                    build_snapshot(project.slug if project else None), WORKFLOW_CAPABILITIES[workflow]
+                ),
+                run_spec=run_spec("task_orchestration", params, params["task_description"]),
+                owner=host.dispatcher.id,
+                lease_expires_at=timezone.now() + timedelta(seconds=settings.TEAMCLAW["LEASE_S"]),
+                attempt=1,
+            )
+            host.runtime.add_sink(ProgressPrinter(lambda line: self.stdout.write(line)))
+            self.stdout.write(f"Task {task.id}: {workflow} on {path}")
+            result = host.call(host.dispatcher.run(Claimed(task, None)))
+        except KeyboardInterrupt:
+            self.stderr.write("Interrupted: the task is given up; a running server (make run) resumes it.")
+            sys.exit(130)
         finally:
             host.stop()
         output = Path(options["output"] or Path(settings.DATA_DIR) / "tasks" / task.id)
