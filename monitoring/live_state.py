@@ -18,7 +18,7 @@ from monitoring.access import can_operate_task, sees_every_task, visible_context
 from monitoring.call_graph import call_graph
 from monitoring.live_filters import LiveFilters
 from monitoring.message_log import message_page
-from monitoring.models import Alert, Task, ToolConfirmation
+from monitoring.models import Alert, Message, Task, ToolConfirmation
 
 ACTIVE_CARDS = 48
 RECENT_CARDS = 12
@@ -137,6 +137,7 @@ def task_page_context(user: Any, task: Task) -> dict[str, Any]:
         "can_cancel": task.status in ("queued", "running") and can_operate_task(user, task),
         "can_fork": task.status not in ("queued", "running") and bool(task.run_spec),
         "forked_from": (task.run_spec or {}).get("fork"),
+        "steps": Message.objects.filter(task_id=task.id, type="invoke_response").count(),
         "contexts": context_cards(user, filters),
         "confirmations": pending_confirmations(user, filters),
         "artifacts": [live_items.artifact_item(a) for a in task.artifacts.order_by("created_at", "id")],

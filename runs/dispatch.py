@@ -30,6 +30,7 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from django.db import close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from capabilities.config import current_version
 from monitoring import live_items
 from monitoring.live_events import LiveItem
 from monitoring.live_sink import get_live_sink
@@ -194,6 +196,7 @@ class Dispatcher:
         self.last_idle_beat = 0.0
         self.registered = False
         self.calls: set[asyncio.Future[None]] = set()
+        self.lease_lock = threading.Lock()
 
     # -- lifecycle (sync, from the host) ---------------------------------------------------
     def register(self) -> None:
@@ -231,8 +234,10 @@ class Dispatcher:
     def release(self, task_ids: list[str]) -> None:
         """Give up the leases of ``task_ids`` at once (another worker resumes them) and mark
         this worker stopped."""
-        Task.objects.filter(pk__in=task_ids, owner=self.id).update(lease_expires_at=timezone.now())
-        RuntimeWorker.objects.filter(pk=self.id).update(stopped_at=timezone.now())
+        with self.lease_lock:
+            self.stopping = True
+            Task.objects.filter(pk__in=task_ids, owner=self.id).update(lease_expires_at=timezone.now())
+            RuntimeWorker.objects.filter(pk=self.id).update(stopped_at=timezone.now())
 
     # -- starting tasks ------------------------------------------------------------------
     def hand_over(self, task_id: str) -> bool:
@@ -308,6 +313,18 @@ class Dispatcher:
         if resumed_steps:
             fields["resumed_steps"] = resumed_steps
         Task.objects.filter(pk=task_id, owner=self.id).update(**fields)
+        # A confirmation an earlier attempt asked that this one never asked again cannot be
+        # decided any more: it expires with the task instead of waiting on the pages forever.
+        now = timezone.now()
+        left = list(ToolConfirmation.objects.filter(task_id=task_id, status="pending"))
+        if left and ToolConfirmation.objects.filter(pk__in=[row.pk for row in left], status="pending").update(
+            status="expired", decided_at=now
+        ):
+            for row in left:
+                row.status, row.decided_at = "expired", now
+            get_live_sink().publish_items(
+                [LiveItem("confirmation", f"confirmation:{row.pk}", live_items.confirmation_item(row)) for row in left]
+            )
         if error is not None:
             message = f"the run stopped on an internal error ({type(error).__name__})"
             if Task.objects.filter(pk=task_id, status__in=["queued", "running"]).update(
@@ -351,7 +368,10 @@ class Dispatcher:
         # One claim a round, so idle workers share a burst of new tasks instead of the first
         # awake taking them all; a round that claimed one polls again at once.
         free = min(CLAIMS_PER_POLL, self.concurrency - len(self.running)) if self.claim and not self.stopping else 0
-        decided, commands, claimed = await asyncio.to_thread(self.read_work, waiting, owned, free)
+        version, decided, commands, claimed = await asyncio.to_thread(self.read_work, waiting, owned, free)
+        if version > runtime.latest_version:
+            # A change saved in another process (PRD §4.8): the next task start loads it.
+            runtime.config.note_version({"new_version": version})
         for row in decided:
             try:
                 runtime.resolve_confirmation(row.id, row.status == "approved", decided_by=row.decided_by)
@@ -372,8 +392,15 @@ class Dispatcher:
             self.wake.set()
 
     def heartbeat(self, task_ids: list[str]) -> None:
-        """Renew this worker's row and the leases of ``task_ids``."""
+        """Renew this worker's row and the leases of ``task_ids`` (not once it is stopping: a
+        renewal must never land after ``release``)."""
         close_old_connections()
+        with self.lease_lock:
+            if self.stopping:
+                return
+            self.renew(task_ids)
+
+    def renew(self, task_ids: list[str]) -> None:
         now = timezone.now()
         RuntimeWorker.objects.filter(pk=self.id).update(heartbeat_at=now)
         if task_ids:
@@ -385,9 +412,11 @@ class Dispatcher:
 
     def read_work(
         self, waiting: list[str], owned: list[str], free: int
-    ) -> tuple[list[ToolConfirmation], list[RuntimeCommand], list[Claimed]]:
-        """The database half of a poll (on a worker thread)."""
+    ) -> tuple[int, list[ToolConfirmation], list[RuntimeCommand], list[Claimed]]:
+        """The database half of a poll (on a worker thread): the config version, decided
+        confirmations, commands, claimed tasks."""
         close_old_connections()
+        version = current_version()
         decided = list(ToolConfirmation.objects.filter(pk__in=waiting).exclude(status="pending")) if waiting else []
         commands: list[RuntimeCommand] = []
         if owned:
@@ -400,7 +429,7 @@ class Dispatcher:
                 if RuntimeCommand.objects.filter(pk=command.pk, taken_by="").update(taken_by=self.id):
                     commands.append(command)
         claimed = [item for task in claim_tasks(self.id, free) if (item := self.prepare(task)) is not None]
-        return decided, commands, claimed
+        return version, decided, commands, claimed
 
     def apply(self, kind: str, task_id: str, payload: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
         """Apply a command to this runtime (on its loop): ``(result, None)`` or ``(None,

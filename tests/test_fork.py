@@ -83,6 +83,7 @@ def artifacts(task: Task) -> dict[str, str]:
 def test_a_replay_with_no_live_step_reproduces_the_artifacts_and_spends_no_tokens(api, model_host):
     source = run_source(api, model_host)
     steps = len(recorded_steps(source.id))
+    assert api.get(f"/api/v1/tasks/{source.id}").json()["steps"] == steps
     asked = len(model_host.server.requests)
     replay = fork(api, model_host, source.id, {"from_step": steps})
     assert replay.status == "completed"
@@ -144,6 +145,8 @@ def test_fork_refuses_bad_input_and_running_tasks(api, transactional_db, builtin
         assert field in response.json()["errors"], (body, response.json())
     assert api.post("/api/v1/tasks/nope/fork", {"from_step": 0}, format="json").status_code == 404
     assert api.get("/api/v1/tasks/busy/compare").status_code == 400
+    ghost = api.get("/api/v1/tasks/busy/compare", {"with": "ghost"})
+    assert (ghost.status_code, ghost.json()["detail"]) == (404, "there is no task ghost")
     assert Task.objects.count() == 1  # nothing was started
 
 

@@ -4,7 +4,7 @@ processes on this test's database (docs/architecture.md §3).
 - A terminal's ``run_workflow`` waiting for a tool confirmation is approved through the web
   API of another process, and then finishes.
 - A web process without a runtime (``TEAMCLAW_RUNTIME=remote``) has the API's invokes and
-  hooks run by a ``runtime_worker``.
+  hooks run by a ``runtime_worker``, which follows the configuration saved in another process.
 - ``kill -9`` of the server while a task waits on a confirmation: after ``mark_interrupted``
   and a new start the task is still waiting (the same confirmation), is approved through the
   new server and completes; no step completed before the crash runs twice.
@@ -12,6 +12,7 @@ processes on this test's database (docs/architecture.md §3).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -156,6 +157,13 @@ def test_a_web_process_without_a_runtime_has_invokes_and_hooks_run_by_a_worker(b
         response = api.post("/api/v1/capabilities/invoke", {**invoke, "task_id": "no-such-task"}, format="json")
         assert response.status_code == 400
         assert "task_id" in response.json()["errors"]
+        # A change saved in this process reaches the worker's next call (PRD §4.8).
+        doc = api.get("/api/v1/capabilities/schema_query").json()
+        off = {"document_version": doc["document_version"], "enabled": False}
+        assert api.patch("/api/v1/capabilities/schema_query", off, format="json").status_code == 200
+        time.sleep(0.5)  # the worker's next poll (250 ms) notes the new config version
+        body = api.post("/api/v1/capabilities/invoke", invoke, format="json").json()
+        assert body["error"]["code"] == "capability_disabled", body
     finally:
         worker.stop()
     assert current_host() is None  # this process never started a runtime

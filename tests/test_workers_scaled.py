@@ -1,13 +1,14 @@
 """Scaling out (README "Scaling out"): PostgreSQL and Redis, two web processes without a runtime
 (``TEAMCLAW_RUNTIME=remote``) and two ``runtime_worker`` processes, all real OS processes.
 
-Forty reviews spread over both workers; in project ``held`` main's ``file_write`` needs a
-confirmation, so its reviews wait for the operator (four of them: a role runs at most four
-instances per worker, PRD §4.7). An instruction, a cancel and approvals sent through either web
-process reach whichever worker runs the task; after ``kill -9`` of one worker its waiting
-tasks are taken over by the other within the lease + 5 s, still waiting for the same
-confirmations, and finish once approved, with no step completed before the crash sent
-again. Runs in the PostgreSQL pass of ``make test``; skipped on SQLite and without Redis.
+Forty reviews spread over both workers. In project ``held`` main's ``file_write`` needs a
+confirmation, so three reviews wait for the operator (a role runs at most four instances per
+worker, PRD §4.7, so a worker holding all three still has a main for the rest). An
+instruction, a cancel and approvals sent through either web process reach whichever worker
+runs the task; after ``kill -9`` of one worker its waiting task is taken over by the other
+within the lease + 5 s, still waiting for the same confirmation, and finishes once approved,
+with no step completed before the crash sent again. Runs in the PostgreSQL pass of
+``make test``; skipped on SQLite and without Redis.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pyt
 
 REDIS_URL = "redis://127.0.0.1:6379/7"
 TASKS = 40
-HELD = 4
+HELD = 3
+HELD_AT = (5, 18, 31)
 LEASE_S = 2
 
 
@@ -81,7 +83,7 @@ def test_two_web_processes_and_two_workers_share_the_work_and_survive_a_kill_9(s
         task_ids, held = [], []
         for n in range(TASKS):
             body = {"workflow": "requirement_review", "input_markdown": f"# Shop {n}\n\nUsers buy books."}
-            if n % (TASKS // HELD) == 0:
+            if n in HELD_AT:
                 body["project"] = "held"
             status, answer = webs[n % 2].api("POST", "tasks", body)
             assert status == 201, answer

@@ -16,11 +16,11 @@ from rest_framework.views import APIView
 
 from capabilities.models import Project
 from monitoring.access import visible_tasks
-from monitoring.models import Task
+from monitoring.models import Message, Task
 from runs.compare import compare_artifacts
 from runs.tasks import cancel_task, fork_task, start_task
 from teamclaw import api_fields
-from teamclaw.errors import InvalidField
+from teamclaw.errors import InvalidField, NotFound
 from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
 
@@ -79,6 +79,7 @@ def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
         "worker": task.owner or None,
     }
     if full:
+        body["steps"] = Message.objects.filter(task_id=task.id, type="invoke_response").count()
         body["contexts"] = [
             {
                 "id": c.id,
@@ -186,6 +187,8 @@ class TaskCompareView(APIView):
         if not other_id:
             raise InvalidField("the task to compare with is required", "with")
         tasks = visible_tasks(request.user).prefetch_related("artifacts")
-        left = get_object_or_404(tasks, pk=task_id)
-        right = get_object_or_404(tasks, pk=other_id)
+        left, right = tasks.filter(pk=task_id).first(), tasks.filter(pk=other_id).first()
+        if left is None or right is None:
+            missing = task_id if left is None else other_id
+            raise NotFound(f"there is no task {missing[:80]}")
         return Response({"left": left.id, "right": right.id, "artifacts": compare_artifacts(left, right)})
