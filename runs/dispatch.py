@@ -74,6 +74,9 @@ class WorkerHost(Protocol):
     def start_blocking(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run the blocking ``fn(*args)`` on one of the host's threads, without waiting."""
 
+    def mute(self, task_id: str) -> None:
+        """Record nothing more of task ``task_id`` (this process gave it up)."""
+
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +296,13 @@ class Dispatcher:
         self.running[task.id] = run
         run.add_done_callback(lambda done: self.finished(task.id, done, item.journal))
 
+    def give_up(self, task_id: str) -> None:
+        """Stop running a task another worker now owns, recording nothing more of it: the new
+        owner's record must not show this worker's cancel."""
+        self.host.mute(task_id)
+        if self.host.runtime is not None:
+            self.host.runtime.cancel_task(task_id, "another worker took this task over")
+
     def finished(self, task_id: str, done: asyncio.Future[Any], journal: ResumeJournal | None) -> None:
         self.running.pop(task_id, None)
         error = None if done.cancelled() else done.exception()
@@ -312,7 +322,8 @@ class Dispatcher:
         fields: dict[str, Any] = {"owner": "", "lease_expires_at": timezone.now() + timedelta(seconds=lease_s())}
         if resumed_steps:
             fields["resumed_steps"] = resumed_steps
-        Task.objects.filter(pk=task_id, owner=self.id).update(**fields)
+        if not Task.objects.filter(pk=task_id, owner=self.id).update(**fields):
+            return  # another worker took it over: what happens to it is that worker's record
         # A confirmation an earlier attempt asked that this one never asked again cannot be
         # decided any more: it expires with the task instead of waiting on the pages forever.
         now = timezone.now()
@@ -359,7 +370,8 @@ class Dispatcher:
         ):
             # Leases are renewed every heartbeat; an idle worker beats its row less often.
             self.last_heartbeat = self.last_idle_beat = now
-            await asyncio.to_thread(self.heartbeat, list(self.running))
+            for task_id in await asyncio.to_thread(self.heartbeat, list(self.running)):
+                self.give_up(task_id)
         runtime = self.host.runtime
         if runtime is None:
             return
@@ -391,24 +403,30 @@ class Dispatcher:
         if claimed:
             self.wake.set()
 
-    def heartbeat(self, task_ids: list[str]) -> None:
+    def heartbeat(self, task_ids: list[str]) -> list[str]:
         """Renew this worker's row and the leases of ``task_ids`` (not once it is stopping: a
-        renewal must never land after ``release``)."""
+        renewal must never land after ``release``). Returns the tasks another worker took
+        over meanwhile (this one was paused past its lease)."""
         close_old_connections()
         with self.lease_lock:
             if self.stopping:
-                return
-            self.renew(task_ids)
+                return []
+            return self.renew(task_ids)
 
-    def renew(self, task_ids: list[str]) -> None:
+    def renew(self, task_ids: list[str]) -> list[str]:
         now = timezone.now()
         RuntimeWorker.objects.filter(pk=self.id).update(heartbeat_at=now)
-        if task_ids:
-            renewed = Task.objects.filter(pk__in=task_ids, owner=self.id).update(
-                lease_expires_at=now + timedelta(seconds=lease_s())
-            )
-            if renewed < len(task_ids):
-                log.warning("%d task(s) of this worker were taken over by another", len(task_ids) - renewed)
+        if not task_ids:
+            return []
+        renewed = Task.objects.filter(pk__in=task_ids, owner=self.id).update(
+            lease_expires_at=now + timedelta(seconds=lease_s())
+        )
+        if renewed == len(task_ids):
+            return []
+        mine = set(Task.objects.filter(pk__in=task_ids, owner=self.id).values_list("pk", flat=True))
+        lost = [task_id for task_id in task_ids if task_id not in mine]
+        log.warning("task(s) %s were taken over by another worker; this one stops running them", ", ".join(lost))
+        return lost
 
     def read_work(
         self, waiting: list[str], owned: list[str], free: int

@@ -255,6 +255,10 @@ class RuntimeHost:
         except RuntimeError:  # the host is stopping: run it here rather than lose it
             run()
 
+    def mute(self, task_id: str) -> None:
+        """Record nothing more of task ``task_id`` (``MutedTasks``)."""
+        self.muted.task_ids.add(task_id)
+
     def call_soon(self, fn: Any, *args: Any) -> None:
         """Run a plain function on the runtime loop, without waiting."""
         self.loop.call_soon_threadsafe(fn, *args)

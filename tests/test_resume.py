@@ -335,3 +335,23 @@ def test_a_cancel_reason_with_a_nul_is_refused_on_the_page_and_the_api(transacti
     page = page_client.post("/tasks/nul/cancel", {"reason": "a\x00b"}, follow=True).content.decode()
     assert "reason: may not contain NUL characters" in page
     assert Task.objects.get(pk="nul").status == "queued"
+
+
+def test_a_worker_whose_task_was_taken_over_stops_running_it_and_records_nothing(
+    runtime_host, main_confirms_file_writes, settings
+):
+    """A worker paused past its lease finds at its next heartbeat that another owns the task:
+    it stops it locally, and nothing of that stop reaches the record (no 'terminated', the
+    confirmation still waiting for the new owner)."""
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "WORKER_HEARTBEAT_S": 1}
+    task = start_task(workflow="requirement_review", input_markdown=REVIEW)
+    confirmation = wait_for_confirmation(runtime_host, task.id)
+    Task.objects.filter(pk=task.id).update(owner="another-worker", attempt=2)
+    deadline = time.monotonic() + 10
+    while task.id in runtime_host.runtime.tasks and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert task.id not in runtime_host.runtime.tasks
+    runtime_host.recorder.flush()
+    task.refresh_from_db()
+    assert (task.status, task.owner) == ("running", "another-worker")
+    assert ToolConfirmation.objects.get(pk=confirmation.id).status == "pending"
