@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import Any
 
 
@@ -226,3 +228,26 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
             send([], usage=usage)
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+
+@contextmanager
+def host_on_model(settings: Any, brain: Any, **options: Any) -> Iterator[SimpleNamespace]:
+    """A fresh runtime host whose default brain is the ``openai`` executor talking to a
+    ``ModelServer`` run by ``brain`` (model ``review-model``); ``options`` override more
+    ``settings.TEAMCLAW`` keys. Yields ``{host, server, brain}``; the host is reset after."""
+    from runs import host as host_module
+
+    with ModelServer(brain) as server:
+        settings.TEAMCLAW = {
+            **settings.TEAMCLAW,
+            "OPENAI_BASE_URL": server.url,
+            "OPENAI_API_KEY": "sk-e2e-secret-key",
+            "MODEL": "review-model",
+            "EXECUTOR": "openai",
+            **options,
+        }
+        host_module.reset_host()
+        try:
+            yield SimpleNamespace(host=host_module.get_host(), server=server, brain=brain)
+        finally:
+            host_module.reset_host()

@@ -10,7 +10,6 @@ prompt, and its artifacts differ where the model's answers did.
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,7 +19,7 @@ from runs.resume import recorded_steps
 from tests.documents import CLINIC
 from tests.executors.test_review_on_a_model import ReviewBrain
 from tests.helpers import wait_for_task
-from tests.model_server import Completion, ModelServer
+from tests.model_server import Completion, host_on_model
 
 STRICT = "STRICT MODE: name every vague word."
 
@@ -44,22 +43,8 @@ class LayerAwareBrain(ReviewBrain):
 
 @pytest.fixture
 def model_host(transactional_db, builtin, settings):
-    from runs import host as host_module
-
-    brain = LayerAwareBrain()
-    with ModelServer(brain) as server:
-        settings.TEAMCLAW = {
-            **settings.TEAMCLAW,
-            "OPENAI_BASE_URL": server.url,
-            "OPENAI_API_KEY": "sk-fork-test",
-            "MODEL": "review-model",
-            "EXECUTOR": "openai",
-            "MODEL_STREAM": False,
-        }
-        host_module.reset_host()
-        host = host_module.get_host()
-        yield SimpleNamespace(host=host, server=server, brain=brain)
-        host_module.reset_host()
+    with host_on_model(settings, LayerAwareBrain(), MODEL_STREAM=False) as model:
+        yield model
 
 
 def run_source(api, model_host) -> Task:

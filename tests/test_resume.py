@@ -39,6 +39,22 @@ def queued_task(task_id: str, **fields) -> Task:
     return Task.objects.create(id=task_id, kind="task", workflow="generic", status="queued", run_spec=spec, **fields)
 
 
+def confirmation_row(confirmation_id: str, task_id: str, *, after_s: int = 0, **fields) -> ToolConfirmation:
+    """A recorded file_write confirmation of main (pending unless ``status`` says otherwise)."""
+    now = timezone.now() + timedelta(seconds=after_s)
+    return ToolConfirmation.objects.create(
+        id=confirmation_id,
+        context_id="c",
+        instance_id="i",
+        role="main",
+        task_id=task_id,
+        tool="file_write",
+        created_at=now,
+        expires_at=now + timedelta(minutes=10),
+        **fields,
+    )
+
+
 # -- the journal ------------------------------------------------------------------------------
 
 
@@ -109,18 +125,8 @@ def test_mark_interrupted_leaves_workflow_runs_to_resume_and_closes_the_rest(tra
     queued_task("resumable")
     Task.objects.filter(pk="resumable").update(status="running", attempt=1)
     Task.objects.create(id="legacy", kind="invoke", status="running")
-    now = timezone.now()
     for task_id in ("resumable", "legacy"):
-        ToolConfirmation.objects.create(
-            id=f"cf-{task_id}",
-            context_id="c",
-            instance_id="i",
-            role="main",
-            task_id=task_id,
-            tool="file_write",
-            created_at=now,
-            expires_at=now + timedelta(minutes=10),
-        )
+        confirmation_row(f"cf-{task_id}", task_id)
     counts = mark_interrupted()
     assert (counts["resumable"], counts["tasks"], counts["confirmations"]) == (1, 1, 1)
     assert Task.objects.get(pk="resumable").status == "running"
@@ -254,21 +260,10 @@ def test_the_task_page_cancels_with_a_reason(transactional_db, builtin, page_cli
 
 
 def test_confirmations_are_listed_by_task_and_status(transactional_db, builtin, api):
-    now = timezone.now()
     queued_task("t1")
     queued_task("t2")
     for n, (task_id, status) in enumerate([("t1", "pending"), ("t1", "approved"), ("t2", "pending")]):
-        ToolConfirmation.objects.create(
-            id=f"cf{n}",
-            context_id="c",
-            instance_id="i",
-            role="main",
-            task_id=task_id,
-            tool="file_write",
-            status=status,
-            created_at=now + timedelta(seconds=n),
-            expires_at=now + timedelta(minutes=10),
-        )
+        confirmation_row(f"cf{n}", task_id, status=status, after_s=n)
     body = api.get("/api/v1/confirmations", {"task_id": "t1"}).json()
     assert [row["id"] for row in body["results"]] == ["cf1", "cf0"]
     body = api.get("/api/v1/confirmations", {"status": "pending"}).json()
@@ -281,17 +276,7 @@ def test_confirmations_are_listed_by_task_and_status(transactional_db, builtin, 
 
 def test_confirmations_of_tasks_a_user_may_not_see_are_not_listed(transactional_db, builtin, viewer_user):
     queued_task("hidden")
-    now = timezone.now()
-    ToolConfirmation.objects.create(
-        id="cf-hidden",
-        context_id="c",
-        instance_id="i",
-        role="main",
-        task_id="hidden",
-        tool="file_write",
-        created_at=now,
-        expires_at=now,
-    )
+    confirmation_row("cf-hidden", "hidden")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")
     assert client.get("/api/v1/confirmations").json()["results"] == []
@@ -301,18 +286,7 @@ def test_an_expiry_never_erases_a_decision_on_the_record(transactional_db, built
     """A cancel (or a timeout) that expires a tool use in the runtime just after an operator
     approved it on the record leaves the record saying who approved it."""
     now = timezone.now()
-    ToolConfirmation.objects.create(
-        id="cf-raced",
-        context_id="c",
-        instance_id="i",
-        role="main",
-        task_id="t",
-        tool="file_write",
-        status="approved",
-        decided_by="operator",
-        created_at=now,
-        expires_at=now + timedelta(minutes=10),
-    )
+    confirmation_row("cf-raced", "t", status="approved", decided_by="operator")
     recorder = Recorder()
     recorder.start()
     try:

@@ -16,7 +16,7 @@ from prompts.render import system_prompt
 from team.snapshot import build_snapshot
 from tests.documents import CLINIC
 from tests.helpers import wait_for_task
-from tests.model_server import Completion, ModelServer, usage_for
+from tests.model_server import Completion, host_on_model, usage_for
 
 LINE = re.compile(r"^\s*(\d+) \| (.*)$", re.MULTILINE)
 ISSUE = re.compile(r"^- \[([a-z_]+-\d+)\]", re.MULTILINE)
@@ -86,22 +86,8 @@ class ReviewBrain:
 
 @pytest.fixture
 def model_host(transactional_db, builtin, settings):
-    from runs import host as host_module
-
-    brain = ReviewBrain()
-    with ModelServer(brain) as server:
-        settings.TEAMCLAW = {
-            **settings.TEAMCLAW,
-            "OPENAI_BASE_URL": server.url,
-            "OPENAI_API_KEY": "sk-e2e-secret-key",
-            "MODEL": "review-model",
-            "EXECUTOR": "openai",
-            "MODEL_STREAM": True,
-        }
-        host_module.reset_host()
-        host = host_module.get_host()
-        yield SimpleNamespace(host=host, server=server, brain=brain)
-        host_module.reset_host()
+    with host_on_model(settings, ReviewBrain(), MODEL_STREAM=True) as model:
+        yield model
 
 
 def test_requirement_review_runs_end_to_end_on_the_openai_executor(api, model_host):
