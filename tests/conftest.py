@@ -83,6 +83,20 @@ def api(staff_user) -> APIClient:
     return client
 
 
+@pytest.fixture(autouse=True)
+def no_runtime_left_running(request) -> None:
+    """Pages start the process's runtime host lazily, and its worker then polls for tasks; left
+    running from an earlier test it would claim the queued tasks a later test makes. Each
+    transactional test (outside the browser tests, whose server keeps its host) starts
+    without one."""
+    if "transactional_db" in request.fixturenames and request.node.get_closest_marker("browser") is None:
+        from runs import host as host_module
+
+        if host_module.current_host() is not None:
+            request.getfixturevalue("transactional_db")  # stopping it writes its workers' leases
+            host_module.reset_host()
+
+
 @pytest.fixture
 def runtime_host(transactional_db, builtin) -> Iterator[object]:
     """A fresh RuntimeHost (runtime thread + recorder) for this test, stopped afterwards."""

@@ -20,6 +20,7 @@ from monitoring.recorder import Recorder
 from monitoring.recovery import mark_interrupted
 from runs import host as host_module
 from runs.dispatch import claim_tasks
+from runs.models import RuntimeWorker
 from runs.tasks import run_spec, start_task
 from teamclaw.runtime.events import ConfirmationChanged, ConfirmationState
 from teamclaw.runtime.resume import RecordedConfirmation, RecordedStep, ResumeJournal
@@ -329,3 +330,38 @@ def test_a_worker_whose_task_was_taken_over_stops_running_it_and_records_nothing
     task.refresh_from_db()
     assert (task.status, task.owner) == ("running", "another-worker")
     assert ToolConfirmation.objects.get(pk=confirmation.id).status == "pending"
+
+
+# -- the workers an operator sees ----------------------------------------------------------------
+
+
+def test_workers_are_listed_alive_first_with_what_they_run(transactional_db, builtin, api, page_client):
+    now = timezone.now()
+
+    def worker(worker_id: str, beat_s_ago: float, **fields) -> None:
+        RuntimeWorker.objects.create(
+            id=worker_id,
+            kind="worker",
+            hostname="h",
+            pid=1,
+            concurrency=4,
+            started_at=now - timedelta(hours=1),
+            heartbeat_at=now - timedelta(seconds=beat_s_ago),
+            **fields,
+        )
+
+    worker("w-alive", 1)
+    worker("w-silent", 3600)
+    worker("w-stopped", 60, stopped_at=now)
+    queued_task("running-here", owner="w-alive")
+    Task.objects.filter(pk="running-here").update(status="running")
+    rows = api.get("/api/v1/workers").json()["results"]
+    assert [(r["id"], r["state"], r["running"]) for r in rows] == [
+        ("w-alive", "alive", 1),
+        ("w-stopped", "stopped", 0),
+        ("w-silent", "silent", 0),
+    ]
+    page = page_client.get("/").content.decode()
+    assert "Runtime workers" in page
+    assert "w-alive" in page
+    assert "1 of 4" in page

@@ -21,6 +21,7 @@ from web.api import (
     skills,
     stats,
     tasks,
+    workers,
     workflows,
 )
 
@@ -105,5 +106,6 @@ urlpatterns = [
     path("hooks", hooks.HookView.as_view(), name="api-hooks"),
     path("messages", messages.MessageListView.as_view(), name="api-messages"),
     path("confirmations", confirmations.ConfirmationListView.as_view(), name="api-confirmations"),
+    path("workers", workers.WorkerListView.as_view(), name="api-workers"),
     path("confirmations/<str:confirmation_id>", confirmations.ConfirmationView.as_view(), name="api-confirmation"),
 ]

@@ -10,12 +10,13 @@ from capabilities.models import AgentRole, CapabilityCard
 from monitoring.access import visible_tasks
 from monitoring.models import AgentInstance
 from runs.host import executor_problems
+from runs.workers import worker_rows
 from team.snapshot import build_snapshot
 
 
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """The team with its capabilities and the executor each role uses, active instances and
-    recent tasks."""
+    """The team with its capabilities and the executor each role uses, the runtime workers,
+    active instances and recent tasks."""
     snapshot = build_snapshot()
     roles = [(role, role_executor(snapshot, role.role)) for role in AgentRole.objects.prefetch_related("capabilities")]
     instances = AgentInstance.objects.exclude(status="terminated")
@@ -34,5 +35,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "model": model_status(),
             "executor_problems": executor_problems(),
             "entry_points": entry_points,
+            "workers": worker_rows(),
         },
     )

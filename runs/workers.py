@@ -1,0 +1,60 @@
+"""The runtime workers of a deployment as an operator sees them (dashboard, ``GET
+/api/v1/workers``): which are alive, what each runs (docs/architecture.md §3)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from monitoring.models import Task
+from runs.dispatch import IDLE_HEARTBEAT_S
+from runs.models import RuntimeWorker
+
+RECENT_STOPPED = 10
+"""Stopped or silent workers listed after the live ones."""
+
+
+def silence_limit_s() -> float:
+    """How long a worker may stay silent and still count as alive (s): an idle one beats
+    every 30 s, a busy one every ``WORKER_HEARTBEAT_S``; twice the longer, plus a lease."""
+    return 2 * max(IDLE_HEARTBEAT_S, float(settings.TEAMCLAW["WORKER_HEARTBEAT_S"])) + settings.TEAMCLAW["LEASE_S"]
+
+
+def worker_rows() -> list[dict[str, Any]]:
+    """Live workers first, then up to ``RECENT_STOPPED`` stopped or silent ones:
+    ``{id, kind, hostname, pid, concurrency, started_at, heartbeat_at, stopped_at, state,
+    running}`` with ``state`` ``alive``, ``silent`` (no heartbeat for ``silence_limit_s``: it
+    probably died; its tasks move once their leases expire) or ``stopped``."""
+    cutoff = timezone.now() - timedelta(seconds=silence_limit_s())
+    running = dict(
+        Task.objects.filter(status="running")
+        .exclude(owner="")
+        .values_list("owner")
+        .annotate(n=Count("pk"))
+        .values_list("owner", "n")
+    )
+    alive = Q(stopped_at__isnull=True, heartbeat_at__gte=cutoff)
+    rows = list(RuntimeWorker.objects.filter(alive).order_by("started_at"))
+    rows += list(RuntimeWorker.objects.exclude(alive).order_by("-heartbeat_at")[:RECENT_STOPPED])
+    out = []
+    for row in rows:
+        state = "stopped" if row.stopped_at else ("alive" if row.heartbeat_at >= cutoff else "silent")
+        out.append(
+            {
+                "id": row.id,
+                "kind": row.kind,
+                "hostname": row.hostname,
+                "pid": row.pid,
+                "concurrency": row.concurrency,
+                "started_at": row.started_at,
+                "heartbeat_at": row.heartbeat_at,
+                "stopped_at": row.stopped_at,
+                "state": state,
+                "running": running.get(row.id, 0),
+            }
+        )
+    return out
