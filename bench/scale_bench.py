@@ -126,34 +126,36 @@ def reviews(env: dict[str, str], port: int, token: str, workers: int, count: int
         )
         for _ in range(workers)
     ]
-    time.sleep(3)  # let the workers start
-    ids = []
-    started = time.monotonic()
-    for n in range(count):
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/api/v1/tasks",
-            data=json.dumps(
-                {"workflow": "requirement_review", "input_markdown": f"# Shop {n}\n\nUsers buy books."}
-            ).encode(),
-            headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request) as response:
-            ids.append(json.loads(response.read())["task_id"])
-    while True:
-        left = 0
-        for task_id in ids[-5:] + ids[:5]:
+    try:
+        time.sleep(3)  # let the workers start
+        ids = []
+        started = time.monotonic()
+        for n in range(count):
             request = urllib.request.Request(
-                f"http://127.0.0.1:{port}/api/v1/tasks/{task_id}", headers={"Authorization": f"Token {token}"}
+                f"http://127.0.0.1:{port}/api/v1/tasks",
+                data=json.dumps(
+                    {"workflow": "requirement_review", "input_markdown": f"# Shop {n}\n\nUsers buy books."}
+                ).encode(),
+                headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
             )
             with urllib.request.urlopen(request) as response:
-                left += json.loads(response.read())["status"] in ("queued", "running")
-        if not left:
-            break
-        time.sleep(0.2)
-    elapsed = time.monotonic() - started
-    for process in processes:
-        process.terminate()
-        process.wait(30)
+                ids.append(json.loads(response.read())["task_id"])
+        while True:
+            left = 0
+            for task_id in ids[-5:] + ids[:5]:
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/api/v1/tasks/{task_id}", headers={"Authorization": f"Token {token}"}
+                )
+                with urllib.request.urlopen(request) as response:
+                    left += json.loads(response.read())["status"] in ("queued", "running")
+            if not left:
+                break
+            time.sleep(0.2)
+        elapsed = time.monotonic() - started
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(30)
     return count / elapsed
 
 
@@ -179,27 +181,34 @@ def main() -> None:
         .splitlines()[-1]
     )
 
-    for label, backlog in (("default", None), ("1024", 1024)):
-        web, port = start_web(env, backlog)
-        print(f"connect_200_resets_backlog_{label} {asyncio.run(burst(port, 200))}", flush=True)
-        web.terminate()
-        web.wait(30)
+    started: list[subprocess.Popen[bytes]] = []
 
-    webs = [start_web(env, 1024) for _ in range(2)]
-    for count in (1, 2):
-        rate, p99 = asyncio.run(invokes([port for _, port in webs[:count]], token, 64, args.seconds))
-        print(f"http_invokes_per_s_web{count} {rate:.0f}", flush=True)
-        print(f"http_invokes_p99_ms_web{count} {p99:.0f}", flush=True)
-    for web, _ in webs:
-        web.terminate()
-        web.wait(30)
+    def web(environment: dict[str, str], backlog: int | None) -> int:
+        process, port = start_web(environment, backlog)
+        started.append(process)
+        return port
 
-    remote = {**env, "TEAMCLAW_RUNTIME": "remote"}
-    web, port = start_web(remote, 1024)
-    for count in (1, 2):
-        print(f"reviews_per_s_workers{count} {reviews(remote, port, token, count, args.reviews):.2f}", flush=True)
-    web.terminate()
-    web.wait(30)
+    try:
+        for label, backlog in (("default", None), ("1024", 1024)):
+            port = web(env, backlog)
+            print(f"connect_200_resets_backlog_{label} {asyncio.run(burst(port, 200))}", flush=True)
+        ports = [web(env, 1024) for _ in range(2)]
+        for count in (1, 2):
+            rate, p99 = asyncio.run(invokes(ports[:count], token, 64, args.seconds))
+            print(f"http_invokes_per_s_web{count} {rate:.0f}", flush=True)
+            print(f"http_invokes_p99_ms_web{count} {p99:.0f}", flush=True)
+        remote = {**env, "TEAMCLAW_RUNTIME": "remote"}
+        port = web(remote, 1024)
+        for count in (1, 2):
+            print(f"reviews_per_s_workers{count} {reviews(remote, port, token, count, args.reviews):.2f}", flush=True)
+    finally:
+        for process in started:  # never leave a server behind, even when a figure failed
+            process.terminate()
+        for process in started:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 if __name__ == "__main__":
