@@ -13,6 +13,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connections
 from django.utils import timezone
 
 from monitoring.models import Task
@@ -103,6 +104,10 @@ async def call_anywhere(kind: str, payload: dict[str, Any]) -> CallOutcome:
     if settings.TEAMCLAW["RUNTIME"] == "embedded":
         host = await sync_to_async(get_host)()
         assert host.runtime is not None
+        # Give this request's database connection back before waiting on the runtime, which
+        # may need one from the same pool (PostgreSQL) to load a snapshot: 64 waiting requests
+        # holding all 20 of them starved it for 30 s.
+        await sync_to_async(connections.close_all)()
         return await host.acall(CALLS[kind](host.runtime, payload))
     wait_s = min(3600.0, float(payload.get("timeout") or 60) * 4 + 10)
     task_id = payload.get("task_id")

@@ -110,6 +110,17 @@ if _database_url:
         DATABASES = {"default": dj_database_url.parse(_database_url, conn_max_age=60)}
     except ValueError as exc:
         raise ImproperlyConfigured(f"DATABASE_URL cannot be used: {exc}") from exc
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Under ASGI each request's synchronous code runs on a thread of its own; a persistent
+        # connection per thread ran PostgreSQL out of connections at 64 concurrent invokes
+        # (HTTP 500 "too many clients"). A pool per process instead: threads borrow a
+        # connection and give it back at the end of the request (Django's docs for ASGI).
+        DATABASES["default"]["CONN_MAX_AGE"] = 0
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            "max_size": env_int("TEAMCLAW_DB_POOL_SIZE", 20, minimum=2, maximum=500),
+            "timeout": 30,
+        }
 else:
     DATABASES = {
         "default": {
