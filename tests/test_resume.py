@@ -365,3 +365,10 @@ def test_workers_are_listed_alive_first_with_what_they_run(transactional_db, bui
     assert "Runtime workers" in page
     assert "w-alive" in page
     assert "1 of 4" in page
+
+
+def test_the_fork_form_without_its_prompt_field_is_refused_not_a_server_error(transactional_db, builtin, page_client):
+    queued_task("form-task")
+    response = page_client.post("/tasks/form-task/fork", {"from_step": "0", "change_prompt": "1"}, follow=True)
+    assert response.status_code == 200
+    assert "still queued; fork it once it has ended" in response.content.decode()

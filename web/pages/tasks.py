@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -15,7 +18,6 @@ from monitoring.models import Artifact
 from runs.compare import compare_artifacts
 from runs.tasks import (
     DocumentError,
-    TaskActionError,
     cancel_task,
     fork_task,
     max_document_bytes,
@@ -24,6 +26,8 @@ from runs.tasks import (
 )
 from teamclaw.errors import DomainError
 from web.forms import show_refusal
+
+T = TypeVar("T")
 
 
 def task_list(request: HttpRequest) -> HttpResponse:
@@ -48,19 +52,24 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     return render(request, "monitoring/task_detail.html", {"nav": "tasks", **task_page_context(request.user, task)})
 
 
+def attempt(request: HttpRequest, action: Callable[[], T]) -> T | None:
+    """Run a task action for a page: its result, or None after showing the refusal as a
+    message on the next page (a task the user may not see is a 404)."""
+    try:
+        return action()
+    except DomainError as exc:
+        if exc.status == 404:
+            raise Http404(exc.message) from None
+        show_refusal(request, exc)
+        return None
+
+
 @require_POST
 def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
     """Cancel a queued or running task (PRD §4.6 ``terminated``), then back to its page
     with what happened (a refusal says why: ended already, not allowed, no worker answered)."""
-    try:
-        task = cancel_task(request.user, task_id, request.POST.get("reason", ""))
-    except TaskActionError as exc:
-        if exc.status == 404:
-            raise Http404(exc.message) from None
-        show_refusal(request, exc)
-    except DomainError as exc:
-        show_refusal(request, exc)
-    else:
+    task = attempt(request, lambda: cancel_task(request.user, task_id, request.POST.get("reason", "")))
+    if task is not None:
         messages.success(request, f"Task cancelled: it is {task.status}.")
     return redirect("task-detail", task_id=task_id)
 
@@ -70,20 +79,15 @@ def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
     """Re-run an ended task from step N as a new task (``runs.tasks.fork_task``), optionally
     with another task prompt layer; opens the new task, or says why not on this one."""
     raw = (request.POST.get("from_step") or "").strip()
-    overrides = {"prompt_enhancement": request.POST["prompt_enhancement"]} if request.POST.get("change_prompt") else {}
-    try:
-        from_step: object = int(raw) if raw.isdigit() else raw
-        forked = fork_task(request.user, task_id, from_step, overrides)
-    except TaskActionError as exc:
-        if exc.status == 404:
-            raise Http404(exc.message) from None
-        show_refusal(request, exc)
-    except DomainError as exc:
-        show_refusal(request, exc)
-    else:
-        messages.success(request, f"Forked at step {from_step}: the steps before it come from the record.")
-        return redirect("task-detail", task_id=forked.id)
-    return redirect("task-detail", task_id=task_id)
+    from_step: object = int(raw) if raw.isdigit() else raw
+    overrides = (
+        {"prompt_enhancement": request.POST.get("prompt_enhancement", "")} if request.POST.get("change_prompt") else {}
+    )
+    forked = attempt(request, lambda: fork_task(request.user, task_id, from_step, overrides))
+    if forked is None:
+        return redirect("task-detail", task_id=task_id)
+    messages.success(request, f"Forked at step {from_step}: the steps before it come from the record.")
+    return redirect("task-detail", task_id=forked.id)
 
 
 @require_GET
