@@ -201,9 +201,20 @@ class Message(models.Model):
 
 
 class ToolConfirmation(models.Model):
-    """A tool use waiting for (or decided by) an operator (PRD §4.7 ⚠️)."""
+    """What waits for (or was decided by) an operator (PRD §4.6 ``waiting_user``): a tool use
+    (``kind`` ``tool``, PRD §4.7 ⚠️) or an answer a workflow asks for (``kind`` ``input``:
+    ``tool`` names it, ``interview``, ``decisions``, ``next_action``...; ``args`` is the
+    request with its ``answer_schema``; ``answer`` what the operator gave, status ``answered``).
+    """
 
-    STATUSES = [("pending", "pending"), ("approved", "approved"), ("rejected", "rejected"), ("expired", "expired")]
+    STATUSES = [
+        ("pending", "pending"),
+        ("approved", "approved"),
+        ("rejected", "rejected"),
+        ("expired", "expired"),
+        ("answered", "answered"),
+    ]
+    KINDS = [("tool", "tool"), ("input", "input")]
 
     id = models.CharField(max_length=64, primary_key=True)
     context_id = models.CharField(max_length=64, db_index=True)
@@ -213,8 +224,10 @@ class ToolConfirmation(models.Model):
     project = models.ForeignKey(
         Project, null=True, blank=True, on_delete=models.SET_NULL, to_field="slug", db_constraint=False
     )
+    kind = models.CharField(max_length=8, choices=KINDS, default="tool")
     tool = models.CharField(max_length=32)
     args = models.JSONField(default=dict)
+    answer = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=STATUSES, default="pending", db_index=True)
     decided_by = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField()

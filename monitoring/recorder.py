@@ -534,25 +534,31 @@ class Recorder:
     def _write_confirmations(confirmations: dict[str, ConfirmationState]) -> None:
         for info in confirmations.values():
             recorded = ToolConfirmation.objects.filter(pk=info.id).values_list("status", flat=True).first()
-            if recorded in ("approved", "rejected") and info.status != recorded:
+            if recorded in ("approved", "rejected", "answered") and info.status != recorded:
                 # An operator's decision on the record stands (runs.confirmations): a pending
                 # re-announcement is applied on the owner's next poll; an expiry that raced it
                 # (a cancel, a timeout) does not erase who decided what.
                 continue
+            fields = {
+                "context_id": info.context_id,
+                "instance_id": info.instance_id,
+                "role": info.role,
+                "task_id": info.task_id,
+                "project_id": info.project_id,
+                "kind": info.kind,
+                "tool": info.tool,
+                "args": dict(info.args),
+                "status": info.status,
+                "decided_by": info.decided_by or "",
+                "created_at": _dt(info.created_at),
+                "expires_at": _dt(info.expires_at),
+                "decided_at": _dt(time.time()) if info.status != "pending" else None,
+            }
+            answer = {"answer": dict(info.answer) if info.answer is not None else None}
+            # A pending input re-announced by a resumed task keeps the part of the answer an
+            # operator already gave (runs.operator_inputs).
             ToolConfirmation.objects.update_or_create(
                 id=info.id,
-                defaults={
-                    "context_id": info.context_id,
-                    "instance_id": info.instance_id,
-                    "role": info.role,
-                    "task_id": info.task_id,
-                    "project_id": info.project_id,
-                    "tool": info.tool,
-                    "args": dict(info.args),
-                    "status": info.status,
-                    "decided_by": info.decided_by or "",
-                    "created_at": _dt(info.created_at),
-                    "expires_at": _dt(info.expires_at),
-                    "decided_at": _dt(time.time()) if info.status != "pending" else None,
-                },
+                defaults=fields if info.status == "pending" else {**fields, **answer},
+                create_defaults={**fields, **answer},
             )

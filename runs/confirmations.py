@@ -50,9 +50,9 @@ def confirmation_dict(row: ToolConfirmation) -> dict[str, Any]:
 
 
 def list_confirmations(*, task_id: str | None = None, status: str | None = None) -> QuerySet[ToolConfirmation]:
-    """Confirmations newest first, of one task and/or in one status. Raises InvalidField
+    """Tool confirmations newest first, of one task and/or in one status. Raises InvalidField
     (400) for a status outside pending / approved / rejected / expired or a blank filter."""
-    rows = ToolConfirmation.objects.order_by("-created_at", "-id")
+    rows = ToolConfirmation.objects.filter(kind="tool").order_by("-created_at", "-id")
     if task_id is not None:
         if not task_id.strip():
             raise InvalidField("may not be blank", "task_id")
@@ -64,14 +64,41 @@ def list_confirmations(*, task_id: str | None = None, status: str | None = None)
     return rows
 
 
-async def _resolve(runtime: Any, confirmation_id: str, task_id: str, approve: bool, decided_by: str) -> bool:
+async def _resolve(
+    runtime: Any, confirmation_id: str, task_id: str, approve: bool, decided_by: str, answer: dict[str, Any] | None
+) -> bool:
     """Apply the decision to the tool use waiting here; False when it cannot be applied any
     more (the task ended here). A task still running whose tool use is not waiting yet (it is
     resuming) gets it on the next poll (``runs.dispatch``)."""
     try:
-        runtime.resolve_confirmation(confirmation_id, approve, decided_by=decided_by)
+        runtime.resolve_confirmation(confirmation_id, approve, decided_by=decided_by, answer=answer)
     except KeyError:
         return task_id in runtime.tasks
+    return True
+
+
+def deliver(record: ToolConfirmation, status: str, decided_by: str, answer: dict[str, Any] | None) -> bool:
+    """Hand a decision already written on ``record`` (``status`` approved, rejected or
+    answered) to the runtime that waits on it: at once when this process runs the task,
+    else by waking its owner (it reads decided rows on every poll). False when this process
+    runs the task and the wait is gone (expired or cancelled): the record is then marked
+    ``expired`` again, so it never claims a decision that nobody took."""
+    host = current_host()
+    if (
+        host is not None
+        and host.runtime is not None
+        and host.dispatcher is not None
+        and (Task.objects.filter(pk=record.task_id, owner=host.dispatcher.id).exists())
+    ):
+        approve = status in ("approved", "answered")
+        if not host.call(_resolve(host.runtime, record.id, record.task_id, approve, decided_by, answer), timeout=10):
+            ToolConfirmation.objects.filter(pk=record.id, status=status, decided_by=decided_by).update(
+                status="expired", decided_by="", decided_at=timezone.now()
+            )
+            return False
+        host.recorder.flush()
+    else:
+        publish_wake("command", record.task_id)
     return True
 
 
@@ -86,6 +113,12 @@ def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
     record = ToolConfirmation.objects.filter(pk=confirmation_id).first()
     if record is None:
         raise ConfirmationError(f"confirmation {confirmation_id} does not exist", 404)
+    if record.kind != "tool":
+        raise ConfirmationError(
+            f"{confirmation_id} asks for an answer, not an approval: answer it on the task's page or through "
+            f"/api/v1/tasks/{record.task_id}/answers, /decisions or /next",
+            409,
+        )
     if record.status != "pending":
         raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
     if not Task.objects.filter(pk=record.task_id, status__in=["queued", "running"]).exists():
@@ -100,23 +133,9 @@ def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
     ):
         record.refresh_from_db()
         raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
-    host = current_host()
-    if (
-        host is not None
-        and host.runtime is not None
-        and host.dispatcher is not None
-        and (Task.objects.filter(pk=record.task_id, owner=host.dispatcher.id).exists())
-    ):
-        # This process runs the task: apply it now, and say so if it lost a race.
-        if not host.call(_resolve(host.runtime, confirmation_id, record.task_id, approve, decided_by), timeout=10):
-            ToolConfirmation.objects.filter(pk=confirmation_id, status=status, decided_by=decided_by).update(
-                status="expired", decided_by="", decided_at=timezone.now()
-            )
-            raise ConfirmationError(
-                f"confirmation {confirmation_id} is no longer waiting (it expired or its task was cancelled)", 409
-            )
-        host.recorder.flush()
-    else:
-        publish_wake("command", record.task_id)
+    if not deliver(record, status, decided_by, None):
+        raise ConfirmationError(
+            f"confirmation {confirmation_id} is no longer waiting (it expired or its task was cancelled)", 409
+        )
     record.refresh_from_db()
     return confirmation_dict(record)

@@ -386,7 +386,9 @@ class Dispatcher:
             runtime.config.note_version({"new_version": version})
         for row in decided:
             try:
-                runtime.resolve_confirmation(row.id, row.status == "approved", decided_by=row.decided_by)
+                runtime.resolve_confirmation(
+                    row.id, row.status in ("approved", "answered"), decided_by=row.decided_by, answer=row.answer
+                )
             except KeyError:
                 pass  # it expired or was decided here meanwhile
         for command in commands:

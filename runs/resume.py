@@ -62,7 +62,7 @@ def recorded_artifacts(task_id: str, until: float | None = None) -> list[Recorde
 
 
 def recorded_confirmations(task_id: str) -> list[RecordedConfirmation]:
-    """The tool confirmations of task ``task_id``, oldest first."""
+    """The confirmations (tool uses and operator inputs) of task ``task_id``, oldest first."""
     return [
         RecordedConfirmation(
             id=row.id,
@@ -73,6 +73,7 @@ def recorded_confirmations(task_id: str) -> list[RecordedConfirmation]:
             decided_by=row.decided_by,
             expires_at=row.expires_at.timestamp(),
             created_at=row.created_at.timestamp(),
+            answer=row.answer if row.status == "answered" else None,
         )
         for row in ToolConfirmation.objects.filter(task_id=task_id).order_by("created_at", "id")
     ]

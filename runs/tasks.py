@@ -30,6 +30,7 @@ from teamclaw.errors import DomainError, InvalidField
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES
+from teamclaw.workflows.interview import load_project_types
 
 SAMPLE_REQUIREMENT = Path(__file__).resolve().parent / "samples" / "online_bookstore.md"
 
@@ -104,6 +105,65 @@ def sample_requirement() -> str:
     return SAMPLE_REQUIREMENT.read_text(encoding="utf-8")
 
 
+START_POINTS = ("interview", "draft", "review")
+DECISION_MODES = ("auto", "confirm")
+
+
+def _review_params(
+    input_markdown: bytes | str | None,
+    description: str,
+    start_at: str,
+    decision_mode: str,
+    project_type: str,
+    think_time_ms: int,
+    title: str,
+    project: Project | None,
+) -> tuple[dict[str, Any], str, str]:
+    """``(params, document text, title)`` of a requirement_review task (seed 002): with a
+    document it starts at ``review`` (phase 6) or ``draft`` (phase 5); without one at
+    ``interview`` from the one-line ``description``. Raises DocumentError naming the field."""
+    if decision_mode not in DECISION_MODES:
+        raise DocumentError(f"must be one of {', '.join(DECISION_MODES)}", "decision_mode")
+    if start_at and start_at not in START_POINTS:
+        raise DocumentError(f"must be one of {', '.join(START_POINTS)}", "start_at")
+    has_document = input_markdown is not None
+    start_at = start_at or ("review" if has_document else "interview")
+    params: dict[str, Any] = {"workflow": "requirement_review", "decision_mode": decision_mode, "start_at": start_at}
+    if think_time_ms:
+        params["think_time_ms"] = think_time_ms
+    if start_at == "interview":
+        if has_document:
+            raise DocumentError(
+                "an interview starts from a description, not a document; drop input_markdown "
+                "or start at draft or review",
+                "start_at",
+            )
+        idea = description.strip()
+        if not idea:
+            raise DocumentError("a one-line idea is required to start the interview", "description")
+        if len(idea) > 2000:
+            raise DocumentError("the idea is longer than 2,000 characters", "description")
+        if project_type and project_type not in project_types():
+            raise DocumentError(f"must be one of {', '.join(project_types())}", "project_type")
+        if project_type:
+            params["project_type"] = project_type
+        title = title or idea.splitlines()[0][:200]
+        params.update(description=idea, task_description=f"Requirement from the idea '{title[:120]}'")
+        return params, "", title
+    if description.strip():
+        raise DocumentError("give either a description (interview) or input_markdown (a document)", "description")
+    if project_type:
+        raise DocumentError("a project type only applies to an interview", "project_type")
+    text = validate_document(input_markdown)
+    check_budget(text, project)
+    first_heading = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), "")
+    title = title or first_heading[:200] or "Requirement review"
+    params.update(
+        input_markdown=text, document_name="requirement.md", task_description=f"Review the requirement '{title}'"
+    )
+    return params, text, title
+
+
 def start_task(
     *,
     workflow: str,
@@ -113,23 +173,29 @@ def start_task(
     project: Project | None = None,
     user: Any = None,
     prompt_enhancement: str = "",
+    description: str = "",
+    start_at: str = "",
+    decision_mode: str = "auto",
+    project_type: str = "",
+    think_time_ms: int = 0,
 ) -> Task:
     """Record a task and hand it to a runtime worker (``enqueue``; returns at once, status
     ``running`` on the embedded runtime, ``queued`` until a worker claims it otherwise).
 
-    Raises DocumentError for a bad document (requirement_review) or missing description.
-    """
+    ``requirement_review`` (seed 002): ``input_markdown`` (a document: ``start_at`` ``review``,
+    the default, or ``draft``) or ``description`` (a one-line idea: the interview, optionally
+    with the ``project_type``); ``decision_mode`` ``auto`` or ``confirm``; ``think_time_ms``
+    paces the offline agents (the demo). ``generic``: ``task_description``.
 
-    params: dict[str, Any] = {"workflow": workflow}
+    Raises DocumentError (400, naming the field) for a bad document, a missing description or
+    a value outside its choices.
+    """
     if workflow == "requirement_review":
-        text = validate_document(input_markdown)
-        check_budget(text, project)
-        first_heading = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), "")
-        title = title or first_heading[:200] or "Requirement review"
-        params.update(
-            input_markdown=text, document_name="requirement.md", task_description=f"Review the requirement '{title}'"
+        params, text, title = _review_params(
+            input_markdown, description, start_at, decision_mode, project_type, think_time_ms, title, project
         )
     else:
+        params = {"workflow": workflow}
         if not task_description.strip():
             raise DocumentError("a task description is required", "task_description")
         if len(task_description) > 2000:
@@ -142,7 +208,7 @@ def start_task(
         kind="task",
         workflow=workflow,
         title=title[:300],
-        description=params["task_description"],
+        description=params.get("description") or params["task_description"],
         input_markdown=text,
         project=project,
         status="queued",
@@ -152,6 +218,11 @@ def start_task(
         run_spec=run_spec("task_orchestration", params, params["task_description"], prompt_enhancement),
     )
     return enqueue(task)
+
+
+def project_types() -> list[str]:
+    """The project types an interview can start with (``teamclaw/workflows/project_types``)."""
+    return list(load_project_types())
 
 
 def run_spec(

@@ -63,6 +63,9 @@ MISSPELT = [
     ("post", "/api/v1/confirmations/conf1", {"approve": True}, "aprove"),
     ("post", "/api/v1/tasks/t1/cancel", {"reason": "changed my mind"}, "reson"),
     ("post", "/api/v1/tasks/t1/fork", {"from_step": 0}, "from_stpe"),
+    ("post", "/api/v1/tasks/t1/answers", {"answers": {"r1-goal": "Save time"}}, "answer"),
+    ("post", "/api/v1/tasks/t1/decisions", {"decisions": {"c1": "accept"}}, "decision"),
+    ("post", "/api/v1/tasks/t1/next", {"action": "review"}, "actoin"),
     ("post", "/api/v1/prompts/pm/persona/versions", {"content": "Be brief."}, "activte"),
     ("post", "/api/v1/prompts/pm/persona/rollback", {"version": "1.0.0"}, "nte"),
     ("post", "/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}, "nte"),
@@ -132,10 +135,13 @@ def test_every_unknown_key_is_listed_at_once_with_the_other_problems(api, builti
         format="json",
     )
     assert response.status_code == 400
-    expected = "unknown field; expected one of: workflow, input_markdown, task_description, title, project, "
+    expected = (
+        "unknown field; expected one of: workflow, input_markdown, task_description, title, project, "
+        "prompt_enhancement, description, decision_mode, start_at, project_type"
+    )
     assert response.json()["errors"] == {
-        "prompt_enhancment": [expected + "prompt_enhancement"],
-        "titel": [expected + "prompt_enhancement"],
+        "prompt_enhancment": [expected],
+        "titel": [expected],
         "task_description": ["must be a string, not a number"],
     }
     assert database_state() == before

@@ -182,3 +182,6 @@ class TaskState:
     """Set when the task was cancelled: every later invoke in it is refused with this error."""
     journal: ResumeJournal | None = None
     """For a resumed task: what its earlier attempt completed (``teamclaw.runtime.resume``)."""
+    think_time_s: float = 0.0
+    """Demo pacing (s): the offline executor waits this long before each call it runs, so a
+    person watching the live page sees the team at work (0: no wait; set by main)."""

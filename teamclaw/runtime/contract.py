@@ -75,9 +75,11 @@ class AgentRuntime(Protocol):
         """Instruct a running agent (PRD §4.6); the snapshot it took. KeyError when the
         context is not live here."""
 
-    def resolve_confirmation(self, confirmation_id: str, approve: bool, decided_by: str) -> dict[str, Any]:
-        """Approve or reject a waiting tool confirmation (PRD §4.7 ⚠️). KeyError when it is
-        not waiting here."""
+    def resolve_confirmation(
+        self, confirmation_id: str, approve: bool, decided_by: str, answer: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Approve or reject a waiting tool confirmation (PRD §4.7 ⚠️), or give a waiting
+        ``input`` its ``answer``. KeyError when it is not waiting here."""
 
     def manual_snapshot(self, context_id: str, label: str) -> dict[str, Any]:
         """A ``manual`` snapshot of a live context (PRD §4.6). KeyError when it is not live."""

@@ -250,8 +250,11 @@ class ArtifactWritten(RuntimeEvent):
 
 @dataclass(frozen=True, slots=True)
 class ConfirmationState:
-    """A tool confirmation (PRD §4.7 ⚠️) as it stands: ``status`` is ``pending``,
-    ``approved``, ``rejected`` or ``expired``; times are clock seconds."""
+    """An operator's confirmation as it stands (PRD §4.6 ``waiting_user``): a tool use
+    (``kind`` ``tool``, PRD §4.7 ⚠️: ``status`` ``pending``, ``approved``, ``rejected`` or
+    ``expired``) or an answer a workflow asks for (``kind`` ``input``: ``tool`` names what is
+    asked, e.g. ``interview``; ``args`` is the request with its ``answer_schema``; ``status``
+    ``answered`` with the ``answer``). Times are clock seconds."""
 
     id: str
     context_id: str
@@ -265,6 +268,8 @@ class ConfirmationState:
     created_at: float
     expires_at: float
     decided_by: str | None
+    kind: str = "tool"
+    answer: Mapping[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON shape of the confirmation (the API's and the live page's)."""
@@ -281,6 +286,8 @@ class ConfirmationState:
             "created_at": self.created_at,
             "expires_at": self.expires_at,
             "decided_by": self.decided_by,
+            "kind": self.kind,
+            "answer": self.answer,
         }
 
 

@@ -20,7 +20,7 @@ from teamclaw.runtime.context import Artifact, ContextStatus, ExecutionContext, 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.events import ArtifactWritten, ContextSnapshot, RuntimeEvent
 from teamclaw.runtime.instance import AgentInstance
-from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult, RoutingStrategy
+from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult, OperatorAnswer, RoutingStrategy
 from teamclaw.runtime.messages import AgentMessage, Priority
 from teamclaw.runtime.pending import PendingCall
 from teamclaw.runtime.schemas import SchemaValidators
@@ -195,6 +195,17 @@ class ExecutionCall:
         )
         return result
 
+    async def ask_operator(
+        self, what: str, request: dict[str, Any], *, timeout_s: float, question: str
+    ) -> OperatorAnswer | None:
+        """Wait for an operator's answer (PRD §4.6 ``waiting_user``, with ``question`` in
+        ``pending_questions``): ``what`` names the request (``interview``, ``decisions``,
+        ``next_action``); ``request`` is what the operator is shown, with the JSON Schema its
+        answer must match under ``answer_schema``. Returns the answer, or None when it expired
+        after ``timeout_s`` (s), was refused, or the task was cancelled. A resumed task gets an
+        answer given before the crash at once."""
+        return await self.port.ask_operator(self, what, request, timeout_s, question)
+
     # -- budget ---------------------------------------------------------------
     def ensure_budget(self, expected_tokens: int = 0) -> None:
         """Before a model call: raise AgentFailure(budget_exceeded) when the task's budget
@@ -359,6 +370,11 @@ class AgentPort(Protocol):
 
     async def request_confirmation(self, call: ExecutionCall, tool: str, args: dict[str, Any]) -> bool:
         """Ask an operator to approve ``tool``; True only when approved (PRD §4.7 ⚠️)."""
+
+    async def ask_operator(
+        self, call: ExecutionCall, what: str, request: dict[str, Any], timeout_s: float, question: str
+    ) -> OperatorAnswer | None:
+        """Wait for an operator's answer to ``request``; None when none came (PRD §4.6)."""
 
     def context_changed(self, context: ExecutionContext, *, at_once: bool = False) -> None:
         """Note a change of ``context`` (coalesced per loop step unless ``at_once``)."""

@@ -117,3 +117,12 @@ class EventSubscription:
         if self.from_roles and from_role not in self.from_roles:
             return False
         return not (self.task_ids and task_id not in self.task_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorAnswer:
+    """An operator's answer to ``ask``: the ``values`` (matching the request's
+    ``answer_schema``) and the user name of who gave it (``answered_by``)."""
+
+    values: dict[str, Any]
+    answered_by: str

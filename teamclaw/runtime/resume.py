@@ -48,8 +48,9 @@ class RecordedStep:
 
 @dataclass(frozen=True, slots=True)
 class RecordedConfirmation:
-    """A tool confirmation of the earlier attempt: its ``id`` and ``status`` (``pending``,
-    ``approved``, ``rejected`` or ``expired``) and who decided it."""
+    """A confirmation of the earlier attempt: its ``id`` and ``status`` (``pending``,
+    ``approved``, ``rejected``, ``expired``, or ``answered`` with the ``answer``) and who
+    decided it."""
 
     id: str
     role: str
@@ -61,6 +62,8 @@ class RecordedConfirmation:
     """Clock seconds at which a pending one expires (its original deadline)."""
     created_at: float | None = None
     """Clock seconds at which the operator was first asked."""
+    answer: Mapping[str, Any] | None = None
+    """An answered ``input``'s answer (status ``answered``)."""
 
 
 @dataclass(frozen=True, slots=True)

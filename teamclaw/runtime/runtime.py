@@ -41,7 +41,14 @@ from teamclaw.runtime.executors.offline import OfflineExecutor
 from teamclaw.runtime.health import Heartbeats
 from teamclaw.runtime.hooks import Hooks
 from teamclaw.runtime.instance import AgentInstance
-from teamclaw.runtime.invocation import EventSubscription, HookAck, HookEvent, InvokeRequest, InvokeResult
+from teamclaw.runtime.invocation import (
+    EventSubscription,
+    HookAck,
+    HookEvent,
+    InvokeRequest,
+    InvokeResult,
+    OperatorAnswer,
+)
 from teamclaw.runtime.invoking import Invoker
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party, Priority
 from teamclaw.runtime.pending import PendingCalls
@@ -232,6 +239,13 @@ class Runtime:
     async def request_confirmation(self, call: ExecutionCall, tool: str, args: dict[str, Any]) -> bool:
         """Ask an operator to approve ``tool`` (PRD §4.7 ⚠️); True only when approved."""
         return await self._confirmations.request(call, tool, args)
+
+    async def ask_operator(
+        self, call: ExecutionCall, what: str, request: dict[str, Any], timeout_s: float, question: str
+    ) -> OperatorAnswer | None:
+        """Wait for an operator's answer to ``request`` (``Confirmations.ask``); None when
+        none came."""
+        return await self._confirmations.ask(call, what, request, timeout_s, question)
 
     def context_changed(self, context: ExecutionContext, *, at_once: bool = False) -> None:
         """Note a change of ``context`` (see ``Emitter.context_changed``)."""
@@ -458,9 +472,12 @@ class Runtime:
             self.emitter.context_changed(context)
 
     # ------------------------------------------------------------------ operators
-    def resolve_confirmation(self, confirmation_id: str, approve: bool, decided_by: str) -> dict[str, Any]:
-        """Approve or reject a pending tool confirmation. KeyError when it is not waiting."""
-        return self._confirmations.resolve(confirmation_id, approve, decided_by)
+    def resolve_confirmation(
+        self, confirmation_id: str, approve: bool, decided_by: str, answer: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Approve or reject a pending confirmation, or answer a pending ``input`` with
+        ``answer``. KeyError when it is not waiting."""
+        return self._confirmations.resolve(confirmation_id, approve, decided_by, answer)
 
     def add_user_instruction(self, context_id: str, text: str, *, author: str = "operator") -> dict[str, Any]:
         """Give a running context an operator instruction (PRD §4.6): stored in

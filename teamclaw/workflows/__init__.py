@@ -1,7 +1,8 @@
 """Built-in workflows and the executors' brains for their capabilities.
 
-Plain Python on top of ``teamclaw.runtime`` (no ORM): ``requirement_review`` (seed 002)
-and a generic task. ``register_offline_handlers`` plugs them into an OfflineExecutor,
+Plain Python on top of ``teamclaw.runtime`` (no ORM): ``requirement_review`` (seed 002:
+phases 1-5 in ``drafting`` and ``interview``, phase 6 in ``requirement_review`` and the review
+modules) and a generic task. ``register_offline_handlers`` plugs them into an OfflineExecutor,
 ``register_model_handlers`` (model_review) into the ``openai`` executor. Seed 003 workflows
 (``workflow_orchestration``, orchestration.py) run the same deterministic engine on either.
 """
@@ -18,6 +19,10 @@ WORKFLOWS = ("requirement_review", "generic")
 WORKFLOW_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "requirement_review": (
         "task_orchestration",
+        "project_type_matching",
+        "requirement_interview",
+        "question_aggregation",
+        "requirement_writing",
         "expert_review",
         "requirement_consolidation",
         "requirement_quality_check",

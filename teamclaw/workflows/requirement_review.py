@@ -25,44 +25,21 @@ The handlers below are the ``offline`` executor's brains for these capabilities.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from typing import Any
 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
 from teamclaw.workflows.consolidation import consolidate, quality_check
 from teamclaw.workflows.debate import evaluate, respond
-from teamclaw.workflows.document import parse_document
+from teamclaw.workflows.document import document_language, parse_document
 from teamclaw.workflows.domains import identify_domain
+from teamclaw.workflows.drafting import HANDLERS as DRAFTING_HANDLERS
+from teamclaw.workflows.drafting import choose_next, draft_requirement
 from teamclaw.workflows.review_rules import label_of, perspective_of, requirement_statements, review
+from teamclaw.workflows.steps import artifact_json, artifacts_with_prefix, load_artifact, step
 
 REVIEWER_ROLES = ("architect", "pm", "ai_expert", "domain_expert")
 """Preferred reviewers: development expert, product manager, AI expert, domain expert."""
-
-
-def artifact_json(data: Any) -> str:
-    """An artifact's JSON text: indented, non-ASCII kept as written (Chinese stays readable)."""
-    return json.dumps(data, ensure_ascii=False, indent=2)
-
-
-def load_artifact(call: ExecutionCall, name: str) -> Any:
-    """The task's artifact ``name``, parsed when it is ``.json``. Raises AgentFailure
-    (``executor_error``) when the task has no such artifact."""
-    text = call.read_artifact(name)
-    if text is None:
-        raise AgentFailure(ErrorCode.EXECUTOR_ERROR, f"artifact {name} is missing", {"artifact": name}, retryable=False)
-    return json.loads(text) if name.endswith(".json") else text
-
-
-def artifacts_with_prefix(call: ExecutionCall, prefix: str) -> dict[str, tuple[str, Any]]:
-    """``perspective -> (file name, parsed JSON)`` for every ``<prefix>_<perspective>.json``."""
-    found = {}
-    for name in call.artifact_names():
-        match = re.fullmatch(rf"{prefix}_(.+)\.json", name)
-        if match:
-            found[match.group(1)] = (name, load_artifact(call, name))
-    return found
 
 
 async def expert_review(call: ExecutionCall) -> dict[str, Any]:
@@ -137,48 +114,120 @@ async def requirement_quality_check(call: ExecutionCall) -> dict[str, Any]:
     return result
 
 
-async def _step(call: ExecutionCall, step: str, invocations: list[tuple[str, dict[str, Any], str]]) -> list[Any]:
-    results = await asyncio.gather(
-        *(call.invoke(capability_id, params, target_role=role) for capability_id, params, role in invocations)
+def _empty_document() -> AgentFailure:
+    return AgentFailure(
+        ErrorCode.INVALID_PARAMS,
+        "the requirement document is empty",
+        {"errors": [{"pointer": "/input_markdown", "message": "empty", "keyword": "minLength"}]},
+        retryable=False,
     )
-    for (capability_id, _, role), result in zip(invocations, results, strict=True):
-        if not result.success:
-            error = result.error
-            assert error is not None
-            raise AgentFailure(
-                error.code,
-                f"{step}: {capability_id} on {role} failed: {error.message}",
-                {"step": step, "role": role, **error.details},
-                retryable=False,
-            )
-    return [r.data for r in results]
 
 
-async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
-    """Main's orchestration of the whole review (see module docstring)."""
-    text = call.params.get("input_markdown") or ""
-    if not text.strip():
-        raise AgentFailure(
-            ErrorCode.INVALID_PARAMS,
-            "the requirement document is empty",
-            {"errors": [{"pointer": "/input_markdown", "message": "empty", "keyword": "minLength"}]},
-            retryable=False,
-        )
+def write_document_baseline(call: ExecutionCall, text: str) -> None:
+    """For a review that starts from a document (no interview): ``requirement.md`` and
+    ``interview_result.json`` whose baseline is the document's own requirement lines."""
     document = parse_document(text)
     call.write_artifact("requirement.md", text, "text/markdown")
-    baseline = [s.text for s in requirement_statements(document)]
     call.write_artifact(
         "interview_result.json",
         artifact_json(
             {
                 "source": "requirement.md",
                 "title": document.title,
-                "baseline_statements": baseline,
+                "language": document_language(text),
+                "baseline_statements": [s.text for s in requirement_statements(document)],
                 "note": "The user's explicit requirements: the highest authority when consolidating "
                 "(seed 002 principle 4).",
             }
         ),
     )
+
+
+async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
+    """Main's orchestration of seed 002 (see the module docstring). ``start_at``:
+    ``interview`` (the default without a document: phases 1-5 from ``description``), ``draft``
+    (a document, then phase 5) or ``review`` (the default with a document: phase 6 at once).
+    ``decision_mode`` ``auto`` or ``confirm`` (§6.5); ``think_time_ms`` paces the demo."""
+    params = call.params
+    call.task.think_time_s = max(0, min(int(params.get("think_time_ms") or 0), 5000)) / 1000
+    markdown = params.get("input_markdown") or ""
+    start_at = params.get("start_at") or ("review" if markdown.strip() else "interview")
+    if start_at == "interview":
+        idea = (params.get("description") or params.get("task_description") or "").strip()
+        if not idea:
+            raise AgentFailure(
+                ErrorCode.INVALID_PARAMS,
+                "a one-line idea (description) is needed to start the interview",
+                {"errors": [{"pointer": "/description", "message": "empty", "keyword": "minLength"}]},
+                retryable=False,
+            )
+        text = await draft_requirement(call, idea)
+    else:
+        if not markdown.strip():
+            raise _empty_document()
+        text = markdown
+        write_document_baseline(call, text)
+        if start_at == "draft":
+            call.write_artifact("requirement.v1.md", text, "text/markdown")
+    if start_at in ("interview", "draft"):
+        choice = await choose_next(call, text)
+        if choice.action == "end":
+            call.progress(100, "ended after the draft")
+            unanswered = choice.chosen_by.startswith("nobody")
+            outcome = {
+                "phase": "draft",
+                "ended_at": "phase 5",
+                "revision": choice.revision,
+                "chosen_by": choice.chosen_by,
+                "warnings": ["nobody chose what to do with the draft in time"] if unanswered else [],
+                "clean": False,
+            }
+            call.write_artifact("outcome.json", artifact_json(outcome))
+            title = parse_document(choice.text).title
+            who = "no answer in time" if unanswered else f"ended by {choice.chosen_by}"
+            return {
+                "status": "completed",
+                "summary": f"Draft '{title}' (revision {choice.revision}) kept without a review ({who}).",
+                "subtasks": [],
+                "artifacts": call.artifact_names(),
+            }
+        text = choice.text
+    return await review_document(call, text, params.get("decision_mode") or "auto")
+
+
+async def _expert_round(call: ExecutionCall, mode: str, reviewers: list[str], warnings: list[str]) -> list[str]:
+    """One round of ``expert_review`` by ``reviewers`` in parallel; an expert that fails is
+    left out of the later rounds with a warning (point 7 of seed 002's robustness: the review
+    goes on with the others). Returns the reviewers still in. Raises AgentFailure when fewer
+    than two remain."""
+    params = {"mode": mode, "requirement_artifact": "requirement.md"}
+    results = await asyncio.gather(*(call.invoke("expert_review", params, target_role=role) for role in reviewers))
+    kept = []
+    for role, result in zip(reviewers, results, strict=True):
+        if result.success:
+            kept.append(role)
+            continue
+        error = result.error
+        assert error is not None
+        warning = f"{role} failed in the {mode} round ({error.code}: {error.message}); the review went on without it"
+        warnings.append(warning)
+        call.context.errors.append({**error.as_dict(), "step": mode, "role": role, "warning": warning})
+        call.port.alert("expert_failed", "warning", warning, role=role, step=mode, task_id=call.task.task_id)
+    if len(kept) < 2:
+        raise AgentFailure(
+            ErrorCode.UNAVAILABLE,
+            f"only {len(kept)} expert(s) left after the {mode} round; a review needs two",
+            {"step": mode, "reviewers": kept, "warnings": warnings},
+            retryable=False,
+        )
+    return kept
+
+
+async def review_document(call: ExecutionCall, text: str, decision_mode: str) -> dict[str, Any]:
+    """Phase 6 on ``requirement.md`` (``text``): domain, the three expert rounds, consolidation
+    (``decision_mode`` auto or confirm), the quality check, the copy into the project folder;
+    ``outcome.json`` says what came of it."""
+    document = parse_document(text)
     domain, norms = identify_domain(text)
     call.write_artifact(
         "domain_role.md",
@@ -197,26 +246,27 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
             retryable=False,
         )
     subtasks: list[dict[str, Any]] = []
-    for percent, mode in ((10, "review"), (35, "evaluate"), (60, "respond")):
+    warnings: list[str] = []
+    for percent, mode in ((40, "review"), (55, "evaluate"), (70, "respond")):
         call.progress(percent, f"{mode} by {len(reviewers)} experts")
-        params = {"mode": mode, "requirement_artifact": "requirement.md"}
-        await _step(call, mode, [("expert_review", params, role) for role in reviewers])
-        subtasks += [{"capability_id": "expert_review", "role": role, "success": True} for role in reviewers]
-    call.progress(80, "consolidating")
-    (consolidation,) = await _step(
+        asked = list(reviewers)
+        reviewers = await _expert_round(call, mode, reviewers, warnings)
+        subtasks += [{"capability_id": "expert_review", "role": role, "success": role in reviewers} for role in asked]
+    call.progress(80, "consolidating" if decision_mode == "auto" else "consolidating: the operator decides")
+    (consolidation,) = await step(
         call,
         "consolidation",
         [
             (
                 "requirement_consolidation",
-                {"requirement_artifact": "requirement.md", "decision_mode": "auto"},
+                {"requirement_artifact": "requirement.md", "decision_mode": decision_mode},
                 "consolidator",
             )
         ],
     )
     subtasks.append({"capability_id": "requirement_consolidation", "role": "consolidator", "success": True})
     call.progress(90, "quality check")
-    (quality,) = await _step(
+    (quality,) = await step(
         call,
         "quality check",
         [
@@ -229,23 +279,45 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
     )
     subtasks.append({"capability_id": "requirement_quality_check", "role": "pm", "success": True})
     call.progress(95, "saving to the project folder")
-    saved = await save_final_document(call)
-    call.progress(100, "done")
+    saved, saved_ok = await save_final_document(call)
+    if not saved_ok:
+        warnings.append(saved)
+    warnings += consolidation.get("warnings", [])
     failed = [c["name"] for c in quality["checks"] if not c["passed"]]
+    outcome = {
+        "phase": "review",
+        "decision_mode": decision_mode,
+        "reviewers": reviewers,
+        "adopted": consolidation["adopted"],
+        "rejected": consolidation["rejected"],
+        "contested": consolidation["contested"],
+        "quality": {
+            "passed": quality["passed"],
+            "failed_checks": failed,
+            "findings": [f for c in quality["checks"] for f in c["findings"]],
+            "unresolved": quality.get("unresolved", []),
+        },
+        "saved": saved_ok,
+        "warnings": warnings,
+        "clean": quality["passed"] and not warnings,
+    }
+    call.write_artifact("outcome.json", artifact_json(outcome))
+    call.progress(100, "done" if outcome["clean"] else "done, with findings")
     summary = (
         f"{len(reviewers)} experts reviewed '{document.title}': {consolidation['adopted']} change(s) adopted, "
         f"{consolidation['rejected']} rejected, {consolidation['contested']} contested. Quality check "
         + ("passed. " if quality["passed"] else f"flags: {', '.join(failed)}. ")
         + saved
+        + (f" Warnings: {len(warnings)}." if warnings else "")
     )
     return {"status": "completed", "summary": summary, "subtasks": subtasks, "artifacts": call.artifact_names()}
 
 
-async def save_final_document(call: ExecutionCall) -> str:
+async def save_final_document(call: ExecutionCall) -> tuple[str, bool]:
     """Main copies ``requirement_final.md`` to ``reviews/<task_id>/requirement_final.md`` in
     the project's folder (``TEAMCLAW_PROJECTS_ROOT`` or the project's working directory, inside
     main's ``file_scope``) through the ``file_write`` tool, so the tool permission matrix
-    applies (PRD §4.7). Returns a sentence for the task summary; a refusal (``tool_denied``:
+    applies (PRD §4.7). Returns a sentence for the task summary and whether it was saved; a refusal (``tool_denied``:
     denied, rejected by the operator, or no project folder) is that sentence, never a failed
     task, because the document is already a task artifact."""
     path = f"reviews/{call.task.task_id}/requirement_final.md"
@@ -257,15 +329,15 @@ async def save_final_document(call: ExecutionCall) -> str:
             raise
         # Shown in main's context (errors) on the live page and the replay.
         call.context.errors.append({**failure.error.as_dict(), "tool": "file_write", "path": path})
-        return f"Not saved to the project folder ({failure.error.message})."
-    return f"Saved to the project folder as {path}."
+        return f"Not saved to the project folder ({failure.error.message}).", False
+    return f"Saved to the project folder as {path}.", True
 
 
 async def run_generic_task(call: ExecutionCall) -> dict[str, Any]:
     """A plain task: the product manager analyses it and main reports the analysis."""
     description = call.params["task_description"]
     call.progress(20, "analysis by the product manager")
-    (analysis,) = await _step(call, "analysis", [("requirement_analysis", {"requirement": description}, "pm")])
+    (analysis,) = await step(call, "analysis", [("requirement_analysis", {"requirement": description}, "pm")])
     call.write_artifact("analysis.json", artifact_json(analysis))
     call.progress(100, "done")
     return {
@@ -284,6 +356,7 @@ async def task_orchestration(call: ExecutionCall) -> dict[str, Any]:
 
 
 HANDLERS = {
+    **DRAFTING_HANDLERS,
     "task_orchestration": task_orchestration,
     "expert_review": expert_review,
     "requirement_consolidation": requirement_consolidation,

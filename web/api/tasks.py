@@ -18,7 +18,9 @@ from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.models import Message, Task
 from runs.compare import compare_artifacts
-from runs.tasks import cancel_task, fork_task, start_task
+from runs.operator_inputs import give, task_inputs
+from runs.outcome import task_outcome, task_phase
+from runs.tasks import DECISION_MODES, START_POINTS, cancel_task, fork_task, start_task
 from teamclaw import api_fields
 from teamclaw.errors import InvalidField, NotFound
 from teamclaw.json_types import json_type_name
@@ -46,6 +48,12 @@ class TaskCreateSerializer(api_fields.StrictSerializer):
     title = api_fields.StrictCharField(required=False, allow_blank=True, max_length=300)
     project = api_fields.StrictSlugField(required=False, allow_blank=True)
     prompt_enhancement = api_fields.StrictCharField(required=False, allow_blank=True, max_length=20_000)
+    description = api_fields.StrictCharField(
+        required=False, allow_blank=True, max_length=2000, help_text="requirement_review: the one-line idea"
+    )
+    decision_mode = api_fields.StrictChoiceField(choices=DECISION_MODES, required=False)
+    start_at = api_fields.StrictChoiceField(choices=START_POINTS, required=False)
+    project_type = api_fields.StrictCharField(required=False, allow_blank=True, max_length=40)
 
     def validate_project(self, value: str) -> Project | None:
         if not value:
@@ -77,8 +85,12 @@ def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
         else None,
         "resumed_steps": task.resumed_steps,
         "worker": task.owner or None,
+        "outcome": task_outcome(task),
     }
+    if task.workflow == "requirement_review":
+        body["phase"] = task_phase(task)
     if full:
+        body.update(task_inputs(task))
         body["steps"] = Message.objects.filter(task_id=task.id, type="invoke_response").count()
         body["contexts"] = [
             {
@@ -100,8 +112,10 @@ def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
 
 
 class TaskListView(APIView):
-    """Start a task (``requirement_review`` with ``input_markdown``, or ``generic`` with a
-    ``task_description``) and list recent tasks."""
+    """Start a task and list recent tasks. ``requirement_review`` (seed 002) with a
+    ``description`` (a one-line idea: the interview, phase 1) or an ``input_markdown``
+    (phase 6, or phase 5 with ``"start_at": "draft"``), ``decision_mode`` ``auto`` or
+    ``confirm``; ``generic`` with a ``task_description``."""
 
     @extend_schema(request=TaskCreateSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
@@ -116,6 +130,10 @@ class TaskListView(APIView):
             project=values.get("project"),
             user=request.user,
             prompt_enhancement=values.get("prompt_enhancement", ""),
+            description=values.get("description", ""),
+            start_at=values.get("start_at", ""),
+            decision_mode=values.get("decision_mode", "auto"),
+            project_type=values.get("project_type", ""),
         )
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
 
@@ -192,3 +210,61 @@ class TaskCompareView(APIView):
             missing = task_id if left is None else other_id
             raise NotFound(f"there is no task {missing[:80]}")
         return Response({"left": left.id, "right": right.id, "artifacts": compare_artifacts(left, right)})
+
+
+class TaskAnswersSerializer(api_fields.ObjectBodySerializer):
+    answers = api_fields.PassThroughField(help_text='{"<question id>": "answer text"}; "" leaves one open')
+
+
+class TaskDecisionsSerializer(api_fields.ObjectBodySerializer):
+    decisions = api_fields.PassThroughField(help_text='{"<item id>": "accept" | "reject"}, some or all')
+
+
+class TaskNextSerializer(api_fields.ObjectBodySerializer):
+    action = api_fields.PassThroughField(help_text="modify | review | end")
+    markdown = api_fields.PassThroughField(required=False, help_text="with modify: the edited document")
+
+
+class TaskInputView(APIView):
+    """Answer what a requirement_review task waits for (seed 002; PRD §4.6 ``waiting_user``),
+    from any web process: ``POST /tasks/{id}/answers {"answers": {...}}`` (interview and
+    project type questions), ``/decisions {"decisions": {...}}`` (confirm mode, §6.5; one by
+    one or all at once), ``/next {"action", "markdown"?}`` (phase 5). -> ``{"status":
+    "answered" | "pending", "input", "missing"}``; 409 when the task waits for something else,
+    400 naming the field for an unknown id or a value outside the choices."""
+
+    section = "answers"
+    serializer_class: type[api_fields.StrictSerializer] = TaskAnswersSerializer
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request, task_id: str) -> Response:
+        data = self.serializer_class(data=request.data)
+        data.is_valid(raise_exception=True)
+        return Response(give(request.user, task_id, self.section, dict(data.validated_data)))
+
+
+class TaskAnswersView(TaskInputView):
+    section = "answers"
+    serializer_class = TaskAnswersSerializer
+
+    @extend_schema(request=TaskAnswersSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
+
+
+class TaskDecisionsView(TaskInputView):
+    section = "decisions"
+    serializer_class = TaskDecisionsSerializer
+
+    @extend_schema(request=TaskDecisionsSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)
+
+
+class TaskNextView(TaskInputView):
+    section = "next"
+    serializer_class = TaskNextSerializer
+
+    @extend_schema(request=TaskNextSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request, task_id: str) -> Response:
+        return super().post(request, task_id)

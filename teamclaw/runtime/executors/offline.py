@@ -3,7 +3,9 @@
 Deterministic and network-free. A capability with a registered handler (the apps add
 handlers, e.g. the requirement reviewers) runs that handler; any other capability gets a
 result synthesised from its ``output_schema`` and params, so it is always schema-valid.
-Token counts are estimated (about 4 characters a token) and marked ``estimated``.
+Token counts are estimated (about 4 characters a token) and marked ``estimated``. A task
+with a think time (``TaskState.think_time_s``, the paced demo) waits that long before each
+call; the result is the same.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class OfflineExecutor:
         )
         if self.charge_tokens:
             call.ensure_budget(prompt_tokens)
+        if call.task.think_time_s > 0:
+            await call.clock.sleep(call.task.think_time_s)
         handler = self.handlers.get(call.card.capability_id)
         if handler is not None:
             result = await handler(call)

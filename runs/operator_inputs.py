@@ -1,0 +1,180 @@
+"""Operators answering what a running workflow asks them (PRD §4.6 ``waiting_user``), from
+any process: seed 002's interview questions and project type, the confirm-mode decisions
+(§6.5) and the phase 5 choice (modify / review / end).
+
+The waiting agent lives in the runtime of whichever worker runs the task
+(``ExecutionCall.ask_operator``); what it asks is a ``ToolConfirmation`` row of kind
+``input`` whose ``args`` hold the request and the JSON Schema of its answer
+(``answer_schema``). ``give`` checks a part of the answer against that request, merges it
+into what was given before (decisions can be taken one by one), and once the answer is
+complete writes it (a compare-and-swap from ``pending`` to ``answered``) and hands it to the
+runtime the way a tool confirmation's decision is (``runs.confirmations.deliver``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from monitoring.access import can_operate_task, visible_tasks
+from monitoring.models import Task, ToolConfirmation
+from runs.confirmations import ConfirmationError, deliver
+from teamclaw.errors import DomainError, InvalidField, NotFound
+from teamclaw.runtime.schemas import compile_schema, schema_errors
+
+SECTIONS = {"answers": ("project_type", "interview"), "decisions": ("decisions",), "next": ("next_action",)}
+"""Which requests each part of the API answers: ``/answers``, ``/decisions``, ``/next``."""
+MAX_ANSWER_CHARS = 4000
+
+
+def pending_inputs(task_id: str) -> list[ToolConfirmation]:
+    """What the task's agents wait for an operator to answer, oldest first."""
+    return list(
+        ToolConfirmation.objects.filter(task_id=task_id, kind="input", status="pending").order_by("created_at", "id")
+    )
+
+
+def input_view(row: ToolConfirmation) -> dict[str, Any]:
+    """A pending input as the API and the page show it: ``{id, what, role, request, given,
+    expires_at}``; ``given`` is the part of the answer already taken (decisions one by one)."""
+    request = {k: v for k, v in (row.args or {}).items() if k != "answer_schema"}
+    return {
+        "id": row.id,
+        "what": row.tool,
+        "role": row.role,
+        "request": request,
+        "given": row.answer or {},
+        "created_at": row.created_at.timestamp(),
+        "expires_at": row.expires_at.timestamp(),
+    }
+
+
+def _merge(given: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(given)
+    for key, value in part.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def _known_ids(row: ToolConfirmation, section: str) -> dict[str, set[str]]:
+    """The ids an answer may name, by answer key: ``answers`` -> question ids,
+    ``decisions`` -> item ids."""
+    request = row.args or {}
+    if section == "answers":
+        return {"answers": {q["id"] for q in request.get("questions", [])}}
+    if section == "decisions":
+        return {"decisions": {i["id"] for i in request.get("items", [])}}
+    return {}
+
+
+def _check_part(row: ToolConfirmation, section: str, part: dict[str, Any]) -> None:
+    """Refuse ids the request does not hold and over-long or binary texts, with the field."""
+    for key, ids in _known_ids(row, section).items():
+        values = part.get(key)
+        if not isinstance(values, dict):
+            continue
+        for item_id, value in values.items():
+            field = f"{key}.{item_id}"
+            if item_id not in ids:
+                raise InvalidField(
+                    f"is not waiting for an answer; the pending ones are {', '.join(sorted(ids))}", field
+                )
+            if isinstance(value, str) and (len(value) > MAX_ANSWER_CHARS or "\x00" in value):
+                raise InvalidField(f"must be text of at most {MAX_ANSWER_CHARS:,} characters", field)
+
+
+def _schema_errors(schema: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, str]]:
+    return schema_errors(compile_schema(schema), answer)
+
+
+def give(user: Any, task_id: str, section: str, part: dict[str, Any]) -> dict[str, Any]:
+    """Give (part of) the answer the task waits for: ``section`` is ``answers``
+    (``{"answers": {question id: text}}``), ``decisions`` (``{"decisions": {id: "accept" |
+    "reject"}}``) or ``next`` (``{"action": "modify" | "review" | "end", "markdown"?}``).
+    Returns ``{"status": "answered" | "pending", "input": input_view, "missing": [ids]}``.
+
+    Raises NotFound (404) for a task the user may not see; DomainError 403 when the user may
+    not act on it; ConfirmationError 409 when the task waits for no such answer (or it ended,
+    or someone answered meanwhile); InvalidField 400 naming the field for an unknown id, a
+    value outside the request's choices, or text that is too long. Nothing is stored when
+    any part is refused.
+    """
+    task = visible_tasks(user).filter(pk=task_id).first()
+    if task is None:
+        raise NotFound(f"task {task_id} does not exist")
+    if not can_operate_task(user, task):
+        raise DomainError("you may not act on this task's agents", status=403, code="permission_denied")
+    row = next((r for r in pending_inputs(task_id) if r.tool in SECTIONS[section]), None)
+    if row is None:
+        waiting = [r.tool for r in pending_inputs(task_id)]
+        detail = f"it waits for: {', '.join(waiting)}" if waiting else "it waits for no answer now"
+        raise ConfirmationError(f"task {task_id} is not waiting for {section}; {detail}", 409)
+    if task.status not in ("queued", "running"):
+        raise ConfirmationError(f"task {task_id} has ended ({task.status})", 409)
+    _check_part(row, section, part)
+    schema = (row.args or {}).get("answer_schema") or {"type": "object"}
+    decided_by = user.get_username()
+    with transaction.atomic():
+        # Lock the row first (a no-op write takes SQLite's write lock, and the row's lock on
+        # PostgreSQL), so two operators deciding items one by one never lose one another's.
+        if not ToolConfirmation.objects.filter(pk=row.pk, status="pending").update(status="pending"):
+            raise ConfirmationError("someone else answered this at the same time; reload the task", 409)
+        row.refresh_from_db()
+        merged = _merge(row.answer or {}, part)
+        errors = _schema_errors(schema, merged)
+        # A part that is wrong in itself is refused; answers and decisions that are only
+        # missing are waited for (they may come one by one); a phase 5 choice is one whole.
+        wrong = [e for e in errors if e["keyword"] != "required" or section == "next"]
+        if wrong:
+            first = wrong[0]
+            raise InvalidField(first["message"], first["pointer"].strip("/").replace("/", ".") or section)
+        complete = not errors
+        ToolConfirmation.objects.filter(pk=row.pk).update(
+            answer=merged,
+            status="answered" if complete else "pending",
+            decided_by=decided_by if complete else "",
+            decided_at=timezone.now() if complete else None,
+        )
+    if complete and not deliver(row, "answered", decided_by, merged):
+        raise ConfirmationError("the task stopped waiting (it expired or was cancelled)", 409)
+    row.refresh_from_db()
+    given = row.answer or {}
+    missing = sorted(
+        item_id
+        for key, ids in _known_ids(row, section).items()
+        for item_id in ids
+        if item_id not in (given.get(key) or {})
+    )
+    return {"status": row.status, "input": input_view(row), "missing": missing}
+
+
+def task_inputs(task: Task) -> dict[str, Any]:
+    """What the task's API document adds (seed 002): ``questions`` (pending interview or
+    project type questions: ``[{id, text, ...}]``), ``decisions`` (pending confirm-mode items:
+    ``[{id, kind, summary, positions, ..., decision}]``), ``next_actions`` (the phase 5
+    choices when the task waits for one) and ``waiting_for`` (the pending inputs)."""
+    questions: list[dict[str, Any]] = []
+    decisions: list[dict[str, Any]] = []
+    next_actions: dict[str, Any] | None = None
+    rows = pending_inputs(task.id)
+    for row in rows:
+        request, given = row.args or {}, row.answer or {}
+        if row.tool in SECTIONS["answers"]:
+            questions += [{**q, "input_id": row.id} for q in request.get("questions", [])]
+        elif row.tool in SECTIONS["decisions"]:
+            taken = given.get("decisions", {})
+            decisions += [{**item, "input_id": row.id, "decision": taken.get(item["id"])} for item in request["items"]]
+        elif row.tool in SECTIONS["next"]:
+            next_actions = {k: v for k, v in request.items() if k not in ("answer_schema", "markdown")}
+            next_actions["input_id"] = row.id
+    return {
+        "waiting_for": [row.tool for row in rows],
+        "questions": questions,
+        "decisions": decisions,
+        "next_actions": next_actions,
+    }

@@ -1,0 +1,315 @@
+"""Seed 002 phases 1-5 on the runtime: from a one-line idea to a draft the operator accepts.
+
+Main's side (``draft_requirement``, ``choose_next``), every step an invoke or an operator's
+answer (PRD §4.6 ``waiting_user``, ``ExecutionCall.ask_operator``):
+
+1. the product manager matches the project type (``project_type_matching``); when its
+   confidence is low, main asks the operator to pick one (``project_type``);
+2. two interview rounds: the product manager words the questions
+   (``requirement_interview``: business first, technical once the answers show depth), main
+   aggregates them by topic (``question_aggregation``) and asks the operator (``interview``);
+3. the answers become ``interview_result.json`` (the user's baseline);
+4. the product manager writes ``requirement.md`` from the type's template
+   (``requirement_writing``);
+5. main asks the operator what next (``next_action``): ``modify`` (a new revision,
+   ``requirement.v<N>.md``, then ask again), ``review`` (phase 6) or ``end``.
+
+The handlers at the bottom are the ``offline`` executor's brains for the product manager's
+capabilities and main's ``question_aggregation``; the pure logic is ``interview``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from teamclaw.runtime.errors import AgentFailure, ErrorCode
+from teamclaw.runtime.execution import ExecutionCall
+from teamclaw.workflows.document import document_language
+from teamclaw.workflows.interview import (
+    UNKNOWN,
+    interview_result,
+    interview_round,
+    load_project_types,
+    match_project_type,
+    write_requirement,
+)
+from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, load_artifact, step
+
+INTERVIEW_ARTIFACT = "interview_result.json"
+MAX_REVISIONS = 20
+"""Phase 5 modifications one task takes before it asks for review or end only."""
+MAX_MARKDOWN_CHARS = 1_000_000
+
+TEXT = {
+    "en": {
+        "type_question": "Which kind of project is this? The idea alone does not say clearly.",
+        "type_pending": "Pick the project type",
+        "interview_pending": "Answer the interview questions (round {round})",
+        "next_pending": "Read the draft and choose: modify, review or end",
+        "next_question": "The draft is ready (revision {revision}). Modify it, send it to the experts' review, "
+        "or end here?",
+    },
+    "zh": {
+        "type_question": "这是哪一类项目？仅凭描述还无法确定。",
+        "type_pending": "请选择项目类型",
+        "interview_pending": "请回答访谈问题（第 {round} 轮）",
+        "next_pending": "请阅读草稿并选择：修改、评审或结束",
+        "next_question": "草稿已生成（第 {revision} 版）。要修改、进入多角色评审，还是到此结束？",
+    },
+}
+
+
+def _answers_schema(ids: list[str], choices: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The ``answer_schema`` of a questions request: ``{"answers": {id: text}}``, every id
+    required (an empty text is a question left open), a choice question limited to its values."""
+    properties: dict[str, Any] = {}
+    for question_id in ids:
+        if choices and question_id in choices:
+            properties[question_id] = {"type": "string", "enum": choices[question_id]}
+        else:
+            properties[question_id] = {"type": "string", "maxLength": 4000}
+    return {
+        "type": "object",
+        "properties": {
+            "answers": {
+                "type": "object",
+                "properties": properties,
+                "required": ids,
+                "additionalProperties": False,
+            }
+        },
+        "required": ["answers"],
+        "additionalProperties": False,
+    }
+
+
+async def pick_project_type(call: ExecutionCall, idea: str, language: str) -> tuple[str, str, str]:
+    """Phase 2: ``(project type, confidence, chosen_by)``. The type the operator named at the
+    start wins; else the product manager's match; at low confidence the operator picks
+    (``project_type`` request). No answer in time: ``unknown`` (open interview)."""
+    (match,) = await step(call, "project type", [("project_type_matching", {"description": idea}, "pm")])
+    call.write_artifact("project_type.json", artifact_json(match))
+    named = call.params.get("project_type") or ""
+    if named in load_project_types():
+        return named, match["confidence"], "operator"
+    if match["confidence"] != "low":
+        return match["project_type"], match["confidence"], "matcher"
+    choices = [c["type"] for c in match["candidates"]]
+    request = {
+        "questions": [
+            {
+                "id": "project_type",
+                "text": TEXT[language]["type_question"],
+                "choices": [{"value": c["type"], "label": c["label"]} for c in match["candidates"]],
+            }
+        ],
+        "answer_schema": _answers_schema(["project_type"], {"project_type": choices}),
+    }
+    answer = await call.ask_operator(
+        "project_type", request, timeout_s=INPUT_WAIT_S, question=TEXT[language]["type_pending"]
+    )
+    if answer is None:
+        return UNKNOWN, "low", "nobody (no answer in time)"
+    return answer.values["answers"]["project_type"], "low", f"operator:{answer.answered_by}"
+
+
+async def draft_requirement(call: ExecutionCall, idea: str) -> str:
+    """Phases 1-4 for ``idea`` (see the module docstring); returns ``requirement.md``, also
+    written as ``requirement.v1.md``. Raises AgentFailure when a step fails."""
+    language = document_language(idea)
+    project_type_id, confidence, chosen_by = await pick_project_type(call, idea, language)
+    project_type = load_project_types()[project_type_id]
+    rounds: list[dict[str, Any]] = []
+    earlier: list[str] = []
+    for number in (1, 2):
+        call.progress(5 + 5 * number, f"interview round {number}")
+        (asked,) = await step(
+            call,
+            f"interview round {number}",
+            [
+                (
+                    "requirement_interview",
+                    {
+                        "project_type": project_type_id,
+                        "language": language,
+                        "round": number,
+                        "earlier_answers": earlier[:50],
+                    },
+                    "pm",
+                )
+            ],
+        )
+        questions = asked["questions"]
+        (aggregated,) = await step(
+            call,
+            "question aggregation",
+            [
+                (
+                    "question_aggregation",
+                    {
+                        "questions": [
+                            {"from_role": "pm", "question": q["text"], "topic": q["section"]} for q in questions
+                        ]
+                    },
+                    "main",
+                )
+            ],
+        )
+        request = {
+            "round": number,
+            "style": asked["style"],
+            "project_type": project_type_id,
+            "language": language,
+            "questions": questions,
+            "groups": aggregated["groups"],
+            "answer_schema": _answers_schema([q["id"] for q in questions]),
+        }
+        answer = await call.ask_operator(
+            "interview",
+            request,
+            timeout_s=INPUT_WAIT_S,
+            question=TEXT[language]["interview_pending"].format(round=number),
+        )
+        answers = answer.values["answers"] if answer else {}
+        rounds.append(
+            {
+                "round": number,
+                "style": asked["style"],
+                "questions": questions,
+                "answers": answers,
+                "answered_by": answer.answered_by if answer else "",
+            }
+        )
+        earlier += [text for text in answers.values() if text.strip()]
+    result = interview_result(idea, project_type, language, confidence, rounds)
+    result["project_type_chosen_by"] = chosen_by
+    call.write_artifact("interview_result.json", artifact_json(result))
+    call.progress(25, "writing requirement.md")
+    await step(
+        call,
+        "requirement writing",
+        [
+            (
+                "requirement_writing",
+                {"project_type": project_type_id, "interview_artifact": "interview_result.json"},
+                "pm",
+            )
+        ],
+    )
+    text: str = load_artifact(call, "requirement.md")
+    call.write_artifact("requirement.v1.md", text, "text/markdown")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class NextAction:
+    """The operator's phase 5 choice: ``action`` (``review`` or ``end``), the document as it
+    stands (``text``), its ``revision`` and who chose (``chosen_by``)."""
+
+    action: str
+    text: str
+    revision: int
+    chosen_by: str
+
+
+NEXT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "action": {"type": "string", "enum": ["modify", "review", "end"]},
+        "markdown": {"type": "string", "minLength": 1, "maxLength": MAX_MARKDOWN_CHARS, "pattern": r"\S"},
+    },
+    "required": ["action"],
+    "additionalProperties": False,
+    "if": {"properties": {"action": {"const": "modify"}}},
+    "then": {"required": ["action", "markdown"]},
+}
+
+
+async def choose_next(call: ExecutionCall, text: str, revision: int = 1) -> NextAction:
+    """Phase 5 (用户交互): ask the operator ``modify`` / ``review`` / ``end`` until it is not
+    modify. A modification becomes revision N+1 (``requirement.v<N>.md``; ``requirement.md``
+    is always the current one). No answer in time: ``end``, said as such in the summary."""
+    language = document_language(text)
+    while True:
+        request = {
+            "revision": revision,
+            "artifact": f"requirement.v{revision}.md",
+            "actions": ["modify", "review", "end"] if revision < MAX_REVISIONS else ["review", "end"],
+            "text": TEXT[language]["next_question"].format(revision=revision),
+            "markdown": text,
+            "answer_schema": NEXT_SCHEMA,
+        }
+        answer = await call.ask_operator(
+            "next_action", request, timeout_s=INPUT_WAIT_S, question=TEXT[language]["next_pending"]
+        )
+        if answer is None:
+            return NextAction("end", text, revision, "nobody (no answer in time)")
+        action = answer.values["action"]
+        if action != "modify" or revision >= MAX_REVISIONS:
+            return NextAction(action if action != "modify" else "review", text, revision, answer.answered_by)
+        edited = answer.values["markdown"]
+        if edited == text:
+            continue  # saved without a change: nothing to record, ask again
+        revision += 1
+        text = edited
+        call.write_artifact(f"requirement.v{revision}.md", text, "text/markdown")
+        call.write_artifact("requirement.md", text, "text/markdown")
+        call.progress(30, f"revision {revision} saved")
+
+
+# -- the product manager's and main's brains (offline executor) ---------------------------------
+async def project_type_matching(call: ExecutionCall) -> dict[str, Any]:
+    """``project_type_matching`` (seed 002 project_type_matcher): ``interview.match_project_type``."""
+    return match_project_type(call.params["description"])
+
+
+async def requirement_interview(call: ExecutionCall) -> dict[str, Any]:
+    """``requirement_interview`` (req_interviewer): the round's questions in the wording the
+    earlier answers call for. Raises AgentFailure (invalid_params) for an unknown type."""
+    types = load_project_types()
+    project_type = types.get(call.params["project_type"])
+    if project_type is None:
+        raise AgentFailure(
+            ErrorCode.INVALID_PARAMS,
+            f"unknown project type {call.params['project_type']!r}; known: {', '.join(types)}",
+            {"errors": [{"pointer": "/project_type", "message": "unknown project type", "keyword": "enum"}]},
+            retryable=False,
+        )
+    return interview_round(
+        project_type, call.params["language"], call.params["round"], call.params.get("earlier_answers", [])
+    )
+
+
+async def requirement_writing(call: ExecutionCall) -> dict[str, Any]:
+    """``requirement_writing`` (req_writer): ``requirement.md`` from the interview result."""
+    result = load_artifact(call, call.params["interview_artifact"])
+    types = load_project_types()
+    project_type = types.get(call.params["project_type"], types[UNKNOWN])
+    text, sections = write_requirement(result, project_type)
+    call.write_artifact("requirement.md", text, "text/markdown")
+    return {"artifact": "requirement.md", "sections": sections, "open_points": len(result["unanswered"])}
+
+
+async def question_aggregation(call: ExecutionCall) -> dict[str, Any]:
+    """``question_aggregation`` (main): the agents' questions without duplicates, grouped by
+    their ``topic`` (else by the asking role), in the order first asked."""
+    groups: dict[str, list[str]] = {}
+    for item in call.params["questions"]:
+        topic = item.get("topic") or item["from_role"]
+        bucket = groups.setdefault(topic, [])
+        if item["question"] not in bucket:
+            bucket.append(item["question"])
+    count = sum(len(q) for q in groups.values())
+    return {
+        "summary": f"{count} question(s) in {len(groups)} topic(s)",
+        "groups": [{"topic": topic, "questions": questions} for topic, questions in groups.items()],
+    }
+
+
+HANDLERS = {
+    "project_type_matching": project_type_matching,
+    "requirement_interview": requirement_interview,
+    "requirement_writing": requirement_writing,
+    "question_aggregation": question_aggregation,
+}

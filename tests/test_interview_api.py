@@ -1,0 +1,214 @@
+"""Seed 002 phases 1-5 through the API: a one-line idea, the interview answered by the
+operator (PRD §4.6 waiting_user), the draft, modify / review / end, and what each refuses."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from rest_framework.test import APIClient
+
+from monitoring.models import Task, ToolConfirmation
+from tests.helpers import wait_for_task
+
+IDEA_EN = "Add a CSV export of the order list for shop admins"
+IDEA_ZH = "给现有的订单列表页面增加导出功能，方便店铺管理员对账"
+
+
+def start(api, **body) -> str:
+    response = api.post("/api/v1/tasks", {"workflow": "requirement_review", **body}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["task_id"]
+
+
+def wait_for(api, host, task_id: str, what: str, timeout: float = 30) -> dict:
+    """The task's API document once it waits for ``what`` (an operator input), else fail."""
+    deadline = time.monotonic() + timeout
+    body: dict = {}
+    while time.monotonic() < deadline:
+        host.recorder.flush()
+        body = api.get(f"/api/v1/tasks/{task_id}").json()
+        if what in body.get("waiting_for", []):
+            return body
+        assert body["status"] in ("queued", "running"), body
+        time.sleep(0.05)
+    raise AssertionError(f"task {task_id} never waited for {what}: {body.get('waiting_for')} {body.get('phase')}")
+
+
+def answer_all(api, task_id: str, questions: list[dict], texts: dict[str, str]) -> dict:
+    answers = {q["id"]: texts.get(q["id"].split("-", 1)[1], "") for q in questions}
+    response = api.post(f"/api/v1/tasks/{task_id}/answers", {"answers": answers}, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def artifact(body: dict, name: str) -> str:
+    return next(a["content"] for a in body["artifacts"] if a["name"] == name)
+
+
+ROUND_1 = {
+    "goal": "Admins copy orders by hand into spreadsheets every week to reconcile payments.",
+    "users": "Shop admins may export every order; support staff may export only their own region.",
+    "behaviour": "The admin filters the order list and clicks Export; the API returns a CSV file "
+    "with one row per order, built from the orders database with a 30 s timeout.",
+}
+ROUND_2 = {
+    "scope": "Excel files and scheduled exports are out of scope.",
+    "failure": "If the export fails the admin sees the reason and can retry.",
+    "acceptance": "An export of 10,000 orders finishes within 30 seconds.",
+}
+
+
+def test_an_idea_goes_through_the_interview_to_a_draft_the_operator_modifies_then_reviews(api, runtime_host):
+    task_id = start(api, description=IDEA_EN)
+    body = wait_for(api, runtime_host, task_id, "interview")
+    assert body["phase"] == "interview"
+    first = body["questions"]
+    assert [q["id"] for q in first] == ["r1-goal", "r1-users", "r1-behaviour"]
+    assert all(q["text"] and q["input_id"] for q in first)
+    assert answer_all(api, task_id, first, ROUND_1)["status"] == "answered"
+
+    body = wait_for(api, runtime_host, task_id, "interview")
+    second = body["questions"]
+    assert [q["id"] for q in second] == ["r2-scope", "r2-failure", "r2-acceptance"]
+    # The round 1 answers used technical terms (API, database, timeout, 30 s): round 2 is worded technically.
+    assert "thresholds" in second[-1]["text"]
+    answer_all(api, task_id, second, ROUND_2)
+
+    body = wait_for(api, runtime_host, task_id, "next_action")
+    assert body["phase"] == "draft"
+    assert body["next_actions"]["actions"] == ["modify", "review", "end"]
+    draft = artifact(body, "requirement.md")
+    assert draft.startswith(f"# {IDEA_EN}")
+    for text in (*ROUND_1.values(), *ROUND_2.values()):
+        assert text in draft  # the user's words, not a paraphrase
+    result = json.loads(artifact(body, "interview_result.json"))
+    assert result["project_type"] == "feature_update"
+    assert [a["answer"] for a in result["answers"]] == [*ROUND_1.values(), *ROUND_2.values()]
+    assert result["unanswered"] == []
+    assert IDEA_EN in result["baseline_statements"]
+
+    edited = draft + "- Exports include the order's payment status.\n"
+    response = api.post(f"/api/v1/tasks/{task_id}/next", {"action": "modify", "markdown": edited}, format="json")
+    assert response.status_code == 200, response.content
+    body = wait_for(api, runtime_host, task_id, "next_action")
+    assert body["next_actions"]["revision"] == 2
+    assert artifact(body, "requirement.v2.md") == edited
+    assert artifact(body, "requirement.v1.md") == draft
+
+    assert api.post(f"/api/v1/tasks/{task_id}/next", {"action": "review"}, format="json").status_code == 200
+    task = wait_for_task(runtime_host, task_id)
+    assert task.status == "completed", task.error
+    body = api.get(f"/api/v1/tasks/{task_id}").json()
+    assert body["phase"] == "done"
+    assert artifact(body, "requirement.md") == edited
+    assert body["outcome"]["phase"] == "review"
+    assert body["outcome"]["verdict"] in ("clean", "findings")
+    assert {"requirement_final.md", "consolidation_report.json", "quality_report.json"} <= {
+        a["name"] for a in body["artifacts"]
+    }
+
+
+def test_a_chinese_idea_is_interviewed_and_drafted_in_chinese_and_can_end_at_the_draft(api, runtime_host):
+    task_id = start(api, description=IDEA_ZH)
+    body = wait_for(api, runtime_host, task_id, "interview")
+    assert all("\u4e00" <= ch <= "\u9fff" for ch in body["questions"][0]["text"][:2])
+    answer_all(api, task_id, body["questions"], {"goal": "管理员每周手工复制订单对账。"})
+    body = wait_for(api, runtime_host, task_id, "interview")
+    answer_all(api, task_id, body["questions"], {})
+    body = wait_for(api, runtime_host, task_id, "next_action")
+    draft = artifact(body, "requirement.md")
+    assert "## 背景" in draft and "管理员每周手工复制订单对账。" in draft
+    assert "## 待确认事项" in draft  # the questions left open, never invented answers
+    assert "Open points" not in draft
+    assert api.post(f"/api/v1/tasks/{task_id}/next", {"action": "end"}, format="json").status_code == 200
+    task = wait_for_task(runtime_host, task_id)
+    assert task.status == "completed"
+    body = api.get(f"/api/v1/tasks/{task_id}").json()
+    assert body["outcome"]["verdict"] == "draft_only"
+    assert "requirement_final.md" not in {a["name"] for a in body["artifacts"]}
+
+
+def test_a_vague_idea_lets_the_operator_pick_the_project_type(api, runtime_host):
+    task_id = start(api, description="Something for our team")
+    body = wait_for(api, runtime_host, task_id, "project_type")
+    (question,) = body["questions"]
+    assert question["id"] == "project_type"
+    assert {c["value"] for c in question["choices"]} == {"agent_dev", "feature_update", "testing", "unknown"}
+    refused = api.post(f"/api/v1/tasks/{task_id}/answers", {"answers": {"project_type": "rocket"}}, format="json")
+    assert refused.status_code == 400
+    assert "answers.project_type" in refused.json()["errors"]
+    ok = api.post(f"/api/v1/tasks/{task_id}/answers", {"answers": {"project_type": "testing"}}, format="json")
+    assert ok.status_code == 200, ok.content
+    body = wait_for(api, runtime_host, task_id, "interview")
+    assert body["questions"][0]["id"] == "r1-goal"
+    assert "quality" in body["questions"][0]["text"]  # the testing type's questions
+    api.post(f"/api/v1/tasks/{task_id}/cancel", {}, format="json")
+
+
+def test_answers_that_cannot_be_taken_are_refused_with_the_field_and_change_nothing(api, runtime_host, viewer_user):
+    task_id = start(api, description=IDEA_EN)
+    body = wait_for(api, runtime_host, task_id, "interview")
+    url = f"/api/v1/tasks/{task_id}"
+    cases = [
+        ("answers", {"answers": {"r9-nope": "x"}}, 400, "answers.r9-nope"),
+        ("answers", {"answers": {"r1-goal": 5}}, 400, "answers.r1-goal"),
+        ("answers", {"answers": {"r1-goal": "x" * 4001}}, 400, "answers.r1-goal"),
+        ("answers", {"answers": ["r1-goal"]}, 400, "answers"),
+        ("answers", {"answers": {}, "extra": 1}, 400, "extra"),
+        ("decisions", {"decisions": {"x": "accept"}}, 409, None),
+        ("next", {"action": "review"}, 409, None),
+    ]
+    for section, payload, status, field in cases:
+        response = api.post(f"{url}/{section}", payload, format="json")
+        assert response.status_code == status, (payload, response.content)
+        if field:
+            assert field in response.json()["errors"], response.json()
+    row = ToolConfirmation.objects.get(task_id=task_id, kind="input", status="pending")
+    assert row.answer is None  # nothing half-applied
+    # Part of the answers is kept and waited on; the rest completes it.
+    part = api.post(f"{url}/answers", {"answers": {"r1-goal": "Save time."}}, format="json").json()
+    assert part["status"] == "pending" and part["missing"] == ["r1-behaviour", "r1-users"]
+    # Someone who may not act on the task's agents.
+    other = APIClient()
+    other.force_authenticate(viewer_user)
+    assert other.post(f"{url}/answers", {"answers": {"r1-users": "x"}}, format="json").status_code in (403, 404)
+    rest = {"r1-users": "Admins.", "r1-behaviour": "They click Export."}
+    assert api.post(f"{url}/answers", {"answers": rest}, format="json").json()["status"] == "answered"
+    # Round 1 is answered: it waits for nothing (409) or already for round 2, which has no r1-goal (400).
+    again = api.post(f"{url}/answers", {"answers": {"r1-goal": "again"}}, format="json")
+    assert again.status_code in (400, 409), again.content
+    assert ToolConfirmation.objects.get(pk=row.pk).answer["answers"]["r1-goal"] == "Save time."
+    body = wait_for(api, runtime_host, task_id, "interview")
+    assert body["questions"][0]["id"] == "r2-scope"
+    answer_all(api, task_id, body["questions"], {})
+    wait_for(api, runtime_host, task_id, "next_action")
+    missing_markdown = api.post(f"{url}/next", {"action": "modify"}, format="json")
+    assert missing_markdown.status_code == 400
+    blank = api.post(f"{url}/next", {"action": "modify", "markdown": "   "}, format="json")
+    assert blank.status_code == 400 and "markdown" in blank.json()["errors"]
+    assert api.post(f"{url}/next", {"action": "later"}, format="json").status_code == 400
+    assert api.post(f"{url}/cancel", {}, format="json").status_code == 200
+    task = wait_for_task(runtime_host, task_id)
+    assert task.status == "terminated"
+    assert api.post(f"{url}/next", {"action": "end"}, format="json").status_code == 409
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"description": ""}, "description"),
+        ({"description": "x", "input_markdown": "# Doc\n- must work"}, "description"),
+        ({"input_markdown": "# Doc\n- must work", "start_at": "interview"}, "start_at"),
+        ({"description": "x", "decision_mode": "sometimes"}, "decision_mode"),
+        ({"description": "x", "project_type": "rocket"}, "project_type"),
+        ({"description": "x", "start_at": "later"}, "start_at"),
+    ],
+)
+def test_starting_an_interview_refuses_what_does_not_fit(api, body, field):
+    before = Task.objects.count()
+    response = api.post("/api/v1/tasks", {"workflow": "requirement_review", **body}, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()["errors"]
+    assert Task.objects.count() == before
