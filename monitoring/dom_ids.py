@@ -22,6 +22,7 @@ CONTAINERS: dict[str, str] = {
     "artifact": "artifacts",
     "graph": "call-graph-box",
     "task_header": "task-header",
+    "outcome": "task-outcome",
 }
 """Live kind (or page region) -> the id of the element that holds it on a page."""
 

@@ -12,6 +12,7 @@ Times are aware UTC datetimes; token counts are tokens.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -167,36 +168,49 @@ def message_item_from_row(row: Message) -> dict[str, Any]:
 
 # -- tool confirmations -------------------------------------------------------------------
 def confirmation_item(source: dict[str, Any] | ToolConfirmation) -> dict[str, Any]:
-    """A pending (or decided) tool confirmation (PRD §4.7 ⚠️) from the runtime's dict or a row."""
+    """A pending (or decided) confirmation from the runtime's dict or a row: a tool use
+    (PRD §4.7 ⚠️; ``args`` shortened) or an operator input (``kind`` ``input``: the whole
+    ``request`` without its answer schema, and the part of the answer ``given`` so far)."""
     if isinstance(source, ToolConfirmation):
-        return {
+        data: dict[str, Any] = {
             "id": source.id,
             "context_id": source.context_id,
             "instance_id": source.instance_id,
             "role": source.role,
             "task_id": source.task_id,
             "project_id": source.project_id,
+            "kind": source.kind,
             "tool": source.tool,
-            "args": _compact(source.args, 400),
+            "args": source.args,
+            "given": source.answer or {},
             "status": source.status,
             "decided_by": source.decided_by,
             "created_at": source.created_at,
             "expires_at": source.expires_at,
         }
-    return {
-        "id": source["id"],
-        "context_id": source["context_id"],
-        "instance_id": source["instance_id"],
-        "role": source["role"],
-        "task_id": source["task_id"],
-        "project_id": source.get("project_id"),
-        "tool": source["tool"],
-        "args": _compact(source.get("args") or {}, 400),
-        "status": source["status"],
-        "decided_by": source.get("decided_by") or "",
-        "created_at": from_epoch(source.get("created_at")),
-        "expires_at": from_epoch(source.get("expires_at")),
-    }
+    else:
+        data = {
+            "id": source["id"],
+            "context_id": source["context_id"],
+            "instance_id": source["instance_id"],
+            "role": source["role"],
+            "task_id": source["task_id"],
+            "project_id": source.get("project_id"),
+            "kind": source.get("kind") or "tool",
+            "tool": source["tool"],
+            "args": source.get("args") or {},
+            "given": source.get("answer") or {},
+            "status": source["status"],
+            "decided_by": source.get("decided_by") or "",
+            "created_at": from_epoch(source.get("created_at")),
+            "expires_at": from_epoch(source.get("expires_at")),
+        }
+    if data["kind"] == "input":
+        data["request"] = {k: v for k, v in dict(data["args"]).items() if k != "answer_schema"}
+        data["args"] = {}
+    else:
+        data["args"] = _compact(data["args"], 400)
+    return data
 
 
 # -- snapshots ----------------------------------------------------------------------------
@@ -298,4 +312,11 @@ def artifact_item(source: dict[str, Any] | Artifact) -> dict[str, Any]:
         "chars": len(content),
         "preview": content[:ARTIFACT_PREVIEW_CHARS],
         "truncated": len(content) > ARTIFACT_PREVIEW_CHARS,
+        "previous_revision": previous_revision(name),
     }
+
+
+def previous_revision(name: str) -> str:
+    """``requirement.v1.md`` for ``requirement.v2.md`` (seed 002 phase 5 revisions), else ''."""
+    match = re.fullmatch(r"requirement\.v(\d+)\.md", name)
+    return f"requirement.v{int(match.group(1)) - 1}.md" if match and int(match.group(1)) > 1 else ""

@@ -19,6 +19,7 @@ from monitoring.call_graph import call_graph
 from monitoring.live_filters import LiveFilters
 from monitoring.message_log import message_page
 from monitoring.models import Alert, Message, Task, ToolConfirmation
+from monitoring.outcome import task_outcome, task_phase
 
 ACTIVE_CARDS = 48
 RECENT_CARDS = 12
@@ -141,6 +142,8 @@ def task_page_context(user: Any, task: Task) -> dict[str, Any]:
         "contexts": context_cards(user, filters),
         "confirmations": pending_confirmations(user, filters),
         "artifacts": [live_items.artifact_item(a) for a in task.artifacts.order_by("created_at", "id")],
+        "outcome": task_outcome(task),
+        "phase": task_phase(task) if task.workflow == "requirement_review" else "",
         "page": message_page(user, filters),
         "filters": filters,
     }
@@ -148,6 +151,7 @@ def task_page_context(user: Any, task: Task) -> dict[str, Any]:
 
 TASK_FILLS = (
     (dom_ids.container_id("task_header"), "header"),
+    (dom_ids.container_id("outcome"), "outcome"),
     (dom_ids.container_id("context"), "cards"),
     (dom_ids.container_id("confirmation"), "confirmations"),
     (dom_ids.container_id("artifact"), "artifacts"),

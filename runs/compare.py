@@ -12,6 +12,17 @@ MAX_DIFF_LINES = 2000
 """Diff lines shown per artifact; a longer diff is cut (``truncated``)."""
 
 
+def text_diff(before: str, after: str, before_name: str, after_name: str) -> tuple[list[str], bool]:
+    """``(unified diff lines, truncated)`` from ``before`` to ``after`` (``difflib``), at most
+    ``MAX_DIFF_LINES`` lines."""
+    diff = list(
+        difflib.unified_diff(
+            before.splitlines(), after.splitlines(), fromfile=before_name, tofile=after_name, lineterm=""
+        )
+    )
+    return diff[:MAX_DIFF_LINES], len(diff) > MAX_DIFF_LINES
+
+
 def compare_artifacts(left: Task, right: Task) -> list[dict[str, Any]]:
     """``[{name, status, diff, truncated}]`` by artifact name: ``status`` is ``same``,
     ``changed`` (``diff``: unified diff lines, left -> right), ``only_left`` or ``only_right``."""
@@ -26,21 +37,6 @@ def compare_artifacts(left: Task, right: Task) -> list[dict[str, Any]]:
         elif ours[name] == theirs[name]:
             rows.append({"name": name, "status": "same", "diff": [], "truncated": False})
         else:
-            diff = list(
-                difflib.unified_diff(
-                    ours[name].splitlines(),
-                    theirs[name].splitlines(),
-                    fromfile=f"{left.id}/{name}",
-                    tofile=f"{right.id}/{name}",
-                    lineterm="",
-                )
-            )
-            rows.append(
-                {
-                    "name": name,
-                    "status": "changed",
-                    "diff": diff[:MAX_DIFF_LINES],
-                    "truncated": len(diff) > MAX_DIFF_LINES,
-                }
-            )
+            diff, truncated = text_diff(ours[name], theirs[name], f"{left.id}/{name}", f"{right.id}/{name}")
+            rows.append({"name": name, "status": "changed", "diff": diff, "truncated": truncated})
     return rows

@@ -225,6 +225,11 @@ def project_types() -> list[str]:
     return list(load_project_types())
 
 
+def project_type_labels() -> list[tuple[str, str]]:
+    """``(type, English label)`` of every project type, for the new-task form."""
+    return [(t.type, t.label["en"]) for t in load_project_types().values()]
+
+
 def run_spec(
     capability_id: str, params: dict[str, Any], description: str, prompt_enhancement: str = ""
 ) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from django import template
 from django.urls import reverse
 
 from monitoring import dom_ids
+from monitoring.markdown_html import render_markdown
 from monitoring.role_labels import role_labels
 
 register = template.Library()
@@ -118,3 +119,9 @@ def decide_url(confirmation_id: str) -> str:
 def artifact_url(artifact: dict) -> str:
     """URL of an artifact's whole content (``artifact`` is a live_items artifact dict)."""
     return _url("task-artifact", artifact["task_id"], artifact["name"])
+
+
+@register.filter(name="markdown")
+def markdown_filter(text: str) -> str:
+    """Markdown rendered and sanitised (``monitoring.markdown_html``)."""
+    return render_markdown(text or "")

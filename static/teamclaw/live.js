@@ -107,6 +107,11 @@
         if (current && window.htmx) window.htmx.trigger(current, "tc-refresh");
       });
     }
+    if (ev.kind === "artifact" && ev.data.name === "outcome.json") {
+      // The task's outcome was written: its panel reads it again (the task page).
+      const outcome = document.getElementById("task-outcome");
+      if (outcome && window.htmx) window.htmx.trigger(outcome, "tc-outcome");
+    }
     document.dispatchEvent(new CustomEvent("tc:live", { detail: ev }));
   }
 

@@ -17,9 +17,9 @@ from rest_framework.views import APIView
 from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.models import Message, Task
+from monitoring.outcome import task_outcome, task_phase
 from runs.compare import compare_artifacts
 from runs.operator_inputs import give, task_inputs
-from runs.outcome import task_outcome, task_phase
 from runs.tasks import DECISION_MODES, START_POINTS, cancel_task, fork_task, start_task
 from teamclaw import api_fields
 from teamclaw.errors import InvalidField, NotFound

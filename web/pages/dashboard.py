@@ -9,6 +9,7 @@ from capabilities.executors import model_status, role_executor
 from capabilities.models import AgentRole, CapabilityCard
 from monitoring.access import visible_tasks
 from monitoring.models import AgentInstance
+from monitoring.outcome import verdicts
 from runs.host import executor_problems
 from runs.workers import worker_rows
 from team.snapshot import build_snapshot
@@ -20,7 +21,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     snapshot = build_snapshot()
     roles = [(role, role_executor(snapshot, role.role)) for role in AgentRole.objects.prefetch_related("capabilities")]
     instances = AgentInstance.objects.exclude(status="terminated")
-    tasks = visible_tasks(request.user).filter(kind="task").select_related("project")[:10]
+    tasks = list(visible_tasks(request.user).filter(kind="task").select_related("project")[:10])
     entry_points = CapabilityCard.objects.filter(
         capability_type="ENTRY", enabled=True, skill__status="ACTIVATED"
     ).select_related("skill")  # seed 003: ENTRY capabilities are the user-facing entry points
@@ -32,6 +33,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "roles": roles,
             "instances": instances,
             "tasks": tasks,
+            "verdicts": verdicts([t.id for t in tasks]),
             "model": model_status(),
             "executor_problems": executor_problems(),
             "entry_points": entry_points,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TypeVar
+from urllib.parse import quote
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
@@ -14,18 +16,22 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.live_state import task_page_context
-from monitoring.models import Artifact
-from runs.compare import compare_artifacts
+from monitoring.models import Artifact, Task
+from monitoring.outcome import verdicts
+from runs.compare import compare_artifacts, text_diff
+from runs.operator_inputs import give
 from runs.tasks import (
     DocumentError,
     cancel_task,
     fork_task,
     max_document_bytes,
+    project_type_labels,
     sample_requirement,
     start_task,
 )
 from teamclaw.errors import DomainError
 from web.forms import show_refusal
+from web.htmx import fragment_or_page
 
 T = TypeVar("T")
 
@@ -40,7 +46,12 @@ def task_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "monitoring/task_list.html",
-        {"nav": "tasks", "page": page, "show_all": request.GET.get("kind") == "all"},
+        {
+            "nav": "tasks",
+            "page": page,
+            "show_all": request.GET.get("kind") == "all",
+            "verdicts": verdicts([t.id for t in page.object_list]),
+        },
     )
 
 
@@ -49,7 +60,10 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     messages, kept current over ``/ws/tasks/<task_id>/`` (PRD §4.6). A task the user may
     not see is a 404."""
     task = get_object_or_404(visible_tasks(request.user).select_related("project"), pk=task_id)
-    return render(request, "monitoring/task_detail.html", {"nav": "tasks", **task_page_context(request.user, task)})
+    context = {"nav": "tasks", **task_page_context(request.user, task)}
+    if request.GET.get("part") == "outcome":  # the outcome panel, read again when outcome.json is written
+        return fragment_or_page(request, "monitoring/task_detail.html", "outcome", context)
+    return render(request, "monitoring/task_detail.html", context)
 
 
 def attempt(request: HttpRequest, action: Callable[[], T]) -> T | None:
@@ -90,6 +104,43 @@ def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
     return redirect("task-detail", task_id=forked.id)
 
 
+def _input_part(request: HttpRequest, section: str) -> dict[str, object]:
+    """The answer part a task page's form sent: ``answers.<id>`` fields, ``decision.<id>``
+    buttons, or the phase 5 ``action`` (with the edited ``markdown`` for modify; a browser's
+    CRLF line ends are made LF so an unchanged draft stays unchanged)."""
+    if section == "answers":
+        return {"answers": {k[len("answers.") :]: v for k, v in request.POST.items() if k.startswith("answers.")}}
+    if section == "decisions":
+        return {"decisions": {k[len("decision.") :]: v for k, v in request.POST.items() if k.startswith("decision.")}}
+    part: dict[str, object] = {"action": request.POST.get("action", "")}
+    if part["action"] == "modify":
+        part["markdown"] = request.POST.get("markdown", "").replace("\r\n", "\n")
+    return part
+
+
+ANSWERED = {
+    "answers": "Answers sent; the interview goes on.",
+    "decisions": "All points decided; the consolidator applies your decisions.",
+    "next": "Sent: the team goes on.",
+}
+
+
+@require_POST
+def task_input(request: HttpRequest, task_id: str, section: str) -> HttpResponse:
+    """Answer what the task waits for from its page (``runs.operator_inputs.give``): the
+    interview, the project type, confirm-mode decisions (one by one), the phase 5 choice;
+    back to the task page with what happened, or why it was refused."""
+    if section not in ANSWERED:
+        raise Http404(f"nothing is answered at {section}")
+    result = attempt(request, lambda: give(request.user, task_id, section, _input_part(request, section)))
+    if result is not None:
+        if result["status"] == "answered":
+            messages.success(request, ANSWERED[section])
+        else:
+            messages.info(request, f"Saved. Still to decide: {len(result['missing'])}.")
+    return redirect("task-detail", task_id=task_id)
+
+
 @require_GET
 def task_compare(request: HttpRequest, task_id: str) -> HttpResponse:
     """Two tasks' artifacts side by side (``?with=<task id>``): same, changed (a diff), missing."""
@@ -103,51 +154,98 @@ def task_compare(request: HttpRequest, task_id: str) -> HttpResponse:
     )
 
 
+NEW_TASK_FORM = {
+    "mode": "idea",
+    "description": "",
+    "project_type": "",
+    "title": "",
+    "input_markdown": "",
+    "project": "",
+    "decision_mode": "auto",
+    "stop_at_draft": "",
+}
+
+
+def _start_from_form(request: HttpRequest, form: dict[str, str]) -> Task:
+    """Start the requirement_review the new-task page's form asks for: from an idea (the
+    interview) or a document (review, or the draft first). Raises DocumentError (the reason
+    is shown on the form)."""
+    project = Project.objects.filter(slug=form["project"]).first() if form["project"] else None
+    if form["project"] and project is None:
+        raise DocumentError(f"project '{form['project']}' does not exist", "project")
+    decision_mode = form["decision_mode"] or "auto"
+    if form["mode"] == "idea":
+        return start_task(
+            workflow="requirement_review",
+            description=form["description"],
+            project_type=form["project_type"],
+            project=project,
+            user=request.user,
+            decision_mode=decision_mode,
+        )
+    upload = request.FILES.get("document")
+    if upload is not None and (upload.size or 0) > max_document_bytes():
+        raise DocumentError(f"the file is {upload.size:,} bytes; the limit is {max_document_bytes():,} bytes")
+    raw: bytes | str = upload.read(max_document_bytes() + 1) if upload else form["input_markdown"]
+    return start_task(
+        workflow="requirement_review",
+        input_markdown=raw,
+        title=form["title"],
+        start_at="draft" if form["stop_at_draft"] else "review",
+        project=project,
+        user=request.user,
+        decision_mode=decision_mode,
+    )
+
+
 @require_http_methods(["GET", "POST"])
 def task_new(request: HttpRequest) -> HttpResponse:
-    """Start a requirement review on a pasted or uploaded Markdown document."""
-    projects = Project.objects.all()
-    form = {"title": "", "input_markdown": "", "project": ""}
+    """Start seed 002's requirement work: from a one-line idea (project type, interview,
+    draft) or from a pasted or uploaded Markdown document (the review, or the draft first);
+    decisions by the rules or by the operator (confirm mode)."""
+    form = dict(NEW_TASK_FORM)
     error = ""
     if request.method == "POST":
-        form = {key: request.POST.get(key, "") for key in form}
-        upload = request.FILES.get("document")
-        raw: bytes | str | None = upload.read(max_document_bytes() + 1) if upload else form["input_markdown"]
-        project = Project.objects.filter(slug=form["project"]).first() if form["project"] else None
-        if upload is not None and (upload.size or 0) > max_document_bytes():
-            error = f"the file is {upload.size:,} bytes; the limit is {max_document_bytes():,} bytes"
-        elif form["project"] and project is None:
-            error = f"project '{form['project']}' does not exist"
+        form = {key: request.POST.get(key, default) for key, default in NEW_TASK_FORM.items()}
+        if "mode" not in request.POST:  # a client that posts a document without saying which form
+            form["mode"] = "document" if "input_markdown" in request.POST or "document" in request.FILES else "idea"
+        try:
+            task = _start_from_form(request, form)
+        except DocumentError as exc:
+            error = exc.reason
         else:
-            try:
-                task = start_task(
-                    workflow="requirement_review",
-                    input_markdown=raw,
-                    title=form["title"],
-                    project=project,
-                    user=request.user,
-                )
-            except DocumentError as exc:
-                error = exc.reason
-            else:
-                messages.success(request, "Review started; the experts are on it.")
-                return redirect("task-detail", task_id=task.id)
+            started = (
+                "The interview started: answer its questions below."
+                if form["mode"] == "idea"
+                else ("Review started; the experts are on it.")
+            )
+            messages.success(request, started)
+            return redirect("task-detail", task_id=task.id)
     return render(
         request,
         "monitoring/task_new.html",
-        {"nav": "tasks", "form": form, "error": error, "projects": projects, "limit": max_document_bytes()},
+        {
+            "nav": "tasks",
+            "form": form,
+            "error": error,
+            "projects": Project.objects.all(),
+            "project_types": project_type_labels(),
+            "limit": max_document_bytes(),
+        },
         status=400 if error else 200,
     )
 
 
 @require_POST
 def run_demo(request: HttpRequest) -> HttpResponse:
-    """ "Run demo": review the bundled sample requirement (an online bookstore)."""
+    """ "Run demo": review the bundled sample requirement (an online bookstore), paced by
+    ``TEAMCLAW_DEMO_THINK_MS`` per agent call so the page shows the team at work."""
     task = start_task(
         workflow="requirement_review",
         input_markdown=sample_requirement(),
         title="Demo: online bookstore order tracking",
         user=request.user,
+        think_time_ms=int(settings.TEAMCLAW["DEMO_THINK_MS"]),
     )
     messages.success(request, "Demo started: four experts are reviewing the sample requirement.")
     return redirect("task-detail", task_id=task.id)
@@ -160,6 +258,29 @@ def task_artifact(request: HttpRequest, task_id: str, name: str) -> HttpResponse
     artifact = Artifact.objects.filter(task=task, name=name).first() if task else None
     if artifact is None:
         raise Http404(f"task {task_id} has no artifact {name}")
-    response = HttpResponse(artifact.content, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'inline; filename="{artifact.name}"'
+    markdown = artifact.content_type == "text/markdown" or artifact.name.endswith(".md")
+    content_type = (
+        "text/markdown" if markdown else "application/json" if artifact.name.endswith(".json") else "text/plain"
+    )
+    response = HttpResponse(artifact.content, content_type=f"{content_type}; charset=utf-8")
+    disposition = "attachment" if request.GET.get("download") else "inline"
+    response["Content-Disposition"] = f"{disposition}; filename*=UTF-8''{quote(artifact.name)}"
+    response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@require_GET
+def task_diff(request: HttpRequest, task_id: str) -> HttpResponse:
+    """Two artifacts of one task as a diff (``?a=requirement.md&b=requirement_final.md``, or
+    two draft revisions): what the review or the operator's edit changed."""
+    task = get_object_or_404(visible_tasks(request.user), pk=task_id)
+    names = request.GET.get("a", "requirement.md"), request.GET.get("b", "requirement_final.md")
+    found = {a.name: a.content for a in Artifact.objects.filter(task=task, name__in=names)}
+    missing = [name for name in names if name not in found]
+    diff, truncated = ([], False) if missing else text_diff(found[names[0]], found[names[1]], *names)
+    return render(
+        request,
+        "monitoring/task_diff.html",
+        {"nav": "tasks", "task": task, "names": names, "missing": missing, "diff": diff, "truncated": truncated},
+        status=404 if missing else 200,
+    )

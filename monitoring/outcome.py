@@ -29,6 +29,27 @@ def _artifact_json(task: Task, name: str) -> Any:
         return None
 
 
+def _verdict(outcome: dict[str, Any]) -> str:
+    if outcome.get("phase") == "draft":
+        return "draft_only"
+    return "clean" if outcome.get("clean") else "findings"
+
+
+def verdicts(task_ids: list[str]) -> dict[str, str]:
+    """``{task id: verdict}`` of those tasks that have an outcome (one query), for lists."""
+    out = {}
+    for task_id, content in Artifact.objects.filter(task_id__in=task_ids, name="outcome.json").values_list(
+        "task_id", "content"
+    ):
+        try:
+            outcome = json.loads(content)
+        except ValueError:
+            continue
+        if isinstance(outcome, dict):
+            out[task_id] = _verdict(outcome)
+    return out
+
+
 def task_outcome(task: Task) -> dict[str, Any] | None:
     """The task's ``outcome.json`` with ``verdict``: ``clean`` (quality check passed, no
     warnings), ``findings`` (the check flagged something or there were warnings),
@@ -36,11 +57,7 @@ def task_outcome(task: Task) -> dict[str, Any] | None:
     outcome = _artifact_json(task, "outcome.json")
     if not isinstance(outcome, dict):
         return None
-    if outcome.get("phase") == "draft":
-        verdict = "draft_only"
-    else:
-        verdict = "clean" if outcome.get("clean") else "findings"
-    return {**outcome, "verdict": verdict}
+    return {**outcome, "verdict": _verdict(outcome)}
 
 
 def task_phase(task: Task) -> str:
