@@ -258,12 +258,19 @@ def task_artifact(request: HttpRequest, task_id: str, name: str) -> HttpResponse
     artifact = Artifact.objects.filter(task=task, name=name).first() if task else None
     if artifact is None:
         raise Http404(f"task {task_id} has no artifact {name}")
-    markdown = artifact.content_type == "text/markdown" or artifact.name.endswith(".md")
+    download = bool(request.GET.get("download"))
+    # Inline it is plain text (every browser shows it); a download carries its own type.
     content_type = (
-        "text/markdown" if markdown else "application/json" if artifact.name.endswith(".json") else "text/plain"
+        "text/plain"
+        if not download
+        else "application/json"
+        if artifact.name.endswith(".json")
+        else "text/markdown"
+        if artifact.name.endswith(".md")
+        else "text/plain"
     )
     response = HttpResponse(artifact.content, content_type=f"{content_type}; charset=utf-8")
-    disposition = "attachment" if request.GET.get("download") else "inline"
+    disposition = "attachment" if download else "inline"
     response["Content-Disposition"] = f"{disposition}; filename*=UTF-8''{quote(artifact.name)}"
     response["X-Content-Type-Options"] = "nosniff"
     return response
