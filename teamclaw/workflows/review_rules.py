@@ -33,7 +33,7 @@ from typing import Any
 from teamclaw.workflows.document import RequirementDocument, Statement
 from teamclaw.workflows.domain_review import review_domain
 from teamclaw.workflows.review_findings import Finding, clip, q, quote
-from teamclaw.workflows.review_text import proposed, say
+from teamclaw.workflows.review_text import PROPOSED, proposed, say
 from teamclaw.workflows.review_vocabulary import (
     ACCEPTANCE_HEADINGS,
     AI_DATA,
@@ -451,12 +451,15 @@ def acceptance_criterion(text: str, language: str) -> str:
     """A testable acceptance criterion for the requirement ``text`` (seed 002 §6.6 细化, §6.7
     闭环性): an observable condition and an expected result, not the requirement copied."""
     text = text.strip().rstrip(".。")
-    measured = MEASURE.search(text)
+    measured = MEASURE.search(PROPOSED.sub("", text))
+    marks = PROPOSED.findall(text)
     if language == "zh":
         match = _ZH_MODAL.match(text)
         if match:
             who, what = match.group("who").strip(), match.group("what").strip()
             result = f"{measured.group(0)}的要求在每次测试中均满足" if measured else f"操作无报错完成，结果对{who}可见"
+            if marks:
+                result = "达到" + marks[0] + "，且操作无报错完成"
             return f"给定{who}，当{who}在测试环境中{what}时，预期：{result}。"
         return f"在测试环境中执行“{clip(text, 80)}”时，预期：观察到的结果与该需求一致，测试记录为通过。"
     match = _EN_MODAL.match(text)
@@ -467,6 +470,8 @@ def acceptance_criterion(text: str, language: str) -> str:
             if measured
             else "the action completes without an error and its result is visible to them"
         )
+        if marks:
+            result = "the target" + marks[0] + " is met in every run"
         return f"Given {who[:1].lower() + who[1:]}, when they {what} in the test environment, then {result}."
     return (
         f'When the test exercises "{clip(text, 80)}", then the observed result matches it and the test records a pass.'
