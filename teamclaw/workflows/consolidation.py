@@ -11,23 +11,39 @@ Merge rules applied to every final issue, in this order:
    what remains is deferred to the user.
 
 Adopted ``replace`` changes rewrite words in the user's line; ``append_section`` changes add
-requirements under a section; ``open_point`` issues go to the report for the requirement
-owner. The final document keeps the user's text and structure and carries no review notes.
+requirements under a section; ``open_point`` and deferred issues go to the report and to an
+"Open points" / "待确认事项" section of the final document. Everything added is in the
+document's language. A figure an expert proposed (a target, a unit guessed for a bare
+number) stays marked "(proposed, to be confirmed: …)" / "（建议值，待确认：…）" unless an
+operator accepted it in confirm mode (seed 002 §6.5 req_consolidator), and the quality check
+(§6.7) does not pass while proposals or open points remain.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from typing import Any
 
-from teamclaw.workflows.document import parse_document
-from teamclaw.workflows.review_rules import UNDECIDED, review_domain
+from teamclaw.workflows.document import document_language, parse_document
+from teamclaw.workflows.review_rules import UNDECIDED, acceptance_criterion, review_domain, testable
+from teamclaw.workflows.review_text import PROPOSED, SECTION_TITLES, confirm, label, proposed, say, section_title
 
 QUANTITY = re.compile(r"\d+(?:\.\d+)?\s*(?:ms|s|seconds?|minutes?|min|hours?|MB|GB|KB|%)(?![\w])", re.IGNORECASE)
 
 ADDED_SECTIONS = ("Acceptance criteria", "Error handling", "AI behaviour", "Privacy and compliance")
+"""The sections a finding may add (canonical keys; written in the document's language)."""
+ALL_SECTION_TITLES = {title for titles in SECTION_TITLES.values() for title in titles.values()}
+NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 COMPLIANCE = {"privacy", "compliance", "terminology", "time"}
 TECHNICAL = {"performance", "reliability", "integration", "units", "scalability", "evaluation", "data"}
+
+
+def _key(issue: dict[str, Any]) -> tuple[Any, ...]:
+    change = issue.get("change", {})
+    line = issue.get("location", {}).get("line")
+    return (line, issue.get("rule", issue["id"]), change.get("old"), change.get("section"), change.get("question"))
 
 
 def _items(responses: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -35,18 +51,12 @@ def _items(responses: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for perspective, response in sorted(responses.items()):
         for issue in [*response.get("final_issues", []), *response.get("new_issues_from_debate", [])]:
-            change = issue.get("change", {})
-            key = (
-                issue["location"].get("line"),
-                issue.get("rule", issue["id"]),
-                change.get("old"),
-                change.get("section"),
-            )
+            key = _key(issue)
             if key in merged:
                 merged[key]["experts"].append(perspective)
                 merged[key]["issue_ids"].append(issue["id"])
                 continue
-            merged[key] = {**issue, "experts": [perspective], "issue_ids": [issue["id"]]}
+            merged[key] = {**issue, "experts": [perspective], "issue_ids": [issue["id"]], "key": key}
     return list(merged.values())
 
 
@@ -85,16 +95,49 @@ def _replace_once(line: str, old: str, new: str) -> str | None:
     return updated if count else None
 
 
-def _append_sections(lines: list[str], additions: dict[str, list[str]]) -> list[str]:
-    headings = {
-        m.group(2).strip().lower(): i for i, line in enumerate(lines) if (m := re.match(r"^(#+)\s+(.*)$", line))
-    }
+def _new_numbers(text: str, original: str) -> list[str]:
+    """Numbers in ``text`` outside proposal markers that ``original`` does not contain."""
+    known = set(NUMBER.findall(original))
+    return [n for n in NUMBER.findall(PROPOSED.sub("", text)) if n not in known]
+
+
+def _honest_replacement(old: str, new: str, original: str, language: str) -> str:
+    """``new`` with any figure the user did not write marked as proposed (seed 002 principle 4):
+    "fast (p95 at most 2 s)" becomes "fast (proposed, to be confirmed: p95 at most 2 s)"."""
+    if not _new_numbers(new, original):
+        return new
+    if new.lower().startswith(old.lower()):
+        return new[: len(old)] + proposed(language, PROPOSED.sub("", new[len(old) :]).strip())
+    return old + proposed(language, new)
+
+
+def _honest_line(line: str, original: str, language: str) -> str:
+    """An added line whose unmarked figures the user never wrote becomes a proposal as a whole."""
+    if not _new_numbers(line, original):
+        return line
+    return proposed(language, PROPOSED.sub("", line)).strip()
+
+
+def _find_section(lines: list[str], key: str, language: str) -> int | None:
+    titles = {key.lower(), *(t.lower() for t in SECTION_TITLES.get(key, {}).values())}
+    if key == "Acceptance criteria":
+        titles |= {"验收", "acceptance"}
+    for index, line in enumerate(lines):
+        match = re.match(r"^(#+)\s+(.*?)\s*$", line)
+        if match and any(t in match.group(2).lower() for t in titles):
+            return index
+    return None
+
+
+def _append_sections(lines: list[str], additions: dict[str, list[str]], language: str) -> list[str]:
     out = list(lines)
     tail: list[str] = []
     for section, bullets in additions.items():
-        index = headings.get(section.lower())
+        if not bullets:
+            continue
+        index = _find_section(out, section, language)
         if index is None:
-            tail += ["", f"## {section}", "", *[f"- {b}" for b in bullets]]
+            tail += ["", f"## {section_title(section, language)}", "", *[f"- {b}" for b in bullets]]
             continue
         end = index + 1
         while end < len(out) and not re.match(r"^#+\s", out[end]):
@@ -107,48 +150,211 @@ def _append_sections(lines: list[str], additions: dict[str, list[str]]) -> list[
     return out + tail
 
 
-def consolidate(original: str, responses: dict[str, dict[str, Any]], baseline: list[str]) -> tuple[str, dict[str, Any]]:
-    """``(requirement_final.md, consolidation_report)`` from the experts' final positions."""
+def candidate_id(item: dict[str, Any]) -> str:
+    """A stable id for one candidate (same finding -> same id across runs): ``c-`` and ten hex
+    digits of the finding's line, rule, words and section."""
+    digest = hashlib.sha256(json.dumps(list(item.get("key") or _key(item)), ensure_ascii=False).encode())
+    return "c-" + digest.hexdigest()[:10]
+
+
+def _positions(item: dict[str, Any], responses: dict[str, dict[str, Any]], language: str) -> list[dict[str, Any]]:
+    positions: list[dict[str, Any]] = []
+    key = item.get("key") or _key(item)
+    for perspective, response in sorted(responses.items()):
+        kept = [i for i in response.get("final_issues", []) if _key(i) == key]
+        new = [i for i in response.get("new_issues_from_debate", []) if _key(i) == key]
+        withdrawn = [i for i in response.get("withdrawn_issues", []) if "location" in i and _key(i) == key]
+        for issue in [*kept, *withdrawn]:
+            positions.append(_position(perspective, "raised", issue["problem"], "review", language))
+            for comment in issue.get("comments", []):
+                stance = comment.get("stance", "agree")
+                positions.append(
+                    _position(comment.get("expert", ""), stance, comment.get("comment", ""), "evaluate", language)
+                )
+        for issue in kept:
+            level = issue.get("consensus_level", "majority")
+            positions.append(
+                _position(
+                    perspective,
+                    "raised",
+                    say(language, f"keeps it ({level})", f"坚持该意见（{level}）"),
+                    "respond",
+                    language,
+                )
+            )
+        for issue in withdrawn:
+            positions.append(_position(perspective, "withdrawn", issue.get("reason", ""), "respond", language))
+        for issue in new:
+            author = issue.get("raised_by_perspective") or perspective
+            positions.append(_position(author, "supplement", issue["problem"], "evaluate", language))
+    return positions
+
+
+def _position(expert: str, stance: str, comment: str, round_: str, language: str) -> dict[str, Any]:
+    return {"expert": expert, "label": label(expert, language), "stance": stance, "comment": comment, "round": round_}
+
+
+def _proposal(item: dict[str, Any], lines: list[str], language: str) -> str:
+    change = item.get("change", {})
+    action = change.get("action")
+    number = item["location"].get("line")
+    if action in ("replace", "scope_reduction") and number and number <= len(lines):
+        return _replace_once(lines[number - 1], change.get("old", ""), change.get("new", "")) or change.get("new", "")
+    if action == "append_section":
+        bullets = list(change.get("lines", []))
+        if change.get("criteria"):
+            bullets += [acceptance_criterion(_text_of(lines, n), language) for n in change.get("from_lines", [])]
+        return "\n".join(bullets)
+    return change.get("question") or item["problem"]
+
+
+def _text_of(lines: list[str], number: int) -> str:
+    return re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", lines[number - 1]).strip() if number <= len(lines) else ""
+
+
+def _kind(item: dict[str, Any]) -> str:
+    if item.get("consensus_level") == "contested":
+        return "contested"
+    return "open_point" if item.get("change", {}).get("action") == "open_point" else "change"
+
+
+def candidate_decisions(
+    original: str, responses: dict[str, dict[str, Any]], baseline: list[str]
+) -> list[dict[str, Any]]:
+    """What confirm mode puts to the operator (seed 002 §6.5 req_consolidator, 用户确认模式):
+    every candidate change, open point and contested point as ``{"id", "kind"
+    ("change"|"contested"|"open_point"), "summary", "category", "severity", "line", "quote",
+    "proposal", "auto_decision" {"decision", "rule", "reasoning"}, "positions" [{"expert",
+    "label", "stance", "comment", "round"}]}``, in the document's language. A rule-3 change
+    (scope reduction) is listed too, its summary saying it goes against the user's requirement."""
+    language = document_language(original)
+    lines = original.splitlines()
+    out = []
+    for item in _items(responses):
+        decision, rule, reasoning = decide(item)
+        proposal = _proposal(item, lines, language)
+        line = item["location"].get("line")
+        where = say(language, f" (line {line})", f"（第 {line} 行）") if line else ""
+        who = say(language, ", ", "、").join(label(p, language) for p in item["experts"])
+        summary = f"{who}{say(language, ': ', '：')}{item['problem']}{where}"
+        if rule == "rule_3_forbidden":
+            summary += say(
+                language,
+                " This goes against the user's original requirement (merge rule 3).",
+                "此项与用户的原始需求相悖（合并规则 3：禁止采纳）。",
+            )
+        out.append(
+            {
+                "id": candidate_id(item),
+                "kind": _kind(item),
+                "summary": summary,
+                "category": item["category"],
+                "severity": item.get("severity"),
+                "line": line,
+                "quote": item.get("quote") or (_text_of(lines, line) if line else ""),
+                "proposal": proposal,
+                "auto_decision": {"decision": decision, "rule": rule, "reasoning": reasoning},
+                "positions": _positions(item, responses, language),
+            }
+        )
+    return out
+
+
+def _apply(
+    item: dict[str, Any],
+    lines: list[str],
+    additions: dict[str, list[str]],
+    deferred_lines: list[tuple[list[str], dict[str, Any], bool]],
+    original: str,
+    language: str,
+    *,
+    confirmed: bool,
+) -> bool:
+    """Write one adopted change into ``lines`` / ``additions``; True when it was applied.
+    Unconfirmed figures are marked as proposed."""
+    change = item.get("change", {})
+    action = change.get("action")
+    applied = False
+    if action in ("replace", "scope_reduction") and item["location"].get("line"):
+        number = item["location"]["line"]
+        new = change.get("new", "")
+        new = confirm(new) if confirmed else _honest_replacement(change.get("old", ""), new, original, language)
+        updated = _replace_once(lines[number - 1], change["old"], new) if number <= len(lines) else None
+        if updated is not None:
+            lines[number - 1] = updated
+            applied = True
+    elif action == "append_section":
+        bucket = additions.setdefault(change["section"], [])
+        if change.get("from_lines"):
+            deferred_lines.append((bucket, change, confirmed))
+        for bullet in change.get("lines", []):
+            bullet = confirm(bullet) if confirmed else _honest_line(bullet, original, language)
+            if bullet not in bucket:
+                bucket.append(bullet)
+        applied = True
+    return applied
+
+
+def _decision(item: dict[str, Any], operator: str | None, language: str) -> tuple[str, str, str]:
+    """The merge rule's decision, or the operator's when confirm mode decided this candidate."""
+    if operator is None:
+        return decide(item)
+    accepted = operator == "accept"
+    reasoning = say(language, f"The operator chose to {operator}.", f"操作员选择{'采纳' if accepted else '不采纳'}。")
+    if item.get("change", {}).get("action") == "open_point":
+        return ("open_point" if accepted else "rejected"), "operator", reasoning
+    return ("adopted" if accepted else "rejected"), "operator", reasoning
+
+
+def consolidate(
+    original: str,
+    responses: dict[str, dict[str, Any]],
+    baseline: list[str],
+    *,
+    operator_decisions: dict[str, str] | None = None,
+    decided_by: str = "",
+) -> tuple[str, dict[str, Any]]:
+    """``(requirement_final.md, consolidation_report)`` from the experts' final positions
+    (seed 002 §6.6). ``operator_decisions=None``: auto mode (req_auto_consolidator, the merge
+    rules above). Otherwise confirm mode (§6.5 req_consolidator): a candidate whose id
+    (``candidate_decisions``) maps to "accept" is applied and to "reject" is not, whatever
+    the rule says; candidates the operator did not decide follow the rules. Each decision
+    records ``id`` and ``decided_by`` ("rules" or "operator:<decided_by>"). The report has
+    ``decision_mode``, ``language``, ``baseline_statements``, ``counts``, ``decisions``,
+    ``open_points`` and ``added_sections`` (their titles in the document's language)."""
+    language = document_language(original)
+    confirm_mode = operator_decisions is not None
+    choices = operator_decisions or {}
     lines = original.splitlines()
     additions: dict[str, list[str]] = {}
-    deferred_lines: list[tuple[list[str], dict[str, Any]]] = []
+    deferred_lines: list[tuple[list[str], dict[str, Any], bool]] = []
     decisions, open_points = [], []
     counts = {"adopted": 0, "rejected": 0, "deferred": 0, "open_point": 0}
     contested = 0
     for item in _items(responses):
-        decision, rule, reasoning = decide(item)
-        contested += item.get("consensus_level") == "contested"
+        ident = candidate_id(item)
+        operator = choices.get(ident) if confirm_mode else None
+        decision, rule, reasoning = _decision(item, operator, language)
         change = item.get("change", {})
+        contested += item.get("consensus_level") == "contested"
         applied = False
+        confirmed = operator == "accept"
         if decision == "adopted":
-            if change.get("action") == "replace" and item["location"].get("line"):
-                number = item["location"]["line"]
-                updated = (
-                    _replace_once(lines[number - 1], change["old"], change["new"]) if number <= len(lines) else None
-                )
-                if updated is not None:
-                    lines[number - 1] = updated
-                    applied = True
-            elif change.get("action") == "append_section":
-                bucket = additions.setdefault(change["section"], [])
-                bullets = list(change.get("lines", []))
-                if change.get("from_lines"):
-                    deferred_lines.append((bucket, change))
-                for bullet in bullets:
-                    if bullet not in bucket:
-                        bucket.append(bullet)
-                applied = True
+            applied = _apply(item, lines, additions, deferred_lines, original, language, confirmed=confirmed)
         if decision in ("open_point", "deferred"):
             open_points.append(
                 {
+                    "id": ident,
                     "issue_ids": item["issue_ids"],
                     "question": change.get("question") or item["problem"],
                     "line": item["location"].get("line"),
                 }
             )
+            applied = True
         counts[decision] += 1
         decisions.append(
             {
+                "id": ident,
                 "issue_ids": item["issue_ids"],
                 "experts": item["experts"],
                 "category": item["category"],
@@ -160,60 +366,95 @@ def consolidate(original: str, responses: dict[str, dict[str, Any]], baseline: l
                 "rule": rule,
                 "reasoning": reasoning,
                 "applied": applied,
+                "decided_by": f"operator:{decided_by}" if operator is not None else "rules",
             }
         )
-    for bucket, change in deferred_lines:  # criteria quote the lines as they read now
+    for bucket, change, confirmed in deferred_lines:  # criteria read the lines as they are now
         for number in change["from_lines"]:
-            if number <= len(lines):
-                text = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", lines[number - 1]).strip()
-                bullet = change.get("line_format", "{text}").format(text=text)
-                if text and bullet not in bucket:
-                    bucket.append(bullet)
-    final_lines = _append_sections(lines, additions)
+            text = _text_of(lines, number)
+            if not text:
+                continue
+            bullet = acceptance_criterion(text if not confirmed else confirm(text), language)
+            if bullet not in bucket:
+                bucket.append(bullet)
+    if open_points:
+        bucket = additions.setdefault("Open points", [])
+        for point in open_points:
+            where = say(language, f" (line {point['line']})", f"（第 {point['line']} 行）") if point["line"] else ""
+            entry = f"{point['question']}{where}"
+            if entry not in bucket:
+                bucket.append(entry)
+    final_lines = _append_sections(lines, additions, language)
     final = "\n".join(final_lines).rstrip() + "\n"
     report = {
-        "decision_mode": "auto",
+        "decision_mode": "confirm" if confirm_mode else "auto",
+        "language": language,
         "baseline_statements": baseline,
         "counts": {**counts, "contested": contested},
         "decisions": decisions,
         "open_points": open_points,
-        "added_sections": list(additions),
+        "added_sections": [section_title(s, language) for s, bullets in additions.items() if bullets],
     }
     return final, report
 
 
+def _open_section(doc_titles: list[str]) -> set[str]:
+    return {t for t in doc_titles if t in (SECTION_TITLES["Open points"]["en"], SECTION_TITLES["Open points"]["zh"])}
+
+
 def quality_check(final: str, original: str) -> dict[str, Any]:
     """The §6.7 review_report checks on ``final``: structure, objectivity, consistency,
-    closure and business completeness; ``passed`` only when all pass."""
+    closure (testable acceptance criteria), completeness and ``unresolved`` (open points and
+    proposed figures still awaiting confirmation); ``passed`` only when all pass. Returns
+    ``{"passed", "checks": [{"name", "passed", "findings"}], "unresolved": [str]}``, findings
+    in the document's language."""
+    language = document_language(original or final)
     final_doc, original_doc = parse_document(final), parse_document(original)
+    open_titles = _open_section(final_doc.section_titles())
+    statements = [s for s in final_doc.statements if s.section not in open_titles]
     checks = []
+
+    def line_of(number: int) -> str:
+        return say(language, f"line {number}", f"第 {number} 行")
 
     original_titles = original_doc.section_titles()
     final_titles = final_doc.section_titles()
-    findings = [f"section '{t}' of the original is missing" for t in original_titles if t not in final_titles]
-    extra = [t for t in final_titles if t not in original_titles and t not in ADDED_SECTIONS]
-    findings += [f"unexpected section '{t}'" for t in extra]
+    findings = [
+        say(language, f"section '{t}' of the original is missing", f"原文的章节“{t}”缺失")
+        for t in original_titles
+        if t not in final_titles
+    ]
+    extra = [t for t in final_titles if t not in original_titles and t not in ALL_SECTION_TITLES]
+    findings += [say(language, f"unexpected section '{t}'", f"多余的章节“{t}”") for t in extra]
     kept = [t for t in final_titles if t in original_titles]
     if kept != [t for t in original_titles if t in kept]:
-        findings.append("the original sections are out of order")
+        findings.append(say(language, "the original sections are out of order", "原文章节的顺序被打乱"))
     checks.append({"name": "structure", "passed": not findings, "findings": findings})
 
     markers = re.compile(r"\b(?:I think|we suggest|reviewer|review comment|in my opinion)\b|建议|评审意见|讨论", re.I)
     findings = [
-        f"line {s.number}: '{s.text[:80]}' reads as discussion, not as a requirement"
-        for s in final_doc.statements
-        if markers.search(s.text) or s.text.endswith("?")
+        say(
+            language,
+            f"{line_of(s.number)}: '{s.text[:80]}' reads as discussion, not as a requirement",
+            f"{line_of(s.number)}：“{s.text[:80]}”是讨论性表述，不是需求陈述",
+        )
+        for s in statements
+        if markers.search(PROPOSED.sub("", s.text)) or PROPOSED.sub("", s.text).rstrip().endswith(("?", "？"))
     ]
     checks.append({"name": "objectivity", "passed": not findings, "findings": findings})
 
     targets: dict[str, set[str]] = {}
-    for statement in final_doc.statements:
-        for key in ("response time", "load time", "latency", "timeout", "upload limit"):
+    for statement in statements:
+        for key in ("response time", "load time", "latency", "timeout", "upload limit", "响应时间", "加载时间", "超时"):
             if key in statement.text.lower():
-                for value in QUANTITY.findall(statement.text):
+                for value in QUANTITY.findall(PROPOSED.sub("", statement.text)):
                     targets.setdefault(key, set()).add(re.sub(r"\s+", " ", value.strip()))
     findings = [
-        f"'{key}' has different targets: {', '.join(sorted(values))}"
+        say(
+            language,
+            f"'{key}' has different targets: {', '.join(sorted(values))}",
+            f"“{key}”有不同的目标值：{'、'.join(sorted(values))}",
+        )
         for key, values in targets.items()
         if len(values) > 1
     ]
@@ -223,22 +464,52 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
         (i for i, (_, t, _) in enumerate(final_doc.headings) if "acceptance" in t.lower() or "验收" in t), None
     )
     if criteria_heading is None:
-        findings = ["there are no acceptance criteria"]
+        findings = [say(language, "there are no acceptance criteria", "没有验收标准")]
     else:
         title = final_doc.headings[criteria_heading][1]
-        findings = (
-            [] if any(s.section == title for s in final_doc.statements) else ["the acceptance criteria are empty"]
-        )
+        criteria = [s for s in statements if s.section == title]
+        findings = [] if criteria else [say(language, "the acceptance criteria are empty", "验收标准为空")]
+        findings += [
+            say(
+                language,
+                f"{line_of(s.number)}: acceptance criterion '{s.text[:80]}' is not testable",
+                f"{line_of(s.number)}：验收标准“{s.text[:80]}”不可测试",
+            )
+            for s in criteria
+            if not testable(s.text)
+        ]
     checks.append({"name": "closure", "passed": not findings, "findings": findings})
 
     findings = [
-        f"line {s.number}: undecided ('{UNDECIDED.search(s.text).group(0)}')"  # type: ignore[union-attr]
-        for s in final_doc.statements
-        if UNDECIDED.search(s.text)
+        say(
+            language,
+            f"{line_of(s.number)}: undecided ('{m.group(0)}')",
+            f"{line_of(s.number)}：悬而未决（“{m.group(0)}”）",
+        )
+        for s in statements
+        if (m := UNDECIDED.search(PROPOSED.sub("", s.text)))
     ]
     findings += [
-        f"'{f.change['term']}' is still undefined" for f in review_domain(final_doc) if f.rule == "undefined_term"
+        say(language, f"'{f.change['term']}' is still undefined", f"“{f.change['term']}”仍未定义")
+        for f in review_domain(final_doc)
+        if f.rule == "undefined_term"
     ]
     checks.append({"name": "completeness", "passed": not findings, "findings": findings})
 
-    return {"passed": all(c["passed"] for c in checks), "checks": checks}
+    unresolved = [
+        say(
+            language,
+            f"{line_of(s.number)}: proposed, not confirmed: {m.group(0).strip()}",
+            f"{line_of(s.number)}：建议值未确认：{m.group(0).strip()}",
+        )
+        for s in final_doc.statements
+        for m in PROPOSED.finditer(s.text)
+    ]
+    unresolved += [
+        say(language, f"open point: {s.text}", f"待确认：{s.text}")
+        for s in final_doc.statements
+        if s.section in open_titles
+    ]
+    checks.append({"name": "unresolved", "passed": not unresolved, "findings": unresolved})
+
+    return {"passed": all(c["passed"] for c in checks), "checks": checks, "unresolved": unresolved}

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from teamclaw.workflows.document import document_language
 from teamclaw.workflows.review_rules import PERSPECTIVES, label_of
+from teamclaw.workflows.review_text import label, say
 
 
 def _lines(review: dict[str, Any]) -> set[int]:
@@ -31,12 +33,16 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
     Stances: ``agree`` (I found a problem on the same line, or it is in my field and
     major/critical), ``challenge`` (the product manager objects to anything that weakens
     what the user asked for; the domain expert to rewriting the user's own wording into a
-    hard requirement), ``supplement`` (I add a consequence from my field).
+    hard requirement), ``supplement`` (I add a consequence from my field). Comments are in
+    the language the reviews are written in (the document's).
     """
     affinity = PERSPECTIVES.get(me, {}).get("affinity", set())
     my_lines = _lines(my_review)
     my_categories = _categories(my_review)
     responses = []
+    lang = document_language(
+        " ".join(i.get("problem", "") for _, review in others.values() for i in review.get("issues", []))
+    )
     for perspective, (file_name, review) in sorted(others.items()):
         for index, issue in enumerate(review.get("issues", [])):
             line = issue["location"]["line"]
@@ -44,32 +50,78 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
             stance, comment, reasoning = None, "", ""
             if action == "scope_reduction" and me == "pm":
                 stance = "challenge"
-                comment = "This drops or weakens something the user explicitly asked for."
-                reasoning = "The user's original requirement is the highest authority (seed 002 principle 4)."
+                comment = say(
+                    lang,
+                    "This drops or weakens something the user explicitly asked for.",
+                    "这会删减或削弱用户明确提出的需求。",
+                )
+                reasoning = say(
+                    lang,
+                    "The user's original requirement is the highest authority (seed 002 principle 4).",
+                    "用户的原始需求是最高准则（设计原则 4）。",
+                )
             elif issue.get("change", {}).get("strengthens") and me == "domain":
                 stance = "challenge"
-                comment = "Turning the user's wording into a hard requirement changes its meaning."
-                reasoning = "Only the requirement owner may decide whether this is mandatory."
+                comment = say(
+                    lang,
+                    "Turning the user's wording into a hard requirement changes its meaning.",
+                    "把用户的措辞改成硬性要求会改变原意。",
+                )
+                reasoning = say(
+                    lang,
+                    "Only the requirement owner may decide whether this is mandatory.",
+                    "是否为必须，只能由需求方决定。",
+                )
             elif line and line in my_lines:
                 stance = "agree"
-                comment = f"Agreed: I found a problem on line {line} too, from the {label_of(me).lower()}'s side."
-                reasoning = "Two independent reviews point at the same sentence."
+                comment = say(
+                    lang,
+                    f"Agreed: I found a problem on line {line} too, from the {label_of(me).lower()}'s side.",
+                    f"同意：我从{label(me, lang)}的角度也在第 {line} 行发现了问题。",
+                )
+                reasoning = say(
+                    lang, "Two independent reviews point at the same sentence.", "两份独立评审指向同一句话。"
+                )
             elif issue["category"] in affinity and issue["severity"] in ("major", "critical"):
                 stance = "agree"
-                comment = f"Agreed; this matters for {PERSPECTIVES[me]['focus'].split(',')[0]}."
-                reasoning = f"It is in my field ({issue['category']}) and rated {issue['severity']}."
+                comment = say(
+                    lang,
+                    f"Agreed; this matters for {PERSPECTIVES[me]['focus'].split(',')[0]}.",
+                    f"同意；这属于{label(me, lang)}关注的范围。",
+                )
+                reasoning = say(
+                    lang,
+                    f"It is in my field ({issue['category']}) and rated {issue['severity']}.",
+                    f"属于我的领域（{issue['category']}），严重程度为 {issue['severity']}。",
+                )
             elif (
                 me == "pm"
                 and issue["category"] in ("performance", "units", "evaluation")
                 and ("acceptance" in my_categories)
             ):
                 stance = "supplement"
-                comment = "Once the target is set, add it to the acceptance criteria so it is tested."
-                reasoning = "A target that is not in the acceptance criteria is not verified."
+                comment = say(
+                    lang,
+                    "Once the target is set, add it to the acceptance criteria so it is tested.",
+                    "目标确定后，把它写进验收标准，确保得到测试。",
+                )
+                reasoning = say(
+                    lang,
+                    "A target that is not in the acceptance criteria is not verified.",
+                    "不在验收标准中的目标不会被验证。",
+                )
             elif me == "dev" and issue["category"] in ("privacy", "compliance"):
                 stance = "supplement"
-                comment = "This needs technical design: encryption, audit logging and deletion jobs."
-                reasoning = "Compliance requirements have an implementation and operating cost."
+                comment = say(
+                    lang,
+                    "This needs technical design: encryption, audit logging and deletion jobs.",
+                    "这需要技术设计：加密、审计日志和定期删除任务。",
+                )
+                reasoning = say(
+                    lang,
+                    "Compliance requirements have an implementation and operating cost.",
+                    "合规要求有实现和运维成本。",
+                )
             if stance is None:
                 continue
             responses.append(
@@ -98,6 +150,17 @@ def consensus(agrees: int, challenges: int, others: int = 3) -> str:
     return "contested"
 
 
+def _comment(received: dict[str, Any]) -> dict[str, Any]:
+    """One evaluate-round comment as kept in ``response_*.json`` (who, stance, what, why)."""
+    return {
+        "expert": received.get("perspective", ""),
+        "label": received["from"],
+        "stance": received["stance"],
+        "comment": received.get("my_comment", ""),
+        "reasoning": received.get("reasoning", ""),
+    }
+
+
 def respond(
     me: str,
     my_review: dict[str, Any],
@@ -108,12 +171,16 @@ def respond(
 
     ``withdrawals`` (issue id -> reason), when given, is the expert's own decision of what
     to withdraw (a model-backed expert decides); otherwise an issue is withdrawn when two or
-    more experts challenged it and nobody agreed."""
+    more experts challenged it and nobody agreed. Final and withdrawn issues keep the
+    evaluate-round ``comments`` they received (``expert``, ``label``, ``stance``, ``comment``,
+    ``reasoning``) so the consolidator can show each expert's position (seed 002 §6.5)."""
     comments: dict[str, list[dict[str, Any]]] = {}
     for evaluation in evaluations:
         for response in evaluation.get("responses", []):
             if response.get("target_perspective") == me:
-                comments.setdefault(response["target_issue"], []).append({**response, "from": evaluation["expert"]})
+                comments.setdefault(response["target_issue"], []).append(
+                    {**response, "from": evaluation["expert"], "perspective": evaluation.get("perspective", "")}
+                )
     final_issues, withdrawn, new_issues = [], [], []
     for issue in my_review.get("issues", []):
         received = comments.get(issue["id"], [])
@@ -126,7 +193,7 @@ def respond(
             withdraw = len(challenges) >= 2 and not agrees
             reason = "Withdrawn after objections from " + ", ".join(c["from"] for c in challenges) + "."
         if withdraw:
-            withdrawn.append({"id": issue["id"], "problem": issue["problem"], "reason": reason})
+            withdrawn.append({**issue, "reason": reason, "comments": [_comment(c) for c in received]})
             continue
         level = consensus(len(agrees), len(challenges))
         final_issues.append(
@@ -135,6 +202,7 @@ def respond(
                 "consensus_level": level,
                 "supporters": [c["from"] for c in agrees],
                 "challengers": [c["from"] for c in challenges],
+                "comments": [_comment(c) for c in received],
             }
         )
         for number, supplement in enumerate(supplements, start=1):
@@ -143,6 +211,7 @@ def respond(
                     "id": f"{issue['id']}-s{number}",
                     "derived_from": issue["id"],
                     "raised_by": supplement["from"],
+                    "raised_by_perspective": supplement.get("perspective", ""),
                     "category": issue["category"],
                     "severity": "minor",
                     "location": issue["location"],

@@ -13,6 +13,24 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]+")
+
+
+def document_language(text: str) -> str:
+    """``"zh"`` when the text is mostly Chinese, else ``"en"`` (seed 002 §6.2: the experts
+    write in the document's language).
+
+    A Chinese character carries about as much as an English word, so the text is Chinese
+    when it has at least as many CJK characters as Latin words (acronyms and product
+    names inside Chinese prose do not tip it over)."""
+    cjk = len(_CJK.findall(text))
+    return "zh" if cjk and cjk >= len(_LATIN_WORD.findall(text)) else "en"
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` contains a Chinese character."""
+    return bool(_CJK.search(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +46,11 @@ class Statement:
 
 @dataclass(slots=True)
 class RequirementDocument:
-    """``title``, ``headings`` as ``(level, title, line)`` and the content ``statements``."""
+    """``title``, ``headings`` as ``(level, title, line)``, the content ``statements`` and
+    the ``language`` ("zh" or "en", ``document_language``)."""
 
     source: str
+    language: str = "en"
     title: str = ""
     headings: list[tuple[int, str, int]] = field(default_factory=list)
     statements: list[Statement] = field(default_factory=list)
@@ -52,7 +72,7 @@ class RequirementDocument:
 
 def parse_document(source: str) -> RequirementDocument:
     """Split Markdown into headings and statements, skipping code blocks and blank lines."""
-    document = RequirementDocument(source=source)
+    document = RequirementDocument(source=source, language=document_language(source))
     section = ""
     in_code = False
     for number, line in enumerate(source.splitlines(), start=1):

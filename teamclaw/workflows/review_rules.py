@@ -5,14 +5,21 @@ the user's own lines, so a different document gives different findings:
 
 - ``dev`` (development expert, role architect): feasibility, performance, risk - vague
   performance words without a target, numbers without a unit, no error handling, external
-  integrations without failure behaviour, open-ended lists.
-- ``pm`` (product manager): goals, users, scenarios, acceptance criteria - missing
-  acceptance criteria, goals or users, user stories without a benefit, undecided wording.
+  integrations and notifications without failure behaviour, capacity limits without what
+  happens at the limit, open-ended lists.
+- ``pm`` (product manager): goals, users, scenarios, acceptance criteria - missing or
+  untestable acceptance criteria, goals or users, roles without permissions, metrics
+  without a definition, vague quality words, user stories without a benefit, undecided
+  wording.
 - ``ai`` (AI expert): AI features without an evaluation target, a fallback or a data source.
-- ``domain`` (domain expert): undefined terms and acronyms, personal or payment data
-  without privacy/compliance rules, times without a time zone.
+- ``domain`` (domain expert): undefined terms and acronyms; personal, health or payment
+  data without privacy, consent and retention rules for the jurisdiction the text implies
+  (or an open point when it implies none); notifications without consent; times and time
+  windows without a time zone or boundary rule.
 
-English and Chinese wording are both recognised. A finding's ``change`` says how the
+English and Chinese documents get the same rules; what a finding says and what it would
+write into the document is in the document's language (``RequirementDocument.language``),
+and a figure an expert proposes is marked as proposed (``review_text.proposed``). A finding's ``change`` says how the
 consolidator could apply it: ``replace`` (rewrite words in the line), ``append_section``
 (add requirements), ``scope_reduction`` (weaken or drop what the user asked for: never
 adopted, seed 002 merge rule 3) or ``open_point`` (needs the requirement owner).
@@ -21,10 +28,50 @@ adopted, seed 002 merge rule 3) or ``open_point`` (needs the requirement owner).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from teamclaw.workflows.document import RequirementDocument, Statement
+from teamclaw.workflows.domain_review import review_domain
+from teamclaw.workflows.review_findings import Finding, clip, q, quote
+from teamclaw.workflows.review_text import PROPOSED, proposed, say
+from teamclaw.workflows.review_vocabulary import (
+    ACCEPTANCE_HEADINGS,
+    AI_DATA,
+    AI_FALLBACK,
+    AI_METRIC,
+    AI_TERMS,
+    CAPACITY_LIMIT,
+    CJK_UNITS,
+    COMPARATOR_NUMBER,
+    CONDITION,
+    CONTRACT,
+    DEFINITION,
+    ERROR_HANDLING,
+    GOAL_HEADINGS,
+    INTEGRATION,
+    LIMIT_BEHAVIOUR,
+    MEASURE,
+    METRIC,
+    NOT_METRIC,
+    NOTIFICATION,
+    OPEN_ENDED,
+    PERMISSION,
+    PERMISSION_HEADINGS,
+    RESULT,
+    ROLE_HEADINGS,
+    SHOULD,
+    SO_THAT,
+    TIME_UNIT_WORDS,
+    UNDECIDED,
+    UNITS,
+    UNTESTABLE,
+    USER_STORY,
+    USERS,
+    VAGUE_PERFORMANCE,
+    VAGUE_QUALITY,
+)
+
+__all__ = ["UNDECIDED", "acceptance_criterion", "requirement_statements", "review", "review_domain", "testable"]
 
 PERSPECTIVES: dict[str, dict[str, Any]] = {
     "dev": {
@@ -60,506 +107,21 @@ def label_of(perspective: str) -> str:
     return PERSPECTIVES.get(perspective, {}).get("label", perspective)
 
 
-@dataclass
-class Finding:
-    """One review issue as written to ``review_*.json``."""
-
-    rule: str
-    category: str
-    severity: str
-    problem: str
-    suggestion: str
-    line: int | None = None
-    section: str = ""
-    quote: str = ""
-    change: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self, index: int, perspective: str) -> dict[str, Any]:
-        return {
-            "id": f"{perspective}-{index + 1}",
-            "rule": self.rule,
-            "category": self.category,
-            "severity": self.severity,
-            "location": {"line": self.line, "section": self.section},
-            "quote": self.quote,
-            "problem": self.problem,
-            "suggestion": self.suggestion,
-            "change": self.change,
-        }
-
-
-def _words(*items: str) -> re.Pattern[str]:
-    english = [i for i in items if i.isascii()]
-    other = [i for i in items if not i.isascii()]
-    parts = []
-    if english:
-        parts.append(r"\b(?:" + "|".join(re.escape(i) for i in english) + r")\b")
-    if other:
-        parts.append("(?:" + "|".join(re.escape(i) for i in other) + ")")
-    return re.compile("|".join(parts), re.IGNORECASE)
-
-
-VAGUE_PERFORMANCE = _words(
-    "fast",
-    "faster",
-    "quick",
-    "quickly",
-    "responsive",
-    "real-time",
-    "realtime",
-    "instant",
-    "instantly",
-    "scalable",
-    "high performance",
-    "high-performance",
-    "efficient",
-    "low latency",
-    "smooth",
-    "lightweight",
-    "快速",
-    "实时",
-    "高性能",
-    "高并发",
-    "流畅",
-    "及时",
-    "秒级",
-)
-VAGUE_QUALITY = _words(
-    "user-friendly",
-    "user friendly",
-    "intuitive",
-    "easy to use",
-    "simple",
-    "modern",
-    "robust",
-    "secure",
-    "reliable",
-    "seamless",
-    "flexible",
-    "友好",
-    "易用",
-    "简洁",
-    "稳定",
-    "安全可靠",
-)
-MEASURE = re.compile(
-    r"\d+(?:\.\d+)?\s*(?:ms|s|sec|seconds?|minutes?|min|hours?|%|percent|rps|qps|req/s|"
-    r"requests|users|MB|GB|KB|毫秒|秒|分钟|小时|个|次)\b|p\d{2}|percentile|\d+\s*(?:毫秒|秒|分钟|小时|%)",
-    re.IGNORECASE,
-)
-COMPARATOR_NUMBER = re.compile(
-    r"(?P<cmp>within|under|below|less than|more than|at least|at most|up to|no more than|maximum|max\.?|minimum|"
-    r"min\.?|above|over|exceed(?:s|ing)?|timeout of|limit of|不超过|少于|小于|大于|至少|最多|以内)\s*"
-    r"(?P<num>\d+(?:[.,]\d+)?)(?P<after>\s*[A-Za-z%\u4e00-\u9fff/]*)",
-    re.IGNORECASE,
-)
-UNITS = {
-    "ms",
-    "s",
-    "sec",
-    "secs",
-    "second",
-    "seconds",
-    "minute",
-    "minutes",
-    "min",
-    "mins",
-    "hour",
-    "hours",
-    "h",
-    "day",
-    "days",
-    "week",
-    "weeks",
-    "month",
-    "months",
-    "year",
-    "years",
-    "%",
-    "percent",
-    "mb",
-    "gb",
-    "kb",
-    "tb",
-    "bytes",
-    "users",
-    "user",
-    "requests",
-    "request",
-    "rps",
-    "qps",
-    "req/s",
-    "items",
-    "item",
-    "records",
-    "rows",
-    "times",
-    "px",
-    "characters",
-    "chars",
-    "words",
-    "files",
-    "orders",
-    "products",
-    "clicks",
-    "steps",
-    "attempts",
-    "retries",
-    "concurrent",
-    "sessions",
-    "pages",
-    "members",
-    "people",
-    "customers",
-    "tickets",
-    "messages",
-    "tasks",
-    "eur",
-    "usd",
-    "cny",
-    "rmb",
-    "yuan",
-    "dollars",
-    "euros",
-    "k",
-    "m",
-}
-CJK_UNITS = ("毫秒", "秒", "分钟", "小时", "天", "个", "次", "人", "条", "元", "%", "兆", "页")
-ERROR_HANDLING = _words(
-    "error",
-    "errors",
-    "failure",
-    "fails",
-    "failed",
-    "exception",
-    "retry",
-    "retries",
-    "fallback",
-    "timeout",
-    "outage",
-    "recover",
-    "失败",
-    "异常",
-    "重试",
-    "错误",
-    "降级",
-)
-INTEGRATION = _words(
-    "third-party",
-    "third party",
-    "external",
-    "integrate",
-    "integration",
-    "integrates",
-    "webhook",
-    "payment gateway",
-    "sync",
-    "synchronize",
-    "import from",
-    "export to",
-    "API of",
-    "第三方",
-    "对接",
-    "同步",
-    "集成",
-)
-OPEN_ENDED = _words("etc", "and so on", "and more", "等等", "等")
-ACCEPTANCE_HEADINGS = ("acceptance", "验收", "done when", "definition of done", "success criteria")
-GOAL_HEADINGS = ("goal", "objective", "background", "purpose", "why", "目标", "背景", "目的")
-USERS = _words(
-    "user",
-    "users",
-    "customer",
-    "customers",
-    "persona",
-    "personas",
-    "admin",
-    "administrator",
-    "operator",
-    "用户",
-    "客户",
-    "管理员",
-    "角色",
-)
-USER_STORY = re.compile(r"\bas an? .+?\bi (?:want|need|can)\b", re.IGNORECASE)
-SO_THAT = re.compile(r"\bso that\b|以便|从而", re.IGNORECASE)
-UNDECIDED = _words(
-    "TBD",
-    "TODO",
-    "to be decided",
-    "to be confirmed",
-    "maybe",
-    "perhaps",
-    "possibly",
-    "might",
-    "待定",
-    "待确认",
-    "可能",
-    "或许",
-)
-SHOULD = _words("should", "could", "may", "ideally", "nice to have", "应该", "尽量", "最好")
-AI_TERMS = _words(
-    "AI",
-    "artificial intelligence",
-    "machine learning",
-    "ML",
-    "model",
-    "LLM",
-    "GPT",
-    "chatbot",
-    "recommend",
-    "recommends",
-    "recommendation",
-    "recommendations",
-    "predict",
-    "predicts",
-    "prediction",
-    "classify",
-    "classification",
-    "intelligent",
-    "smart",
-    "natural language",
-    "NLP",
-    "sentiment",
-    "auto-tag",
-    "automatically detect",
-    "computer vision",
-    "OCR",
-    "人工智能",
-    "智能",
-    "推荐",
-    "预测",
-    "识别",
-    "大模型",
-    "模型",
-    "自动分类",
-)
-AI_METRIC = _words(
-    "accuracy",
-    "precision",
-    "recall",
-    "F1",
-    "AUC",
-    "BLEU",
-    "hit rate",
-    "click-through",
-    "CTR",
-    "evaluation",
-    "benchmark",
-    "准确率",
-    "召回率",
-    "评测",
-    "评估",
-)
-AI_FALLBACK = _words(
-    "fallback", "fall back", "manual", "human", "override", "review by", "confidence", "人工", "兜底", "降级", "置信度"
-)
-AI_DATA = _words(
-    "data", "dataset", "training", "trained", "labelled", "labeled", "history", "historical", "数据", "训练", "样本"
-)
-PERSONAL_DATA = _words(
-    "email",
-    "e-mail",
-    "phone",
-    "address",
-    "birthday",
-    "date of birth",
-    "password",
-    "personal data",
-    "personal information",
-    "name and",
-    "ID card",
-    "passport",
-    "location",
-    "health",
-    "medical",
-    "手机号",
-    "身份证",
-    "地址",
-    "个人信息",
-    "密码",
-    "位置",
-)
-PRIVACY = _words(
-    "GDPR",
-    "privacy",
-    "consent",
-    "retention",
-    "encrypt",
-    "encrypted",
-    "encryption",
-    "anonymi",
-    "pseudonym",
-    "data protection",
-    "PIPL",
-    "CCPA",
-    "HIPAA",
-    "隐私",
-    "合规",
-    "加密",
-    "授权",
-    "脱敏",
-)
-PAYMENT = _words(
-    "payment",
-    "payments",
-    "pay",
-    "credit card",
-    "card number",
-    "invoice",
-    "refund",
-    "billing",
-    "wallet",
-    "支付",
-    "付款",
-    "退款",
-    "发票",
-    "信用卡",
-)
-PAYMENT_COMPLIANCE = _words("PCI", "PCI-DSS", "audit", "audit log", "reconciliation", "ledger", "审计", "对账")
-TIME_OF_DAY = re.compile(
-    r"\b(?:at\s+)?(?:[01]?\d|2[0-3]):[0-5]\d\b|\bmidnight\b|\bnoon\b|\bevery (?:day|morning|night)\b"
-    r"|每天|每日|凌晨",
-    re.IGNORECASE,
-)
-TIMEZONE = _words("UTC", "GMT", "time zone", "timezone", "local time", "CET", "PST", "EST", "时区", "北京时间")
-ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{1,5}s?\b")
-COMMON_ACRONYMS = {
-    "API",
-    "APIS",
-    "UI",
-    "UX",
-    "URL",
-    "URLS",
-    "HTTP",
-    "HTTPS",
-    "JSON",
-    "XML",
-    "CSV",
-    "PDF",
-    "ID",
-    "IDS",
-    "AI",
-    "OK",
-    "FAQ",
-    "HTML",
-    "CSS",
-    "SQL",
-    "REST",
-    "CPU",
-    "GPU",
-    "RAM",
-    "SSD",
-    "USB",
-    "TODO",
-    "TBD",
-    "PM",
-    "AM",
-    "UTC",
-    "GMT",
-    "CET",
-    "PST",
-    "EST",
-    "US",
-    "EU",
-    "UK",
-    "IT",
-    "QA",
-    "MVP",
-    "KPI",
-    "KPIS",
-    "CEO",
-    "CTO",
-    "HR",
-    "SMS",
-    "PC",
-    "IOS",
-    "V1",
-    "V2",
-    "V3",
-    "MB",
-    "GB",
-    "KB",
-    "TB",
-    "MS",
-    "OR",
-    "AND",
-    "NOT",
-    "LLM",
-    "GPT",
-    "ML",
-    "NLP",
-    "OCR",
-    "AUC",
-    "CTR",
-    "GDPR",
-    "PCI",
-    "DSS",
-    "PIPL",
-    "CCPA",
-    "HIPAA",
-    "SLA",
-    "SLAS",
-    "FAQS",
-    "PRD",
-    "RPS",
-    "QPS",
-    "P95",
-    "P99",
-    "A",
-    "I",
-    "DB",
-    "SDK",
-    "CI",
-    "CD",
-    "CLI",
-    "JWT",
-    "SSO",
-    "OTP",
-    "TLS",
-    "SSL",
-    "DNS",
-    "CDN",
-    "VPN",
-    "PNG",
-    "JPG",
-    "JPEG",
-    "GIF",
-    "SVG",
-    "MP4",
-    "F1",
-    "BLEU",
-    "WCAG",
-    "AA",
-    "AAA",
-}
-CONTRACT = _words("must", "shall", "required", "requires", "need to", "needs to", "will", "必须", "需要", "应")
-
-
-def _quote(statement: Statement) -> str:
-    return statement.text[:240]
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    """``text`` without its final period, cut at a word boundary to at most ``limit`` characters."""
-    text = text.strip().rstrip(".")
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0] + "…"
-
-
 def _unit_missing(after: str) -> bool:
-    token = after.strip().lower().rstrip(".,;:)")
+    token = after.strip().lower().rstrip(".,;:)。，；")
     if not token:
         return True
-    if any(token.startswith(u) for u in CJK_UNITS):
+    if any(token.startswith(u.lower()) for u in CJK_UNITS):
         return False
-    return token.split("/")[0] not in UNITS and token not in UNITS
+    word = token.split("/")[0]
+    if word in UNITS or token in UNITS:
+        return False
+    return not (word.isascii() and word.isalpha() and len(word) > 3 and word.endswith("s"))  # a counted noun
 
 
 def _likely_unit(statement: str, number: float) -> str | None:
     lowered = statement.lower()
-    if re.search(r"respon|latenc|load|render|return|reply|wait|页面|响应|加载", lowered):
+    if re.search(r"respon|latenc|load|render|return|reply|wait|页面|响应|加载|返回", lowered):
         return "ms" if number >= 50 else "s"
     if re.search(r"timeout|expire|session|token|超时|过期", lowered):
         return "s" if number < 600 else "min"
@@ -568,8 +130,14 @@ def _likely_unit(statement: str, number: float) -> str | None:
     return None
 
 
+ZH_UNITS = {"ms": "毫秒", "s": "秒", "min": "分钟", "MB": "MB"}
+
+
 def review_dev(document: RequirementDocument) -> list[Finding]:
-    """Development expert: performance targets, units, error handling, integrations, scope."""
+    """Development expert (seed 002 §6.2: feasibility, architecture, performance, risk):
+    vague performance words, numbers without units, capacity limits without behaviour at the
+    limit, integrations and notifications without failure handling, no error handling."""
+    lang = document.language
     findings: list[Finding] = []
     for statement in document.statements:
         vague = VAGUE_PERFORMANCE.search(statement.text)
@@ -577,110 +145,248 @@ def review_dev(document: RequirementDocument) -> list[Finding]:
             word = vague.group(0)
             lowered = word.lower()
             if lowered in ("real-time", "realtime", "实时", "instant", "instantly", "及时"):
-                target = "updated within 5 s of the change"
+                target = say(lang, "updated within 5 s of the change", "数据变更后 5 秒内更新")
             elif lowered in ("scalable", "高并发"):
-                target = "handles 10x the expected peak load with a p95 response time of at most 2 s"
+                target = say(
+                    lang,
+                    "handles 10x the expected peak load with a p95 response time of at most 2 s",
+                    "可承受预期峰值 10 倍的负载，p95 响应时间不超过 2 秒",
+                )
             else:
-                target = "p95 response time of at most 2 s under the expected load"
+                target = say(
+                    lang,
+                    "p95 response time of at most 2 s under the expected load",
+                    "在预期负载下 p95 响应时间不超过 2 秒",
+                )
             findings.append(
                 Finding(
                     "no_measurable_target",
                     "performance",
                     "major",
-                    f"'{word}' has no measurable target, so it cannot be tested or accepted.",
-                    f"State a measurable target, e.g. {target}.",
+                    say(
+                        lang,
+                        f"'{word}' has no measurable target, so it cannot be tested or accepted.",
+                        f"“{word}”没有可度量的目标，无法测试，也无法验收。",
+                    ),
+                    say(lang, f"State a measurable target, e.g. {target}.", f"给出可度量的目标，例如：{target}。"),
                     statement.number,
                     statement.section,
-                    _quote(statement),
-                    {"action": "replace", "old": word, "new": f"{word} ({target})"},
+                    quote(statement),
+                    {"action": "replace", "old": word, "new": word + proposed(lang, target), "proposed": target},
                 )
             )
-            if word.lower() in ("real-time", "realtime", "实时", "instant", "instantly"):
+            if lowered in ("real-time", "realtime", "实时", "instant", "instantly"):
+                simpler = say(lang, "refreshed every 60 s", "每 60 秒刷新一次")
                 findings.append(
                     Finding(
                         "scope_simplification",
                         "scope",
                         "minor",
-                        f"'{word}' updates are expensive to build and operate.",
-                        "Drop the real-time requirement and refresh the data every 60 s instead.",
+                        say(
+                            lang,
+                            f"'{word}' updates are expensive to build and operate.",
+                            f"“{word}”更新的开发和运维成本高。",
+                        ),
+                        say(
+                            lang,
+                            "Drop the real-time requirement and refresh the data every 60 s instead.",
+                            "放弃实时要求，改为每 60 秒刷新一次。",
+                        ),
                         statement.number,
                         statement.section,
-                        _quote(statement),
-                        {"action": "scope_reduction", "old": word, "new": "refreshed every 60 s"},
+                        quote(statement),
+                        {"action": "scope_reduction", "old": word, "new": simpler},
                     )
                 )
         for match in COMPARATOR_NUMBER.finditer(statement.text):
-            if _unit_missing(match.group("after")):
-                number = float(match.group("num").replace(",", "."))
-                unit = _likely_unit(statement.text, number)
-                change: dict[str, Any] = (
-                    {
-                        "action": "replace",
-                        "old": match.group(0).rstrip(),
-                        "new": f"{match.group('cmp')} {match.group('num')} {unit}",
-                    }
-                    if unit
-                    else {"action": "open_point", "question": f"What is the unit of {match.group('num')}?"}
-                )
-                findings.append(
-                    Finding(
-                        "number_without_unit",
-                        "units",
-                        "major",
-                        f"'{match.group(0).strip()}' gives a number without a unit.",
-                        f"Give the unit ({unit} is what the sentence implies)."
-                        if unit
-                        else "Give the unit of the number.",
-                        statement.number,
-                        statement.section,
-                        _quote(statement),
-                        change,
+            if not _unit_missing(match.group("after")):
+                continue
+            number = float(match.group("num").replace(",", "."))
+            unit = _likely_unit(statement.text, number)
+            old = match.group(0).rstrip(" 。.，,；;")
+            if unit:
+                shown = ZH_UNITS.get(unit, unit) if lang == "zh" else unit
+                guess = f"{match.group('cmp')} {match.group('num')} {shown}"
+                change: dict[str, Any] = {"action": "replace", "old": old, "new": old + proposed(lang, guess)}
+                change["proposed"] = guess
+            else:
+                change = {
+                    "action": "open_point",
+                    "question": say(
+                        lang, f"What is the unit of {match.group('num')} in: {clip(statement.text, 80)}?",
+                        f"“{clip(statement.text, 80)}”中的 {match.group('num')} 是什么单位？",
+                    ),
+                }  # fmt: skip
+            findings.append(
+                Finding(
+                    "number_without_unit",
+                    "units",
+                    "major",
+                    say(
+                        lang,
+                        f"'{old}' gives a number without a unit.",
+                        f"“{old}”只有数字，没有单位。",
+                    ),
+                    say(
+                        lang,
+                        f"Give the unit ({unit} is what the sentence implies).",
+                        f"给出单位（从句意看可能是{ZH_UNITS.get(unit, unit)}）。",
                     )
+                    if unit
+                    else say(lang, "Give the unit of the number.", "给出该数字的单位。"),
+                    statement.number,
+                    statement.section,
+                    quote(statement),
+                    change,
                 )
-        if OPEN_ENDED.search(statement.text) and statement.text.rstrip().endswith(("etc.", "etc", "等", "and more")):
+            )
+        limit = CAPACITY_LIMIT.search(statement.text)
+        if limit and not TIME_UNIT_WORDS.search(limit.group(0)) and not LIMIT_BEHAVIOUR.search(statement.text):
+            text = limit.group("limit").strip()
+            findings.append(
+                Finding(
+                    "limit_without_behaviour",
+                    "scalability",
+                    "major",
+                    say(
+                        lang,
+                        f"'{text}' sets a limit but not what happens when it is reached.",
+                        f"“{text}”规定了上限，但没有说明达到上限时系统如何处理。",
+                    ),
+                    say(
+                        lang,
+                        "Say what happens at the limit: reject with a message, queue, or allow with a warning.",
+                        "说明达到上限时的行为：拒绝并提示、排队候补，或允许但给出警告。",
+                    ),
+                    statement.number,
+                    statement.section,
+                    quote(statement),
+                    {
+                        "action": "open_point",
+                        "question": say(
+                            lang,
+                            f"What happens when '{text}' is reached: is the request rejected, queued or allowed, "
+                            "and what does the user see?",
+                            f"达到“{text}”的上限时如何处理：拒绝、排队还是放行？用户看到什么提示？",
+                        ),
+                    },
+                )
+            )
+        if OPEN_ENDED.search(statement.text) and statement.text.rstrip().endswith(
+            ("etc.", "etc", "等", "等。", "and more")
+        ):
             findings.append(
                 Finding(
                     "open_ended_list",
                     "scope",
                     "minor",
-                    "The list ends open ('etc.'), so the scope cannot be estimated or tested.",
-                    "List every item that is in scope and drop 'etc.'.",
+                    say(
+                        lang,
+                        "The list ends open ('etc.'), so the scope cannot be estimated or tested.",
+                        "列表以“等”结尾，范围不封闭，无法估算，也无法测试。",
+                    ),
+                    say(lang, "List every item that is in scope and drop 'etc.'.", "列出范围内的全部条目，去掉“等”。"),
                     statement.number,
                     statement.section,
-                    _quote(statement),
-                    {"action": "open_point", "question": "Which items does 'etc.' stand for?"},
+                    quote(statement),
+                    {
+                        "action": "open_point",
+                        "question": say(
+                            lang,
+                            f"Which items does 'etc.' stand for in: {clip(statement.text, 80)}?",
+                            f"“{clip(statement.text, 80)}”中的“等”具体包括哪些条目？",
+                        ),
+                    },
                 )
             )
         if INTEGRATION.search(statement.text) and not ERROR_HANDLING.search(statement.text):
+            retries = proposed(lang, say(lang, "up to 3 times with backoff", "最多 3 次，间隔递增"))
             findings.append(
                 Finding(
                     "integration_failure_undefined",
                     "integration",
                     "major",
-                    "An external integration is required but its failure behaviour is not.",
-                    "Say what happens when the external system is slow or down (timeout, retries, user message).",
+                    say(
+                        lang,
+                        "An external integration is required but its failure behaviour is not.",
+                        "需求依赖外部系统，但没有说明外部系统失败时的行为。",
+                    ),
+                    say(
+                        lang,
+                        "Say what happens when the external system is slow or down (timeout, retries, user message).",
+                        "说明外部系统响应慢或不可用时的处理：超时、重试次数、给用户的提示。",
+                    ),
                     statement.number,
                     statement.section,
-                    _quote(statement),
+                    quote(statement),
                     {
                         "action": "append_section",
                         "section": "Error handling",
                         "lines": [
-                            f'When an external system named in "{_clip(statement.text)}" is slow or unavailable, the '
-                            "operation is retried up to 3 times with backoff, then the user sees what failed and can "
-                            "retry later."
+                            say(
+                                lang,
+                                f"When an external system named in {q(lang, clip(statement.text))} is slow or "
+                                f"unavailable, the operation is retried{retries}, then the user sees what failed and "
+                                "can retry later.",
+                                f"{q(lang, clip(statement.text))}涉及的外部系统响应慢或不可用时，操作自动重试"
+                                f"{retries}，仍失败则告知用户失败原因，用户可稍后重试。",
+                            )
                         ],
                     },
                 )
             )
+    notices = [s for s in document.statements if NOTIFICATION.search(s.text)]
+    if notices and not any(ERROR_HANDLING.search(s.text) for s in notices):
+        first = notices[0]
+        retries = proposed(lang, say(lang, "up to 3 times", "最多 3 次"))
+        findings.append(
+            Finding(
+                "notification_failure_undefined",
+                "reliability",
+                "major",
+                say(
+                    lang,
+                    "Notifications are sent but nothing says what happens when one cannot be delivered.",
+                    "需求要求发送通知，但没有说明通知发送失败时如何处理。",
+                ),
+                say(
+                    lang,
+                    "Say how delivery failures are retried, logged and made visible.",
+                    "说明发送失败时的重试、记录方式，以及用户如何得知。",
+                ),
+                first.number,
+                first.section,
+                quote(first),
+                {
+                    "action": "append_section",
+                    "section": "Error handling",
+                    "lines": [
+                        say(
+                            lang,
+                            f"When a notification cannot be delivered, it is retried{retries}; the failure is logged "
+                            "and the information stays visible in the product.",
+                            f"通知发送失败时自动重试{retries}；失败记录到日志，通知内容在系统内仍可查看。",
+                        )
+                    ],
+                },
+            )
+        )
     if document.statements and not document.mentions(ERROR_HANDLING):
         findings.append(
             Finding(
                 "no_error_handling",
                 "reliability",
                 "major",
-                "The document never says what happens when something fails.",
-                "Add error handling requirements: what the user sees, what is retried, what is logged.",
+                say(
+                    lang,
+                    "The document never says what happens when something fails.",
+                    "文档没有说明任何操作失败时的处理。",
+                ),
+                say(
+                    lang,
+                    "Add error handling requirements: what the user sees, what is retried, what is logged.",
+                    "补充异常处理要求：用户看到什么、哪些操作重试、记录哪些信息。",
+                ),
                 None,
                 "",
                 "",
@@ -688,8 +394,16 @@ def review_dev(document: RequirementDocument) -> list[Finding]:
                     "action": "append_section",
                     "section": "Error handling",
                     "lines": [
-                        "Every failed operation tells the user what failed and what to do next.",
-                        "Failures are logged with enough context to diagnose them.",
+                        say(
+                            lang,
+                            "Every failed operation tells the user what failed and what to do next.",
+                            "每个失败的操作都告知用户失败原因和下一步可以做什么。",
+                        ),
+                        say(
+                            lang,
+                            "Failures are logged with enough context to diagnose them.",
+                            "失败记录到日志，并附带足以定位问题的上下文。",
+                        ),
                     ],
                 },
             )
@@ -707,7 +421,7 @@ def requirement_statements(document: RequirementDocument) -> list[Statement]:
     out = []
     for statement in document.statements:
         section = statement.section.lower()
-        if any(k in section for k in NOT_REQUIREMENT_SECTIONS):
+        if any(k in section for k in NOT_REQUIREMENT_SECTIONS) or any(k in section for k in ACCEPTANCE_HEADINGS):
             continue
         if (
             CONTRACT.search(statement.text)
@@ -718,8 +432,62 @@ def requirement_statements(document: RequirementDocument) -> list[Statement]:
     return out
 
 
+def testable(text: str) -> bool:
+    """True when an acceptance criterion is testable (seed 002 §6.7 闭环性): it names an
+    observable condition and an expected result, or a measurable quantity, and no vague
+    judgement ("works well", "用户满意")."""
+    if UNTESTABLE.search(text) or (VAGUE_QUALITY.search(text) and not MEASURE.search(text)):
+        return False
+    return bool((CONDITION.search(text) and RESULT.search(text)) or MEASURE.search(text))
+
+
+_EN_MODAL = re.compile(
+    r"^(?P<who>.+?)\s+(?:must|shall|can|will|should|may|is able to|are able to)\s+(?P<what>.+)$", re.I
+)
+_ZH_MODAL = re.compile(r"^(?P<who>[^，,：:]{1,12}?)(?:必须|需要|应当|可以|能够|可在|可)(?P<what>.+)$")
+
+
+def acceptance_criterion(text: str, language: str) -> str:
+    """A testable acceptance criterion for the requirement ``text`` (seed 002 §6.6 细化, §6.7
+    闭环性): an observable condition and an expected result, not the requirement copied."""
+    text = text.strip().rstrip(".。")
+    measured = MEASURE.search(PROPOSED.sub("", text))
+    marks = PROPOSED.findall(text)
+    if language == "zh":
+        match = _ZH_MODAL.match(text)
+        if match:
+            who, what = match.group("who").strip(), match.group("what").strip()
+            result = f"{measured.group(0)}的要求在每次测试中均满足" if measured else f"操作无报错完成，结果对{who}可见"
+            if marks:
+                result = "达到" + marks[0] + "，且操作无报错完成"
+            return f"给定{who}，当{who}在测试环境中{what}时，预期：{result}。"
+        return f"在测试环境中执行“{clip(text, 80)}”时，预期：观察到的结果与该需求一致，测试记录为通过。"
+    match = _EN_MODAL.match(text)
+    if match:
+        who, what = match.group("who").strip(), match.group("what").strip()
+        result = (
+            f"the {measured.group(0)} target is met in every run"
+            if measured
+            else "the action completes without an error and its result is visible to them"
+        )
+        if marks:
+            result = "the target" + marks[0] + " is met in every run"
+        return f"Given {who[:1].lower() + who[1:]}, when they {what} in the test environment, then {result}."
+    return (
+        f'When the test exercises "{clip(text, 80)}", then the observed result matches it and the test records a pass.'
+    )
+
+
+def _role_name(text: str) -> str:
+    name = re.split(r"[：:，,（(]| - | who | that ", text, maxsplit=1)[0].strip()
+    return clip(name, 40)
+
+
 def review_pm(document: RequirementDocument) -> list[Finding]:
-    """Product manager: acceptance criteria, goals, users, user stories, undecided wording."""
+    """Product manager (seed 002 §6.2: goals, user value, scenarios, acceptance): acceptance
+    criteria missing or untestable, goals and users, roles without permissions, metrics
+    without definitions, user stories without a benefit, undecided or vague wording."""
+    lang = document.language
     findings: list[Finding] = []
     contracts = requirement_statements(document)
     if not document.has_section(*ACCEPTANCE_HEADINGS):
@@ -728,8 +496,17 @@ def review_pm(document: RequirementDocument) -> list[Finding]:
                 "missing_acceptance_criteria",
                 "acceptance",
                 "major",
-                "There are no acceptance criteria, so nobody can tell when the work is done.",
-                "Add an 'Acceptance criteria' section with one testable criterion per requirement.",
+                say(
+                    lang,
+                    "There are no acceptance criteria, so nobody can tell when the work is done.",
+                    "文档没有验收标准，无法判断工作何时算完成。",
+                ),
+                say(
+                    lang,
+                    "Add an 'Acceptance criteria' section with one testable criterion (condition and expected "
+                    "result) per requirement.",
+                    "增加“验收标准”一节，每条需求对应一条可测试的标准（可观察的条件和预期结果）。",
+                ),
                 None,
                 "",
                 "",
@@ -738,27 +515,77 @@ def review_pm(document: RequirementDocument) -> list[Finding]:
                     "section": "Acceptance criteria",
                     # Criteria are written from these lines as they read after consolidation.
                     "from_lines": [s.number for s in contracts[:20]],
-                    "line_format": "[ ] {text}",
+                    "criteria": True,
                     "lines": []
                     if contracts
-                    else ["[ ] Each requirement above is demonstrated by a test before release."],
+                    else [
+                        say(
+                            lang,
+                            "When each requirement above is exercised in a test before release, then the test passes.",
+                            "发布前，当上述每条需求都在测试中执行时，预期：测试全部通过。",
+                        )
+                    ],
                 },
             )
         )
+    for statement in document.statements:
+        if any(k in statement.section.lower() for k in ACCEPTANCE_HEADINGS) and not testable(statement.text):
+            findings.append(
+                Finding(
+                    "untestable_acceptance_criterion",
+                    "acceptance",
+                    "major",
+                    say(
+                        lang,
+                        "This acceptance criterion has no observable condition and expected result, so no test "
+                        "can pass or fail it.",
+                        "这条验收标准没有可观察的条件和预期结果，无法据此判定测试通过与否。",
+                    ),
+                    say(
+                        lang,
+                        "Rewrite it as 'When <condition>, then <expected result>' with a measurable result.",
+                        "改写为“当……时，预期：……”，并给出可度量的结果。",
+                    ),
+                    statement.number,
+                    statement.section,
+                    quote(statement),
+                    {
+                        "action": "open_point",
+                        "question": say(
+                            lang,
+                            f"How is {q(lang, clip(statement.text, 80))} verified: under which condition, with "
+                            "which expected result?",
+                            f"{q(lang, clip(statement.text, 80))}如何验证：在什么条件下，预期什么结果？",
+                        ),
+                    },
+                )
+            )
     if not document.has_section(*GOAL_HEADINGS):
         findings.append(
             Finding(
                 "missing_goal",
                 "goals",
                 "minor",
-                "The document does not say what business goal the work serves.",
-                "Add a short 'Goal' section: the problem, who has it and how success is measured.",
+                say(
+                    lang,
+                    "The document does not say what business goal the work serves.",
+                    "文档没有说明要达成的业务目标。",
+                ),
+                say(
+                    lang,
+                    "Add a short 'Goal' section: the problem, who has it and how success is measured.",
+                    "增加“目标”一节：要解决的问题、谁遇到这个问题、如何衡量成功。",
+                ),
                 None,
                 "",
                 "",
                 {
                     "action": "open_point",
-                    "question": "What business goal does this serve, and how is success measured?",
+                    "question": say(
+                        lang,
+                        "What business goal does this serve, and how is success measured?",
+                        "这项需求服务于什么业务目标？如何衡量成功？",
+                    ),
                 },
             )
         )
@@ -768,260 +595,330 @@ def review_pm(document: RequirementDocument) -> list[Finding]:
                 "missing_users",
                 "users",
                 "major",
-                "No user or customer is named, so the value to anyone is unclear.",
-                "Name the users (roles or personas) and what each needs.",
+                say(
+                    lang,
+                    "No user or customer is named, so the value to anyone is unclear.",
+                    "文档没有指明用户，价值归属不清。",
+                ),
+                say(
+                    lang, "Name the users (roles or personas) and what each needs.", "写明用户（角色）以及各自的需要。"
+                ),
                 None,
                 "",
                 "",
-                {"action": "open_point", "question": "Who are the users of this feature?"},
+                {
+                    "action": "open_point",
+                    "question": say(lang, "Who are the users of this feature?", "这个功能的用户是谁？"),
+                },
             )
         )
+    findings += _roles_without_permissions(document)
+    findings += _undefined_metrics(document)
     for statement in document.statements:
-        if USER_STORY.search(statement.text) and not SO_THAT.search(statement.text):
-            findings.append(
-                Finding(
-                    "story_without_benefit",
-                    "users",
-                    "minor",
-                    "This user story has no 'so that': the benefit is missing.",
-                    "Complete the story with the benefit the user gets ('so that ...').",
-                    statement.number,
-                    statement.section,
-                    _quote(statement),
-                    {"action": "open_point", "question": f"What does the user gain from: {statement.text[:80]}?"},
-                )
+        findings += _wording(document, statement)
+    return findings
+
+
+def _roles_without_permissions(document: RequirementDocument) -> list[Finding]:
+    lang = document.language
+    if document.has_section(*PERMISSION_HEADINGS):
+        return []
+    findings = []
+    for statement in document.statements:
+        section = statement.section.lower()
+        if not any(k in section for k in ROLE_HEADINGS) or PERMISSION.search(statement.text):
+            continue
+        role = _role_name(statement.text)
+        findings.append(
+            Finding(
+                "role_without_permissions",
+                "users",
+                "major",
+                say(
+                    lang,
+                    f"'{role}' is a user role, but what it may see and do is not stated.",
+                    f"“{role}”是一个用户角色，但没有说明其可查看、可操作的范围。",
+                ),
+                say(
+                    lang,
+                    "State each role's permissions: what it can see and change, and what it cannot.",
+                    "为每个角色写明权限：可以查看和修改什么，不可以做什么。",
+                ),
+                statement.number,
+                statement.section,
+                quote(statement),
+                {
+                    "action": "open_point",
+                    "question": say(
+                        lang,
+                        f"What may '{role}' see and do, and what not?",
+                        f"“{role}”可以查看和操作哪些内容？哪些不可以？",
+                    ),
+                },
             )
-        undecided = UNDECIDED.search(statement.text)
-        if undecided:
+        )
+    return findings
+
+
+def _undefined_metrics(document: RequirementDocument) -> list[Finding]:
+    lang = document.language
+    findings, reported = [], set()
+    for statement in document.statements:
+        for match in METRIC.finditer(statement.text):
+            metric = match.group(0).strip()
+            if metric in reported or any(n in metric for n in NOT_METRIC):
+                continue
+            defined = any(metric in s.text and DEFINITION.search(s.text) for s in document.statements)
+            if defined or metric.lower() in ("rate", "score", "index"):
+                continue
+            reported.add(metric)
             findings.append(
                 Finding(
-                    "undecided_requirement",
-                    "ambiguity",
+                    "undefined_metric",
+                    "goals",
                     "major",
-                    f"'{undecided.group(0)}' leaves this requirement undecided.",
-                    "Decide it: state what is required, or move it out of scope.",
+                    say(
+                        lang,
+                        f"The metric '{metric}' is used but not defined, so the goal cannot be measured.",
+                        f"指标“{metric}”没有定义，目标无法衡量。",
+                    ),
+                    say(
+                        lang,
+                        f"Define '{metric}': numerator, denominator, period and data source.",
+                        f"定义“{metric}”：分子、分母、统计周期和数据来源。",
+                    ),
                     statement.number,
                     statement.section,
-                    _quote(statement),
-                    {"action": "open_point", "question": f"Decide: {statement.text[:100]}"},
-                )
-            )
-        elif SHOULD.search(statement.text) and not CONTRACT.search(statement.text):
-            word = SHOULD.search(statement.text).group(0)  # type: ignore[union-attr]
-            findings.append(
-                Finding(
-                    "weak_wording",
-                    "ambiguity",
-                    "minor",
-                    f"'{word}' makes it unclear whether this is required.",
-                    "Use 'must' if it is required; otherwise mark it optional.",
-                    statement.number,
-                    statement.section,
-                    _quote(statement),
-                    {"action": "replace", "old": word, "new": "must", "strengthens": True},
-                )
-            )
-        vague = VAGUE_QUALITY.search(statement.text)
-        if vague and not MEASURE.search(statement.text):
-            findings.append(
-                Finding(
-                    "unmeasurable_quality",
-                    "acceptance",
-                    "minor",
-                    f"'{vague.group(0)}' cannot be accepted or rejected by a test.",
-                    "Describe the observable behaviour instead (e.g. a first-time user completes the flow "
-                    "without help in under 2 minutes).",
-                    statement.number,
-                    statement.section,
-                    _quote(statement),
+                    quote(statement),
                     {
-                        "action": "replace",
-                        "old": vague.group(0),
-                        "new": f"{vague.group(0)} (a first-time user completes it without help in under 2 minutes)",
+                        "action": "open_point",
+                        "question": say(
+                            lang,
+                            f"How is '{metric}' calculated (numerator, denominator, period)?",
+                            f"“{metric}”如何计算（分子、分母、统计周期）？",
+                        ),
                     },
                 )
             )
     return findings
 
 
+def _wording(document: RequirementDocument, statement: Statement) -> list[Finding]:
+    lang = document.language
+    findings = []
+    if USER_STORY.search(statement.text) and not SO_THAT.search(statement.text):
+        findings.append(
+            Finding(
+                "story_without_benefit",
+                "users",
+                "minor",
+                say(
+                    lang,
+                    "This user story has no 'so that': the benefit is missing.",
+                    "这个用户故事没有说明用户得到的好处。",
+                ),
+                say(
+                    lang,
+                    "Complete the story with the benefit the user gets ('so that ...').",
+                    "补充用户得到的好处（“以便……”）。",
+                ),
+                statement.number,
+                statement.section,
+                quote(statement),
+                {
+                    "action": "open_point",
+                    "question": say(
+                        lang,
+                        f"What does the user gain from: {statement.text[:80]}?",
+                        f"用户从“{statement.text[:80]}”中得到什么？",
+                    ),
+                },
+            )
+        )
+    undecided = UNDECIDED.search(statement.text)
+    if undecided:
+        findings.append(
+            Finding(
+                "undecided_requirement",
+                "ambiguity",
+                "major",
+                say(
+                    lang,
+                    f"'{undecided.group(0)}' leaves this requirement undecided.",
+                    f"“{undecided.group(0)}”使这条需求悬而未决。",
+                ),
+                say(
+                    lang,
+                    "Decide it: state what is required, or move it out of scope.",
+                    "做出决定：写明要求，或移出范围。",
+                ),
+                statement.number,
+                statement.section,
+                quote(statement),
+                {
+                    "action": "open_point",
+                    "question": say(lang, f"Decide: {statement.text[:100]}", f"请决定：{statement.text[:100]}"),
+                },
+            )
+        )
+    elif SHOULD.search(statement.text) and not CONTRACT.search(statement.text):
+        word = SHOULD.search(statement.text).group(0)  # type: ignore[union-attr]
+        findings.append(
+            Finding(
+                "weak_wording",
+                "ambiguity",
+                "minor",
+                say(lang, f"'{word}' makes it unclear whether this is required.", f"“{word}”使人不清楚这是否为必须。"),
+                say(
+                    lang,
+                    "Use 'must' if it is required; otherwise mark it optional.",
+                    "如果是必须的，写“必须”；否则标为可选。",
+                ),
+                statement.number,
+                statement.section,
+                quote(statement),
+                {"action": "replace", "old": word, "new": say(lang, "must", "必须"), "strengthens": True},
+            )
+        )
+    vague = VAGUE_QUALITY.search(statement.text)
+    if (
+        vague
+        and not MEASURE.search(statement.text)
+        and not any(k in statement.section.lower() for k in ACCEPTANCE_HEADINGS)
+    ):
+        word = vague.group(0)
+        target = say(
+            lang,
+            "a first-time user completes it without help in under 2 minutes",
+            "首次使用的用户无需帮助即可在 2 分钟内完成",
+        )
+        findings.append(
+            Finding(
+                "unmeasurable_quality",
+                "acceptance",
+                "minor",
+                say(
+                    lang, f"'{word}' cannot be accepted or rejected by a test.", f"“{word}”无法通过测试来判定是否达成。"
+                ),
+                say(
+                    lang,
+                    f"Describe the observable behaviour instead (e.g. {target}).",
+                    f"改为描述可观察的行为（例如：{target}）。",
+                ),
+                statement.number,
+                statement.section,
+                quote(statement),
+                {"action": "replace", "old": word, "new": word + proposed(lang, target), "proposed": target},
+            )
+        )
+    return findings
+
+
 def review_ai(document: RequirementDocument) -> list[Finding]:
-    """AI expert: evaluation targets, fallbacks and data for every AI feature."""
+    """AI expert (seed 002 §6.2: AI capability limits): evaluation targets, fallbacks and
+    data for every AI feature."""
+    lang = document.language
     findings: list[Finding] = []
     ai_lines = [s for s in document.statements if AI_TERMS.search(s.text)]
     if not ai_lines:
         return findings
     has_metric = document.mentions(AI_METRIC)
-    has_fallback = document.mentions(AI_FALLBACK)
-    has_data = document.mentions(AI_DATA)
     for statement in ai_lines:
         term = AI_TERMS.search(statement.text).group(0)  # type: ignore[union-attr]
         if not has_metric and not MEASURE.search(statement.text):
+            target = proposed(lang, say(lang, "at least 80% precision", "准确率不低于 80%"))
             findings.append(
                 Finding(
                     "ai_without_evaluation",
                     "evaluation",
                     "major",
-                    f"The AI feature ('{term}') has no quality target, so it cannot be evaluated.",
-                    "State how it is evaluated and the target, e.g. at least 80% precision on a held-out set.",
+                    say(
+                        lang,
+                        f"The AI feature ('{term}') has no quality target, so it cannot be evaluated.",
+                        f"AI 功能（“{term}”）没有质量目标，无法评估。",
+                    ),
+                    say(
+                        lang,
+                        "State how it is evaluated and the target, e.g. at least 80% precision on a held-out set.",
+                        "说明评估方法和目标，例如在独立评测集上准确率不低于 80%。",
+                    ),
                     statement.number,
                     statement.section,
-                    _quote(statement),
+                    quote(statement),
                     {
                         "action": "append_section",
                         "section": "AI behaviour",
                         "lines": [
-                            f'The AI feature in "{_clip(statement.text)}" reaches at least 80% precision on a '
-                            "held-out evaluation set before release."
+                            say(
+                                lang,
+                                f"The AI feature in {q(lang, clip(statement.text))} is evaluated on a held-out "
+                                f"evaluation set before release; target:{target}.",
+                                f"{q(lang, clip(statement.text))}中的 AI 功能上线前在独立评测集上评估，目标{target}。",
+                            )
                         ],
                     },
                 )
             )
-    if not has_fallback:
-        first = ai_lines[0]
+    first = ai_lines[0]
+    if not document.mentions(AI_FALLBACK):
         findings.append(
             Finding(
                 "ai_without_fallback",
                 "reliability",
                 "major",
-                "Nothing says what happens when the AI is wrong, unsure or unavailable.",
-                "Define a fallback: a confidence threshold below which a human decides, and the behaviour when the "
-                "model is down.",
+                say(
+                    lang,
+                    "Nothing says what happens when the AI is wrong, unsure or unavailable.",
+                    "没有说明 AI 出错、把握不足或不可用时怎么办。",
+                ),
+                say(
+                    lang,
+                    "Define a fallback: a confidence threshold below which a human decides, and the behaviour when "
+                    "the model is down.",
+                    "定义兜底方案：置信度低于阈值时由人工决定，以及模型不可用时的行为。",
+                ),
                 first.number,
                 first.section,
-                _quote(first),
+                quote(first),
                 {
                     "action": "append_section",
                     "section": "AI behaviour",
                     "lines": [
-                        "When the model is unavailable or its confidence is below the threshold, the system falls "
-                        "back to the non-AI behaviour and lets a person decide."
+                        say(
+                            lang,
+                            "When the model is unavailable or its confidence is below the threshold, the system falls "
+                            "back to the non-AI behaviour and lets a person decide.",
+                            "当模型不可用或置信度低于阈值时，系统回退到非 AI 流程，由人工决定。",
+                        )
                     ],
                 },
             )
         )
-    if not has_data:
-        first = ai_lines[0]
+    if not document.mentions(AI_DATA):
         findings.append(
             Finding(
                 "ai_without_data",
                 "data",
                 "minor",
-                "The AI feature's data source (training or context data) is not named.",
-                "Name the data the AI uses and who owns it.",
+                say(
+                    lang,
+                    "The AI feature's data source (training or context data) is not named.",
+                    "没有说明 AI 功能使用的数据来源（训练数据或上下文数据）。",
+                ),
+                say(lang, "Name the data the AI uses and who owns it.", "写明 AI 使用哪些数据，以及数据归谁所有。"),
                 first.number,
                 first.section,
-                _quote(first),
-                {"action": "open_point", "question": "Which data does the AI feature learn from or use?"},
-            )
-        )
-    return findings
-
-
-def defined_acronyms(document: RequirementDocument) -> set[str]:
-    """Acronyms the document defines: 'Long Name (ABC)', 'ABC (Long Name)', 'ABC: ...', 'ABC means'."""
-    defined = set(re.findall(r"\(([A-Z][A-Z0-9]{1,5})s?\)", document.source))
-    defined |= set(re.findall(r"\b([A-Z][A-Z0-9]{1,5})\s*\([A-Za-z][^)]{3,}\)", document.source))
-    defined |= set(
-        re.findall(
-            r"^\s*(?:[-*]\s*)?\**([A-Z][A-Z0-9]{1,5})\**\s*(?::|=|means|stands for)", document.source, re.MULTILINE
-        )
-    )
-    return defined
-
-
-def review_domain(document: RequirementDocument) -> list[Finding]:
-    """Domain expert: terminology, privacy and payment compliance, time zones."""
-    findings: list[Finding] = []
-    defined = defined_acronyms(document)
-    reported: set[str] = set()
-    for statement in document.statements:
-        for match in ACRONYM.finditer(statement.text):
-            term = match.group(0)
-            if term.endswith("s") and len(term) > 2:
-                term = term[:-1]
-            if term in COMMON_ACRONYMS or term in defined or term in reported or term.isdigit():
-                continue
-            reported.add(term)
-            findings.append(
-                Finding(
-                    "undefined_term",
-                    "terminology",
-                    "major",
-                    f"'{term}' is used but never defined; readers outside the team will not know it.",
-                    f"Define '{term}' where it first appears or in a glossary.",
-                    statement.number,
-                    statement.section,
-                    _quote(statement),
-                    {"action": "open_point", "question": f"What does '{term}' mean?", "term": term},
-                )
-            )
-    personal = [s for s in document.statements if PERSONAL_DATA.search(s.text)]
-    if personal and not document.mentions(PRIVACY):
-        first = personal[0]
-        kinds = sorted({m.lower() for s in personal for m in PERSONAL_DATA.findall(s.text)})
-        findings.append(
-            Finding(
-                "personal_data_without_privacy",
-                "privacy",
-                "critical",
-                f"Personal data ({', '.join(kinds)}) is handled but no privacy or data-protection rule is stated.",
-                "State consent, purpose, retention, encryption and deletion rules (GDPR/PIPL where they apply).",
-                first.number,
-                first.section,
-                _quote(first),
+                quote(first),
                 {
-                    "action": "append_section",
-                    "section": "Privacy and compliance",
-                    "lines": [
-                        f"Personal data ({', '.join(kinds)}) is collected only with the user's consent and only for "
-                        "the purpose stated here.",
-                        "Personal data is encrypted in transit and at rest.",
-                        "Personal data is deleted within 30 days of a user's request or when no longer needed.",
-                    ],
+                    "action": "open_point",
+                    "question": say(
+                        lang,
+                        "Which data does the AI feature learn from or use?",
+                        "AI 功能基于哪些数据训练或运行？",
+                    ),
                 },
             )
         )
-    payments = [s for s in document.statements if PAYMENT.search(s.text)]
-    if payments and not document.mentions(PAYMENT_COMPLIANCE):
-        first = payments[0]
-        findings.append(
-            Finding(
-                "payment_without_compliance",
-                "compliance",
-                "critical",
-                "Payments are handled but there is no audit trail or payment-card compliance requirement.",
-                "Require an audit log of every payment event and PCI-DSS compliant card handling "
-                "(card data never stored by the product).",
-                first.number,
-                first.section,
-                _quote(first),
-                {
-                    "action": "append_section",
-                    "section": "Privacy and compliance",
-                    "lines": [
-                        "Every payment, refund and invoice event is written to an audit log that cannot be edited.",
-                        "Card data is handled only by a PCI-DSS compliant payment provider and never stored.",
-                    ],
-                },
-            )
-        )
-    for statement in document.statements:
-        times = [m.group(0) for m in TIME_OF_DAY.finditer(statement.text)]
-        if times and not TIMEZONE.search(statement.text):
-            moment = next((t for t in times if any(ch.isdigit() for ch in t)), times[0])
-            findings.append(
-                Finding(
-                    "time_without_zone",
-                    "time",
-                    "minor",
-                    f"'{moment}' is a time of day without a time zone.",
-                    "Give the time zone (e.g. UTC) or say it is the user's local time.",
-                    statement.number,
-                    statement.section,
-                    _quote(statement),
-                    {"action": "replace", "old": moment, "new": f"{moment} (UTC)"},
-                )
-            )
     return findings
 
 
@@ -1029,7 +926,8 @@ REVIEWERS = {"dev": review_dev, "pm": review_pm, "ai": review_ai, "domain": revi
 
 
 def review(document: RequirementDocument, perspective: str) -> list[dict[str, Any]]:
-    """The findings of ``perspective`` as ``review_*.json`` issue dicts (ids ``<perspective>-N``)."""
+    """The findings of ``perspective`` as ``review_*.json`` issue dicts (ids ``<perspective>-N``;
+    seed 002 §6.2), written in the document's language (``document.language``)."""
     reviewer = REVIEWERS.get(perspective)
     findings = reviewer(document) if reviewer else []
     return [finding.as_dict(index, perspective) for index, finding in enumerate(findings)]

@@ -1,0 +1,58 @@
+"""What the review writes into a document, in the document's language (seed 002 §6.6/§6.7).
+
+The section titles the consolidator may add, the experts' labels, and the marker that sets
+an expert's proposed figure apart from the user's own words: nothing an expert proposed is
+presented as the user's requirement until someone confirms it.
+"""
+
+from __future__ import annotations
+
+import re
+
+SECTION_TITLES: dict[str, dict[str, str]] = {
+    "Acceptance criteria": {"en": "Acceptance criteria", "zh": "验收标准"},
+    "Error handling": {"en": "Error handling", "zh": "异常处理"},
+    "AI behaviour": {"en": "AI behaviour", "zh": "AI 功能要求"},
+    "Privacy and compliance": {"en": "Privacy and compliance", "zh": "隐私与合规"},
+    "Open points": {"en": "Open points", "zh": "待确认事项"},
+}
+"""Canonical (English) section key -> its title per language. Findings name the key."""
+
+LABELS = {
+    "dev": {"en": "Development expert", "zh": "开发专家"},
+    "pm": {"en": "Product manager", "zh": "产品经理"},
+    "ai": {"en": "AI expert", "zh": "AI专家"},
+    "domain": {"en": "Domain expert", "zh": "领域专家"},
+}
+
+PROPOSED = re.compile(r"\(proposed, to be confirmed: [^()]*\)|（建议值，待确认：[^（）]*）")
+"""A proposed figure as written by ``proposed``."""
+
+
+def say(language: str, en: str, zh: str) -> str:
+    """``zh`` for a Chinese document, ``en`` otherwise."""
+    return zh if language == "zh" else en
+
+
+def proposed(language: str, text: str) -> str:
+    """``text`` marked as an expert's proposal awaiting confirmation (seed 002 principle 4:
+    the user's requirement is the baseline): "(proposed, to be confirmed: …)" /
+    "（建议值，待确认：…）". Parentheses inside ``text`` are dropped so the marker stays one span."""
+    inner = re.sub(r"[()（）]", "", text).strip()
+    return say(language, f" (proposed, to be confirmed: {inner})", f"（建议值，待确认：{inner}）")
+
+
+def confirm(text: str) -> str:
+    """``text`` with its proposal markers turned into plain parentheses (confirmed by the operator)."""
+    text = re.sub(r"\(proposed, to be confirmed: ([^()]*)\)", r"(\1)", text)
+    return re.sub(r"（建议值，待确认：([^（）]*)）", r"（\1）", text)
+
+
+def label(perspective: str, language: str) -> str:
+    """The expert's human label in ``language`` (the perspective key for custom reviewers)."""
+    return LABELS.get(perspective, {}).get(language, perspective)
+
+
+def section_title(key: str, language: str) -> str:
+    """The title of the added section ``key`` in ``language`` (``key`` itself when unknown)."""
+    return SECTION_TITLES.get(key, {}).get(language, key)
