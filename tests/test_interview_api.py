@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 from rest_framework.test import APIClient
@@ -212,3 +213,37 @@ def test_starting_an_interview_refuses_what_does_not_fit(api, body, field):
     assert response.status_code == 400, response.content
     assert field in response.json()["errors"]
     assert Task.objects.count() == before
+
+
+def test_confirm_mode_puts_each_point_to_the_operator_and_the_report_says_who_decided(api, runtime_host):
+    document = (Path(__file__).parent / "data" / "requirements" / "en_planted.md").read_text(encoding="utf-8")
+    task_id = start(api, input_markdown=document, decision_mode="confirm")
+    body = wait_for(api, runtime_host, task_id, "decisions", timeout=60)
+    assert body["phase"] == "decisions"
+    items = body["decisions"]
+    assert len(items) >= 5
+    assert all(item["summary"] and item["positions"] and item["decision"] is None for item in items)
+    assert {p["round"] for item in items for p in item["positions"]} >= {"review"}
+    url = f"/api/v1/tasks/{task_id}/decisions"
+    bad = api.post(url, {"decisions": {items[0]["id"]: "maybe"}}, format="json")
+    assert bad.status_code == 400 and f"decisions.{items[0]['id']}" in bad.json()["errors"]
+    first, *rest = items
+    part = api.post(url, {"decisions": {first["id"]: "reject"}}, format="json").json()
+    assert part["status"] == "pending" and len(part["missing"]) == len(rest)
+    body = api.get(f"/api/v1/tasks/{task_id}").json()
+    assert next(i for i in body["decisions"] if i["id"] == first["id"])["decision"] == "reject"
+    done = api.post(url, {"decisions": {item["id"]: "accept" for item in rest}}, format="json").json()
+    assert done["status"] == "answered"
+    task = wait_for_task(runtime_host, task_id)
+    assert task.status == "completed", task.error
+    body = api.get(f"/api/v1/tasks/{task_id}").json()
+    report = json.loads(artifact(body, "consolidation_report.json"))
+    assert report["decision_mode"] == "confirm"
+    by_id = {d["id"]: d for d in report["decisions"]}
+    assert by_id[first["id"]]["decided_by"] == "operator:operator"
+    assert by_id[first["id"]]["decision"] != "adopted"
+    assert all(by_id[item["id"]]["decided_by"] == "operator:operator" for item in rest)
+    assert body["outcome"]["decision_mode"] == "confirm"
+    # The planted document has problems the operator did not resolve by accepting proposals: honest verdict.
+    assert body["outcome"]["verdict"] == "findings"
+    assert body["outcome"]["quality"]["passed"] is False

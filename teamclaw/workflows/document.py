@@ -97,15 +97,3 @@ def parse_document(source: str) -> RequirementDocument:
         first = next((s.text for s in document.statements), "")
         document.title = first[:80]
     return document
-
-
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
-
-
-def document_language(text: str) -> str:
-    """``"zh"`` when the text is mostly Chinese (its Han characters outnumber its Latin
-    words), else ``"en"``: what every generated line of a review is written in."""
-    han = len(_CJK.findall(text))
-    latin = len(_LATIN_WORD.findall(text))
-    return "zh" if han and han >= latin else "en"

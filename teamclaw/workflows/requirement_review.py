@@ -29,14 +29,14 @@ from typing import Any
 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
-from teamclaw.workflows.consolidation import consolidate, quality_check
+from teamclaw.workflows.consolidation import candidate_decisions, consolidate, quality_check
 from teamclaw.workflows.debate import evaluate, respond
 from teamclaw.workflows.document import document_language, parse_document
-from teamclaw.workflows.domains import identify_domain
+from teamclaw.workflows.domains import domain_frame
 from teamclaw.workflows.drafting import HANDLERS as DRAFTING_HANDLERS
 from teamclaw.workflows.drafting import choose_next, draft_requirement
 from teamclaw.workflows.review_rules import label_of, perspective_of, requirement_statements, review
-from teamclaw.workflows.steps import artifact_json, artifacts_with_prefix, load_artifact, step
+from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, artifacts_with_prefix, load_artifact, step
 
 REVIEWER_ROLES = ("architect", "pm", "ai_expert", "domain_expert")
 """Preferred reviewers: development expert, product manager, AI expert, domain expert."""
@@ -84,13 +84,64 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
     return {"artifact": name, "perspective": me, "summary": summary, "issue_count": count}
 
 
+DECISION_PENDING = {"en": "Decide the review's points: accept or reject each", "zh": "请逐项决定评审意见：采纳或不采纳"}
+
+
+def decisions_schema(ids: list[str]) -> dict[str, Any]:
+    """The ``answer_schema`` of a confirm-mode request: ``{"decisions": {id: "accept" |
+    "reject"}}``, every id required (they may come one by one)."""
+    return {
+        "type": "object",
+        "properties": {
+            "decisions": {
+                "type": "object",
+                "properties": {i: {"type": "string", "enum": ["accept", "reject"]} for i in ids},
+                "required": ids,
+                "additionalProperties": False,
+            }
+        },
+        "required": ["decisions"],
+        "additionalProperties": False,
+    }
+
+
 async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
-    """Merge the 14 files of §6.6 into requirement_final.md and consolidation_report.json."""
+    """Merge the 14 files of §6.6 into requirement_final.md and consolidation_report.json.
+
+    ``decision_mode`` ``auto`` (req_auto_consolidator): the merge rules decide. ``confirm``
+    (§6.5 req_consolidator): every candidate change, contested and open point is put to the
+    operator with each expert's position through the rounds (``decisions`` request); the
+    report records who decided what. No answer in time: the rules decide, with a warning."""
     original = load_artifact(call, call.params["requirement_artifact"])
     baseline = load_artifact(call, "interview_result.json").get("baseline_statements", [])
     responses = {p: data for p, (_, data) in artifacts_with_prefix(call, "response").items()}
     call.progress(30, f"read {3 + 3 * len(responses)} files")
-    final, report = consolidate(original, responses, baseline)
+    warnings: list[str] = []
+    if call.params.get("decision_mode") == "confirm":
+        candidates = candidate_decisions(original, responses, baseline)
+        operator: dict[str, str] = {}
+        decided_by = ""
+        if candidates:
+            language = document_language(original)
+            call.progress(50, f"{len(candidates)} point(s) for the operator")
+            answer = await call.ask_operator(
+                "decisions",
+                {
+                    "items": candidates,
+                    "language": language,
+                    "answer_schema": decisions_schema([c["id"] for c in candidates]),
+                },
+                timeout_s=INPUT_WAIT_S,
+                question=DECISION_PENDING[language],
+            )
+            if answer is None:
+                warnings.append("the operator decided nothing in time; the merge rules decided every point")
+            else:
+                operator, decided_by = answer.values["decisions"], answer.answered_by
+        final, report = consolidate(original, responses, baseline, operator_decisions=operator, decided_by=decided_by)
+    else:
+        final, report = consolidate(original, responses, baseline)
+    report["warnings"] = warnings
     debate_files = sorted(n for n in call.artifact_names() if n.startswith(("review_", "evaluate_", "response_")))
     report["inputs"] = [*debate_files, "interview_result.json", call.params["requirement_artifact"]]
     call.write_artifact("requirement_final.md", final, "text/markdown")
@@ -102,6 +153,7 @@ async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
         "adopted": counts["adopted"],
         "rejected": counts["rejected"],
         "contested": counts["contested"],
+        "warnings": warnings,
     }
 
 
@@ -228,10 +280,15 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
     (``decision_mode`` auto or confirm), the quality check, the copy into the project folder;
     ``outcome.json`` says what came of it."""
     document = parse_document(text)
-    domain, norms = identify_domain(text)
+    language = document_language(text)
+    frame = domain_frame(text, language)
+    heading = {"en": "Domain expert", "zh": "领域专家"}[language]
+    scope = {"en": "Jurisdiction", "zh": "适用法域"}[language]
+    reviews = {"en": f"Reviews '{document.title}' for:", "zh": f"评审《{document.title}》时关注："}[language]
     call.write_artifact(
         "domain_role.md",
-        f"# Domain expert: {domain}\n\nReviews '{document.title}' for:\n" + "".join(f"- {norm}\n" for norm in norms),
+        f"# {heading}: {frame['field_label']}\n\n{scope}: {frame['jurisdiction_label']}\n\n{reviews}\n"
+        + "".join(f"- {norm}\n" for norm in frame["norms"]),
         "text/markdown",
     )
     snapshot = call.snapshot
