@@ -28,8 +28,30 @@
     root.dataset.liveState = kind;
   }
 
+  // A fragment rendered for a socket has no request, so its forms carry no CSRF token:
+  // give them this page's (the one htmx sends in its X-CSRFToken header).
+  function csrfToken() {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+    } catch (err) {
+      return "";
+    }
+  }
+
   function activate(el) {
-    if (el && window.htmx) window.htmx.process(el);
+    if (!el) return;
+    const token = csrfToken();
+    el.querySelectorAll('form[method="post"]').forEach(function (form) {
+      let input = form.querySelector('input[name="csrfmiddlewaretoken"]');
+      if (!input) {
+        input = document.createElement("input");
+        input.type = "hidden";
+        input.name = "csrfmiddlewaretoken";
+        form.prepend(input);
+      }
+      if (!input.value) input.value = token;
+    });
+    if (window.htmx) window.htmx.process(el);
   }
 
   function clearEmpty(container) {

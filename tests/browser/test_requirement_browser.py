@@ -1,0 +1,106 @@
+"""A person does seed 002's whole job in the browser: types a one-line idea, answers the
+interview on the task page, edits the draft, sends it to review, and in confirm mode decides
+the review's points one by one; then reads the outcome and the diff.
+
+Served by daphne (HTTP + websockets) in the test process; driven by Debian's Chromium.
+"""
+
+from __future__ import annotations
+
+import re
+
+from playwright.sync_api import expect
+
+from monitoring.models import Artifact, Task, ToolConfirmation
+from tests.helpers import wait_for_task
+
+IDEA_ZH = "给现有的订单列表页面增加导出功能，方便店铺管理员对账"
+
+
+def waiting_form(page, what: str):
+    """The operator-input card of kind ``what`` on the task page (pushed live or rendered)."""
+    card = page.locator(f'li.operator-input[data-what="{what}"][data-status="pending"]').first
+    expect(card).to_be_visible(timeout=30_000)
+    return card
+
+
+def test_an_operator_turns_a_chinese_idea_into_a_reviewed_requirement_in_the_browser(asgi_page, asgi_url, runtime_host):
+    page = asgi_page
+    page.goto(f"{asgi_url}/tasks/new/")
+    page.fill("#id_description", IDEA_ZH)
+    page.click("#start-from-idea button[type=submit]")
+    expect(page.locator(".messages, [role=status]").first).to_be_visible()
+    task = Task.objects.get()
+
+    card = waiting_form(page, "interview")
+    expect(card).to_contain_text("现在用户哪里用得不顺")  # business wording, in the idea's language
+    card.locator('textarea[name="answers.r1-goal"]').fill("管理员每周手工把订单复制到表格里对账，很费时间。")
+    card.locator('textarea[name="answers.r1-users"]').fill(
+        "店铺管理员可以导出全部订单；客服只能导出自己负责区域的订单。"
+    )
+    card.locator('textarea[name="answers.r1-behaviour"]').fill("管理员筛选订单后点击导出，下载一个 CSV 文件。")
+    card.locator("button[type=submit]").click()
+
+    card = waiting_form(page, "interview")
+    card.locator('textarea[name="answers.r2-failure"]').fill("导出失败时提示原因，并可以重试。")
+    card.locator("button[type=submit]").click()  # two questions left empty: open points, not invented
+
+    card = waiting_form(page, "next_action")
+    artifacts = page.locator("#artifacts")
+    expect(artifacts).to_contain_text("requirement.md")
+    draft = Artifact.objects.get(task=task, name="requirement.md").content
+    assert "## 待确认事项" in draft and "管理员每周手工把订单复制到表格里对账，很费时间。" in draft
+    card.locator("details.modify summary").click()
+    editor = card.locator('textarea[name="markdown"]')
+    editor.fill(editor.input_value() + "- 导出的文件包含订单的支付状态。\n")
+    card.locator("details.modify button[type=submit]").click()
+
+    card = waiting_form(page, "next_action")
+    expect(card).to_contain_text("revision 2")
+    expect(page.locator("#artifacts")).to_contain_text("requirement.v2.md")
+    card.locator('button[value="review"]').click()
+
+    outcome = page.locator("#task-outcome section.outcome")
+    expect(outcome).to_be_visible(timeout=60_000)
+    wait_for_task(runtime_host, task.id)
+    task.refresh_from_db()
+    assert task.status == "completed", task.error
+    expect(outcome).to_have_attribute("data-verdict", re.compile("clean|findings"))
+    final = Artifact.objects.get(task=task, name="requirement_final.md").content
+    assert "导出的文件包含订单的支付状态。" in final  # the operator's edit was reviewed
+    page.locator("#task-outcome a", has_text="What the review changed").click()
+    expect(page.locator("pre.diff")).to_contain_text("+")
+    expect(page.locator("h1")).to_contain_text("requirement_final.md")
+
+
+def test_an_operator_decides_the_reviews_points_one_by_one_in_confirm_mode(asgi_page, asgi_url, runtime_host):
+    page = asgi_page
+    page.goto(f"{asgi_url}/tasks/new/")
+    page.fill(
+        "#id_input_markdown",
+        "# Shop\n\n## Requirements\n\n- Pages must load fast.\n- Customers can export their orders.\n",
+    )
+    page.check('#review-a-document input[name="decision_mode"][value="confirm"]')
+    page.click("#review-a-document button[type=submit]")
+    task = Task.objects.get()
+
+    card = waiting_form(page, "decisions")
+    items = card.locator("li.decision")
+    count = items.count()
+    assert count >= 2
+    expect(items.first.locator("table.positions")).to_contain_text("review")
+    for index in range(count):
+        card = waiting_form(page, "decisions")
+        item = card.locator("li.decision").nth(index)
+        item.locator('button[value="reject"]' if index == 0 else 'button[value="accept"]').click()
+        if index < count - 1:
+            expect(page.locator("li.decision").nth(index)).to_have_attribute(
+                "data-decision", "reject" if index == 0 else "accept"
+            )
+    outcome = page.locator("#task-outcome section.outcome")
+    expect(outcome).to_be_visible(timeout=60_000)
+    expect(outcome).to_contain_text("by the operator")
+    wait_for_task(runtime_host, task.id)
+    row = ToolConfirmation.objects.get(task_id=task.id, kind="input", tool="decisions")
+    assert row.status == "answered" and row.decided_by == "operator"
+    assert sorted(row.answer["decisions"].values()).count("reject") == 1
