@@ -36,7 +36,7 @@ lint: install
 
 # PostgreSQL for the database-portability run (CI has one; skipped when none answers).
 PG_TEST_URL ?= postgres://127.0.0.1:5432/test
-PG_TESTS := tests/test_workers_scaled.py tests/test_resume.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py
+PG_TESTS := tests/test_workers_scaled.py tests/test_resume.py tests/test_interview_api.py tests/test_interview_processes.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py
 
 test: lint
 	$(BIN)/pytest
