@@ -61,14 +61,14 @@ def _merge(given: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _known_ids(row: ToolConfirmation, section: str) -> dict[str, set[str]]:
-    """The ids an answer may name, by answer key: ``answers`` -> question ids,
-    ``decisions`` -> item ids."""
+def _known_ids(row: ToolConfirmation, section: str) -> dict[str, list[str]]:
+    """The ids an answer may name, by answer key, in the order asked: ``answers`` ->
+    question ids, ``decisions`` -> item ids."""
     request = row.args or {}
     if section == "answers":
-        return {"answers": {q["id"] for q in request.get("questions", [])}}
+        return {"answers": [q["id"] for q in request.get("questions", [])]}
     if section == "decisions":
-        return {"decisions": {i["id"] for i in request.get("items", [])}}
+        return {"decisions": [i["id"] for i in request.get("items", [])]}
     return {}
 
 
@@ -144,12 +144,12 @@ def give(user: Any, task_id: str, section: str, part: dict[str, Any]) -> dict[st
         raise ConfirmationError("the task stopped waiting (it expired or was cancelled)", 409)
     row.refresh_from_db()
     given = row.answer or {}
-    missing = sorted(
+    missing = [
         item_id
         for key, ids in _known_ids(row, section).items()
         for item_id in ids
         if item_id not in (given.get(key) or {})
-    )
+    ]
     return {"status": row.status, "input": input_view(row), "missing": missing}
 
 

@@ -170,7 +170,7 @@ def test_answers_that_cannot_be_taken_are_refused_with_the_field_and_change_noth
     assert row.answer is None  # nothing half-applied
     # Part of the answers is kept and waited on; the rest completes it.
     part = api.post(f"{url}/answers", {"answers": {"r1-goal": "Save time."}}, format="json").json()
-    assert part["status"] == "pending" and part["missing"] == ["r1-behaviour", "r1-users"]
+    assert part["status"] == "pending" and part["missing"] == ["r1-users", "r1-behaviour"]
     # Someone who may not act on the task's agents.
     other = APIClient()
     other.force_authenticate(viewer_user)

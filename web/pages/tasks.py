@@ -11,6 +11,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import Project
@@ -138,6 +139,9 @@ def task_input(request: HttpRequest, task_id: str, section: str) -> HttpResponse
             messages.success(request, ANSWERED[section])
         else:
             messages.info(request, f"Saved. Still to decide: {len(result['missing'])}.")
+            if section == "decisions" and result["missing"]:
+                # Back where the operator is: the next point still to decide.
+                return redirect(reverse("task-detail", args=[task_id]) + f"#decision-{result['missing'][0]}")
     return redirect("task-detail", task_id=task_id)
 
 
