@@ -78,12 +78,22 @@ class ExpertsBrain:
         )
         issues = [_issue("ambiguity", number, f"{me}: '{word}' is vague.", {"action": "open_point", "question": "?"})]
         if me == self.flawed:
+            added = {"action": "append_section", "section": "Acceptance criteria", "lines": [f"Verified: {text[2:]}"]}
             issues = [
-                _issue("performance", number, f"{me}: no time limit for '{word}'.", {"action": "open_point", "question": "How fast?"}),
+                _issue(
+                    "performance", number, f"{me}: no limit for '{word}'.", {"action": "open_point", "question": "?"}
+                ),
                 _issue("speed", number, f"{me}: not a category.", {"action": "open_point", "question": "Hm?"}),
-                _issue("acceptance", None, f"{me}: no acceptance criteria.", {"action": "append_section", "section": "Acceptance criteria", "lines": [f"Verified: {text[2:]}"]}),
-            ]  # fmt: skip
+                _issue("acceptance", None, f"{me}: no acceptance criteria.", added),
+            ]
         return {"summary": f"{me}: {len(issues)} issue(s)", "issues": issues}
+
+
+def _start(api) -> str:
+    body = {"workflow": "requirement_review", "input_markdown": CLINIC}
+    response = api.post("/api/v1/tasks", body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["task_id"]
 
 
 def _artifacts(api, task_id: str) -> dict[str, str]:
@@ -96,11 +106,10 @@ def _errors(task_id: str, role: str) -> list[dict[str, Any]]:
     return [e for c in ExecutionContext.objects.filter(task_id=task_id, role=role) for e in c.output_state["errors"]]
 
 
-@pytest.mark.parametrize("flawed", ["dev"])
 def test_an_invalid_item_is_dropped_with_a_warning_and_the_valid_ones_are_kept(
-    api, transactional_db, builtin, settings, flawed
+    api, transactional_db, builtin, settings
 ):
-    with host_on_model(settings, ExpertsBrain(flawed=flawed)) as model:
+    with host_on_model(settings, ExpertsBrain(flawed="dev")) as model:
         response = api.post(
             "/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": CLINIC}, format="json"
         )
