@@ -3,13 +3,14 @@
 Plain Python on top of ``teamclaw.runtime`` (no ORM): ``requirement_review`` (seed 002:
 phases 1-5 in ``drafting`` and ``interview``, phase 6 in ``requirement_review`` and the review
 modules) and a generic task. ``register_offline_handlers`` plugs them into an OfflineExecutor,
-``register_model_handlers`` (model_review) into the ``openai`` executor. Seed 003 workflows
+``register_model_handlers`` (model_drafting, model_review) into the ``openai`` executor. Seed 003 workflows
 (``workflow_orchestration``, orchestration.py) run the same deterministic engine on either.
 """
 
 from typing import Any
 
 from teamclaw.runtime.executors.offline import OfflineExecutor
+from teamclaw.workflows.model_drafting import register_model_handlers as _register_drafting_model_handlers
 from teamclaw.workflows.model_review import register_model_handlers as _register_review_model_handlers
 from teamclaw.workflows.orchestration import HANDLERS as ORCHESTRATION_HANDLERS
 from teamclaw.workflows.orchestration import run_orchestration_on_model
@@ -40,7 +41,9 @@ def register_offline_handlers(executor: OfflineExecutor) -> None:
 
 
 def register_model_handlers(executor: Any) -> None:
-    """Give the ``openai`` executor the requirement_review brains (model_review) and the
-    seed 003 workflow engine, which stays deterministic: the steps are the workflow's."""
+    """Give the ``openai`` executor the requirement_review brains (model_drafting: type
+    matching and interview wording; model_review: the experts) and the seed 003 workflow
+    engine, which stays deterministic: the steps are the workflow's."""
+    _register_drafting_model_handlers(executor)
     _register_review_model_handlers(executor)
     executor.register("workflow_orchestration", run_orchestration_on_model)

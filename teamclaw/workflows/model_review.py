@@ -15,7 +15,11 @@ is each expert's judgement, asked with the role's rendered prompt as the system 
 
 Answers are JSON checked against a schema and against the document (a ``replace`` must quote
 words that are on that line; references must name real issues); the first invalid answer is
-sent back once with the errors (``ModelSession.answer``).
+sent back once with the errors. An item still invalid after that (an issue, a stance, a
+withdrawal) is dropped and the rest kept (``ModelSession.answer_items``), each drop a warning
+in the artifact's ``warnings`` and the context's errors; only an answer with no valid item
+fails the expert, and main's review goes on with the others (seed 002 point 7). The experts
+write in the document's language (``document_language``).
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ import json
 from typing import Any
 
 from teamclaw.runtime.execution import ExecutionCall
-from teamclaw.runtime.executors.model import AnswerCheck, ModelSession, OpenAIExecutor
+from teamclaw.runtime.executors.model import AnswerCheck, DroppedItem, ModelSession, OpenAIExecutor
 from teamclaw.workflows.consolidation import ADDED_SECTIONS
 from teamclaw.workflows.debate import respond
-from teamclaw.workflows.document import RequirementDocument, parse_document
+from teamclaw.workflows.document import RequirementDocument, document_language, parse_document
 from teamclaw.workflows.requirement_review import (
     artifact_json,
     artifacts_with_prefix,
@@ -59,6 +63,19 @@ CATEGORIES = (
 )
 """Issue categories (the offline reviewers' set; the consolidator's arbitration reads them)."""
 MAX_ISSUES = 15
+LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
+
+
+def language_instruction(language: str, what: str) -> str:
+    """The prompt line that keeps an expert's text in the document's language (``"en"`` or
+    ``"zh"``, ``document.document_language``); ``what`` names the texts it writes."""
+    name = LANGUAGE_NAMES.get(language, "English")
+    return f"Write {what} in {name}, the language of the document."
+
+
+def _warnings(dropped: list[DroppedItem], what: str) -> list[str]:
+    return [f"{what}: {drop.warning()}" for drop in dropped]
+
 
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 2000}
 CHANGE_SCHEMA: dict[str, Any] = {
@@ -171,6 +188,7 @@ def review_check(document: RequirementDocument) -> AnswerCheck:
 
 async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact: str, source: str) -> dict[str, Any]:
     document = parse_document(source)
+    language = document_language(source)
     extra = ""
     if me == "domain" and call.read_artifact("domain_role.md"):
         extra = "\nThe domain identified for this requirement:\n" + (call.read_artifact("domain_role.md") or "")
@@ -189,6 +207,7 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
             '- {"action": "open_point", "question": what only the requirement owner can decide}',
             '- {"action": "scope_reduction", "old": ..., "new": ...} when the fix drops or weakens '
             "what the user asked for (say so honestly; it will not be adopted)",
+            language_instruction(language, "every problem, suggestion and added line"),
             "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
             json.dumps(REVIEW_SCHEMA),
             f"Requirement ({artifact}), with line numbers:",
@@ -196,7 +215,10 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
         ]
     )
     messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
-    answer = await session.answer(messages, REVIEW_SCHEMA, check=review_check(document), label=f"review ({me})")
+    label = f"review ({me})"
+    answer, dropped = await session.answer_items(
+        messages, REVIEW_SCHEMA, "issues", check=review_check(document), label=label
+    )
     statements = {s.number: s for s in document.statements}
     issues = []
     for index, item in enumerate(answer["issues"]):
@@ -225,6 +247,8 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
         "issues": issues,
         "summary": answer["summary"] or f"{len(issues)} issue(s) from the {label_of(me).lower()}'s perspective",
         "model": session.options.model,
+        "language": language,
+        "warnings": _warnings(dropped, label),
     }
 
 
@@ -239,7 +263,7 @@ def _issue_line(perspective: str, issue: dict[str, Any]) -> str:
     )
 
 
-async def _evaluate(call: ExecutionCall, session: ModelSession, me: str) -> dict[str, Any]:
+async def _evaluate(call: ExecutionCall, session: ModelSession, me: str, language: str) -> dict[str, Any]:
     reviews = artifacts_with_prefix(call, "review")
     reviews.pop(me, None)
     targets: dict[str, tuple[str, str, int, dict[str, Any]]] = {}
@@ -249,6 +273,7 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str) -> dict
             targets[issue["id"]] = (perspective, file_name, index, issue)
             listing.append(_issue_line(perspective, issue))
     responses: list[dict[str, Any]] = []
+    warnings: list[str] = []
     if targets:
         schema = {
             "type": "object",
@@ -289,12 +314,15 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str) -> dict
                 "object (challenge), or have something to add from your field (supplement); skip the rest.",
                 "Issues:",
                 *listing,
+                language_instruction(language, "every comment and reasoning"),
                 "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
                 json.dumps(schema),
             ]
         )
         messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
-        answer = await session.answer(messages, schema, check=check, label=f"evaluate ({me})")
+        label = f"evaluate ({me})"
+        answer, dropped = await session.answer_items(messages, schema, "responses", check=check, label=label)
+        warnings = _warnings(dropped, label)
         for item in answer["responses"]:
             perspective, file_name, index, issue = targets[item["target_issue"]]
             responses.append(
@@ -310,11 +338,17 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str) -> dict
                     "reasoning": item["reasoning"],
                 }
             )
-    return {"expert": label_of(me), "perspective": me, "mode": "evaluate", "responses": responses}
+    return {
+        "expert": label_of(me),
+        "perspective": me,
+        "mode": "evaluate",
+        "responses": responses,
+        "warnings": warnings,
+    }
 
 
 # -- respond ---------------------------------------------------------------------
-async def _respond(call: ExecutionCall, session: ModelSession, me: str) -> dict[str, Any]:
+async def _respond(call: ExecutionCall, session: ModelSession, me: str, language: str) -> dict[str, Any]:
     mine: dict[str, Any] = artifacts_with_prefix(call, "review").get(me, (None, {"issues": []}))[1]
     evaluations = [data for _, data in artifacts_with_prefix(call, "evaluate").values()]
     comments: dict[str, list[str]] = {}
@@ -327,7 +361,7 @@ async def _respond(call: ExecutionCall, session: ModelSession, me: str) -> dict[
                 )
     own = {issue["id"]: issue for issue in mine.get("issues", [])}
     if not comments or not own:
-        return respond(me, mine, evaluations, withdrawals={})
+        return {**respond(me, mine, evaluations, withdrawals={}), "warnings": []}
     schema = {
         "type": "object",
         "properties": {
@@ -355,42 +389,58 @@ async def _respond(call: ExecutionCall, session: ModelSession, me: str) -> dict[
             "Below are your issues and the other experts' comments on them. Decide which issues you withdraw "
             "because the objections convinced you; keep the rest (consensus is counted from the comments).",
             *listing,
+            language_instruction(language, "every reason"),
             "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
             json.dumps(schema),
         ]
     )
     messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
-    answer = await session.answer(messages, schema, label=f"respond ({me})")
+    label = f"respond ({me})"
+    answer, dropped = await session.answer_items(messages, schema, "withdrawn", label=label)
     withdrawals = {item["issue_id"]: item["reason"] for item in answer["withdrawn"]}
-    return respond(me, mine, evaluations, withdrawals=withdrawals)
+    return {**respond(me, mine, evaluations, withdrawals=withdrawals), "warnings": _warnings(dropped, label)}
 
 
 async def expert_review(call: ExecutionCall, session: ModelSession) -> dict[str, Any]:
     """``expert_review`` on the model: review, evaluate or respond by ``params.mode``; writes
-    the seed's ``<mode>_<perspective>.json`` artifact and returns the card's output."""
+    the seed's ``<mode>_<perspective>.json`` artifact (its ``warnings`` list the items of the
+    model's answer that were dropped as invalid) and returns the card's output with them.
+    Raises AgentFailure as ``ModelSession.answer_items`` (``output_invalid`` when no item of
+    the answer is valid: main's review goes on without this expert)."""
     mode = call.params["mode"]
     me = perspective_of(call.role)
     artifact = call.params["requirement_artifact"]
+    source = load_artifact(call, artifact)
+    language = document_language(source)
     if mode == "review":
-        data = await _review(call, session, me, artifact, load_artifact(call, artifact))
+        data = await _review(call, session, me, artifact, source)
         name, count = f"review_{me}.json", len(data["issues"])
         summary = data["summary"]
     elif mode == "evaluate":
-        data = await _evaluate(call, session, me)
+        data = await _evaluate(call, session, me, language)
         name, count = f"evaluate_{me}.json", len(data["responses"])
         summary = f"{count} comment(s) on the other reviews"
     else:
-        data = await _respond(call, session, me)
+        data = await _respond(call, session, me, language)
         name, count = f"response_{me}.json", len(data["final_issues"])
         summary = (
             f"{count} final issue(s), {len(data['withdrawn_issues'])} withdrawn, "
             f"{len(data['new_issues_from_debate'])} new from the debate"
         )
     call.write_artifact(name, artifact_json(data))
-    return {"artifact": name, "perspective": me, "summary": summary[:2000], "issue_count": count}
+    return {
+        "artifact": name,
+        "perspective": me,
+        "summary": summary[:2000],
+        "issue_count": count,
+        "warnings": data["warnings"],
+    }
 
 
-def _deterministic(handler: Any) -> Any:
+def deterministic(handler: Any) -> Any:
+    """A ``ModelHandler`` that runs the offline ``handler(call)`` and never asks the model
+    (policy, not judgement: module docstring)."""
+
     async def run(call: ExecutionCall, session: ModelSession) -> dict[str, Any]:
         return await handler(call)
 
@@ -402,6 +452,6 @@ def register_model_handlers(executor: OpenAIExecutor) -> None:
     """Give the ``openai`` executor the requirement_review brains: the experts ask the model;
     orchestration, consolidation and the quality check stay deterministic (module docstring)."""
     executor.register("expert_review", expert_review)
-    executor.register("task_orchestration", _deterministic(task_orchestration))
-    executor.register("requirement_consolidation", _deterministic(requirement_consolidation))
-    executor.register("requirement_quality_check", _deterministic(requirement_quality_check))
+    executor.register("task_orchestration", deterministic(task_orchestration))
+    executor.register("requirement_consolidation", deterministic(requirement_consolidation))
+    executor.register("requirement_quality_check", deterministic(requirement_quality_check))

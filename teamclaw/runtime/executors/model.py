@@ -16,7 +16,9 @@ For a capability call without a workflow handler the conversation is:
 
 Workflow capabilities may register a ``ModelHandler`` instead (the requirement reviewers of
 seed 002 do): it gets a ``ModelSession`` and asks the model for structured answers through
-the same budget, retry, repair and recording rules.
+the same budget, retry, repair and recording rules. An answer that is a list of independent
+items (``ModelSession.answer_items``) keeps its valid items when some are still invalid after
+the repair attempt; each dropped item is a recorded warning (seed 002 point 7).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -157,6 +160,40 @@ class ModelSession:
         ``max_rounds``, malformed function-call JSON twice), and whatever ``ModelChat``
         raises (``budget_exceeded``, ``unavailable``, ``timeout``).
         """
+        data, _ = await self._converse(messages, schema, tools, check, validator, label, None)
+        return data
+
+    async def answer_items(
+        self,
+        messages: list[dict[str, Any]],
+        schema: Mapping[str, Any],
+        items: str,
+        *,
+        check: AnswerCheck | None = None,
+        label: str = "",
+    ) -> tuple[dict[str, Any], list[DroppedItem]]:
+        """``answer`` for an answer that is a list of independent items under the top-level
+        key ``items`` (an expert's issues, stances, withdrawals: seed 002 point 7).
+
+        When the answer is still invalid after the one repair attempt and every error points
+        inside an item (``/<items>/<n>/...``), those items are dropped and the rest is kept:
+        returns ``(answer without them, dropped)``, each drop also recorded in the context's
+        errors (``reason: item_dropped``, ``recovered: True``). Raises AgentFailure
+        (``output_invalid``) when an error is outside the items (not JSON, wrong shape) or
+        no item would be left; otherwise as ``answer``.
+        """
+        return await self._converse(messages, schema, None, check, None, label, items)
+
+    async def _converse(
+        self,
+        messages: list[dict[str, Any]],
+        schema: Mapping[str, Any],
+        tools: FunctionTools | None,
+        check: AnswerCheck | None,
+        validator: Any,
+        label: str,
+        items: str | None,
+    ) -> tuple[dict[str, Any], list[DroppedItem]]:
         chat = await self.chat()
         validator = validator or self._validator(schema)
         max_rounds = self.options.max_rounds
@@ -193,8 +230,13 @@ class ModelSession:
             if not errors:
                 data, _ = parse_answer(reply.content)
                 self.call.progress(100, f"{what}: answered")
-                return data
+                return data, []
             if repairing:
+                salvaged = salvage(reply.content, validator, check, items) if items else None
+                if salvaged is not None:
+                    self._record_drops(what, salvaged[1])
+                    self.call.progress(100, f"{what}: answered, {len(salvaged[1])} invalid item(s) dropped")
+                    return salvaged
                 raise AgentFailure(
                     ErrorCode.OUTPUT_INVALID,
                     f"the model's answer for {what} is still invalid after one repair attempt",
@@ -212,17 +254,27 @@ class ModelSession:
             messages.append({"role": "assistant", "content": reply.content[:MAX_ANSWER_ECHO_CHARS]})
             messages.append({"role": "user", "content": repair_request(errors)})
 
+    def _record_drops(self, what: str, dropped: list[DroppedItem]) -> None:
+        for drop in dropped:
+            self.call.context.errors.append(
+                {
+                    "code": str(ErrorCode.OUTPUT_INVALID),
+                    "message": f"{what}: {drop.warning()}",
+                    "details": {
+                        "reason": "item_dropped",
+                        "recovered": True,
+                        "pointer": drop.pointer,
+                        "errors": drop.errors[:20],
+                    },
+                }
+            )
+
     @staticmethod
     def _errors(content: str, validator: Any, check: AnswerCheck | None) -> list[dict[str, str]]:
         data, problem = parse_answer(content)
         if problem is not None:
             return [{"pointer": "", "message": problem}]
-        if not isinstance(data, dict):
-            return [{"pointer": "", "message": f"the answer must be a JSON object, not {type(data).__name__}"}]
-        errors = [{"pointer": e["pointer"], "message": e["message"]} for e in schema_errors(validator, data)]
-        if not errors and check is not None:
-            errors = check(data)
-        return errors
+        return _data_errors(data, validator, check)
 
     async def run_capability(self) -> dict[str, Any]:
         """The generic brain: the capability's task, the role's functions (unless the
@@ -235,6 +287,64 @@ class ModelSession:
         ]
         _, output_validator = call.port.validators.for_card(call.card)
         return await self.answer(messages, call.card.output_schema, tools=tools, validator=output_validator)
+
+
+def _data_errors(data: Any, validator: Any, check: AnswerCheck | None) -> list[dict[str, str]]:
+    if not isinstance(data, dict):
+        return [{"pointer": "", "message": f"the answer must be a JSON object, not {type(data).__name__}"}]
+    errors = [{"pointer": e["pointer"], "message": e["message"]} for e in schema_errors(validator, data)]
+    if not errors and check is not None:
+        errors = check(data)
+    return errors
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedItem:
+    """One item left out of a model answer (``ModelSession.answer_items``): its ``pointer``
+    in the answer as given (``/issues/2``), the ``item`` itself and its ``errors``."""
+
+    pointer: str
+    item: Any
+    errors: list[dict[str, str]]
+
+    def warning(self) -> str:
+        """One sentence for a warnings list: which item was dropped and why."""
+        reasons = "; ".join(f"{e['pointer'] or '(item)'}: {e['message']}" for e in self.errors[:3])
+        return f"dropped item {self.pointer} of the model's answer ({reasons[:600]})"
+
+
+def salvage(
+    content: str, validator: Any, check: AnswerCheck | None, items: str
+) -> tuple[dict[str, Any], list[DroppedItem]] | None:
+    """The answer in ``content`` without its invalid items under the key ``items``, and those
+    items; None when it cannot be saved that way: not a JSON object, an error outside an item
+    (``""``, ``/summary``, ``/<items>`` itself), or no valid item left. Items are dropped
+    until the rest passes ``validator`` and ``check`` (each pass drops at least one)."""
+    data, problem = parse_answer(content)
+    if problem is not None or not isinstance(data, dict) or not isinstance(data.get(items), list):
+        return None
+    kept: list[tuple[int, Any]] = list(enumerate(data[items]))
+    dropped: list[DroppedItem] = []
+    where = re.compile(rf"^/{re.escape(items)}/(\d+)(?=/|$)")
+    while True:
+        candidate = {**data, items: [item for _, item in kept]}
+        errors = _data_errors(candidate, validator, check)
+        if not errors:
+            break
+        bad: dict[int, list[dict[str, str]]] = {}
+        for error in errors:
+            found = where.match(error["pointer"])
+            if found is None or int(found.group(1)) >= len(kept):
+                return None
+            index = int(found.group(1))
+            original = kept[index][0]
+            relative = error["pointer"][found.end() :]
+            bad.setdefault(index, []).append({"pointer": f"/{items}/{original}{relative}", "message": error["message"]})
+        dropped += [DroppedItem(f"/{items}/{kept[i][0]}", kept[i][1], bad[i]) for i in sorted(bad)]
+        kept = [entry for i, entry in enumerate(kept) if i not in bad]
+    if not kept:
+        return None
+    return candidate, sorted(dropped, key=lambda d: int(d.pointer.rsplit("/", 1)[1]))
 
 
 def task_message(call: ExecutionCall, has_functions: bool) -> str:
