@@ -82,3 +82,11 @@ def task_phase(task: Task) -> str:
     if start_at == "interview":
         return "draft" if "requirement.md" in names else "interview"
     return "draft" if start_at == "draft" else "review"
+
+
+def waiting_for_operator(task_ids: list[str]) -> set[str]:
+    """Those of ``task_ids`` that wait for an operator now (a question, a decision, a choice
+    or a tool confirmation), for the lists' "waiting for you" badge."""
+    return set(
+        ToolConfirmation.objects.filter(task_id__in=task_ids, status="pending").values_list("task_id", flat=True)
+    )

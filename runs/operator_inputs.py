@@ -13,6 +13,7 @@ runtime the way a tool confirmation's decision is (``runs.confirmations.deliver`
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.db import transaction
@@ -21,12 +22,25 @@ from django.utils import timezone
 from monitoring.access import can_operate_task, visible_tasks
 from monitoring.models import Task, ToolConfirmation
 from runs.confirmations import ConfirmationError, deliver
+from runs.tasks import DocumentError, check_budget, validate_document
 from teamclaw.errors import DomainError, InvalidField, NotFound
 from teamclaw.runtime.schemas import compile_schema, schema_errors
+from teamclaw.workflows.document import parse_document
 
 SECTIONS = {"answers": ("project_type", "interview"), "decisions": ("decisions",), "next": ("next_action",)}
 """Which requests each part of the API answers: ``/answers``, ``/decisions``, ``/next``."""
 MAX_ANSWER_CHARS = 4000
+WORD = re.compile(r"\w")
+"""A statement with a letter, digit or CJK character in it (``#`` alone is no requirement)."""
+WHAT = {
+    "project_type": "for the project type",
+    "interview": "the interview's questions",
+    "decisions": "for decisions on the review",
+    "next_action": "what to do with the draft",
+}
+"""How the messages name what a task asks."""
+BLANK_KEYWORDS = ("pattern", "minLength")
+"""Schema refusals that mean "may not be blank" for a text answer."""
 
 
 def pending_inputs(task_id: str) -> list[ToolConfirmation]:
@@ -88,15 +102,36 @@ def _check_part(row: ToolConfirmation, section: str, part: dict[str, Any]) -> No
                 raise InvalidField(f"must be text of at most {MAX_ANSWER_CHARS:,} characters", field)
 
 
+def _check_edit(task: Task, part: dict[str, Any]) -> None:
+    """Phase 5: ``markdown`` comes only with ``modify``, and an edited draft passes the checks
+    a document gets at the start (size in bytes, binary, the token budget)."""
+    if part.get("action") != "modify":
+        if "markdown" in part:
+            raise InvalidField("is only taken with the action modify; nothing was saved", "markdown")
+        return
+    markdown = part.get("markdown")
+    if isinstance(markdown, str) and markdown.strip():
+        try:
+            check_budget(validate_document(markdown), task.project)
+        except DocumentError as exc:
+            raise InvalidField(exc.reason, "markdown") from None
+        if not any(WORD.search(statement.text) for statement in parse_document(markdown).statements):
+            raise InvalidField("has no requirement left, only headings; nothing was saved", "markdown")
+
+
 def _schema_errors(schema: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, str]]:
     return schema_errors(compile_schema(schema), answer)
 
 
-def give(user: Any, task_id: str, section: str, part: dict[str, Any]) -> dict[str, Any]:
+def give(user: Any, task_id: str, section: str, part: dict[str, Any], *, input_id: str | None = None) -> dict[str, Any]:
     """Give (part of) the answer the task waits for: ``section`` is ``answers``
     (``{"answers": {question id: text}}``), ``decisions`` (``{"decisions": {id: "accept" |
     "reject"}}``) or ``next`` (``{"action": "modify" | "review" | "end", "markdown"?}``).
     Returns ``{"status": "answered" | "pending", "input": input_view, "missing": [ids]}``.
+
+    ``input_id`` (the page's forms send it) names the request the answer was written for: an
+    answer from a page that went stale (another tab answered, the draft has a newer revision)
+    is refused with 409 instead of landing on a request its writer never saw.
 
     Raises NotFound (404) for a task the user may not see; DomainError 403 when the user may
     not act on it; ConfirmationError 409 when the task waits for no such answer (or it ended,
@@ -113,10 +148,20 @@ def give(user: Any, task_id: str, section: str, part: dict[str, Any]) -> dict[st
     if row is None:
         waiting = [r.tool for r in pending_inputs(task_id)]
         detail = f"it waits for: {', '.join(waiting)}" if waiting else "it waits for no answer now"
-        raise ConfirmationError(f"task {task_id} is not waiting for {section}; {detail}", 409)
+        raise ConfirmationError(
+            f"task {task_id} is not waiting for {section} (it may have been answered already); {detail}", 409
+        )
     if task.status not in ("queued", "running"):
         raise ConfirmationError(f"task {task_id} has ended ({task.status})", 409)
+    if input_id is not None and input_id != row.id:
+        raise ConfirmationError(
+            "this page is out of date: what you answered was already answered (in another tab or by someone "
+            f"else) and the task now asks {WHAT[row.tool]}; nothing was saved, reload the task to see it",
+            409,
+        )
     _check_part(row, section, part)
+    if section == "next":
+        _check_edit(task, part)
     schema = (row.args or {}).get("answer_schema") or {"type": "object"}
     decided_by = user.get_username()
     with transaction.atomic():
@@ -132,7 +177,8 @@ def give(user: Any, task_id: str, section: str, part: dict[str, Any]) -> dict[st
         wrong = [e for e in errors if e["keyword"] != "required" or section == "next"]
         if wrong:
             first = wrong[0]
-            raise InvalidField(first["message"], first["pointer"].strip("/").replace("/", ".") or section)
+            reason = "may not be blank" if first["keyword"] in BLANK_KEYWORDS else first["message"]
+            raise InvalidField(reason, first["pointer"].strip("/").replace("/", ".") or section)
         complete = not errors
         ToolConfirmation.objects.filter(pk=row.pk).update(
             answer=merged,

@@ -7,6 +7,7 @@ as the agents work.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,23 @@ def sample_requirement() -> str:
 
 START_POINTS = ("interview", "draft", "review")
 DECISION_MODES = ("auto", "confirm")
+MAX_TITLE_CHARS = 300
+_HIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (all but tab and line ends) and bidirectional controls: a title or an
+idea holding them could disguise itself in lists (a right-to-left override)."""
+
+
+def check_plain_text(value: str, field: str) -> str:
+    """``value`` unchanged, or DocumentError (400) naming ``field`` when it holds a control
+    character or a bidirectional control (which character, and where)."""
+    found = _HIDDEN.search(value)
+    if found:
+        raise DocumentError(
+            f"holds an invisible control character (U+{ord(found.group(0)):04X} at position {found.start()}); "
+            "remove it",
+            field,
+        )
+    return value
 
 
 def _review_params(
@@ -127,6 +145,11 @@ def _review_params(
     if start_at and start_at not in START_POINTS:
         raise DocumentError(f"must be one of {', '.join(START_POINTS)}", "start_at")
     has_document = input_markdown is not None
+    if len(title) > MAX_TITLE_CHARS:
+        raise DocumentError(f"is longer than {MAX_TITLE_CHARS} characters", "title")
+    check_plain_text(title, "title")
+    if start_at in ("draft", "review") and not has_document:
+        raise DocumentError(f"starting at {start_at} needs a document (input_markdown)", "input_markdown")
     start_at = start_at or ("review" if has_document else "interview")
     params: dict[str, Any] = {"workflow": "requirement_review", "decision_mode": decision_mode, "start_at": start_at}
     if think_time_ms:
@@ -138,7 +161,7 @@ def _review_params(
                 "or start at draft or review",
                 "start_at",
             )
-        idea = description.strip()
+        idea = check_plain_text(description.strip(), "description")
         if not idea:
             raise DocumentError("a one-line idea is required to start the interview", "description")
         if len(idea) > 2000:

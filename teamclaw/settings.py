@@ -220,7 +220,7 @@ TEAMCLAW: dict[str, Any] = {
     "MAX_DOCUMENT_BYTES": env_int("TEAMCLAW_MAX_DOCUMENT_BYTES", 1_000_000, minimum=1, maximum=5_000_000),
     # The Run demo button paces the offline agents by this think time per call (ms), so the
     # live page shows the team at work; 0 runs it at full speed. API and terminal runs: 0.
-    "DEMO_THINK_MS": env_int("TEAMCLAW_DEMO_THINK_MS", 600, minimum=0, maximum=5000),
+    "DEMO_THINK_MS": env_int("TEAMCLAW_DEMO_THINK_MS", 800, minimum=0, maximum=5000),
     "MAX_CONFIG_BYTES": env_int("TEAMCLAW_MAX_CONFIG_BYTES", 2_000_000, minimum=1_000, maximum=5_000_000),
     "PROJECTS_ROOT": Path(env_str("TEAMCLAW_PROJECTS_ROOT") or DATA_DIR / "projects"),
     "SNAPSHOT_RETENTION_COUNT": env_int("TEAMCLAW_SNAPSHOT_RETENTION_COUNT", 500, minimum=1),

@@ -205,6 +205,11 @@ def test_answers_that_cannot_be_taken_are_refused_with_the_field_and_change_noth
         ({"description": "x", "decision_mode": "sometimes"}, "decision_mode"),
         ({"description": "x", "project_type": "rocket"}, "project_type"),
         ({"description": "x", "start_at": "later"}, "start_at"),
+        ({"description": "x", "start_at": "draft"}, "input_markdown"),
+        ({"description": "x", "title": "t" * 301}, "title"),
+        ({"description": "idea\u202eexe.txt"}, "description"),
+        ({"description": "idea\x1b[31m"}, "description"),
+        ({"input_markdown": "# Doc\n- must work", "title": "T\x07"}, "title"),
     ],
 )
 def test_starting_an_interview_refuses_what_does_not_fit(api, body, field):
@@ -247,3 +252,58 @@ def test_confirm_mode_puts_each_point_to_the_operator_and_the_report_says_who_de
     # The planted document has problems the operator did not resolve by accepting proposals: honest verdict.
     assert body["outcome"]["verdict"] == "findings"
     assert body["outcome"]["quality"]["passed"] is False
+
+
+def test_tasks_waiting_for_their_operators_do_not_stall_the_others(api, runtime_host):
+    """Each waiting interview holds a main instance; a role's limit is 4 (PRD §4.7), but an
+    instance held by an operator does not count, so a fifth interview and a plain task run."""
+    waiting = [start(api, description=f"{IDEA_EN} ({n})") for n in range(5)]
+    for task_id in waiting:
+        wait_for(api, runtime_host, task_id, "interview")
+    response = api.post("/api/v1/tasks", {"workflow": "generic", "task_description": "Plan it"}, format="json")
+    task = wait_for_task(runtime_host, response.json()["task_id"])
+    assert task.status == "completed", task.error
+    for task_id in waiting:
+        assert api.post(f"/api/v1/tasks/{task_id}/cancel", {}, format="json").status_code == 200
+
+
+def test_a_stale_page_or_a_wrong_edit_is_refused_and_the_draft_stays(api, runtime_host, monkeypatch):
+    monkeypatch.setattr("teamclaw.workflows.drafting.MAX_REVISIONS", 2)
+    task_id = start(
+        api, input_markdown="# Shop\n\n## Requirements\n\n- Customers can export orders.\n", start_at="draft"
+    )
+    body = wait_for(api, runtime_host, task_id, "next_action")
+    first = body["next_actions"]["input_id"]
+    url = f"/api/v1/tasks/{task_id}/next"
+    cases = [
+        ({"action": "end", "markdown": "# Shop\n- x"}, 400, "markdown"),
+        ({"action": "modify", "markdown": "#"}, 400, "markdown"),
+        ({"action": "modify", "markdown": "# Shop\n\n## Requirements\n"}, 400, "markdown"),
+        ({"action": "modify", "markdown": "# Shop\n" + "\x1b[2J\x07" * 300 + "\n- must work\n"}, 400, "markdown"),
+        ({"action": "modify", "markdown": " \n "}, 400, "markdown"),
+        ({"action": "modify", "input_id": "not-this-one", "markdown": "# Shop\n- x"}, 409, None),
+    ]
+    for payload, status, field in cases:
+        response = api.post(url, payload, format="json")
+        assert response.status_code == status, (payload, response.content)
+        if field:
+            assert field in response.json()["errors"], response.json()
+    blank = api.post(url, {"action": "modify", "markdown": " \n "}, format="json").json()
+    assert blank["errors"]["markdown"] == ["may not be blank"]
+    edited = "# Shop\n\n## Requirements\n\n- Customers can export orders as CSV.\n"
+    ok = api.post(url, {"action": "modify", "markdown": edited, "input_id": first}, format="json")
+    assert ok.status_code == 200, ok.content
+    body = wait_for(api, runtime_host, task_id, "next_action")
+    assert body["next_actions"]["revision"] == 2
+    assert body["next_actions"]["actions"] == ["review", "end"]  # MAX_REVISIONS reached
+    # A tab still showing revision 1 cannot send it anywhere.
+    stale = api.post(url, {"action": "review", "input_id": first}, format="json")
+    assert stale.status_code == 409 and "out of date" in stale.json()["detail"]
+    late = api.post(url, {"action": "modify", "markdown": edited + "- more\n"}, format="json")
+    assert late.status_code == 400 and "action" in late.json()["errors"]
+    assert api.post(url, {"action": "end"}, format="json").status_code == 200
+    task = wait_for_task(runtime_host, task_id)
+    assert task.status == "completed"
+    body = api.get(f"/api/v1/tasks/{task_id}").json()
+    assert artifact(body, "requirement.md") == edited
+    assert {a["name"] for a in body["artifacts"]} >= {"requirement.v1.md", "requirement.v2.md"}

@@ -15,6 +15,7 @@
   const MAX_ROWS = 200;
   const MAX_CARDS = 120;
   const GRAPH_TYPES = new Set(["invoke_request", "hook_event"]);
+  const FINAL = new Set(["completed", "failed", "terminated"]);
   const timers = {};
   let socket = null;
   let attempt = 0;
@@ -85,8 +86,30 @@
     activate(container);
   }
 
+  // True when the operator has typed into a field of ``el`` (its value differs from the one
+  // the page rendered): a live update must not throw that text away.
+  function dirty(el) {
+    return Array.prototype.some.call(el.querySelectorAll("textarea, input[type=text]"), function (field) {
+      return field.value !== field.defaultValue;
+    });
+  }
+
+  function markStale(el) {
+    if (el.querySelector(".stale-note")) return;
+    const note = document.createElement("p");
+    note.className = "stale-note error";
+    note.setAttribute("role", "alert");
+    note.textContent =
+      "This changed meanwhile (answered in another tab, or a newer request). Your text is kept here: copy it, then reload the page.";
+    el.prepend(note);
+  }
+
   function swap(s) {
     const existing = document.getElementById(s.id);
+    if (existing && dirty(existing)) {
+      markStale(existing);
+      return;
+    }
     if (existing) {
       const el = fromHTML(s.html, existing.parentElement && existing.parentElement.tagName);
       if (!el) return;
@@ -128,6 +151,11 @@
         const current = document.getElementById("inspector-state");
         if (current && window.htmx) window.htmx.trigger(current, "tc-refresh");
       });
+    }
+    if (ev.kind === "task" && root.dataset.taskId === ev.data.id && !("ended" in root.dataset) && FINAL.has(ev.data.status)) {
+      // This page's task ended: show its final state (phase, outcome, actions) unless the
+      // operator is typing somewhere.
+      if (!dirty(document.body)) soon("reload", 800, function () { window.location.reload(); });
     }
     if (ev.kind === "artifact" && ev.data.name === "outcome.json") {
       // The task's outcome was written: its panel reads it again (the task page).
@@ -186,6 +214,15 @@
       window.setTimeout(connect, delay);
     };
   }
+
+  // A form with data-confirm-empty asks before it sends nothing but empty answers.
+  document.addEventListener("submit", function (event) {
+    const form = event.target instanceof HTMLFormElement ? event.target : null;
+    if (!form || !form.dataset.confirmEmpty) return;
+    const fields = form.querySelectorAll("textarea");
+    const empty = Array.prototype.every.call(fields, function (field) { return !field.value.trim(); });
+    if (fields.length && empty && !window.confirm(form.dataset.confirmEmpty)) event.preventDefault();
+  });
 
   document.addEventListener("click", function (event) {
     const target = event.target instanceof Element ? event.target : null;

@@ -176,6 +176,7 @@ class Confirmations:
         call.context.status = ContextStatus.WAITING_USER
         call.context.pending_questions.append(f"{question} ({confirmation.id})")
         self._pause_task(call.task.task_id)
+        call.instance.waiting_operator += 1
         self._changed(confirmation)
         self.emitter.context_changed(call.context)
         try:
@@ -186,6 +187,7 @@ class Confirmations:
             return confirmation
         finally:
             self.waiting.pop(confirmation.id, None)
+            call.instance.waiting_operator -= 1
             self._resume_task(call.task.task_id)
             call.context.pending_questions = [q for q in call.context.pending_questions if confirmation.id not in q]
             if call.context.status == ContextStatus.WAITING_USER:

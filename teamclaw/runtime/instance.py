@@ -40,6 +40,8 @@ class AgentInstance:
     worker: asyncio.Task[None] | None = None
     executing: str | None = None
     """The correlation id of the invoke attempt whose executor is running right now, if any."""
+    waiting_operator: int = 0
+    """How many of its calls wait for an operator right now (PRD §4.6 ``waiting_user``)."""
 
     @property
     def load(self) -> int:

@@ -2,6 +2,9 @@
 
 ``by_role``: an idle healthy instance of the role, else a new one while the role is below
 its ``max_concurrent_instances`` (4 by default, PRD §4.7), else the least loaded.
+An instance held by an operator (waiting for an answer or a confirmation, itself or through
+the instances it waits on) is neither counted against that limit nor chosen: it could hold
+a new message for a day, and four tasks waiting for their operators must not stall the rest.
 ``by_instance``: that exact instance (resolved by the runtime, error if unknown or gone).
 ``least_busy``: the healthy instance with the fewest queued + in-flight messages, spawning
 only when the role has none. Instances that would close a wait cycle with the caller are
@@ -61,6 +64,20 @@ class InstancePool:
             stack.extend(self.by_id[i] for i in node.waiting_on if i in self.by_id)
         return False
 
+    def operator_held(self, instance: AgentInstance) -> bool:
+        """True when ``instance`` waits for an operator, or waits (transitively) on an
+        instance that does."""
+        stack, seen = [instance], set()
+        while stack:
+            node = stack.pop()
+            if node.waiting_operator:
+                return True
+            if node.instance_id in seen or node.busy_with is None:
+                continue
+            seen.add(node.instance_id)
+            stack.extend(self.by_id[i] for i in node.waiting_on if i in self.by_id)
+        return False
+
     def choose(
         self,
         role: str,
@@ -75,7 +92,7 @@ class InstancePool:
         Raises AgentFailure(unavailable): retryable when no instance is healthy, not
         retryable when every healthy one is waiting on the caller.
         """
-        alive = self.alive(role)
+        alive = [i for i in self.alive(role) if not self.operator_held(i)]
         healthy = [i for i in alive if i.healthy]
         candidates = [i for i in healthy if not self.would_deadlock(caller, i)]
         if strategy == RoutingStrategy.BY_ROLE:

@@ -13,6 +13,9 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+OPEN_POINT_SECTIONS = ("Open points", "待确认事项")
+"""Section titles of the questions still open (the interview's and the consolidator's):
+questions, not requirements, so the reviewers do not review them."""
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 
@@ -97,3 +100,14 @@ def parse_document(source: str) -> RequirementDocument:
         first = next((s.text for s in document.statements), "")
         document.title = first[:80]
     return document
+
+
+def reviewable(document: RequirementDocument) -> RequirementDocument:
+    """``document`` without the statements under an open-points section (same line numbers):
+    what the experts review. A question the user left open is not the user's requirement."""
+    return RequirementDocument(
+        source=document.source,
+        title=document.title,
+        headings=list(document.headings),
+        statements=[s for s in document.statements if s.section not in OPEN_POINT_SECTIONS],
+    )

@@ -213,17 +213,21 @@ class NextAction:
     chosen_by: str
 
 
-NEXT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": ["modify", "review", "end"]},
-        "markdown": {"type": "string", "minLength": 1, "maxLength": MAX_MARKDOWN_CHARS, "pattern": r"\S"},
-    },
-    "required": ["action"],
-    "additionalProperties": False,
-    "if": {"properties": {"action": {"const": "modify"}}},
-    "then": {"required": ["action", "markdown"]},
-}
+def next_schema(actions: list[str]) -> dict[str, Any]:
+    """The ``answer_schema`` of the phase 5 choice: ``{"action": one of ``actions``,
+    "markdown"?}``; ``modify`` needs the edited ``markdown`` (at most 1,000,000 characters,
+    not blank)."""
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": actions},
+            "markdown": {"type": "string", "minLength": 1, "maxLength": MAX_MARKDOWN_CHARS, "pattern": r"\S"},
+        },
+        "required": ["action"],
+        "additionalProperties": False,
+        "if": {"properties": {"action": {"const": "modify"}}},
+        "then": {"required": ["action", "markdown"]},
+    }
 
 
 async def choose_next(call: ExecutionCall, text: str, revision: int = 1) -> NextAction:
@@ -232,13 +236,14 @@ async def choose_next(call: ExecutionCall, text: str, revision: int = 1) -> Next
     is always the current one). No answer in time: ``end``, said as such in the summary."""
     language = document_language(text)
     while True:
+        actions = ["modify", "review", "end"] if revision < MAX_REVISIONS else ["review", "end"]
         request = {
             "revision": revision,
             "artifact": f"requirement.v{revision}.md",
-            "actions": ["modify", "review", "end"] if revision < MAX_REVISIONS else ["review", "end"],
+            "actions": actions,
             "text": TEXT[language]["next_question"].format(revision=revision),
             "markdown": text,
-            "answer_schema": NEXT_SCHEMA,
+            "answer_schema": next_schema(actions),
         }
         answer = await call.ask_operator(
             "next_action", request, timeout_s=INPUT_WAIT_S, question=TEXT[language]["next_pending"]
@@ -246,8 +251,8 @@ async def choose_next(call: ExecutionCall, text: str, revision: int = 1) -> Next
         if answer is None:
             return NextAction("end", text, revision, "nobody (no answer in time)")
         action = answer.values["action"]
-        if action != "modify" or revision >= MAX_REVISIONS:
-            return NextAction(action if action != "modify" else "review", text, revision, answer.answered_by)
+        if action != "modify":
+            return NextAction(action, text, revision, answer.answered_by)
         edited = answer.values["markdown"]
         if edited == text:
             continue  # saved without a change: nothing to record, ask again

@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from teamclaw.workflows.document import OPEN_POINT_SECTIONS
+
 PROJECT_TYPES_DIR = Path(__file__).resolve().parent / "project_types"
 UNKNOWN = "unknown"
 LANGUAGES = ("en", "zh")
@@ -131,16 +133,17 @@ TECHNICAL_SIGNALS = re.compile(
     r"webhook|cache|queue|kafka|redis|postgres|docker|kubernetes|ci|sdk|endpoint|timeout|retry|idempotent|"
     r"concurren\w*|architecture|microservice\w*|embedding\w*|vector|rag|fine-tun\w*|token\w*)\b"
     r"|接口|数据库|并发|延迟|吞吐|架构|缓存|队列|微服务|鉴权|超时|重试|向量|嵌入|部署|索引|字段|协议"
-    r"|\d+\s*(?:ms|毫秒|qps|rps)",
+    r"|\d[\d,.]*\s*(?:ms|s\b|sec|seconds?|minutes?|%|毫秒|秒|分钟|小时|qps|rps|mb|gb|次|条|个)",
     re.IGNORECASE,
 )
 
 
 def answer_depth(answers: list[str]) -> str:
-    """``"technical"`` when the answers use at least 3 technical terms or figures (API,
-    latency, 接口, 并发, ``200 ms``...), else ``"business"`` (seed 002 principle 1)."""
+    """``"technical"`` when the answers use at least 2 technical terms or measured figures
+    (API, latency, 接口, 并发, ``200 ms``, ``30 秒``...), else ``"business"`` (seed 002
+    principle 1)."""
     signals = sum(len(TECHNICAL_SIGNALS.findall(answer)) for answer in answers)
-    return "technical" if signals >= 3 else "business"
+    return "technical" if signals >= 2 else "business"
 
 
 def interview_round(
@@ -227,7 +230,7 @@ def interview_result(
     }
 
 
-OPEN_POINTS_TITLE = {"en": "Open points", "zh": "待确认事项"}
+OPEN_POINTS_TITLE = dict(zip(LANGUAGES, OPEN_POINT_SECTIONS, strict=True))
 IDEA_TITLE = {"en": "Idea", "zh": "需求概述"}
 
 

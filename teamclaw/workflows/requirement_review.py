@@ -31,12 +31,12 @@ from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
 from teamclaw.workflows.consolidation import candidate_decisions, consolidate, quality_check
 from teamclaw.workflows.debate import evaluate, respond
-from teamclaw.workflows.document import document_language, parse_document
+from teamclaw.workflows.document import document_language, parse_document, reviewable
 from teamclaw.workflows.domains import domain_frame
 from teamclaw.workflows.drafting import HANDLERS as DRAFTING_HANDLERS
 from teamclaw.workflows.drafting import choose_next, draft_requirement
 from teamclaw.workflows.review_rules import label_of, perspective_of, requirement_statements, review
-from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, artifacts_with_prefix, load_artifact, step
+from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, artifacts_with_prefix, load_artifact, pace, step
 
 REVIEWER_ROLES = ("architect", "pm", "ai_expert", "domain_expert")
 """Preferred reviewers: development expert, product manager, AI expert, domain expert."""
@@ -49,7 +49,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
     source = load_artifact(call, call.params["requirement_artifact"])
     if mode == "review":
         call.progress(10, "reviewing the requirement")
-        issues = review(parse_document(source), me)
+        issues = review(reviewable(parse_document(source)), me)
         data = {
             "expert": label_of(me),
             "perspective": me,
@@ -253,6 +253,7 @@ async def _expert_round(call: ExecutionCall, mode: str, reviewers: list[str], wa
     goes on with the others). Returns the reviewers still in. Raises AgentFailure when fewer
     than two remain."""
     params = {"mode": mode, "requirement_artifact": "requirement.md"}
+    await pace(call)
     results = await asyncio.gather(*(call.invoke("expert_review", params, target_role=role) for role in reviewers))
     kept = []
     for role, result in zip(reviewers, results, strict=True):

@@ -43,7 +43,14 @@ def artifacts_with_prefix(call: ExecutionCall, prefix: str) -> dict[str, tuple[s
     return found
 
 
+async def pace(call: ExecutionCall) -> None:
+    """Wait the task's think time (s) before a step, so the paced demo can be watched."""
+    if call.task.think_time_s > 0:
+        await call.clock.sleep(call.task.think_time_s)
+
+
 async def step(call: ExecutionCall, step: str, invocations: list[tuple[str, dict[str, Any], str]]) -> list[Any]:
+    await pace(call)
     results = await asyncio.gather(
         *(call.invoke(capability_id, params, target_role=role) for capability_id, params, role in invocations)
     )

@@ -212,15 +212,21 @@ class TaskCompareView(APIView):
         return Response({"left": left.id, "right": right.id, "artifacts": compare_artifacts(left, right)})
 
 
-class TaskAnswersSerializer(api_fields.ObjectBodySerializer):
+class TaskInputSerializer(api_fields.ObjectBodySerializer):
+    input_id = api_fields.StrictCharField(
+        required=False, max_length=64, help_text="the request answered (`input_id` of a question); stale ones get 409"
+    )
+
+
+class TaskAnswersSerializer(TaskInputSerializer):
     answers = api_fields.PassThroughField(help_text='{"<question id>": "answer text"}; "" leaves one open')
 
 
-class TaskDecisionsSerializer(api_fields.ObjectBodySerializer):
+class TaskDecisionsSerializer(TaskInputSerializer):
     decisions = api_fields.PassThroughField(help_text='{"<item id>": "accept" | "reject"}, some or all')
 
 
-class TaskNextSerializer(api_fields.ObjectBodySerializer):
+class TaskNextSerializer(TaskInputSerializer):
     action = api_fields.PassThroughField(help_text="modify | review | end")
     markdown = api_fields.PassThroughField(required=False, help_text="with modify: the edited document")
 
@@ -240,7 +246,9 @@ class TaskInputView(APIView):
     def post(self, request: Request, task_id: str) -> Response:
         data = self.serializer_class(data=request.data)
         data.is_valid(raise_exception=True)
-        return Response(give(request.user, task_id, self.section, dict(data.validated_data)))
+        part = dict(data.validated_data)
+        input_id = part.pop("input_id", None)
+        return Response(give(request.user, task_id, self.section, part, input_id=input_id))
 
 
 class TaskAnswersView(TaskInputView):

@@ -9,7 +9,7 @@ from capabilities.executors import model_status, role_executor
 from capabilities.models import AgentRole, CapabilityCard
 from monitoring.access import visible_tasks
 from monitoring.models import AgentInstance
-from monitoring.outcome import verdicts
+from monitoring.outcome import verdicts, waiting_for_operator
 from runs.host import executor_problems
 from runs.workers import worker_rows
 from team.snapshot import build_snapshot
@@ -34,6 +34,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "instances": instances,
             "tasks": tasks,
             "verdicts": verdicts([t.id for t in tasks]),
+            "waiting": waiting_for_operator([t.id for t in tasks]),
             "model": model_status(),
             "executor_problems": executor_problems(),
             "entry_points": entry_points,

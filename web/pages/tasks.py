@@ -8,6 +8,7 @@ from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -18,7 +19,7 @@ from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact, Task
-from monitoring.outcome import verdicts
+from monitoring.outcome import verdicts, waiting_for_operator
 from runs.compare import compare_artifacts, text_diff
 from runs.operator_inputs import give
 from runs.tasks import (
@@ -52,6 +53,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
             "page": page,
             "show_all": request.GET.get("kind") == "all",
             "verdicts": verdicts([t.id for t in page.object_list]),
+            "waiting": waiting_for_operator([t.id for t in page.object_list]),
         },
     )
 
@@ -133,7 +135,13 @@ def task_input(request: HttpRequest, task_id: str, section: str) -> HttpResponse
     back to the task page with what happened, or why it was refused."""
     if section not in ANSWERED:
         raise Http404(f"nothing is answered at {section}")
-    result = attempt(request, lambda: give(request.user, task_id, section, _input_part(request, section)))
+    try:
+        part = _input_part(request, section)
+    except RequestDataTooBig:
+        messages.error(request, "Not saved: what you sent is larger than the server takes from a form. Use the API.")
+        return redirect("task-detail", task_id=task_id)
+    input_id = request.POST.get("input_id") or None
+    result = attempt(request, lambda: give(request.user, task_id, section, part, input_id=input_id))
     if result is not None:
         if result["status"] == "answered":
             messages.success(request, ANSWERED[section])
