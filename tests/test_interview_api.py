@@ -307,3 +307,26 @@ def test_a_stale_page_or_a_wrong_edit_is_refused_and_the_draft_stays(api, runtim
     body = api.get(f"/api/v1/tasks/{task_id}").json()
     assert artifact(body, "requirement.md") == edited
     assert {a["name"] for a in body["artifacts"]} >= {"requirement.v1.md", "requirement.v2.md"}
+
+
+def test_questions_left_open_are_never_reviewed_as_the_users_requirements(api, runtime_host):
+    """An unanswered question stays a question: no expert rewrites it ("should" -> "must"),
+    and no acceptance criterion is made from it."""
+    task_id = start(api, description=IDEA_EN)
+    for _ in (1, 2):
+        body = wait_for(api, runtime_host, task_id, "interview")
+        answer_all(api, task_id, body["questions"], {"goal": "Admins copy orders by hand every week."})
+    body = wait_for(api, runtime_host, task_id, "next_action")
+    asked = [q for q in json.loads(artifact(body, "interview_result.json"))["unanswered"]]
+    assert "What should the user see when something goes wrong?" in asked
+    api.post(f"/api/v1/tasks/{task_id}/next", {"action": "review"}, format="json")
+    assert wait_for_task(runtime_host, task_id).status == "completed"
+    body = api.get(f"/api/v1/tasks/{task_id}").json()
+    final = artifact(body, "requirement_final.md")
+    for question in asked:
+        assert question in final  # still an open question in the document
+        assert final.count(question.rstrip("?")) == 1, question  # ...and nowhere else (no criterion made of it)
+    for name in ("review_dev.json", "review_pm.json", "review_ai.json", "review_domain.json"):
+        quotes = [issue["quote"] for issue in json.loads(artifact(body, name))["issues"]]
+        assert not set(quotes) & set(asked), name
+    assert body["outcome"]["open_points"] >= 0

@@ -153,6 +153,7 @@ async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
         "adopted": counts["adopted"],
         "rejected": counts["rejected"],
         "contested": counts["contested"],
+        "open_points": counts.get("open_point", 0) + counts.get("deferred", 0),
         "warnings": warnings,
     }
 
@@ -349,6 +350,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         "adopted": consolidation["adopted"],
         "rejected": consolidation["rejected"],
         "contested": consolidation["contested"],
+        "open_points": consolidation.get("open_points", 0),
         "quality": {
             "passed": quality["passed"],
             "failed_checks": failed,
