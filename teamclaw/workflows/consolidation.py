@@ -47,16 +47,20 @@ def _key(issue: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _items(responses: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Final and debate-born issues of every expert, merged when they are the same finding."""
+    """Final and debate-born issues of every expert, merged when they are the same finding.
+    A debate-born issue is credited to the expert who raised it in the evaluate round, not to
+    the expert whose response carries it."""
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for perspective, response in sorted(responses.items()):
         for issue in [*response.get("final_issues", []), *response.get("new_issues_from_debate", [])]:
             key = _key(issue)
+            author = issue.get("raised_by_perspective") or perspective
             if key in merged:
-                merged[key]["experts"].append(perspective)
+                if author not in merged[key]["experts"]:
+                    merged[key]["experts"].append(author)
                 merged[key]["issue_ids"].append(issue["id"])
                 continue
-            merged[key] = {**issue, "experts": [perspective], "issue_ids": [issue["id"]], "key": key}
+            merged[key] = {**issue, "experts": [author], "issue_ids": [issue["id"]], "key": key}
     return list(merged.values())
 
 
@@ -187,7 +191,10 @@ def _positions(item: dict[str, Any], responses: dict[str, dict[str, Any]], langu
         for issue in new:
             author = issue.get("raised_by_perspective") or perspective
             positions.append(_position(author, "supplement", issue["problem"], "evaluate", language))
-    return positions
+    unique: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for position in positions:  # the same comment from the same expert and round is shown once
+        unique.setdefault((position["expert"], position["stance"], position["comment"], position["round"]), position)
+    return list(unique.values())
 
 
 def _position(expert: str, stance: str, comment: str, round_: str, language: str) -> dict[str, Any]:

@@ -209,6 +209,8 @@ def respond(
             new_issues.append(
                 {
                     "id": f"{issue['id']}-s{number}",
+                    # the same comment from the same expert on the same line is one point
+                    "rule": f"debate_supplement:{supplement.get('perspective', '')}",
                     "derived_from": issue["id"],
                     "raised_by": supplement["from"],
                     "raised_by_perspective": supplement.get("perspective", ""),
