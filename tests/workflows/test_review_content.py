@@ -64,3 +64,49 @@ def test_each_position_names_the_expert_who_took_it_and_appears_once(text):
     report = outcome["report"]
     assert [d["experts"] for d in report["decisions"] if supplement.search(d["problem"])] == [["dev"]]
 
+
+NO_AI_EN = """# Leave requests
+
+## Goal
+- Employees ask for leave without paper forms.
+
+## Requirements
+- Employees submit a leave request with a start and an end date.
+- Store managers approve or reject each request.
+- Employees get a push notification when a request is decided.
+"""
+
+NO_AI_ZH = """# 请假申请
+
+## 目标
+- 员工不再填写纸质请假单。
+
+## 功能需求
+- 员工提交请假申请，填写开始和结束日期。
+- 店长批准或驳回每一条申请。
+- 申请处理后，员工收到推送通知。
+"""
+
+
+@pytest.mark.parametrize("text", [NO_AI_EN, NO_AI_ZH, text_of("en_planted"), text_of("zh_planted")])
+def test_the_ai_expert_agrees_from_its_field_only_on_points_about_the_ai_feature(text):
+    document = parse_document(text)
+    reviews = {p: {"issues": review(document, p)} for p in EXPERTS}
+    answer = evaluate("ai", reviews["ai"], {o: (f"review_{o}.json", reviews[o]) for o in EXPERTS if o != "ai"})
+    if not reviews["ai"]["issues"]:  # no AI feature in the document: nothing to say
+        assert answer["responses"] == []
+    ai_lines = {i["location"]["line"] for i in reviews["ai"]["issues"]}
+    for response in answer["responses"]:
+        issue = next(
+            i for p in EXPERTS for i in reviews[p]["issues"] if i["id"] == response["target_issue"]
+        )
+        about_ai = issue["location"]["line"] in ai_lines or re.search(r"\bAI\b|智能|machine learning", issue["quote"])
+        assert about_ai, (response["my_comment"], issue["problem"])
+    others = {
+        r["target_issue"]
+        for r in answer["responses"]
+        for p in EXPERTS
+        for i in reviews[p]["issues"]
+        if i["id"] == r["target_issue"] and i["rule"] in ("no_error_handling", "notification_failure_undefined")
+    }
+    assert not others
