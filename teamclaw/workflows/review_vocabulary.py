@@ -207,7 +207,24 @@ INTEGRATION = _words(
 )
 OPEN_ENDED = _words("etc", "and so on", "and more", "等等", "等")
 ACCEPTANCE_HEADINGS = ("acceptance", "验收", "done when", "definition of done", "success criteria")
-GOAL_HEADINGS = ("goal", "objective", "background", "purpose", "why", "目标", "背景", "目的")
+GOAL_HEADINGS = (
+    "goal",
+    "objective",
+    "background",
+    "purpose",
+    "why",
+    "idea",
+    "overview",
+    "what it is",
+    "summary",
+    "目标",
+    "背景",
+    "目的",
+    "概述",
+    "简介",
+)
+"""Headings that state what the work is for: the interview draft's "Idea" / "需求概述" (the
+user's own idea) and the unknown type's "What it is" / "项目概述" count, as do Goal, Background."""
 USERS = _words(
     "user",
     "users",

@@ -110,3 +110,44 @@ def test_the_ai_expert_agrees_from_its_field_only_on_points_about_the_ai_feature
         if i["id"] == r["target_issue"] and i["rule"] in ("no_error_handling", "notification_failure_undefined")
     }
     assert not others
+
+
+ZH_DRAFT = """# 诊所预约减少爽约
+
+## 需求概述
+
+减少爽约
+
+## 项目概述
+
+- 患者在线预约门诊
+"""
+
+EN_DRAFT = """# Fewer missed appointments
+
+## Idea
+
+Fewer missed appointments at the clinic
+
+## What it is
+
+- Patients book their appointments online
+"""
+
+
+@pytest.mark.parametrize("text", [ZH_DRAFT, EN_DRAFT])
+def test_the_idea_or_overview_of_a_draft_is_its_goal(text):
+    rules = {i["rule"] for i in review(parse_document(text), "pm")}
+    assert "missing_goal" not in rules
+
+
+@pytest.mark.parametrize(
+    "heading", ["Idea", "需求概述", "项目概述", "Overview", "What it is", "Background", "目标", "Goal"]
+)
+def test_a_goal_heading_counts_only_when_it_holds_a_statement(heading):
+    empty = f"# Orders\n\n## {heading}\n\n## Requirements\n- Customers see their orders.\n"
+    held = f"# Orders\n\n## {heading}\n\n- Customers stop calling support.\n\n## Requirements\n- Customers see their orders.\n"
+    assert "missing_goal" in {i["rule"] for i in review(parse_document(empty), "pm")}
+    assert "missing_goal" not in {i["rule"] for i in review(parse_document(held), "pm")}
+
+
