@@ -151,3 +151,33 @@ def test_a_goal_heading_counts_only_when_it_holds_a_statement(heading):
     assert "missing_goal" not in {i["rule"] for i in review(parse_document(held), "pm")}
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- Admins reconcile payments by hand every week.",
+        "- Exports include the order's payment status.",
+        "- 管理员每周手工核对支付记录。",
+        "- 财务人员每月对账。",
+    ],
+)
+def test_a_payment_mentioned_in_passing_is_not_a_card_payment(line):
+    text = f"# Orders\n\n## Goal\n- Support gets fewer calls.\n\n## Requirements\n{line}\n"
+    rules = {i["rule"] for i in review(parse_document(text), "domain")}
+    assert "payment_without_compliance" not in rules
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "- Customers pay for the order by credit card.",
+        "- The shop accepts card payments at checkout.",
+        "- 挂号费通过微信支付在线支付。",
+        "- 用户使用银行卡付款。",
+    ],
+)
+def test_a_product_that_takes_card_payments_gets_the_compliance_finding(line):
+    text = f"# Orders\n\n## Goal\n- Support gets fewer calls.\n\n## Requirements\n{line}\n"
+    rules = {i["rule"] for i in review(parse_document(text), "domain")}
+    assert "payment_without_compliance" in rules
+
+
