@@ -424,6 +424,11 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
     def line_of(number: int) -> str:
         return say(language, f"line {number}", f"第 {number} 行")
 
+    def lines_of(numbers: list[int]) -> str:
+        if len(numbers) == 1:
+            return line_of(numbers[0])
+        return say(language, f"lines {', '.join(map(str, numbers))}", f"第 {'、'.join(map(str, numbers))} 行")
+
     original_titles = original_doc.section_titles()
     final_titles = final_doc.section_titles()
     findings = [
@@ -503,19 +508,23 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
     ]
     checks.append({"name": "completeness", "passed": not findings, "findings": findings})
 
+    proposals: dict[str, list[int]] = {}  # the same proposal is one item, with every line it is on
+    for s in final_doc.statements:
+        for m in PROPOSED.finditer(s.text):
+            numbers = proposals.setdefault(m.group(0).strip(), [])
+            if s.number not in numbers:
+                numbers.append(s.number)
     unresolved = [
         say(
             language,
-            f"{line_of(s.number)}: proposed, not confirmed: {m.group(0).strip()}",
-            f"{line_of(s.number)}：建议值未确认：{m.group(0).strip()}",
+            f"{lines_of(numbers)}: proposed, not confirmed: {text}",
+            f"{lines_of(numbers)}：建议值未确认：{text}",
         )
-        for s in final_doc.statements
-        for m in PROPOSED.finditer(s.text)
+        for text, numbers in proposals.items()
     ]
     unresolved += [
-        say(language, f"open point: {s.text}", f"待确认：{s.text}")
-        for s in final_doc.statements
-        if s.section in open_titles
+        say(language, f"open point: {text}", f"待确认：{text}")
+        for text in dict.fromkeys(s.text for s in final_doc.statements if s.section in open_titles)
     ]
     checks.append({"name": "unresolved", "passed": not unresolved, "findings": unresolved})
 

@@ -181,3 +181,31 @@ def test_a_product_that_takes_card_payments_gets_the_compliance_finding(line):
     assert "payment_without_compliance" in rules
 
 
+def test_each_unresolved_item_appears_once():
+    sample = (SAMPLES / "online_bookstore.md").read_text(encoding="utf-8")
+    for text in (sample, text_of("zh_planted"), text_of("en_planted")):
+        unresolved = run(text)["quality"]["unresolved"]
+        assert unresolved
+        assert len(unresolved) == len(set(unresolved)), unresolved
+        bodies = [re.sub(r"^(?:lines? [\d, ]+|第 [\d、 ]+ 行)[:：]\s*", "", u) for u in unresolved]
+        assert len(bodies) == len(set(bodies)), unresolved
+    final = (
+        "# Search\n\n## Requirements\n"
+        "- Search returns results (proposed, to be confirmed: within 300 ms) and pages (proposed, to be confirmed: "
+        "within 300 ms).\n"
+        "- Export finishes (proposed, to be confirmed: within 300 ms).\n\n"
+        "## Open points\n- Which data is kept?\n- Which data is kept?\n"
+    )
+    quality = quality_check(final, "# Search\n\n## Requirements\n- Search returns results.\n")
+    assert quality["unresolved"] == [
+        "lines 4, 5: proposed, not confirmed: (proposed, to be confirmed: within 300 ms)",
+        "open point: Which data is kept?",
+    ]
+    zh = quality_check(
+        "# 搜索\n\n## 功能需求\n- 搜索返回结果（建议值，待确认：不超过 300 毫秒）。\n"
+        "- 导出完成（建议值，待确认：不超过 300 毫秒）。\n",
+        "# 搜索\n\n## 功能需求\n- 搜索返回结果。\n",
+    )
+    assert zh["unresolved"] == ["第 4、5 行：建议值未确认：（建议值，待确认：不超过 300 毫秒）"]
+
+
