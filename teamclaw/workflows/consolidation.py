@@ -28,7 +28,16 @@ from typing import Any
 
 from teamclaw.workflows.document import document_language, parse_document
 from teamclaw.workflows.review_rules import UNDECIDED, acceptance_criterion, review_domain, testable
-from teamclaw.workflows.review_text import PROPOSED, SECTION_TITLES, confirm, label, proposed, say, section_title
+from teamclaw.workflows.review_text import (
+    PROPOSED,
+    SECTION_TITLES,
+    confirm,
+    label,
+    proposed,
+    say,
+    section_title,
+    word,
+)
 
 QUANTITY = re.compile(r"\d+(?:\.\d+)?\s*(?:ms|s|seconds?|minutes?|min|hours?|MB|GB|KB|%)(?![\w])", re.IGNORECASE)
 
@@ -181,7 +190,7 @@ def _positions(item: dict[str, Any], responses: dict[str, dict[str, Any]], langu
                 _position(
                     perspective,
                     "raised",
-                    say(language, f"keeps it ({level})", f"坚持该意见（{level}）"),
+                    say(language, f"keeps it ({level})", f"坚持该意见（{word(level, language)}）"),
                     "respond",
                     language,
                 )

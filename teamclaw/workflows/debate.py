@@ -16,7 +16,7 @@ from typing import Any
 
 from teamclaw.workflows.document import document_language
 from teamclaw.workflows.review_rules import PERSPECTIVES, label_of
-from teamclaw.workflows.review_text import label, say
+from teamclaw.workflows.review_text import label, say, word
 from teamclaw.workflows.review_vocabulary import AI_TERMS
 
 
@@ -109,7 +109,7 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
                 reasoning = say(
                     lang,
                     f"It is in my field ({issue['category']}) and rated {issue['severity']}.",
-                    f"属于我的领域（{issue['category']}），严重程度为 {issue['severity']}。",
+                    f"属于我的领域（{word(issue['category'], lang)}），严重程度为{word(issue['severity'], lang)}。",
                 )
             elif (
                 me == "pm"
@@ -198,6 +198,7 @@ def respond(
                 comments.setdefault(response["target_issue"], []).append(
                     {**response, "from": evaluation["expert"], "perspective": evaluation.get("perspective", "")}
                 )
+    lang = document_language(" ".join(i.get("problem", "") for i in my_review.get("issues", [])))
     final_issues, withdrawn, new_issues = [], [], []
     for issue in my_review.get("issues", []):
         received = comments.get(issue["id"], [])
@@ -208,7 +209,12 @@ def respond(
             withdraw, reason = issue["id"] in withdrawals, withdrawals.get(issue["id"], "")
         else:
             withdraw = len(challenges) >= 2 and not agrees
-            reason = "Withdrawn after objections from " + ", ".join(c["from"] for c in challenges) + "."
+            who = [label(c.get("perspective") or c["from"], lang) for c in challenges]
+            reason = say(
+                lang,
+                "Withdrawn after objections from " + ", ".join(who) + ".",
+                "因" + "、".join(who) + "的反对而撤回。",
+            )
         if withdraw:
             withdrawn.append({**issue, "reason": reason, "comments": [_comment(c) for c in received]})
             continue

@@ -209,3 +209,55 @@ def test_each_unresolved_item_appears_once():
     assert zh["unresolved"] == ["第 4、5 行：建议值未确认：（建议值，待确认：不超过 300 毫秒）"]
 
 
+ENGLISH_WORD = re.compile(r"[A-Za-z]{3,}")
+ALLOWED = {"HIS", "API", "PIPL", "GDPR", "HIPAA", "PCI", "DSS", "UTC"}
+
+
+def _english(text: str) -> list[str]:
+    return [w for w in ENGLISH_WORD.findall(text) if w not in ALLOWED]
+
+
+def test_the_debate_comments_of_a_chinese_document_are_chinese():
+    outcome = run(text_of("zh_planted"))
+    for candidate in outcome["candidates"]:
+        for position in candidate["positions"]:
+            assert not _english(position["comment"]), position
+    assert any("坚持该意见（多数）" == p["comment"] for c in outcome["candidates"] for p in c["positions"])
+    document = parse_document(text_of("zh_planted"))
+    reviews = {p: {"issues": review(document, p)} for p in EXPERTS}
+    evaluations = [
+        evaluate(p, reviews[p], {o: (f"review_{o}.json", reviews[o]) for o in EXPERTS if o != p}) for p in EXPERTS
+    ]
+    for evaluation in evaluations:
+        for response in evaluation["responses"]:
+            assert not _english(response["my_comment"] + response["reasoning"]), response
+    # a withdrawn issue gives its reason in the document's language
+    mine = {"issues": [i for i in reviews["dev"]["issues"]][:1]}
+    target = mine["issues"][0]["id"]
+    objections = [
+        {
+            "expert": "Product manager" if p == "pm" else "Domain expert",
+            "perspective": p,
+            "responses": [
+                {"target_perspective": "dev", "target_issue": target, "stance": "challenge", "my_comment": "不同意。",
+                 "reasoning": "理由。"}
+            ],
+        }
+        for p in ("pm", "domain")
+    ]
+    answer = respond("dev", mine, objections)
+    assert answer["withdrawn_issues"]
+    reason = answer["withdrawn_issues"][0]["reason"]
+    assert not _english(reason), reason
+    assert "产品经理" in reason and "领域专家" in reason
+
+
+def test_the_consensus_words_of_an_english_document_stay_english():
+    outcome = run(text_of("en_planted"))
+    comments = {p["comment"] for c in outcome["candidates"] for p in c["positions"] if p["round"] == "respond"}
+    assert "keeps it (majority)" in comments
+    for candidate in outcome["candidates"]:
+        for position in candidate["positions"]:
+            assert not re.search(r"[\u4e00-\u9fff]", position["comment"]), position
+
+
