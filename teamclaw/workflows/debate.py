@@ -49,11 +49,11 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
     """Comments of expert ``me`` on ``others`` (``perspective -> (file name, review)``).
 
     Stances: ``agree`` (I found a problem on the same line, or it is in my field for this
-    document (``in_field``) and major/critical; otherwise no stance), ``challenge`` (the product manager objects to anything that weakens
-    what the user asked for; the domain expert to rewriting the user's own wording into a
-    hard requirement), ``supplement`` (I add a consequence from my field). Comments are in
-    the language the reviews are written in (the document's).
-    """
+    document (``in_field``) and major/critical; otherwise no stance), ``challenge`` (the
+    product manager objects to anything that weakens what the user asked for; the domain
+    expert to rewriting the user's own wording into a hard requirement), ``supplement`` (I add
+    a consequence from my field). Comments are in the language the reviews are written in
+    (the document's)."""
     my_lines = _lines(my_review)
     my_categories = _categories(my_review)
     responses = []

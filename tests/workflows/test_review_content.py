@@ -97,9 +97,7 @@ def test_the_ai_expert_agrees_from_its_field_only_on_points_about_the_ai_feature
         assert answer["responses"] == []
     ai_lines = {i["location"]["line"] for i in reviews["ai"]["issues"]}
     for response in answer["responses"]:
-        issue = next(
-            i for p in EXPERTS for i in reviews[p]["issues"] if i["id"] == response["target_issue"]
-        )
+        issue = next(i for p in EXPERTS for i in reviews[p]["issues"] if i["id"] == response["target_issue"])
         about_ai = issue["location"]["line"] in ai_lines or re.search(r"\bAI\b|智能|machine learning", issue["quote"])
         assert about_ai, (response["my_comment"], issue["problem"])
     others = {
@@ -145,8 +143,9 @@ def test_the_idea_or_overview_of_a_draft_is_its_goal(text):
     "heading", ["Idea", "需求概述", "项目概述", "Overview", "What it is", "Background", "目标", "Goal"]
 )
 def test_a_goal_heading_counts_only_when_it_holds_a_statement(heading):
-    empty = f"# Orders\n\n## {heading}\n\n## Requirements\n- Customers see their orders.\n"
-    held = f"# Orders\n\n## {heading}\n\n- Customers stop calling support.\n\n## Requirements\n- Customers see their orders.\n"
+    requirements = "## Requirements\n- Customers see their orders.\n"
+    empty = f"# Orders\n\n## {heading}\n\n{requirements}"
+    held = f"# Orders\n\n## {heading}\n\n- Customers stop calling support.\n\n{requirements}"
     assert "missing_goal" in {i["rule"] for i in review(parse_document(empty), "pm")}
     assert "missing_goal" not in {i["rule"] for i in review(parse_document(held), "pm")}
 
@@ -239,8 +238,13 @@ def test_the_debate_comments_of_a_chinese_document_are_chinese():
             "expert": "Product manager" if p == "pm" else "Domain expert",
             "perspective": p,
             "responses": [
-                {"target_perspective": "dev", "target_issue": target, "stance": "challenge", "my_comment": "不同意。",
-                 "reasoning": "理由。"}
+                {
+                    "target_perspective": "dev",
+                    "target_issue": target,
+                    "stance": "challenge",
+                    "my_comment": "不同意。",
+                    "reasoning": "理由。",
+                }
             ],
         }
         for p in ("pm", "domain")
@@ -261,3 +265,24 @@ def test_the_consensus_words_of_an_english_document_stay_english():
             assert not re.search(r"[\u4e00-\u9fff]", position["comment"]), position
 
 
+@pytest.mark.parametrize(
+    ("text", "expected", "generic"),
+    [
+        ("# 注册\n\n## 功能需求\n- 用户注册时填写个人信息和手机号。\n", "个人信息（手机号）", "个人信息、"),
+        (
+            "# Sign-up\n\n## Requirements\n- Users register with their personal data and email.\n",
+            "(email)",
+            "personal data,",
+        ),
+        ("# 注册\n\n## 功能需求\n- 系统保存用户的个人信息。\n", "个人信息（个人信息）", None),
+        ("# Sign-up\n\n## Requirements\n- The system keeps the users' personal data.\n", "(personal data)", None),
+    ],
+)
+def test_the_kinds_of_personal_data_list_only_the_specific_ones(text, expected, generic):
+    issues = review(parse_document(text), "domain")
+    privacy = next(i for i in issues if i["rule"] == "personal_data_without_privacy")
+    assert expected in privacy["problem"], privacy["problem"]
+    if generic:
+        assert generic not in privacy["problem"]
+        retention = next(i for i in issues if i["rule"] == "retention_undefined")
+        assert generic not in retention["problem"] + retention["change"]["question"]
