@@ -28,7 +28,16 @@ from typing import Any
 
 from teamclaw.workflows.document import document_language, parse_document
 from teamclaw.workflows.review_rules import UNDECIDED, acceptance_criterion, review_domain, testable
-from teamclaw.workflows.review_text import PROPOSED, SECTION_TITLES, confirm, label, proposed, say, section_title
+from teamclaw.workflows.review_text import (
+    PROPOSED,
+    SECTION_TITLES,
+    confirm,
+    label,
+    proposed,
+    say,
+    section_title,
+    word,
+)
 
 QUANTITY = re.compile(r"\d+(?:\.\d+)?\s*(?:ms|s|seconds?|minutes?|min|hours?|MB|GB|KB|%)(?![\w])", re.IGNORECASE)
 
@@ -47,16 +56,20 @@ def _key(issue: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _items(responses: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Final and debate-born issues of every expert, merged when they are the same finding."""
+    """Final and debate-born issues of every expert, merged when they are the same finding.
+    A debate-born issue is credited to the expert who raised it in the evaluate round, not to
+    the expert whose response carries it."""
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for perspective, response in sorted(responses.items()):
         for issue in [*response.get("final_issues", []), *response.get("new_issues_from_debate", [])]:
             key = _key(issue)
+            author = issue.get("raised_by_perspective") or perspective
             if key in merged:
-                merged[key]["experts"].append(perspective)
+                if author not in merged[key]["experts"]:
+                    merged[key]["experts"].append(author)
                 merged[key]["issue_ids"].append(issue["id"])
                 continue
-            merged[key] = {**issue, "experts": [perspective], "issue_ids": [issue["id"]], "key": key}
+            merged[key] = {**issue, "experts": [author], "issue_ids": [issue["id"]], "key": key}
     return list(merged.values())
 
 
@@ -177,7 +190,7 @@ def _positions(item: dict[str, Any], responses: dict[str, dict[str, Any]], langu
                 _position(
                     perspective,
                     "raised",
-                    say(language, f"keeps it ({level})", f"坚持该意见（{level}）"),
+                    say(language, f"keeps it ({level})", f"坚持该意见（{word(level, language)}）"),
                     "respond",
                     language,
                 )
@@ -187,7 +200,10 @@ def _positions(item: dict[str, Any], responses: dict[str, dict[str, Any]], langu
         for issue in new:
             author = issue.get("raised_by_perspective") or perspective
             positions.append(_position(author, "supplement", issue["problem"], "evaluate", language))
-    return positions
+    unique: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    for position in positions:  # the same comment from the same expert and round is shown once
+        unique.setdefault((position["expert"], position["stance"], position["comment"], position["round"]), position)
+    return list(unique.values())
 
 
 def _position(expert: str, stance: str, comment: str, round_: str, language: str) -> dict[str, Any]:
@@ -417,6 +433,11 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
     def line_of(number: int) -> str:
         return say(language, f"line {number}", f"第 {number} 行")
 
+    def lines_of(numbers: list[int]) -> str:
+        if len(numbers) == 1:
+            return line_of(numbers[0])
+        return say(language, f"lines {', '.join(map(str, numbers))}", f"第 {'、'.join(map(str, numbers))} 行")
+
     original_titles = original_doc.section_titles()
     final_titles = final_doc.section_titles()
     findings = [
@@ -496,19 +517,23 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
     ]
     checks.append({"name": "completeness", "passed": not findings, "findings": findings})
 
+    proposals: dict[str, list[int]] = {}  # the same proposal is one item, with every line it is on
+    for s in final_doc.statements:
+        for m in PROPOSED.finditer(s.text):
+            numbers = proposals.setdefault(m.group(0).strip(), [])
+            if s.number not in numbers:
+                numbers.append(s.number)
     unresolved = [
         say(
             language,
-            f"{line_of(s.number)}: proposed, not confirmed: {m.group(0).strip()}",
-            f"{line_of(s.number)}：建议值未确认：{m.group(0).strip()}",
+            f"{lines_of(numbers)}: proposed, not confirmed: {text}",
+            f"{lines_of(numbers)}：建议值未确认：{text}",
         )
-        for s in final_doc.statements
-        for m in PROPOSED.finditer(s.text)
+        for text, numbers in proposals.items()
     ]
     unresolved += [
-        say(language, f"open point: {s.text}", f"待确认：{s.text}")
-        for s in final_doc.statements
-        if s.section in open_titles
+        say(language, f"open point: {text}", f"待确认：{text}")
+        for text in dict.fromkeys(s.text for s in final_doc.statements if s.section in open_titles)
     ]
     checks.append({"name": "unresolved", "passed": not unresolved, "findings": unresolved})
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from teamclaw.workflows.document import document_language
 from teamclaw.workflows.review_rules import PERSPECTIVES, label_of
-from teamclaw.workflows.review_text import label, say
+from teamclaw.workflows.review_text import label, say, word
+from teamclaw.workflows.review_vocabulary import AI_TERMS
 
 
 def _lines(review: dict[str, Any]) -> set[int]:
@@ -27,16 +28,32 @@ def _categories(review: dict[str, Any]) -> set[str]:
     return {issue["category"] for issue in review.get("issues", [])}
 
 
+AI_FIELD = {"ai", "data", "evaluation", "reliability"}
+"""What the AI expert's field covers, for an AI feature the document has."""
+
+
+def in_field(me: str, issue: dict[str, Any]) -> bool:
+    """True when ``issue`` is in the field of expert ``me`` for this document: its category is
+    one of the expert's; for the AI expert, moreover, the point is about an AI feature the
+    document has (an AI rule, or a line that names the AI feature), not any failure handling."""
+    if issue["category"] not in PERSPECTIVES.get(me, {}).get("affinity", set()):
+        return False
+    if me == "ai":
+        return issue["category"] in AI_FIELD and (
+            str(issue.get("rule", "")).startswith("ai_") or bool(AI_TERMS.search(issue.get("quote") or ""))
+        )
+    return True
+
+
 def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """Comments of expert ``me`` on ``others`` (``perspective -> (file name, review)``).
 
-    Stances: ``agree`` (I found a problem on the same line, or it is in my field and
-    major/critical), ``challenge`` (the product manager objects to anything that weakens
-    what the user asked for; the domain expert to rewriting the user's own wording into a
-    hard requirement), ``supplement`` (I add a consequence from my field). Comments are in
-    the language the reviews are written in (the document's).
-    """
-    affinity = PERSPECTIVES.get(me, {}).get("affinity", set())
+    Stances: ``agree`` (I found a problem on the same line, or it is in my field for this
+    document (``in_field``) and major/critical; otherwise no stance), ``challenge`` (the
+    product manager objects to anything that weakens what the user asked for; the domain
+    expert to rewriting the user's own wording into a hard requirement), ``supplement`` (I add
+    a consequence from my field). Comments are in the language the reviews are written in
+    (the document's)."""
     my_lines = _lines(my_review)
     my_categories = _categories(my_review)
     responses = []
@@ -82,7 +99,7 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
                 reasoning = say(
                     lang, "Two independent reviews point at the same sentence.", "两份独立评审指向同一句话。"
                 )
-            elif issue["category"] in affinity and issue["severity"] in ("major", "critical"):
+            elif in_field(me, issue) and issue["severity"] in ("major", "critical"):
                 stance = "agree"
                 comment = say(
                     lang,
@@ -92,7 +109,7 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
                 reasoning = say(
                     lang,
                     f"It is in my field ({issue['category']}) and rated {issue['severity']}.",
-                    f"属于我的领域（{issue['category']}），严重程度为 {issue['severity']}。",
+                    f"属于我的领域（{word(issue['category'], lang)}），严重程度为{word(issue['severity'], lang)}。",
                 )
             elif (
                 me == "pm"
@@ -181,6 +198,7 @@ def respond(
                 comments.setdefault(response["target_issue"], []).append(
                     {**response, "from": evaluation["expert"], "perspective": evaluation.get("perspective", "")}
                 )
+    lang = document_language(" ".join(i.get("problem", "") for i in my_review.get("issues", [])))
     final_issues, withdrawn, new_issues = [], [], []
     for issue in my_review.get("issues", []):
         received = comments.get(issue["id"], [])
@@ -191,7 +209,12 @@ def respond(
             withdraw, reason = issue["id"] in withdrawals, withdrawals.get(issue["id"], "")
         else:
             withdraw = len(challenges) >= 2 and not agrees
-            reason = "Withdrawn after objections from " + ", ".join(c["from"] for c in challenges) + "."
+            who = [label(c.get("perspective") or c["from"], lang) for c in challenges]
+            reason = say(
+                lang,
+                "Withdrawn after objections from " + ", ".join(who) + ".",
+                "因" + "、".join(who) + "的反对而撤回。",
+            )
         if withdraw:
             withdrawn.append({**issue, "reason": reason, "comments": [_comment(c) for c in received]})
             continue
@@ -209,6 +232,8 @@ def respond(
             new_issues.append(
                 {
                     "id": f"{issue['id']}-s{number}",
+                    # the same comment from the same expert on the same line is one point
+                    "rule": f"debate_supplement:{supplement.get('perspective', '')}",
                     "derived_from": issue["id"],
                     "raised_by": supplement["from"],
                     "raised_by_perspective": supplement.get("perspective", ""),

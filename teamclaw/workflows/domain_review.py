@@ -121,6 +121,10 @@ def _undefined_terms(document: RequirementDocument) -> list[Finding]:
     return findings
 
 
+GENERIC_PERSONAL_DATA = {"personal data", "personal information", "个人信息"}
+"""Words that name personal data in general, not a kind of it."""
+
+
 def _data_protection(document: RequirementDocument, frame: dict[str, Any]) -> list[Finding]:
     lang, code = document.language, frame["jurisdiction"]
     findings: list[Finding] = []
@@ -129,6 +133,8 @@ def _data_protection(document: RequirementDocument, frame: dict[str, Any]) -> li
     if personal:
         first = personal[0]
         kinds = sorted({m.lower() for s in personal for m in PERSONAL_DATA.findall(s.text)})
+        specific = [k for k in kinds if k not in GENERIC_PERSONAL_DATA]
+        kinds = specific or kinds  # the generic word only when nothing specific is named
         health = sorted({m.lower() for s in personal for m in HEALTH_DATA.findall(s.text)})
         listed = say(lang, ", ".join(kinds), "、".join(kinds))
         missing = [

@@ -560,7 +560,7 @@ def review_pm(document: RequirementDocument) -> list[Finding]:
                     },
                 )
             )
-    if not document.has_section(*GOAL_HEADINGS):
+    if not _goal_stated(document):
         findings.append(
             Finding(
                 "missing_goal",
@@ -812,6 +812,19 @@ def _wording(document: RequirementDocument, statement: Statement) -> list[Findin
             )
         )
     return findings
+
+
+def _goal_stated(document: RequirementDocument) -> bool:
+    """True when a goal heading (``GOAL_HEADINGS``) holds at least one statement, in its own
+    text or in a subsection of it (the document's title is not a section)."""
+    headings = document.headings
+    for index, (level, title, line) in enumerate(headings):
+        if (index == 0 and level == 1) or not any(k in title.lower() for k in GOAL_HEADINGS):
+            continue
+        end = next((n for lv, _, n in headings[index + 1 :] if lv <= level), None)
+        if any(s.number > line and (end is None or s.number < end) for s in document.statements):
+            return True
+    return False
 
 
 def review_ai(document: RequirementDocument) -> list[Finding]:

@@ -25,6 +25,37 @@ LABELS = {
     "domain": {"en": "Domain expert", "zh": "领域专家"},
 }
 
+WORDS: dict[str, dict[str, str]] = {
+    # consensus levels (seed 002 §6.4)
+    "unanimous": {"zh": "一致"},
+    "majority": {"zh": "多数"},
+    "contested": {"zh": "有争议"},
+    # severities
+    "critical": {"zh": "严重"},
+    "major": {"zh": "重要"},
+    "minor": {"zh": "次要"},
+    # issue categories
+    "performance": {"zh": "性能"},
+    "reliability": {"zh": "可靠性"},
+    "scalability": {"zh": "容量"},
+    "integration": {"zh": "系统集成"},
+    "units": {"zh": "单位"},
+    "scope": {"zh": "范围"},
+    "acceptance": {"zh": "验收"},
+    "users": {"zh": "用户"},
+    "goals": {"zh": "目标"},
+    "ambiguity": {"zh": "歧义"},
+    "ai": {"zh": "AI"},
+    "data": {"zh": "数据"},
+    "evaluation": {"zh": "评估"},
+    "compliance": {"zh": "合规"},
+    "privacy": {"zh": "隐私"},
+    "terminology": {"zh": "术语"},
+    "time": {"zh": "时间"},
+}
+"""Field values (consensus levels, severities, categories) as a reader sees them, per
+language; the values themselves stay English in the JSON."""
+
 PROPOSED = re.compile(r"\(proposed, to be confirmed: [^()]*\)|（建议值，待确认：[^（）]*）")
 """A proposed figure as written by ``proposed``."""
 
@@ -56,3 +87,8 @@ def label(perspective: str, language: str) -> str:
 def section_title(key: str, language: str) -> str:
     """The title of the added section ``key`` in ``language`` (``key`` itself when unknown)."""
     return SECTION_TITLES.get(key, {}).get(language, key)
+
+
+def word(value: str, language: str) -> str:
+    """A field value (``WORDS``) in ``language``; the value itself when there is no translation."""
+    return WORDS.get(value, {}).get(language, value)

@@ -207,7 +207,24 @@ INTEGRATION = _words(
 )
 OPEN_ENDED = _words("etc", "and so on", "and more", "等等", "等")
 ACCEPTANCE_HEADINGS = ("acceptance", "验收", "done when", "definition of done", "success criteria")
-GOAL_HEADINGS = ("goal", "objective", "background", "purpose", "why", "目标", "背景", "目的")
+GOAL_HEADINGS = (
+    "goal",
+    "objective",
+    "background",
+    "purpose",
+    "why",
+    "idea",
+    "overview",
+    "what it is",
+    "summary",
+    "目标",
+    "背景",
+    "目的",
+    "概述",
+    "简介",
+)
+"""Headings that state what the work is for: the interview draft's "Idea" / "需求概述" (the
+user's own idea) and the unknown type's "What it is" / "项目概述" count, as do Goal, Background."""
 USERS = _words(
     "user",
     "users",
@@ -373,22 +390,47 @@ CONSENT = _words(
     "退订",
 )
 RETENTION = _words("retention", "retained", "deleted", "deletion", "保存期限", "保留期限", "存储期限", "删除", "销毁")
-PAYMENT = _words(
-    "payment",
-    "payments",
-    "pay",
-    "credit card",
-    "card number",
-    "invoice",
-    "refund",
-    "billing",
-    "wallet",
-    "支付",
-    "付款",
-    "退款",
-    "发票",
-    "信用卡",
+PAYMENT = re.compile(
+    "|".join(
+        [
+            _words(
+                "pay",
+                "pays",
+                "paying",
+                "pay online",
+                "credit card",
+                "credit cards",
+                "debit card",
+                "debit cards",
+                "bank card",
+                "card number",
+                "card details",
+                "card payment",
+                "card payments",
+                "checkout",
+                "check out",
+                "PayPal",
+                "Stripe",
+                "Apple Pay",
+                "Google Pay",
+                "信用卡",
+                "银行卡",
+                "借记卡",
+                "付款",
+                "收款",
+                "扣款",
+                "充值",
+                "支付宝",
+            ).pattern,
+            r"(?<![A-Za-z])(?:accept|accepts|accepting|take|takes|taking|process|processes|processing|collect"
+            r"|collects|collecting|online|in-app)\s+(?:\w+\s+)?payments?(?![A-Za-z])",
+            r"支付(?!状态|记录|数据|报表|明细|流水|情况|结果)",
+        ]
+    ),
+    re.IGNORECASE,
 )
+"""The product takes or stores a payment (a card, a wallet, paying for something): a text that
+mentions payments in passing ("reconcile payments", "payment status", "核对支付记录") does not."""
 PAYMENT_COMPLIANCE = _words("PCI", "PCI-DSS", "audit", "audit log", "reconciliation", "ledger", "审计", "对账")
 TIME_OF_DAY = re.compile(
     r"(?<![\d:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d])|\bmidnight\b|\bnoon\b|(?<!\d)(?:[01]?\d|2[0-3])\s*点(?:半|\d{1,2}分)?"
