@@ -27,8 +27,15 @@ def test_edit_a_prompt_compare_two_versions_and_roll_back(logged_in_page, live_s
     page.select_option("#id_bump", "minor")
     page.fill("#id_note", "terser persona")
     page.click("#save-button")
+    # an undeclared variable would break the run: activation is refused, the form kept
+    expect(page.locator("#content-error")).to_contain_text("'source' is used but not declared")
+    expect(page.locator("#id_content")).to_have_value(
+        "You are terse. Project: {{ project_name }}.\nAlways cite {{ source }}."
+    )
+    page.fill("#id_variables", '[{"name": "source", "default": "the PRD"}]')
+    page.select_option("#id_bump", "minor")
+    page.click("#save-button")
     expect(page.locator(".messages")).to_contain_text("persona 1.1.0 is active.")
-    expect(page.locator(".messages")).to_contain_text("source")  # the undeclared variable is listed
     expect(page.locator("#shown-version-number")).to_have_text("1.1.0")
     expect(page.locator("#history tbody tr")).to_have_count(2)
 
