@@ -26,8 +26,9 @@ from django.db.models import Q, Sum
 
 from capabilities.config import current_version
 from capabilities.models import AgentRole, ConfigChange, Project, ProjectRoleOverride
+from monitoring.access import visible_contexts, visible_tasks
 from monitoring.live_items import FINAL_CONTEXT_STATUSES
-from monitoring.models import ExecutionContext, Task
+from monitoring.models import ExecutionContext
 from prompts.actions import check_content
 from prompts.models import PromptTemplate, PromptVersion
 
@@ -124,10 +125,16 @@ def _scope(query: Any, project: Project | None, field_name: str = "project") -> 
 
 
 def prompt_impact(
-    role: AgentRole, template_type: str, project: Project | None, candidate: PromptVersion | None = None
+    role: AgentRole,
+    template_type: str,
+    project: Project | None,
+    candidate: PromptVersion | None = None,
+    *,
+    user: Any,
 ) -> PromptImpact:
     """The blast radius of replacing the active version of ``role``'s ``template_type`` in
-    ``project``'s layer (None = global) by ``candidate`` (None: a version not saved yet)."""
+    ``project``'s layer (None = global) by ``candidate`` (None: a version not saved yet).
+    Tasks and contexts are those ``user`` may see (``monitoring.access``); their counts too."""
     template = PromptTemplate.objects.filter(role=role, template_type=template_type, project=project).first()
     active = template.versions.filter(is_active=True).first() if template else None
     history = activations(role, template_type, project)
@@ -138,9 +145,9 @@ def prompt_impact(
         refusal = found.reason if found else None
     impact = PromptImpact(role, template_type, project, candidate, active, since, refusal, current_version())
     _projects(impact)
-    _running(impact, history)
+    _running(impact, history, visible_contexts(user))
     if active is not None and since is not None:
-        _tasks(impact, since)
+        _tasks(impact, since, visible_tasks(user))
     return impact
 
 
@@ -189,8 +196,8 @@ def _projects(impact: PromptImpact) -> None:
         )
 
 
-def _running(impact: PromptImpact, history: list[Activation]) -> None:
-    contexts = ExecutionContext.objects.filter(role=impact.role.role, task__status__in=("queued", "running")).exclude(
+def _running(impact: PromptImpact, history: list[Activation], visible: Any) -> None:
+    contexts = visible.filter(role=impact.role.role, task__status__in=("queued", "running")).exclude(
         status__in=FINAL_CONTEXT_STATUSES
     )
     contexts = _scope(contexts, impact.project)
@@ -210,10 +217,10 @@ def _running(impact: PromptImpact, history: list[Activation]) -> None:
         )
 
 
-def _tasks(impact: PromptImpact, since: int) -> None:
+def _tasks(impact: PromptImpact, since: int, visible: Any) -> None:
     role = impact.role.role
     ran = ExecutionContext.objects.filter(role=role).values("task_id")
-    tasks = _scope(Task.objects.filter(config_version__gte=since, pk__in=ran).exclude(status="queued"), impact.project)
+    tasks = _scope(visible.filter(config_version__gte=since, pk__in=ran).exclude(status="queued"), impact.project)
     impact.task_count = tasks.count()
     impact.task_tokens = tasks.aggregate(total=Sum("tokens_used"))["total"] or 0
     listed = tasks.annotate(role_tokens=Sum("contexts__total_tokens", filter=Q(contexts__role=role)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from capabilities.config import current_version
 from capabilities.models import AgentRole, ProjectRoleOverride
@@ -151,3 +152,37 @@ def test_bad_input(api, builtin, url, params, status):
 
 def test_impact_needs_a_login(builtin, client):
     assert client.get(IMPACT).status_code in (401, 403)
+
+
+def test_a_viewer_sees_only_the_tasks_they_may_see(history, viewer_user):
+    viewer = APIClient()
+    viewer.force_authenticate(viewer_user)
+    body = viewer.get(IMPACT).json()
+    assert (body["recent_tasks"]["count"], body["running_contexts"]["count"]) == (0, 0)
+    assert body["projects"]["count"] == 1  # the configuration itself is not private
+
+
+def test_the_template_page_shows_the_impact_next_to_the_actions(page_client, history):
+    html = page_client.get("/prompts/pm/persona/").content.decode()
+    assert 'id="impact"' in html
+    assert html.index('id="impact"') < html.index('id="history"')
+    assert 'id="impact-replaces">1.0.1<' in html
+    assert "Task t-new" in html and "Task t-old" not in html
+    assert "Online shop" in html and "followed by its own override 1.0.0" in html
+    assert "/tasks/t-run/" in html  # the running context, pinned to 1.0.0
+
+
+def test_the_activate_and_rollback_confirmations_show_the_impact_before_the_button(page_client, history):
+    for url in ("/prompts/pm/persona/activate/1.0.2/", "/prompts/pm/persona/rollback/1.0.0/"):
+        html = page_client.get(url).content.decode()
+        assert html.index('id="impact"') < html.index('id="confirm-button"'), url
+        assert "Task t-new" in html
+    editor = page_client.get("/prompts/pm/persona/edit/").content.decode()
+    assert 'id="impact"' in editor and "Task t-new" in editor
+
+
+def test_the_confirmation_of_a_draft_that_cannot_render_says_so_up_front(page_client, api, history):
+    save(api, "Tone: {{ tone }}", activate=False)
+    html = page_client.get("/prompts/pm/persona/activate/1.0.3/").content.decode()
+    assert 'id="impact-refusal"' in html
+    assert "is used but not declared" in html

@@ -347,8 +347,8 @@ class PromptImpactView(APIView):
     their next task, and the 20 most recent tasks that ran on the version being replaced with
     their tokens (``monitoring.prompt_impact``; the prompt version of a task is derived from
     its pinned config version and the audited activations). Also whether ``version`` may be
-    activated (``can_activate``, ``refusal``). Unknown role, type, project or version: 404; a
-    malformed version: 400."""
+    activated (``can_activate``, ``refusal``). Tasks and contexts are those the caller may
+    see. Unknown role, type, project or version: 404; a malformed version: 400."""
 
     permission_classes = [IsAuthenticated]
 
@@ -370,7 +370,7 @@ class PromptImpactView(APIView):
             except VersionError as exc:
                 return error_response(f"version: {exc}", {"version": [str(exc)]})
             candidate = get_version(find_template(obj, template_type, project), wanted)
-        return Response(prompt_impact(obj, template_type, project, candidate).as_dict())
+        return Response(prompt_impact(obj, template_type, project, candidate, user=request.user).as_dict())
 
 
 class PromptPreviewView(APIView):
