@@ -382,7 +382,6 @@ def rollback(
     except NotFoundError as exc:
         raise PromptChangeError(exc.reason, "version", 404) from None
     template = target.template
-    _refuse_unrenderable(target, role, project)
     active = _active(template)
     if active and (target.content, target.variables, target.language) == (
         active.content,
@@ -393,6 +392,7 @@ def rollback(
             "it is" if active.pk == target.pk else f"it has the same content as the active version {active.version}"
         )
         raise PromptChangeError(f"nothing to roll back: {reason}", "version")
+    _refuse_unrenderable(target, role, project)
     note = _note(note) or f"Rollback to {target.version}"
     try:
         with transaction.atomic():
@@ -447,7 +447,6 @@ def activate(
     except NotFoundError as exc:
         raise PromptChangeError(exc.reason, "version", 404) from None
     template = target.template
-    _refuse_unrenderable(target, role, project)
     note = _note(note) or f"Activate {target.version}"
     with transaction.atomic():
         _lock(role)
@@ -461,6 +460,7 @@ def activate(
                 "version",
                 409,
             )
+        _refuse_unrenderable(target, role, project)  # nothing is written yet: the refusal rolls back
         if active:
             PromptVersion.objects.filter(pk=active.pk).update(is_active=False)
         PromptVersion.objects.filter(pk=target.pk).update(is_active=True)

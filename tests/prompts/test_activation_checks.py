@@ -6,6 +6,7 @@ a misspelt name gets "did you mean"; a declared but unused variable is warned ab
 from __future__ import annotations
 
 from capabilities.models import ConfigChange
+from prompts.actions import check_content
 from prompts.models import PromptVersion
 from prompts.render import ALWAYS_AVAILABLE, STANDARD_VARIABLES
 from tests.prompts.conftest import versions_url
@@ -140,3 +141,18 @@ def test_the_activate_and_rollback_pages_show_the_refusal(page_client, builtin):
     assert back.status_code == 400
     assert "is used but not declared" in back.content.decode()
     assert active().version == "1.0.0"
+
+
+def test_every_built_in_version_passes_the_activation_check(builtin):
+    refused = {}
+    for version in PromptVersion.objects.select_related("template__role", "template__project"):
+        check = check_content(version.content, version.variables, role=version.template.role, project=None)
+        refusal = check.activation_refusal()
+        if refusal is not None:
+            refused[str(version)] = refusal.reason
+    assert refused == {}
+
+
+def test_an_already_active_version_is_still_a_409(api, builtin):
+    response = api.post("/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}, format="json")
+    assert response.status_code == 409
