@@ -11,6 +11,7 @@ raises before anything is written, and any later failure rolls the whole change 
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,12 +25,14 @@ from capabilities.snapshot import governance_snapshot
 from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
 from prompts.queries import NotFoundError, find_template, get_version
 from prompts.render import (
+    ALWAYS_AVAILABLE,
     STANDARD_VARIABLES,
     PromptRenderError,
     compile_template,
     render,
     standard_variables,
     undeclared_variables,
+    used_variables,
     validate_variables,
 )
 from prompts.versions import VersionError, next_version, parse
@@ -52,7 +55,7 @@ class PromptChangeError(InvalidField, ValueError):
 class ChangeResult:
     """What a change produced: the new (or activated) ``version``, the config ``change`` it
     was audited as, and ``warnings`` for the operator (``undeclared`` names used in the
-    content that are neither declared nor standard, a sample render that failed)."""
+    content that are neither declared nor always available, a sample render that failed)."""
 
     version: PromptVersion
     change: ConfigChange
@@ -62,27 +65,78 @@ class ChangeResult:
 
 @dataclass
 class ContentCheck:
-    """The result of checking content: the normalised ``variables``, the ``undeclared`` names,
-    the sample ``values`` used, and the sample render's ``text`` or its ``error``."""
+    """The result of checking content: the normalised ``variables``, the ``undeclared`` names
+    (with ``suggestions``: a misspelt name -> the close declared or always-available names),
+    the declared names the content never uses (``unused``), the sample ``values`` used, and
+    the sample render's ``text`` or its ``error``."""
 
     variables: list[dict[str, Any]]
     undeclared: list[str]
     values: dict[str, Any]
     text: str | None = None
     error: PromptRenderError | None = None
+    unused: list[str] = field(default_factory=list)
+    suggestions: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def warnings(self) -> list[str]:
-        """What an operator should know before saving: undeclared names, a failed sample render."""
+        """What an operator should know before saving: undeclared names (with "did you mean"),
+        declared names never used, a failed sample render."""
         out = []
         if self.undeclared:
             out.append(
-                "used but neither declared nor standard (rendering fails unless the caller gives them): "
-                + ", ".join(self.undeclared)
+                "used but neither declared nor always available (this version cannot be activated): "
+                + ", ".join(_with_suggestion(name, self.suggestions) for name in self.undeclared)
             )
+        if self.unused:
+            out.append("declared but not used in the template: " + ", ".join(self.unused))
         if self.error is not None and not (self.error.kind == "undefined" and self.error.field in self.undeclared):
             out.append(f"a sample render failed: {self.error.message}")
         return out
+
+    def activation_refusal(self) -> ActivationRefused | None:
+        """Why this content may not become the active version (None when it may): a name
+        that is neither declared nor always available, or a sample render that fails with the
+        declared variables (defaults, a placeholder for each required one) and the
+        always-available ones. A draft with such content may still be saved."""
+        if self.undeclared:
+            names = ", ".join(_with_suggestion(n, self.suggestions) for n in self.undeclared)
+            verb = "is" if len(self.undeclared) == 1 else "are"
+            reason = (
+                f"cannot be activated: {names} {verb} used but not declared; declare "
+                f"{'it' if len(self.undeclared) == 1 else 'them'} in variables or use an always-available "
+                f"variable ({', '.join(ALWAYS_AVAILABLE)}); save it as a draft to keep it"
+            )
+            return ActivationRefused(reason, self)
+        if self.error is not None:
+            reason = (
+                "cannot be activated: it does not render with its declared variables and the always-available "
+                f"ones ({', '.join(ALWAYS_AVAILABLE)}): {self.error.message}; save it as a draft to keep it"
+            )
+            return ActivationRefused(reason, self)
+        return None
+
+
+class ActivationRefused(PromptChangeError):
+    """A version that cannot render may not become active (400, field ``content``). The API
+    body adds ``undeclared_variables``, ``suggestions`` (name -> close names) and
+    ``available_variables`` (the always-available names)."""
+
+    def __init__(self, reason: str, check: ContentCheck) -> None:
+        super().__init__(reason, "content", 400)
+        self.check = check
+        self.extra = {
+            "undeclared_variables": check.undeclared,
+            "suggestions": check.suggestions,
+            "available_variables": list(ALWAYS_AVAILABLE),
+        }
+
+
+def _with_suggestion(name: str, suggestions: dict[str, list[str]]) -> str:
+    """``'tone'`` or ``'tnoe' (did you mean 'tone'?)``."""
+    close = suggestions.get(name)
+    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    return f"{name!r}{hint}"
 
 
 def sample_values(role: AgentRole, project: Project | None, task_description: str = "") -> dict[str, Any]:
@@ -106,7 +160,8 @@ def check_content(
     sandbox refuses when rendered with sample values: the role's standard variables for
     ``project``, declared defaults, a placeholder for each required variable without one,
     then ``values``. Other failures of the sample render (an undefined name, a type error)
-    are returned in ``error`` for the caller to show.
+    are returned in ``error`` for the caller to show; ``activation_refusal()`` says whether
+    they keep the content from being activated.
     """
     if isinstance(content, str) and "\x00" in content:
         raise PromptChangeError("content contains a NUL character", "content")
@@ -114,12 +169,20 @@ def check_content(
         clean = validate_variables(variables)
         compile_template(content)
         undeclared = undeclared_variables(content, clean, STANDARD_VARIABLES)
+        used = used_variables(content)
     except PromptRenderError as exc:
         raise PromptChangeError(exc.message, exc.field if exc.field == "variables" else "content") from None
+    known = [v["name"] for v in clean] + [n for n in ALWAYS_AVAILABLE if n not in {v["name"] for v in clean}]
+    suggestions = {}
+    for name in undeclared:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        if close:
+            suggestions[name] = close
+    unused = [v["name"] for v in clean if v["name"] not in used]
     sample = sample_values(role, project, "Sample task description")
     sample.update({v["name"]: f"<{v['name']}>" for v in clean if v["required"] and "default" not in v})
     sample.update(values or {})
-    check = ContentCheck(clean, undeclared, sample)
+    check = ContentCheck(clean, undeclared, sample, unused=unused, suggestions=suggestions)
     try:
         check.text = render(content, clean, sample)
     except PromptRenderError as exc:
@@ -127,6 +190,14 @@ def check_content(
             raise PromptChangeError(exc.message, "content") from None
         check.error = exc
     return check
+
+
+def _refuse_unrenderable(version: PromptVersion, role: AgentRole, project: Project | None) -> None:
+    """Raise ActivationRefused if ``version`` cannot render with its declared and the
+    always-available variables (checked again now: a rollback target was saved long ago)."""
+    refusal = check_content(version.content, version.variables, role=role, project=project).activation_refusal()
+    if refusal is not None:
+        raise refusal
 
 
 def _check_type(template_type: str) -> None:
@@ -232,7 +303,9 @@ def save_version(
     the operator edited: if another one became active since, the save is refused (409).
 
     Raises PromptChangeError: bad content, variables, version, bump, language or note (400);
-    nothing changed (400); ``base_version`` out of date or a concurrent save (409).
+    ActivationRefused (400) when ``activate`` and the content cannot render with its declared
+    and the always-available variables (a draft of it may be saved); nothing changed (400);
+    ``base_version`` out of date or a concurrent save (409).
     """
     _check_type(template_type)
     note = _note(note)
@@ -243,6 +316,9 @@ def save_version(
     inherited = active or (_active(find_template(role, template_type, None)) if project else None)
     declared = variables if variables is not None else (inherited.variables if inherited else [])
     checked = check_content(content, declared, role=role, project=project)
+    refusal = checked.activation_refusal() if activate else None
+    if refusal is not None:
+        raise refusal
     lang = _language(language, inherited.language if inherited else "en")
     try:
         with transaction.atomic():
@@ -298,7 +374,7 @@ def rollback(
     language, marked ``rollback_of`` and made active, so history stays linear and complete.
 
     Raises PromptChangeError: unknown version (404), it has the active content already (400),
-    ``base_version`` out of date (409).
+    ActivationRefused when ``version`` cannot render now (400), ``base_version`` out of date (409).
     """
     _check_type(template_type)
     try:
@@ -316,6 +392,7 @@ def rollback(
             "it is" if active.pk == target.pk else f"it has the same content as the active version {active.version}"
         )
         raise PromptChangeError(f"nothing to roll back: {reason}", "version")
+    _refuse_unrenderable(target, role, project)
     note = _note(note) or f"Rollback to {target.version}"
     try:
         with transaction.atomic():
@@ -362,7 +439,7 @@ def activate(
     active one can be activated; going back is a rollback, which keeps history linear.
 
     Raises PromptChangeError: unknown version (404), already active or older than the
-    active version (409).
+    active version (409); ActivationRefused when it cannot render (400).
     """
     _check_type(template_type)
     try:
@@ -383,6 +460,7 @@ def activate(
                 "version",
                 409,
             )
+        _refuse_unrenderable(target, role, project)  # nothing is written yet: the refusal rolls back
         if active:
             PromptVersion.objects.filter(pk=active.pk).update(is_active=False)
         PromptVersion.objects.filter(pk=target.pk).update(is_active=True)

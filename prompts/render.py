@@ -70,6 +70,11 @@ VARIABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 
 ENV = PromptSandbox()
 
+ALWAYS_AVAILABLE = (*STANDARD_VARIABLES, *sorted(ENV.globals))
+"""Every name a template may use without declaring it: the STANDARD_VARIABLES that
+``system_prompt`` gives every render (the runtime's executors pass no extra variables) and
+the sandbox's globals (``range``)."""
+
 
 class PromptRenderError(DomainError, ValueError):
     """A template could not be compiled or rendered (400).

@@ -102,6 +102,11 @@ urlpatterns = [
         name="api-prompt-activate",
     ),
     path(
+        "prompts/<str:role>/<str:template_type>/impact",
+        prompts.PromptImpactView.as_view(),
+        name="api-prompt-impact",
+    ),
+    path(
         "prompts/<str:role>/<str:template_type>/preview",
         prompts.PromptPreviewView.as_view(),
         name="api-prompt-preview",

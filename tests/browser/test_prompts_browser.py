@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
 from playwright.sync_api import expect
 
+from capabilities.config import current_version
+from monitoring.models import ExecutionContext, Task
 from prompts.models import PromptVersion
 
 
@@ -27,8 +30,15 @@ def test_edit_a_prompt_compare_two_versions_and_roll_back(logged_in_page, live_s
     page.select_option("#id_bump", "minor")
     page.fill("#id_note", "terser persona")
     page.click("#save-button")
+    # an undeclared variable would break the run: activation is refused, the form kept
+    expect(page.locator("#content-error")).to_contain_text("'source' is used but not declared")
+    expect(page.locator("#id_content")).to_have_value(
+        "You are terse. Project: {{ project_name }}.\nAlways cite {{ source }}."
+    )
+    page.fill("#id_variables", '[{"name": "source", "default": "the PRD"}]')
+    page.select_option("#id_bump", "minor")
+    page.click("#save-button")
     expect(page.locator(".messages")).to_contain_text("persona 1.1.0 is active.")
-    expect(page.locator(".messages")).to_contain_text("source")  # the undeclared variable is listed
     expect(page.locator("#shown-version-number")).to_have_text("1.1.0")
     expect(page.locator("#history tbody tr")).to_have_count(2)
 
@@ -58,3 +68,39 @@ def test_edit_a_prompt_compare_two_versions_and_roll_back(logged_in_page, live_s
     expect(page.locator("#shown-content")).to_have_text(original.content)
     restored = PromptVersion.objects.get(template=original.template, is_active=True)
     assert (restored.version, restored.rollback_of, restored.content) == ("1.1.1", "1.0.0", original.content)
+
+
+def test_the_impact_panel_is_visible_before_activating_a_draft(logged_in_page, live_server, builtin):
+    page = logged_in_page
+    pinned = current_version()
+    task = Task.objects.create(id="t-impact", title="Review on the old persona", status="completed")
+    Task.objects.filter(pk=task.pk).update(config_version=pinned, tokens_used=1234)
+    now = timezone.now()
+    ExecutionContext.objects.create(
+        id="c-impact",
+        task=task,
+        instance_id="pm-1",
+        role="pm",
+        status="completed",
+        total_tokens=600,
+        config_version=pinned,
+        created_at=now,
+        updated_at=now,
+    )
+
+    page.goto(f"{live_server.url}/prompts/pm/persona/edit/")
+    expect(page.locator("#impact")).to_contain_text("Review on the old persona")
+    page.fill("#id_content", "A calmer persona.")
+    page.click("#draft-button")
+    expect(page.locator(".messages")).to_contain_text("persona 1.0.1 is saved as a draft.")
+
+    page.locator('#history tr[data-version="1.0.1"]').get_by_role("link", name="activate…").click()
+    panel = page.locator("#impact")
+    expect(panel).to_be_visible()
+    expect(panel.locator("#impact-replaces")).to_have_text("1.0.0")
+    expect(panel.locator("#impact-tasks")).to_contain_text("Review on the old persona")
+    expect(panel.locator("#impact-tasks")).to_contain_text("1234")
+    expect(panel.locator("#impact-refusal")).to_have_count(0)
+    assert panel.bounding_box()["y"] < page.locator("#confirm-button").bounding_box()["y"]
+    page.click("#confirm-button")
+    expect(page.locator(".messages")).to_contain_text("1.0.1 is active.")

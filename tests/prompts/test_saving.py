@@ -100,10 +100,10 @@ def test_variables_are_kept_when_omitted_and_replaced_when_given(api, builtin):
     assert body["variables"] == [{"name": "audience", "description": "Who reads it", "required": True}]
 
 
-def test_undeclared_variables_are_listed_when_saving(api, builtin):
-    body = save(api, "Ship {{ product }} to {{ market }} for {{ project_name }}.").json()
+def test_undeclared_variables_are_listed_when_saving_a_draft(api, builtin):
+    body = save(api, "Ship {{ product }} to {{ market }} for {{ project_name }}.", activate=False).json()
     assert body["undeclared_variables"] == ["market", "product"]  # project_name is a standard variable
-    assert "market, product" in body["warnings"][0]
+    assert "'market', 'product'" in body["warnings"][0]
 
 
 @pytest.mark.parametrize(

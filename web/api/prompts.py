@@ -15,6 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.models import AgentRole
+from monitoring.prompt_impact import prompt_impact
 from monitoring.task_prompts import task_inputs
 from prompts.access import can_edit_prompts
 from prompts.actions import activate, check_content, rollback, save_version
@@ -31,7 +32,7 @@ from prompts.queries import (
     versions_of,
 )
 from prompts.render import MAX_TEMPLATE_CHARS, PromptRenderError
-from prompts.versions import BUMPS
+from prompts.versions import BUMPS, VersionError, parse
 from team.prompt_preview import preview_role
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
@@ -337,6 +338,39 @@ class PromptActivateView(APIView):
             note=values.get("note"),
         )
         return Response({**(version_document(result.version) or {}), "config_version": result.change.new_version})
+
+
+class PromptImpactView(APIView):
+    """``GET ?version=&project=``: the blast radius of making ``version`` (omitted: a version
+    not saved yet) the active one of this layer, before save, activate or rollback: the
+    projects that will use it, the running contexts that keep their pinned version until
+    their next task, and the 20 most recent tasks that ran on the version being replaced with
+    their tokens (``monitoring.prompt_impact``; the prompt version of a task is derived from
+    its pinned config version and the audited activations). Also whether ``version`` may be
+    activated (``can_activate``, ``refusal``). Tasks and contexts are those the caller may
+    see. Unknown role, type, project or version: 404; a malformed version: 400."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        parameters=[
+            PROJECT_PARAM,
+            OpenApiParameter("version", str, description="The version to activate or roll back to."),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, role: str, template_type: str) -> Response:
+        obj = _lookup(role, template_type)
+        project = _project(request.query_params.get("project"), query=True)
+        wanted = request.query_params.get("version", "")
+        candidate = None
+        if wanted:
+            try:
+                parse(wanted)
+            except VersionError as exc:
+                return error_response(f"version: {exc}", {"version": [str(exc)]})
+            candidate = get_version(find_template(obj, template_type, project), wanted)
+        return Response(prompt_impact(obj, template_type, project, candidate, user=request.user).as_dict())
 
 
 class PromptPreviewView(APIView):

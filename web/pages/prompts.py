@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import AgentRole, Project
+from monitoring.prompt_impact import prompt_impact
 from monitoring.task_prompts import TaskInputError, task_inputs
 from prompts.access import can_edit_prompts
 from prompts.actions import PromptChangeError, activate, check_content, rollback, sample_values, save_version
@@ -34,7 +35,7 @@ from prompts.queries import (
     role_overview,
     versions_of,
 )
-from prompts.render import MAX_TEMPLATE_CHARS, STANDARD_VARIABLES, PromptRenderError
+from prompts.render import ALWAYS_AVAILABLE, MAX_TEMPLATE_CHARS, PromptRenderError
 from prompts.versions import BUMPS, next_version, parse
 from team.prompt_preview import preview_role
 from web.htmx import wants_fragment
@@ -90,7 +91,8 @@ def prompt_role(request: HttpRequest, role: str) -> HttpResponse:
 
 @require_GET
 def prompt_template(request: HttpRequest, role: str, template_type: str) -> HttpResponse:
-    """One template in one layer: the active (or ``?version=``) version and the history."""
+    """One template in one layer: the active (or ``?version=``) version, the history, and
+    the impact panel (who a change of the active version affects)."""
     scope = _scope(request, role, template_type)
     versions = versions_of(scope["template"])
     active = versions.filter(is_active=True).first()
@@ -114,6 +116,9 @@ def prompt_template(request: HttpRequest, role: str, template_type: str) -> Http
         rows=rows,
         all_versions=list(versions.values_list("version", flat=True)),
         template_url=_template_url(scope),
+        impact=prompt_impact(
+            scope["role"], template_type, scope["project"], shown if shown != active else None, user=request.user
+        ),
     )
     return render(request, "prompts/template.html", scope)
 
@@ -208,9 +213,10 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
         errors=errors,
         active=active,
         bumps=[(bump, next_version(existing, bump)) for bump in BUMPS],
-        standard_variables=STANDARD_VARIABLES,
+        standard_variables=ALWAYS_AVAILABLE,
         max_chars=MAX_TEMPLATE_CHARS,
         template_url=_template_url(scope),
+        impact=prompt_impact(scope["role"], template_type, scope["project"], user=request.user),
     )
     return render(
         request, "prompts/edit.html", scope, status=409 if "base_version" in errors else 400 if errors else 200
@@ -268,13 +274,14 @@ def prompt_diff(request: HttpRequest, role: str, template_type: str) -> HttpResp
 
 @require_http_methods(["GET", "POST"])
 def prompt_rollback(request: HttpRequest, role: str, template_type: str, version: str) -> HttpResponse:
-    """Confirm, then roll back to ``version``: a new active version with its content."""
+    """Confirm (with the impact panel), then roll back to ``version``: a new active version
+    with its content."""
     return _confirm_change(request, role, template_type, version, "rollback")
 
 
 @require_http_methods(["GET", "POST"])
 def prompt_activate(request: HttpRequest, role: str, template_type: str, version: str) -> HttpResponse:
-    """Confirm, then activate draft ``version``."""
+    """Confirm (with the impact panel), then activate draft ``version``."""
     return _confirm_change(request, role, template_type, version, "activate")
 
 
@@ -329,6 +336,7 @@ def _confirm_change(request: HttpRequest, role: str, template_type: str, version
             new_label=f"{action} {target.version}",
         ),
         template_url=_template_url(scope),
+        impact=prompt_impact(scope["role"], template_type, scope["project"], target, user=request.user),
     )
     return render(request, "prompts/confirm.html", scope, status=400 if error else 200)
 
