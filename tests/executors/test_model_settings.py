@@ -23,9 +23,10 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 def test_extra_endpoints_come_with_keys_from_their_own_variables(monkeypatch):
     monkeypatch.setenv("TEAMCLAW_MODEL_ENDPOINTS", "local=http://127.0.0.1:11434/v1, vllm=https://gpu.internal/v1")
     monkeypatch.setenv("TEAMCLAW_MODEL_ENDPOINT_VLLM_API_KEY", "sk-vllm")
+    monkeypatch.setenv("TEAMCLAW_MODEL_ENDPOINT_VLLM_STRUCTURED_OUTPUT", "off")
     assert env_model_endpoints() == {
-        "local": {"base_url": "http://127.0.0.1:11434/v1", "api_key": ""},
-        "vllm": {"base_url": "https://gpu.internal/v1", "api_key": "sk-vllm"},
+        "local": {"base_url": "http://127.0.0.1:11434/v1", "api_key": "", "structured_output": True},
+        "vllm": {"base_url": "https://gpu.internal/v1", "api_key": "sk-vllm", "structured_output": False},
     }
 
 
