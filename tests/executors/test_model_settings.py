@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from capabilities.executors import model_status
 from teamclaw.env import env_model_endpoints
 from teamclaw.runtime import AgentFailure, RoleSpec
 from teamclaw.runtime.executors.chat import ModelEndpoint, ModelSettings, public_url, redact, resolve_options
@@ -127,3 +128,16 @@ def test_urls_are_shown_without_credentials_and_secrets_are_redacted():
     text = f"failed at {endpoint.base_url} with key sk-one"
     assert all(secret not in redact(text, secrets) for secret in secrets)
     assert public_url("http://[::1]:8080/v1/") == "http://[::1]:8080/v1"
+
+
+def test_the_endpoint_list_says_which_endpoints_get_response_format(settings):
+    local = {"base_url": "http://127.0.0.1:8080/v1", "api_key": "", "structured_output": False}
+    settings.TEAMCLAW = {
+        **settings.TEAMCLAW,
+        "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
+        "MODEL_ENDPOINTS": {"local": local},
+    }
+    assert model_status()["endpoints"] == [
+        {"name": "default", "url": "http://127.0.0.1:11434/v1", "structured_output": True},
+        {"name": "local", "url": "http://127.0.0.1:8080/v1", "structured_output": False},
+    ]

@@ -23,6 +23,7 @@ schema is still in the prompt, so the prompt-only path is always there as the fa
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Mapping
@@ -157,11 +158,12 @@ def _children(schema: Mapping[str, Any]) -> list[Any] | None:
 
 
 def response_format_for(capability_id: str, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``response_format`` asking for ``schema`` (sent as given; ``strict`` as
-    ``strict_compatible`` decides)."""
+    """The ``response_format`` asking for ``schema`` (sent as given, as a plain JSON copy;
+    ``strict`` as ``strict_compatible`` decides)."""
+    plain = json.loads(json.dumps(schema, default=str))
     return {
         "type": "json_schema",
-        "json_schema": {"name": schema_name(capability_id), "schema": schema, "strict": strict_compatible(schema)},
+        "json_schema": {"name": schema_name(capability_id), "schema": plain, "strict": strict_compatible(plain)},
     }
 
 
