@@ -50,7 +50,8 @@ def role_kinds() -> list[str]:
 
 def model_status() -> dict[str, Any]:
     """``{configured, endpoint (the default one's URL), default_executor, model, stream,
-    max_rounds, endpoints: [{name, url}]}`` for pages and the API (URLs without credentials)."""
+    max_rounds, endpoints: [{name, url, structured_output}]}`` for pages and the API (URLs
+    without credentials; ``structured_output``: answers asked for through ``response_format``)."""
     conf = model_settings()
     default = conf.endpoints.get("default")
     return {
@@ -60,7 +61,10 @@ def model_status() -> dict[str, Any]:
         "model": conf.model,
         "stream": conf.stream,
         "max_rounds": conf.max_rounds,
-        "endpoints": [{"name": name, "url": endpoint.label} for name, endpoint in sorted(conf.endpoints.items())],
+        "endpoints": [
+            {"name": name, "url": endpoint.label, "structured_output": endpoint.structured_output}
+            for name, endpoint in sorted(conf.endpoints.items())
+        ],
     }
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import secrets
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from django.core.exceptions import ImproperlyConfigured
@@ -124,15 +125,18 @@ def env_choice(name: str, choices: set[str], default: str) -> str:
     return value
 
 
-def env_model_endpoints(name: str = "TEAMCLAW_MODEL_ENDPOINTS") -> dict[str, dict[str, str]]:
+def env_model_endpoints(name: str = "TEAMCLAW_MODEL_ENDPOINTS") -> dict[str, dict[str, Any]]:
     """Extra chat-completions endpoints: ``$name`` = ``local=http://127.0.0.1:8080/v1,...``.
 
     Each endpoint's key comes from ``TEAMCLAW_MODEL_ENDPOINT_<NAME>_API_KEY`` (optional), so
-    roles and projects pick an endpoint by name and no key is ever stored in the database.
-    Returns ``{name: {"base_url", "api_key"}}``; raises ImproperlyConfigured for a malformed
-    item, a bad name (lowercase letters, digits, '_'), a duplicate or a non-http(s) URL.
+    roles and projects pick an endpoint by name and no key is ever stored in the database;
+    ``TEAMCLAW_MODEL_ENDPOINT_<NAME>_STRUCTURED_OUTPUT`` (on unless set off) says whether its
+    answers are asked for through ``response_format``.
+    Returns ``{name: {"base_url", "api_key", "structured_output"}}``; raises
+    ImproperlyConfigured for a malformed item, a bad name (lowercase letters, digits, '_'),
+    a duplicate or a non-http(s) URL.
     """
-    endpoints: dict[str, dict[str, str]] = {}
+    endpoints: dict[str, dict[str, Any]] = {}
     for item in env_list(name, []):
         label, sep, url = item.partition("=")
         label, url = label.strip(), url.strip()
@@ -143,5 +147,10 @@ def env_model_endpoints(name: str = "TEAMCLAW_MODEL_ENDPOINTS") -> dict[str, dic
         parsed = urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise ImproperlyConfigured(f"{name}: the URL of {label!r} must start with http:// or https://")
-        endpoints[label] = {"base_url": url, "api_key": env_str(f"TEAMCLAW_MODEL_ENDPOINT_{label.upper()}_API_KEY")}
+        prefix = f"TEAMCLAW_MODEL_ENDPOINT_{label.upper()}"
+        endpoints[label] = {
+            "base_url": url,
+            "api_key": env_str(f"{prefix}_API_KEY"),
+            "structured_output": env_bool(f"{prefix}_STRUCTURED_OUTPUT", True),
+        }
     return endpoints

@@ -241,6 +241,8 @@ TEAMCLAW: dict[str, Any] = {
     "MODEL_MAX_ROUNDS": env_int("TEAMCLAW_MODEL_MAX_ROUNDS", 8, minimum=1, maximum=50),
     "MODEL_STREAM": env_bool("TEAMCLAW_MODEL_STREAM", True),
     "MODEL_FUNCTIONS": env_bool("TEAMCLAW_MODEL_FUNCTIONS", True),
+    # The default endpoint's answers are asked for through response_format (README "Real models").
+    "MODEL_STRUCTURED_OUTPUT": env_bool("TEAMCLAW_MODEL_STRUCTURED_OUTPUT", True),
     "MODEL_MAX_RETRIES": env_int("TEAMCLAW_MODEL_MAX_RETRIES", 3, minimum=0, maximum=10),
     "MODEL_REQUEST_TIMEOUT_S": env_int("TEAMCLAW_MODEL_REQUEST_TIMEOUT_S", 120, minimum=1, maximum=3600),
     "MODEL_MAX_OUTPUT_TOKENS": env_int("TEAMCLAW_MODEL_MAX_OUTPUT_TOKENS", 4096, minimum=16, maximum=1_000_000),

@@ -5,7 +5,9 @@ answered as one JSON completion, or as server-sent events when the request asks 
 ``stream`` (content and tool-call arguments arrive in pieces; usage in a last chunk when
 ``stream_options.include_usage`` is set). What it answers comes from a *brain*: a list of
 replies used in order, or a function of the request body. Every request, its headers and the
-reply (with the usage it reported) are recorded for the test to inspect.
+reply (with the usage it reported) are recorded for the test to inspect. ``refuse`` makes it
+a server without some request parameters: a request carrying one (``response_format``...)
+is answered with that ``Failure`` before the brain is asked (recorded like any reply).
 """
 
 from __future__ import annotations
@@ -62,10 +64,13 @@ def usage_for(body: dict[str, Any], content: str) -> tuple[int, int]:
 class ModelServer:
     """``with ModelServer(brain) as server: ... server.url`` (the ``/v1`` base URL)."""
 
-    def __init__(self, brain: Brain | list[Reply], *, api_key: str = "") -> None:
+    def __init__(
+        self, brain: Brain | list[Reply], *, api_key: str = "", refuse: dict[str, Failure] | None = None
+    ) -> None:
         self._script = list(brain) if isinstance(brain, list) else None
         self._brain = brain if callable(brain) else None
         self.api_key = api_key
+        self.refuse = dict(refuse or {})
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.replies: list[Reply] = []
@@ -98,7 +103,10 @@ class ModelServer:
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
-            if self._script is not None:
+            refused = next((failure for name, failure in self.refuse.items() if name in body), None)
+            if refused is not None:
+                reply: Reply = refused
+            elif self._script is not None:
                 reply = self._script.pop(0) if self._script else Failure(500, "the test script ran out")
             else:
                 assert self._brain is not None

@@ -140,6 +140,13 @@ def test_an_invalid_item_is_dropped_with_a_warning_and_the_valid_ones_are_kept(
     assert outcome["reviewers"] == ["architect", "pm", "ai_expert", "domain_expert"]
     assert model.brain.asked["dev"] == 2 + 2 + 1
     assert set(model.brain.languages) == {"English"}
+    # every expert's request asked for its answer's schema through response_format (issue 15)
+    formats = [r.get("response_format") or {} for r in model.server.requests]
+    assert {f.get("type") for f in formats} == {"json_schema"}
+    reviews = [
+        f for r, f in zip(model.server.requests, formats, strict=True) if "mode: review" in r["messages"][1]["content"]
+    ]
+    assert reviews and all(f["json_schema"]["schema"] == json.loads(json.dumps(REVIEW_SCHEMA)) for f in reviews)
 
 
 def test_an_expert_whose_model_always_fails_leaves_the_review_going_with_the_others(

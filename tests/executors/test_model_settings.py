@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from capabilities.executors import model_status
 from teamclaw.env import env_model_endpoints
 from teamclaw.runtime import AgentFailure, RoleSpec
 from teamclaw.runtime.executors.chat import ModelEndpoint, ModelSettings, public_url, redact, resolve_options
@@ -23,9 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 def test_extra_endpoints_come_with_keys_from_their_own_variables(monkeypatch):
     monkeypatch.setenv("TEAMCLAW_MODEL_ENDPOINTS", "local=http://127.0.0.1:11434/v1, vllm=https://gpu.internal/v1")
     monkeypatch.setenv("TEAMCLAW_MODEL_ENDPOINT_VLLM_API_KEY", "sk-vllm")
+    monkeypatch.setenv("TEAMCLAW_MODEL_ENDPOINT_VLLM_STRUCTURED_OUTPUT", "off")
     assert env_model_endpoints() == {
-        "local": {"base_url": "http://127.0.0.1:11434/v1", "api_key": ""},
-        "vllm": {"base_url": "https://gpu.internal/v1", "api_key": "sk-vllm"},
+        "local": {"base_url": "http://127.0.0.1:11434/v1", "api_key": "", "structured_output": True},
+        "vllm": {"base_url": "https://gpu.internal/v1", "api_key": "sk-vllm", "structured_output": False},
     }
 
 
@@ -126,3 +128,16 @@ def test_urls_are_shown_without_credentials_and_secrets_are_redacted():
     text = f"failed at {endpoint.base_url} with key sk-one"
     assert all(secret not in redact(text, secrets) for secret in secrets)
     assert public_url("http://[::1]:8080/v1/") == "http://[::1]:8080/v1"
+
+
+def test_the_endpoint_list_says_which_endpoints_get_response_format(settings):
+    local = {"base_url": "http://127.0.0.1:8080/v1", "api_key": "", "structured_output": False}
+    settings.TEAMCLAW = {
+        **settings.TEAMCLAW,
+        "OPENAI_BASE_URL": "http://127.0.0.1:11434/v1",
+        "MODEL_ENDPOINTS": {"local": local},
+    }
+    assert model_status()["endpoints"] == [
+        {"name": "default", "url": "http://127.0.0.1:11434/v1", "structured_output": True},
+        {"name": "local", "url": "http://127.0.0.1:8080/v1", "structured_output": False},
+    ]

@@ -14,6 +14,9 @@ compatible endpoints work), and on every request it
   retries are off (``max_retries=0``) so nothing is retried twice, and waits use the
   runtime's clock;
 - streams the answer when enabled, reporting progress on the live page as it arrives;
+- asks for the answer's JSON Schema through ``response_format`` when the caller gives one,
+  unless the endpoint has ``structured_output`` off or refused it before in this process; a
+  server refusing it gets the request once more without it (``structured``);
 - caps what it reads (``MAX_RESPONSE_BYTES``, ``MAX_ANSWER_CHARS``) and never lets an API
   key reach an error message, a log line or a recorded event.
 """
@@ -21,6 +24,7 @@ compatible endpoints work), and on every request it
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
 from collections.abc import Iterable, Mapping
@@ -34,6 +38,7 @@ import openai
 from teamclaw.runtime.articles import with_article
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.executors.offline import estimate_tokens
+from teamclaw.runtime.executors.structured import StructuredSupport, refuses_response_format
 
 if TYPE_CHECKING:
     from teamclaw.runtime.config import CardSpec, RoleSpec
@@ -54,15 +59,19 @@ BACKOFF_MAX_S = 8.0
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+\-]{0,199}$")
 ENDPOINT_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class ModelEndpoint:
-    """A chat-completions server: ``base_url`` (''= OpenAI's API) and its key (never shown)."""
+    """A chat-completions server: ``base_url`` (''= OpenAI's API), its key (never shown), and
+    whether answers are asked for through ``response_format`` (``structured_output``; off for
+    a server that mishandles it; one that refuses it is noticed without this)."""
 
     name: str
     base_url: str
     api_key: str = field(default="", repr=False)
+    structured_output: bool = True
 
     @property
     def label(self) -> str:
@@ -105,14 +114,24 @@ class ModelSettings:
     def from_mapping(cls, conf: Mapping[str, Any]) -> ModelSettings:
         """Build from ``settings.TEAMCLAW`` (keys OPENAI_BASE_URL, OPENAI_API_KEY, MODEL,
         MODEL_ENDPOINTS, MODEL_MAX_ROUNDS, MODEL_STREAM, MODEL_FUNCTIONS, MODEL_MAX_RETRIES,
-        MODEL_REQUEST_TIMEOUT_S, MODEL_MAX_OUTPUT_TOKENS, MODEL_TOKEN_LIMIT_FIELD)."""
+        MODEL_REQUEST_TIMEOUT_S, MODEL_MAX_OUTPUT_TOKENS, MODEL_TOKEN_LIMIT_FIELD,
+        MODEL_STRUCTURED_OUTPUT: the default endpoint's ``structured_output``; each of
+        MODEL_ENDPOINTS has its own, key ``structured_output``, on unless false)."""
         endpoints: dict[str, ModelEndpoint] = {}
         if conf.get("OPENAI_BASE_URL") or conf.get("OPENAI_API_KEY"):
             endpoints["default"] = ModelEndpoint(
-                "default", conf.get("OPENAI_BASE_URL") or "", conf.get("OPENAI_API_KEY") or ""
+                "default",
+                conf.get("OPENAI_BASE_URL") or "",
+                conf.get("OPENAI_API_KEY") or "",
+                structured_output=bool(conf.get("MODEL_STRUCTURED_OUTPUT", True)),
             )
         for name, spec in (conf.get("MODEL_ENDPOINTS") or {}).items():
-            endpoints[name] = ModelEndpoint(name, spec["base_url"], spec.get("api_key", ""))
+            endpoints[name] = ModelEndpoint(
+                name,
+                spec["base_url"],
+                spec.get("api_key", ""),
+                structured_output=bool(spec.get("structured_output", True)),
+            )
         return cls(
             endpoints=endpoints,
             model=conf.get("MODEL") or cls.model,
@@ -266,6 +285,9 @@ class ChatReply:
     input_tokens: int
     output_tokens: int
     estimated: bool
+    answer_format: str = "prompt"
+    """How the answer's shape was asked for: ``json_schema_strict``, ``json_schema`` (the
+    ``response_format``, strict or not) or ``prompt`` (in the prompt only)."""
 
     def assistant_message(self) -> dict[str, Any]:
         """The answer as an ``assistant`` message for the next request."""
@@ -281,8 +303,9 @@ class ChatReply:
 class ModelChat:
     """One capability call's connection to the model (see module docstring).
 
-    Use as ``async with ModelChat(call, options, secrets) as chat: await chat.complete(...)``.
-    ``rounds`` counts completed model calls.
+    Use as ``async with ModelChat(call, options, settings) as chat: await chat.complete(...)``.
+    ``rounds`` counts completed model calls; ``structured`` is what the executor learned
+    about endpoints refusing ``response_format`` (shared across calls).
     """
 
     def __init__(
@@ -290,10 +313,12 @@ class ModelChat:
         call: ExecutionCall,
         options: ModelOptions,
         settings: ModelSettings,
+        structured: StructuredSupport | None = None,
     ) -> None:
         self.call = call
         self.options = options
         self.settings = settings
+        self.structured = structured if structured is not None else StructuredSupport()
         self.rounds = 0
         self._secrets = settings.secrets()
         self._client: openai.AsyncOpenAI | None = None
@@ -338,11 +363,19 @@ class ModelChat:
         tools: list[dict[str, Any]] | None = None,
         *,
         tool_choice: str | None = None,
+        response_format: Mapping[str, Any] | None = None,
         percent: int = 0,
         step: str = "asking the model",
     ) -> ChatReply:
         """Send ``messages`` (and ``tools``, OpenAI ``tools`` format; ``tool_choice`` "none"
         forbids calling them) and return the answer. ``percent``/``step`` show on the live page.
+
+        ``response_format`` (``structured.response_format_for``) is sent too unless the
+        endpoint has ``structured_output`` off or refused it before (with ``tools`` offered or
+        not, as now). When the server refuses it, the request is sent once more without it,
+        the endpoint is remembered as refusing it, and a recovered warning goes to the
+        context's errors (``reason: response_format_unsupported``) and the log. The reply's
+        ``answer_format`` says which way the answer was asked for.
 
         Raises AgentFailure: ``budget_exceeded`` (before the call, or when the answer was cut
         short by the budget), ``unavailable`` (the server kept failing until retries or time
@@ -361,8 +394,29 @@ class ModelChat:
             request["temperature"] = self.options.temperature
         field_name = self.settings.token_limit_field
         request[field_name if field_name in TOKEN_LIMIT_FIELDS else "max_tokens"] = limit
+        endpoint = self.options.endpoint
+        with_tools = bool(tools)
+        if (
+            response_format is not None
+            and endpoint.structured_output
+            and not self.structured.refused(endpoint.name, endpoint.base_url, with_tools)
+        ):
+            request["response_format"] = dict(response_format)
         self.call.progress(percent, step)
-        reply = await self._with_retries(request, percent, step)
+        try:
+            reply = await self._with_retries(request, percent, step)
+        except ResponseFormatRefused as refused:
+            del request["response_format"]
+            try:
+                reply = await self._with_retries(request, percent, step)
+            except AgentFailure as failure:
+                if failure.error.details.get("status") != refused.status:  # else: not about response_format
+                    self._note_refusal(refused, with_tools)
+                raise
+            self._note_refusal(refused, with_tools)
+        if "response_format" in request:
+            strict = bool(request["response_format"].get("json_schema", {}).get("strict"))
+            reply.answer_format = "json_schema_strict" if strict else "json_schema"
         self.rounds += 1
         estimated = reply.input_tokens < 0
         if estimated:
@@ -373,6 +427,30 @@ class ModelChat:
         if reply.finish_reason == "length" and limited:
             self._budget_cut(limit)
         return reply
+
+    def _note_refusal(self, refused: ResponseFormatRefused, with_tools: bool) -> None:
+        """Remember that this endpoint refuses ``response_format`` and say so."""
+        endpoint = self.options.endpoint
+        self.structured.remember_refusal(endpoint.name, endpoint.base_url, with_tools)
+        functions = " with functions offered" if with_tools else ""
+        message = (
+            f"the model server at {endpoint.label} refused response_format{functions} ({refused.status}: "
+            f"{refused.detail}); answers are asked for in the prompt only from now on"
+        )
+        logger.warning("%s", message)
+        self.call.context.errors.append(
+            {
+                "code": str(ErrorCode.EXECUTOR_ERROR),
+                "message": message,
+                "details": {
+                    "reason": "response_format_unsupported",
+                    "recovered": True,
+                    "endpoint": endpoint.label,
+                    "status": refused.status,
+                    "with_functions": with_tools,
+                },
+            }
+        )
 
     def _budget_cut(self, limit: int) -> None:
         """The answer stopped at the ``limit`` tokens the budget left: it would exceed it."""
@@ -415,6 +493,9 @@ class ModelChat:
                     return await self._streamed(request, min(self.settings.request_timeout_s, left), percent, step)
                 return await self._plain(request, min(self.settings.request_timeout_s, left))
             except openai.APIStatusError as exc:
+                if "response_format" in request and refuses_response_format(exc.status_code, _error_text(exc)):
+                    detail = redact(_error_text(exc), self._secrets)[:300]
+                    raise ResponseFormatRefused(exc.status_code, detail) from None
                 failure = self._status_failure(exc, attempt + 1)
                 delay = self._retry_delay(exc, attempt)
             except (openai.APIConnectionError, httpx2.TransportError) as exc:
@@ -593,6 +674,16 @@ class ModelChat:
             raise self._failure(
                 ErrorCode.EXECUTOR_ERROR, f"the model's answer exceeded {MAX_ANSWER_CHARS:,} characters"
             )
+
+
+class ResponseFormatRefused(Exception):
+    """The server refused a request because of its ``response_format`` (status, redacted
+    detail); ``ModelChat.complete`` sends the request again without it."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"{status}: {detail}")
+        self.status = status
+        self.detail = detail
 
 
 def _text(value: Any) -> str:

@@ -14,6 +14,14 @@ For a capability call without a workflow handler the conversation is:
    fails with ``output_invalid``. A model still calling functions after ``max_rounds``
    answers is cut off (``executor_error``).
 
+Every request of that loop also asks for the schema through ``response_format``
+(``json_schema``; ``strict`` only when the schema already fits the strict subset, see
+``structured``), tools offered or not: a function call is still a possible answer, and the
+schema applies to the answer given as content. The schema stays in the prompt, so an
+endpoint with ``structured_output`` off, or one that refuses the parameter (noticed once per
+endpoint and process, then never sent to it again), is answered through the prompt alone.
+Each ``model_call`` message records the ``answer_format`` used.
+
 Workflow capabilities may register a ``ModelHandler`` instead (the requirement reviewers of
 seed 002 do): it gets a ``ModelSession`` and asks the model for structured answers through
 the same budget, retry, repair and recording rules. An answer that is a list of independent
@@ -35,6 +43,7 @@ import openai
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.executors.chat import ModelChat, ModelOptions, ModelSettings, redact, resolve_options
 from teamclaw.runtime.executors.function_tools import FunctionTools
+from teamclaw.runtime.executors.structured import StructuredSupport, response_format_for
 from teamclaw.runtime.schemas import compile_schema, schema_errors
 
 if TYPE_CHECKING:
@@ -79,9 +88,12 @@ class ModelSession:
     nothing and needs no endpoint. ``close()`` releases it.
     """
 
-    def __init__(self, call: ExecutionCall, settings: ModelSettings) -> None:
+    def __init__(
+        self, call: ExecutionCall, settings: ModelSettings, structured: StructuredSupport | None = None
+    ) -> None:
         self.call = call
         self.settings = settings
+        self.structured = structured if structured is not None else StructuredSupport()
         self._options: ModelOptions | None = None
         self._chat: ModelChat | None = None
         self._validators: dict[str, Any] = {}
@@ -95,7 +107,7 @@ class ModelSession:
 
     async def chat(self) -> ModelChat:
         if self._chat is None:
-            self._chat = await ModelChat(self.call, self.options, self.settings).__aenter__()
+            self._chat = await ModelChat(self.call, self.options, self.settings, self.structured).__aenter__()
         return self._chat
 
     async def close(self) -> None:
@@ -135,6 +147,7 @@ class ModelSession:
                 "endpoint": self.options.endpoint.label,
                 "finish_reason": reply.finish_reason,
                 "tool_calls": [c.name for c in reply.tool_calls],
+                "answer_format": reply.answer_format,
                 "input_tokens": reply.input_tokens,
                 "output_tokens": reply.output_tokens,
                 "estimated": reply.estimated,
@@ -198,6 +211,7 @@ class ModelSession:
         validator = validator or self._validator(schema)
         max_rounds = self.options.max_rounds
         specs = tools.specs() if tools is not None else []
+        response_format = response_format_for(self.call.card.capability_id, schema)
         repairing = False
         rounds = 0
         what = label or self.call.card.capability_id
@@ -208,7 +222,12 @@ class ModelSession:
             else:
                 step = f"{what}: model round {rounds + 1}/{max_rounds}"
             reply = await chat.complete(
-                messages, specs or None, tool_choice="none" if repairing and specs else None, percent=percent, step=step
+                messages,
+                specs or None,
+                tool_choice="none" if repairing and specs else None,
+                response_format=response_format,
+                percent=percent,
+                step=step,
             )
             rounds += 1
             self._record(chat, reply)
@@ -394,6 +413,8 @@ class OpenAIExecutor:
     def __init__(self, settings: ModelSettings, handlers: Mapping[str, ModelHandler] | None = None) -> None:
         self.settings = settings
         self.handlers: dict[str, ModelHandler] = dict(handlers or {})
+        self.structured = StructuredSupport()
+        """Endpoints found refusing ``response_format``, for every call of this executor."""
 
     def register(self, capability_id: str, handler: ModelHandler) -> None:
         self.handlers[capability_id] = handler
@@ -401,7 +422,7 @@ class OpenAIExecutor:
     async def execute(self, call: ExecutionCall) -> dict[str, Any]:
         """Run ``call`` on the model; AgentFailure as ``ModelSession.answer`` raises. Any
         other error of the client becomes ``executor_error`` with keys redacted."""
-        session = ModelSession(call, self.settings)
+        session = ModelSession(call, self.settings, self.structured)
         try:
             handler = self.handlers.get(call.card.capability_id)
             if handler is not None:
