@@ -16,6 +16,7 @@ one still pending keeps its id and its original deadline and waits on.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,9 @@ class Confirmations:
         self.timeout_s = timeout_s
         self.waiting: dict[str, PendingConfirmation] = {}
         self._paused: dict[str, list[PendingCall]] = {}
+        self.on_held: Callable[[], object] | None = None
+        """Called when an instance starts waiting for an operator (the runtime moves what is
+        queued behind it: ``InstanceWorkers.reroute_held``)."""
         """Per task, the invoke attempts whose deadlines wait with the operator."""
 
     def _pause_task(self, task_id: str) -> None:
@@ -178,6 +182,8 @@ class Confirmations:
         self._pause_task(call.task.task_id)
         call.instance.waiting_operator += 1
         self._changed(confirmation)
+        if self.on_held is not None:
+            self.on_held()
         self.emitter.context_changed(call.context)
         try:
             await self.clock.wait_any([confirmation.future], max(0.0, expires_at - now))

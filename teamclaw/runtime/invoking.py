@@ -233,7 +233,9 @@ class Invoker:
             finally:
                 self.pending.disarm(pending)
                 if caller_instance is not None:
+                    # ...and the instance it went to, if it was moved off a held one.
                     caller_instance.waiting_on.discard(instance.instance_id)
+                    caller_instance.waiting_on.discard(pending.instance.instance_id)
         finally:
             self.pending.discard(pending)
 

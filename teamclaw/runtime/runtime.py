@@ -137,6 +137,7 @@ class Runtime:
         }
         self.workers.other = self._note_received
         self._confirmations = Confirmations(self._clock, self.emitter, self.pending, confirmation_timeout_s)
+        self._confirmations.on_held = self.workers.reroute_held
         self.heartbeats = Heartbeats(
             pool=self.pool,
             emitter=self.emitter,

@@ -26,7 +26,7 @@ from teamclaw.runtime.executors import ExecutorRegistry
 from teamclaw.runtime.instance import AgentInstance, InstanceStatus
 from teamclaw.runtime.invocation import RoutingStrategy
 from teamclaw.runtime.mailbox import Mailbox
-from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageType
+from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageType, Party
 from teamclaw.runtime.routing import InstancePool
 from teamclaw.runtime.schemas import SchemaValidators, schema_errors
 
@@ -124,6 +124,62 @@ class InstanceWorkers:
         while the role is under its ``max_concurrent_instances``. Raises AgentFailure."""
         limit = snapshot.constraints_for(role).max_concurrent_instances
         return self.pool.choose(role, strategy, limit, caller_instance, self.spawn)
+
+    def reroute_held(self) -> int:
+        """Move invoke requests queued behind instances held by an operator (PRD §4.6
+        ``waiting_user``; ``InstancePool.operator_held``) to another instance of the role, so
+        a request that arrived while its instance was still busy does not wait a day for an
+        operator it has nothing to do with. Each moved request is recorded ``expired`` with
+        the reason and sent again to the new instance as a new message (same invoke, same
+        correlation id). Returns how many were moved."""
+        moved = 0
+        for instance in list(self.pool):
+            if not instance.alive or not len(instance.mailbox) or not self.pool.operator_held(instance):
+                continue
+            kept: list[AgentMessage] = []
+            for message in instance.mailbox.drain():
+                pending = self.delivery.pending.waiting_for(message)
+                if message.type != MessageType.INVOKE_REQUEST or pending is None:
+                    kept.append(message)
+                    continue
+                caller = self.pool.get(message.sender.instance_id or "")
+                try:
+                    target = self.route(pending.task.snapshot, instance.role, RoutingStrategy.BY_ROLE, caller)
+                except AgentFailure:
+                    kept.append(message)
+                    continue
+                if target is instance or self.pool.operator_held(target):
+                    kept.append(message)
+                    continue
+                again = AgentMessage(
+                    type=message.type,
+                    sender=message.sender,
+                    recipient=Party(role=instance.role, instance_id=target.instance_id),
+                    payload=message.payload,
+                    context=message.context,
+                    timestamp=message.timestamp,
+                    priority=message.priority,
+                    ttl=message.ttl,
+                )
+                self.emitter.message_status(
+                    message,
+                    DeliveryStatus.EXPIRED,
+                    f"moved to {target.instance_id}: {instance.instance_id} waits for an operator",
+                )
+                pending.message, pending.instance = again, target
+                if caller is not None:
+                    caller.waiting_on.discard(instance.instance_id)
+                    caller.waiting_on.add(target.instance_id)
+                if self.delivery.deliver(
+                    target, again, pending.task.project_id, "a request moved from a held instance"
+                ):
+                    moved += 1
+                else:
+                    full = AgentError(ErrorCode.QUEUE_FULL, f"the mailbox of {target.instance_id} is full")
+                    pending.answer((None, full, None))
+            for message in kept:
+                instance.mailbox.put(message)
+        return moved
 
     def spawn(self, role: str) -> AgentInstance:
         """Create an instance of ``role`` with its mailbox and worker; it beats at once."""
