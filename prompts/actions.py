@@ -311,6 +311,11 @@ def save_version(
     note = _note(note)
     if not isinstance(content, str):
         raise PromptChangeError("content must be text", "content")
+    if activate and not content.strip():
+        raise PromptChangeError(
+            "may not be blank when it is activated: the role would get no instructions (save it as a draft instead)",
+            "content",
+        )
     template = find_template(role, template_type, project)
     active = _active(template)
     inherited = active or (_active(find_template(role, template_type, None)) if project else None)

@@ -4,6 +4,7 @@ operator (PRD §4.6 waiting_user), the draft, modify / review / end, and what ea
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -330,3 +331,47 @@ def test_questions_left_open_are_never_reviewed_as_the_users_requirements(api, r
         quotes = [issue["quote"] for issue in json.loads(artifact(body, name))["issues"]]
         assert not set(quotes) & set(asked), name
     assert body["outcome"]["open_points"] >= 0
+
+
+def test_a_chinese_document_is_reviewed_in_chinese_end_to_end(api, runtime_host):
+    """Every line the review adds to a Chinese document is Chinese (seed 002: a document is
+    answered in its language), through the whole workflow, not only the rules."""
+    document = "# 订单导出\n\n## 需求\n\n- 管理员可以导出订单。\n- 用AI推荐商品。\n- 页面要快速加载。\n"
+    task = wait_for_task(runtime_host, start(api, input_markdown=document))
+    assert task.status == "completed", task.error
+    body = api.get(f"/api/v1/tasks/{task.id}").json()
+    final = artifact(body, "requirement_final.md")
+    added = [line for line in final.splitlines() if line.strip() and line not in document.splitlines()]
+    assert added
+    for line in added:
+        assert re.search(r"[\u4e00-\u9fff]", line), line
+    for name in ("review_dev.json", "review_ai.json"):
+        for issue in json.loads(artifact(body, name))["issues"]:
+            assert re.search(r"[\u4e00-\u9fff]", issue["problem"]), issue["problem"]
+
+
+def test_a_refused_edit_on_the_page_is_kept_for_the_operator(page_client, runtime_host):
+    response = page_client.post(
+        "/tasks/new/",
+        {"mode": "document", "input_markdown": "# Shop\n\n## Requirements\n\n- Export orders.\n", "stop_at_draft": "1"},
+    )
+    task_id = response["Location"].rstrip("/").split("/")[-1]
+    row = None
+    for _ in range(200):
+        runtime_host.recorder.flush()
+        row = ToolConfirmation.objects.filter(task_id=task_id, tool="next_action", status="pending").first()
+        if row:
+            break
+        time.sleep(0.05)
+    assert row is not None
+    edit = "# Shop\n\n## A long edit that lost its requirement lines\n\n## Another heading\n"
+    refused = page_client.post(
+        f"/tasks/{task_id}/input/next", {"action": "modify", "markdown": edit, "input_id": row.id}, follow=True
+    )
+    html = refused.content.decode()
+    assert "Your edit was not saved" in html, html[html.find("messages") : html.find("messages") + 600]
+    assert "A long edit that lost its requirement lines" in html  # kept, readonly, to copy from
+    assert ToolConfirmation.objects.get(pk=row.pk).status == "pending"
+    again = page_client.get(f"/tasks/{task_id}/").content.decode()
+    assert "Your edit was not saved" not in again  # shown once
+    page_client.post(f"/api/v1/tasks/{task_id}/cancel", {})

@@ -102,6 +102,10 @@
     note.textContent =
       "This changed meanwhile (answered in another tab, or a newer request). Your text is kept here: copy it, then reload the page.";
     el.prepend(note);
+    // Its forms answer a request that is gone: sending them would only be refused.
+    el.querySelectorAll('button[type="submit"]').forEach(function (button) {
+      button.disabled = true;
+    });
   }
 
   function swap(s) {

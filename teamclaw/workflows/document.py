@@ -6,6 +6,7 @@ a line and a section of the user's own text.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -105,9 +106,8 @@ def parse_document(source: str) -> RequirementDocument:
 def reviewable(document: RequirementDocument) -> RequirementDocument:
     """``document`` without the statements under an open-points section (same line numbers):
     what the experts review. A question the user left open is not the user's requirement."""
-    return RequirementDocument(
-        source=document.source,
-        title=document.title,
+    return dataclasses.replace(
+        document,
         headings=list(document.headings),
         statements=[s for s in document.statements if s.section not in OPEN_POINT_SECTIONS],
     )

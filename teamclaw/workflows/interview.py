@@ -237,7 +237,12 @@ IDEA_TITLE = {"en": "Idea", "zh": "需求概述"}
 def _title(description: str) -> str:
     first = description.strip().splitlines()[0] if description.strip() else ""
     first = first.rstrip("。.!！")
-    return first if len(first) <= 80 else first[:80].rstrip() + "…"
+    if len(first) <= 80:
+        return first
+    cut = first[:80]
+    if first[80].isalnum() and " " in cut:  # English: never cut a word in half
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:，、") + "…"
 
 
 def write_requirement(result: dict[str, Any], project_type: ProjectType) -> tuple[str, list[str]]:

@@ -343,6 +343,8 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         warnings.append(saved)
     warnings += consolidation.get("warnings", [])
     failed = [c["name"] for c in quality["checks"] if not c["passed"]]
+    interview = load_artifact(call, "interview_result.json")
+    unanswered = len(interview.get("unanswered", [])) if isinstance(interview, dict) else 0
     outcome = {
         "phase": "review",
         "decision_mode": decision_mode,
@@ -350,7 +352,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         "adopted": consolidation["adopted"],
         "rejected": consolidation["rejected"],
         "contested": consolidation["contested"],
-        "open_points": consolidation.get("open_points", 0),
+        "open_points": consolidation.get("open_points", 0) + unanswered,
         "quality": {
             "passed": quality["passed"],
             "failed_checks": failed,

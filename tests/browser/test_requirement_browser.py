@@ -20,7 +20,7 @@ IDEA_ZH = "给现有的订单列表页面增加导出功能，方便店铺管理
 def waiting_form(page, what: str):
     """The operator-input card of kind ``what`` on the task page (pushed live or rendered)."""
     card = page.locator(f'li.operator-input[data-what="{what}"][data-status="pending"]').first
-    expect(card).to_be_visible(timeout=30_000)
+    expect(card).to_be_visible(timeout=60_000)  # generous: CI machines are busy
     return card
 
 

@@ -156,3 +156,14 @@ def test_every_built_in_version_passes_the_activation_check(builtin):
 def test_an_already_active_version_is_still_a_409(api, builtin):
     response = api.post("/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}, format="json")
     assert response.status_code == 409
+
+
+def test_a_blank_prompt_is_not_activated_but_may_be_kept_as_a_draft(api, builtin):
+    before = active().version
+    response = save(api, "  \n ")
+    assert response.status_code == 400, response.content
+    assert "may not be blank" in response.json()["errors"]["content"][0]
+    assert active().version == before
+    draft = save(api, "  \n ", activate=False)
+    assert draft.status_code in (200, 201), draft.content
+    assert active().version == before

@@ -63,7 +63,11 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
     messages, kept current over ``/ws/tasks/<task_id>/`` (PRD §4.6). A task the user may
     not see is a 404."""
     task = get_object_or_404(visible_tasks(request.user).select_related("project"), pk=task_id)
-    context = {"nav": "tasks", **task_page_context(request.user, task)}
+    context = {
+        "nav": "tasks",
+        **task_page_context(request.user, task),
+        "kept_draft": request.session.pop(f"{KEPT_DRAFT}{task_id}", ""),
+    }
     if request.GET.get("part") == "outcome":  # the outcome panel, read again when outcome.json is written
         return fragment_or_page(request, "monitoring/task_detail.html", "outcome", context)
     return render(request, "monitoring/task_detail.html", context)
@@ -121,6 +125,9 @@ def _input_part(request: HttpRequest, section: str) -> dict[str, object]:
     return part
 
 
+KEPT_DRAFT = "kept-draft:"
+"""Session key prefix of an edited draft whose save was refused (shown again on the page)."""
+
 ANSWERED = {
     "answers": "Answers sent; the interview goes on.",
     "decisions": "All points decided; the consolidator applies your decisions.",
@@ -142,6 +149,9 @@ def task_input(request: HttpRequest, task_id: str, section: str) -> HttpResponse
         return redirect("task-detail", task_id=task_id)
     input_id = request.POST.get("input_id") or None
     result = attempt(request, lambda: give(request.user, task_id, section, part, input_id=input_id))
+    if result is None and isinstance(part.get("markdown"), str):
+        # Refused: the operator's edit is kept for the task page to show again, never lost.
+        request.session[f"{KEPT_DRAFT}{task_id}"] = part["markdown"]
     if result is not None:
         if result["status"] == "answered":
             messages.success(request, ANSWERED[section])
