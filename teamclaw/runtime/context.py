@@ -13,6 +13,7 @@ from typing import Any
 
 from teamclaw.runtime.config import ConfigSnapshot
 from teamclaw.runtime.errors import AgentError
+from teamclaw.runtime.memory import Memory
 from teamclaw.runtime.messages import AgentMessage, new_id
 from teamclaw.runtime.resume import ResumeJournal
 
@@ -87,6 +88,8 @@ class ExecutionContext:
     tokens_estimated: bool = False
     snapshot_count: int = 0
     updated_at: float = 0.0
+    memory: Memory = field(default_factory=Memory)
+    """What the agent remembers of this conversation (seed 003 MemoryContext)."""
 
     def add_message(self, summary: dict[str, Any]) -> None:
         """Append a message reference, keeping at most MAX_CONTEXT_MESSAGES."""
@@ -130,6 +133,7 @@ class ExecutionContext:
                 "errors": list(self.errors),
             },
             "resource_usage": self.resource_usage,
+            "memory": self.memory.state(),
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

@@ -300,12 +300,23 @@ class ModelSession:
         ``functions`` option is off, for servers without function calling), a schema-valid answer."""
         call = self.call
         tools = FunctionTools(call) if self.options.functions else None
-        messages = [
-            {"role": "system", "content": self.system_prompt()},
-            {"role": "user", "content": task_message(call, bool(tools and tools.specs()))},
-        ]
+        memory = call.context.memory
+        system = self.system_prompt()
+        if memory.preferences or memory.session_state:
+            system += "\n\n" + remembered_text(memory.preferences, memory.session_state)
+        recalled = memory.recall()
+        task = {"role": "user", "content": task_message(call, bool(tools and tools.specs()))}
+        messages = [{"role": "system", "content": system}, *recalled, task]
         _, output_validator = call.port.validators.for_card(call.card)
-        return await self.answer(messages, call.card.output_schema, tools=tools, validator=output_validator)
+        data = await self.answer(messages, call.card.output_schema, tools=tools, validator=output_validator)
+        # This call's turns (its task, function calls with their results, the answer) are
+        # what the next call in this conversation remembers (seed 003 MemoryContext).
+        # A rejected answer and its repair request are left out: only what stood.
+        exchanged = [t for t in messages[2 + len(recalled) :] if t.get("tool_calls") or t.get("role") == "tool"]
+        answer = {"role": "assistant", "content": json.dumps(data, ensure_ascii=False)}
+        memory.remember([task, *exchanged, answer])
+        call.port.context_changed(call.context)
+        return data
 
 
 def _data_errors(data: Any, validator: Any, check: AnswerCheck | None) -> list[dict[str, str]]:
@@ -388,6 +399,16 @@ def task_message(call: ExecutionCall, has_functions: bool) -> str:
         json.dumps(card.output_schema, ensure_ascii=False, default=str),
     ]
     return "\n".join(lines)
+
+
+def remembered_text(preferences: dict[str, Any], session_state: dict[str, Any]) -> str:
+    """The system message's addition for what the agent keeps between calls."""
+    parts = []
+    if preferences:
+        parts.append("User preferences (keep to them): " + json.dumps(preferences, ensure_ascii=False))
+    if session_state:
+        parts.append("Session state so far: " + json.dumps(session_state, ensure_ascii=False))
+    return "\n".join(parts)
 
 
 def repair_request(errors: list[dict[str, str]]) -> str:
