@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -143,12 +144,15 @@ def schema_errors(validator: Any, instance: Any) -> list[dict[str, str]]:
     (empty when ``instance`` is valid). ``validator`` comes from ``SchemaValidators``.
 
     A value the validator cannot even walk (nested deeper than its recursion limit, keys that
-    are not strings) is one error at the root, never an exception.
+    are not strings) is one error at the root, never an exception. NaN and +-Infinity are
+    not JSON (RFC 8259 §6) and could be neither sent nor stored: each is an error of its
+    own (keyword ``finite``) at its pointer, whatever the schema says.
     """
     try:
-        if validator.is_valid(instance):
+        errors = non_finite_errors(instance)
+        if not errors and validator.is_valid(instance):
             return []
-        errors = [
+        errors += [
             {"pointer": pointer(err.instance_path), "message": err.message, "keyword": _keyword(err)}
             for err in validator.iter_errors(instance)
         ]
@@ -156,6 +160,24 @@ def schema_errors(validator: Any, instance: Any) -> list[dict[str, str]]:
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         return [{"pointer": "", "message": f"the value cannot be validated: {reason}", "keyword": "invalid"}]
     errors.sort(key=lambda e: (e["pointer"], e["keyword"]))
+    return errors
+
+
+def non_finite_errors(value: Any, path: tuple[Any, ...] = ()) -> list[dict[str, str]]:
+    """``{"pointer", "message", "keyword": "finite"}`` for every NaN or +-Infinity in ``value``
+    (a JSON-like value): numbers JSON cannot carry, so a result holding one would break the
+    API's answer (HTTP 500) or be stored as ``null``."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return []
+        return [{"pointer": pointer(path), "message": f"{value!r} is not a JSON number", "keyword": "finite"}]
+    errors: list[dict[str, str]] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            errors += non_finite_errors(item, (*path, key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            errors += non_finite_errors(item, (*path, index))
     return errors
 
 

@@ -262,3 +262,14 @@ async def test_plain_http_is_sent_to_the_address_that_was_checked():
         "localhost:8080",
         "127.0.0.1",
     )
+
+
+@pytest.mark.parametrize("token", [b"NaN", b"Infinity", b"-Infinity"])
+async def test_a_plugin_answering_nan_or_infinity_is_output_invalid_naming_the_field(token):
+    raw = b'{"text": "ok", "extra": {"score": ' + token + b"}}"
+    with PluginServer(lambda path, body: (200, {}, raw)) as plugin:
+        result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
+    assert not result.success
+    assert result.error.code == "output_invalid"
+    assert [e["pointer"] for e in result.error.details["errors"]] == ["/extra/score"]
+    assert len(plugin.requests) == 1  # a bad answer is not retried
