@@ -145,6 +145,17 @@ def test_registration_lists_every_error_and_refuses_unlisted_hosts(api, builtin)
     assert not CapabilityCard.objects.filter(capability_id="invoice_total").exists()
 
 
+def test_registration_refuses_a_format_the_server_does_not_check(api, builtin, settings):
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "HTTP_EXECUTOR_ALLOWED_HOSTS": ["plugins.internal"]}
+    schema = {"type": "object", "properties": {"total": {"type": "number", "format": "double"}}}
+    response = api.post("/api/v1/capabilities", {**PLUGIN, "output_schema": schema}, format="json")
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert set(body["errors"]) == {"output_schema"}
+    assert body["errors"]["output_schema"][0].startswith("/properties/total/format: format 'double' is not checked")
+    assert not CapabilityCard.objects.filter(capability_id="invoice_total").exists()
+
+
 def test_only_staff_may_register(builtin, viewer_user):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")

@@ -91,6 +91,31 @@ KNOWN_KEYWORDS: frozenset[str] = frozenset(
     }
 )
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+CHECKED_FORMATS: tuple[str, ...] = (
+    "date",
+    "date-time",
+    "duration",
+    "email",
+    "hostname",
+    "idn-email",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "iri",
+    "iri-reference",
+    "json-pointer",
+    "regex",
+    "relative-json-pointer",
+    "time",
+    "uri",
+    "uri-reference",
+    "uri-template",
+    "uuid",
+)
+"""The ``format`` values jsonschema-rs checks with ``validate_formats=True`` (the 2020-12
+format vocabulary). Any other ``format`` (``phone``, ``int32``, ``binary``...) would be
+ignored, so a card that names one is refused at registration instead of being saved with a
+check that never runs (``tests/runtime/test_schema_edges.py`` holds this list to the library)."""
 _SUBSCHEMA = (
     "items",
     "contains",
@@ -236,8 +261,11 @@ def _plain(value: Any) -> Any:
 
 
 def lint_schema(schema: Any, path: str = "") -> list[str]:
-    """Problems a meta-schema check lets through: unknown keywords (e.g. ``mininum``) and
-    ``required`` names with no matching property. Returns messages with their pointer."""
+    """Problems a meta-schema check lets through: unknown keywords (e.g. ``mininum``),
+    ``required`` names with no matching property and a ``format`` the server does not check
+    (one of ``CHECKED_FORMATS`` only: date, date-time, duration, email, hostname, idn-email,
+    idn-hostname, ipv4, ipv6, iri, iri-reference, json-pointer, regex, relative-json-pointer,
+    time, uri, uri-reference, uri-template, uuid). Returns messages with their pointer."""
     if isinstance(schema, bool):
         return []
     if not isinstance(schema, Mapping):
@@ -259,6 +287,12 @@ def _own_problems(schema: Mapping[str, Any], path: str) -> list[str]:
         ref = schema.get(key)
         if ref is not None and (not isinstance(ref, str) or not ref.startswith("#")):
             problems.append(f"{path}/{key}: only references inside the schema ('#/...') are allowed")
+    fmt = schema.get("format")
+    if fmt is not None and fmt not in CHECKED_FORMATS:
+        problems.append(
+            f"{path}/format: format {fmt!r} is not checked by the server; the checked formats are "
+            + ", ".join(CHECKED_FORMATS)
+        )
     if "$schema" in schema and schema["$schema"] != DRAFT_2020_12:
         problems.append(f"{path}/$schema: cards use JSON Schema 2020-12 ({DRAFT_2020_12})")
     properties = schema.get("properties")
@@ -312,7 +346,7 @@ def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) 
     Returns ``{field: [reasons]}`` with every problem found (empty when the card is valid):
     required fields, id syntax, SemVer version, category (PRD §4.2), owner roles, tools
     (PRD §4.7), timeout (s, 1..3600), schemas valid under the 2020-12 meta-schema, of type
-    object, without unknown keywords or dangling ``required`` names.
+    object, without unknown keywords, dangling ``required`` names or unchecked ``format``s.
     """
     errors: dict[str, list[str]] = {}
 
