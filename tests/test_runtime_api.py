@@ -156,6 +156,15 @@ def test_registration_refuses_a_format_the_server_does_not_check(api, builtin, s
     assert not CapabilityCard.objects.filter(capability_id="invoice_total").exists()
 
 
+def test_registration_refuses_a_nested_ref_loop_naming_its_path(api, builtin, settings):
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "HTTP_EXECUTOR_ALLOWED_HOSTS": ["plugins.internal"]}
+    schema = {"type": "object", "properties": {"lines": {"type": "array"}, "meta": {"$ref": "#/properties/meta"}}}
+    response = api.post("/api/v1/capabilities", {**PLUGIN, "input_schema": schema}, format="json")
+    assert response.status_code == 400, response.content
+    (reason,) = response.json()["errors"]["input_schema"]
+    assert reason.startswith("/properties/meta/$ref: '#/properties/meta' loops back to /properties/meta")
+
+
 def test_only_staff_may_register(builtin, viewer_user):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 import jsonschema_rs
 import semver
@@ -318,6 +319,97 @@ def _subschemas(schema: Mapping[str, Any], path: str) -> list[tuple[str, Any]]:
     return out
 
 
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
+"""Applicators that apply their subschemas to the same value (they read no input)."""
+
+
+def _unpointer(ref: str) -> tuple[str, ...] | None:
+    """The path of a ``#/a/b`` reference (``#`` is the root); None for anything else."""
+    fragment = unquote(ref[1:]) if ref.startswith("#") else None
+    if fragment is None or (fragment and not fragment.startswith("/")):
+        return None
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:])
+
+
+def _at(document: Any, path: tuple[str, ...]) -> Any:
+    node = document
+    for part in path:
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _in_place_edges(document: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
+    """``(target path, keyword pointer)`` of every schema applied to the same value as the
+    one at ``path``: its in-place applicators and its ``$ref``/``$dynamicRef`` targets."""
+    schema = _at(document, path)
+    if not isinstance(schema, Mapping):
+        return []
+    edges: list[tuple[tuple[str, ...], str]] = []
+    for key in ("$ref", "$dynamicRef"):
+        ref = schema.get(key)
+        target = _unpointer(ref) if isinstance(ref, str) else None
+        if target is not None:
+            edges.append((target, pointer((*path, key))))
+    for key in _IN_PLACE:
+        sub = schema.get(key)
+        if isinstance(sub, list):
+            edges += [((*path, key, str(i)), "") for i in range(len(sub))]
+        elif key == "dependentSchemas" and isinstance(sub, Mapping):
+            edges += [((*path, key, str(name)), "") for name in sub]
+        elif isinstance(sub, Mapping | bool) and key != "dependentSchemas":
+            edges.append(((*path, key), ""))
+    return edges
+
+
+def ref_loops(schema: Any) -> list[str]:
+    """``$ref`` cycles that read no input, wherever they are (``{"$ref": "#"}`` at the top,
+    ``{"properties": {"a": {"$ref": "#/properties/a"}}}``, two ``$defs`` that refer to each
+    other through ``allOf``...): a validator following one never ends or, as jsonschema-rs
+    does, silently accepts everything there. A loop that goes through ``properties``,
+    ``items`` and the like reads one level deeper each time (a tree) and is fine. Returns
+    one message per loop, at the pointer of the ``$ref`` that closes it."""
+    paths = [(), *(tuple(_split(p)) for p, _ in _all_subschemas(schema, ""))]
+    problems: list[str] = []
+    seen_loops: set[frozenset[tuple[str, ...]]] = set()
+    for start in paths:
+        stack: list[tuple[tuple[str, ...], list[tuple[str, ...]]]] = [(start, [start])]
+        visited: set[tuple[str, ...]] = set()
+        while stack:
+            here, trail = stack.pop()
+            for target, via in _in_place_edges(schema, here):
+                if target == start:
+                    loop = frozenset(trail)
+                    if via and loop not in seen_loops:
+                        seen_loops.add(loop)
+                        problems.append(
+                            f"{via}: {_at(schema, _split(via))!r} loops back to {pointer(start) or '/'} "
+                            "without reading any input"
+                        )
+                elif target not in visited and len(visited) < 10_000:
+                    visited.add(target)
+                    stack.append((target, [*trail, target]))
+    return problems
+
+
+def _split(path: str) -> tuple[str, ...]:
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:])
+
+
+def _all_subschemas(schema: Any, path: str) -> list[tuple[str, Any]]:
+    if not isinstance(schema, Mapping):
+        return []
+    out: list[tuple[str, Any]] = []
+    for sub_path, sub in _subschemas(schema, path):
+        out.append((sub_path, sub))
+        out += _all_subschemas(sub, sub_path)
+    return out
+
+
 MAX_SCHEMA_DEPTH = 24
 """Deepest nesting of objects/arrays a card schema may have."""
 RESERVED_IDS = frozenset({"invoke"})
@@ -428,5 +520,5 @@ def _check_card_schema(name: str, schema: Any, add: Callable[[str, str], None]) 
         add(name, "the top level must be {'type': 'object', ...}")
     elif not isinstance(schema.get("properties"), Mapping) or not schema.get("properties"):
         add(name, "must declare its properties")
-    for problem in lint_schema(schema):
+    for problem in lint_schema(schema) + ref_loops(schema):
         add(name, problem)

@@ -42,3 +42,48 @@ def test_an_unchecked_format_is_refused_naming_its_path_and_the_checked_formats(
     (reason,) = validate_card(card(schema))["input_schema"]
     assert reason.startswith("/properties/phones/items/format: format 'phone' is not checked")
     assert "date-time" in reason and "uuid" in reason
+
+
+def object_with(**properties) -> dict:
+    return {"type": "object", "properties": properties}
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({**object_with(a={"type": "string"}), "$ref": "#"}, "/$ref: '#' loops back to /"),
+        (object_with(a={"$ref": "#/properties/a"}), "/properties/a/$ref: '#/properties/a' loops back to /properties/a"),
+        (
+            object_with(
+                a={"type": "object", "properties": {"b": {"allOf": [{"$ref": "#/properties/a/properties/b"}]}}}
+            ),
+            "/properties/a/properties/b/allOf/0/$ref",
+        ),
+        (
+            {
+                **object_with(a={"$ref": "#/$defs/x"}),
+                "$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/x"}]}},
+            },
+            "/$defs/",
+        ),
+        (object_with(a={"not": {"$ref": "#/properties/a"}}), "/properties/a/not/$ref"),
+    ],
+)
+def test_a_ref_loop_that_reads_no_input_is_refused_naming_its_path(schema, where):
+    reasons = validate_card(card(schema)).get("input_schema", [])
+    assert len(reasons) == 1, reasons
+    assert where in reasons[0]
+    assert "without reading any input" in reasons[0]
+
+
+def test_a_ref_that_recurses_one_level_deeper_each_time_is_a_tree_and_fine():
+    node = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+    }
+    schema = {
+        **object_with(root={"$ref": "#/$defs/node"}, again={"$ref": "#/properties/root"}),
+        "$defs": {"node": node},
+    }
+    assert validate_card(card(schema)) == {}
+    assert validate_card(card({**object_with(self={"$ref": "#"})})) == {}
