@@ -159,7 +159,11 @@ class SkillListView(APIView):
         rows = [skill_document(s, full=False) for s in skills]
         return Response({"count": len(rows), "skills": rows})
 
-    @extend_schema(request={"application/yaml": OpenApiTypes.STR}, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request={"application/yaml": OpenApiTypes.STR},
+        parameters=[OpenApiParameter("allow_downgrade", bool, description="replace a newer version with an older one")],
+        responses={201: OpenApiTypes.OBJECT},
+    )
     def post(self, request: Request) -> Response:
         raw = yaml_body(request)
         if raw is None or (isinstance(raw, bytes | str) and not raw):
@@ -167,7 +171,8 @@ class SkillListView(APIView):
                 "send the skill-index.yaml as application/yaml (or JSON {yaml}, or a multipart file)",
                 {"document": ["the document is empty"]},
             )
-        skill, operation, created = discover_skill(raw, actor=request.user)
+        downgrade = (request.query_params.get("allow_downgrade") or "").lower() in ("1", "true", "yes", "on")
+        skill, operation, created = discover_skill(raw, actor=request.user, allow_downgrade=downgrade)
         body = {
             "skillId": skill.skill_id,
             "status": skill.status,
