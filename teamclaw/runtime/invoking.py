@@ -30,7 +30,7 @@ from teamclaw.runtime.context import (
     TaskState,
     message_reference,
 )
-from teamclaw.runtime.delivery import Delivery
+from teamclaw.runtime.delivery import EXPIRED_IN_QUEUE, Delivery
 from teamclaw.runtime.emission import Emitter
 from teamclaw.runtime.errors import AgentError, AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
@@ -276,18 +276,25 @@ class Invoker:
         """The attempt's deadline passed: take the request back (or stop the callee's
         executor) and record the ``invoke_error`` the caller gets."""
         message, instance = pending.message, pending.instance
-        if (
-            not self.delivery.withdraw(instance, message)
-            and instance.executing == pending.correlation_id
-            and instance.worker
-        ):
+        # Never taken from the mailbox: still there, or swept from it as expired at the deadline.
+        queued = self.delivery.withdraw(instance, message) or not pending.started
+        if not queued and instance.executing == pending.correlation_id and instance.worker:
             pending.cancelled_for_timeout = True
             instance.worker.cancel()
-        error = AgentError(
-            ErrorCode.TIMEOUT,
-            f"no response from {instance.role} ({instance.instance_id}) within {pending.timeout_s:g} s",
-            {"timeout_s": pending.timeout_s, "target_instance_id": instance.instance_id},
-        )
+        details: dict[str, Any] = {"timeout_s": pending.timeout_s, "target_instance_id": instance.instance_id}
+        if queued:  # it never left the mailbox: the callee is busy, not slow (or gone)
+            error = AgentError(
+                ErrorCode.TIMEOUT,
+                f"the request expired in the queue of {instance.role} ({instance.instance_id}) after "
+                f"{pending.timeout_s:g} s: the instance was busy and never started it",
+                {**details, "reason": EXPIRED_IN_QUEUE},
+            )
+        else:
+            error = AgentError(
+                ErrorCode.TIMEOUT,
+                f"no response from {instance.role} ({instance.instance_id}) within {pending.timeout_s:g} s",
+                details,
+            )
         response = AgentMessage(
             type=MessageType.INVOKE_ERROR,
             sender=Party(role=instance.role, instance_id=instance.instance_id),
@@ -344,6 +351,7 @@ class Invoker:
         pending = self.pending.get(message.context.correlation_id)
         if pending is None or pending.future.done():
             return  # the caller already gave up
+        pending.started = True
         task, card = pending.task, pending.card
         context = self.book.context_for(instance, task)
         context.status = ContextStatus.EXECUTING
