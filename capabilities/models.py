@@ -112,6 +112,13 @@ class CapabilityCard(models.Model):
         max_length=10, choices=[(t.value, t.value) for t in CapabilityType], default=CapabilityType.EXPOSED.value
     )
     address = models.CharField(max_length=300, blank=True)
+    idempotent = models.BooleanField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="running it twice does no harm, so a failure after the request was sent is retried "
+        "(empty: no for http plugins, yes otherwise)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -6,7 +6,10 @@ INTERNAL only from inside its skill -> params match ``input_schema`` (``policy``
 instance is routed (no deadlock cycle) -> the mailbox takes it -> a response arrives within
 the timeout. A refused request is recorded ``denied`` and never reaches a mailbox.
 ``timeout``, ``unavailable`` and executor crashes are retried (``max_retries`` of the target
-role, 3 by default) with exponential backoff from ``backoff_base_s``.
+role, 3 by default) with exponential backoff from ``backoff_base_s``, unless the failure
+says it may not be (``AgentError.retryable``): a call that timed out while it ran is repeated
+only for a card that is idempotent (``CardSpec.is_idempotent``; http plugins are not unless
+they say so, and their executor marks what failed after the request was sent the same way).
 
 Callee side (``Invoker.serve``): the instance's worker runs the executor inline and answers
 with ``invoke_response`` or ``invoke_error``; a caller that times out cancels the worker,
@@ -289,11 +292,12 @@ class Invoker:
                 f"{pending.timeout_s:g} s: the instance was busy and never started it",
                 {**details, "reason": EXPIRED_IN_QUEUE},
             )
-        else:
+        else:  # it ran: repeating it is safe only for an idempotent card
             error = AgentError(
                 ErrorCode.TIMEOUT,
                 f"no response from {instance.role} ({instance.instance_id}) within {pending.timeout_s:g} s",
                 details,
+                retryable=pending.card.is_idempotent,
             )
         response = AgentMessage(
             type=MessageType.INVOKE_ERROR,

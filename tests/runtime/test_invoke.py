@@ -444,3 +444,20 @@ async def test_a_request_that_timed_out_while_running_is_no_queue_expiry(harness
     result = await task
     assert result.error.code == ErrorCode.TIMEOUT
     assert "reason" not in result.error.details
+
+
+async def test_a_card_that_is_not_idempotent_is_not_run_again_after_timing_out_while_running(harness_factory):
+    h = harness_factory(small_snapshot(cards=[echo_card(timeout_s=1, idempotent=False)]), backoff_base_s=0.01)
+    attempts = []
+
+    async def slow(call):
+        attempts.append(call.message.payload["attempt"])
+        await asyncio.Event().wait()
+
+    h.handle("echo", slow)
+    task = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a"))
+    await h.advance(5, step=0.1)
+    result = await task
+    assert result.error.code == ErrorCode.TIMEOUT
+    assert result.attempts == 1
+    assert attempts == [1]
