@@ -87,3 +87,16 @@ def test_the_audit_page_shows_refusals_apart(page_client, api, builtin):
 
 
 pytestmark = pytest.mark.django_db
+
+
+def test_refused_prompt_and_skill_writes_are_audited_too(api, builtin):
+    from tests.skills.support import skill_yaml, upload
+
+    bad = api.post("/api/v1/prompts/pm/persona/versions", {"content": 5}, format="json")
+    assert bad.status_code == 400
+    assert upload(api, skill_yaml("versioned", "ping", version="2.0.0")).status_code == 201
+    assert upload(api, skill_yaml("versioned", "ping", version="1.0.0")).status_code == 409
+    rows = api.get(CHANGES, {"outcome": "refused"}).json()["results"]
+    assert [(r["config_type"], r["refusal"]["status"]) for r in rows] == [("skill", 409), ("prompt", 400)]
+    assert rows[1]["role"] == "pm"
+    assert "1.0.0" in rows[0]["refusal"]["detail"]

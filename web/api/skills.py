@@ -35,6 +35,7 @@ from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
 from teamclaw.json_types import json_type_name
+from web.api.governance import RefusalAudit
 
 
 class YamlParser(BaseParser):
@@ -143,8 +144,10 @@ class SkillActivateSerializer(api_fields.StrictSerializer):
     )
 
 
-class SkillListView(APIView):
+class SkillListView(RefusalAudit):
     """``GET /skills`` (``?status=``) and ``POST /skills`` (skill-index.yaml -> DISCOVERED)."""
+
+    refusal_types = {"POST": "skill"}
 
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
@@ -182,9 +185,11 @@ class SkillListView(APIView):
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
-class SkillDetailView(APIView):
+class SkillDetailView(RefusalAudit):
     """``GET /skills/{skillId}`` and ``DELETE /skills/{skillId}`` (uninstall; ``?force=true``
     goes ahead although skills or workflows depend on it)."""
+
+    refusal_types = {"DELETE": "skill"}
 
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
@@ -204,8 +209,10 @@ class SkillDetailView(APIView):
         return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
 
 
-class SkillInstallView(APIView):
+class SkillInstallView(RefusalAudit):
     """``POST /skills/{skillId}/install {config}`` -> ``{installId, status}``."""
+
+    refusal_types = {"POST": "skill"}
 
     permission_classes = [StaffForChanges]
 
@@ -226,8 +233,10 @@ class SkillInstallView(APIView):
         return Response(body)
 
 
-class SkillActivateView(APIView):
+class SkillActivateView(RefusalAudit):
     """``POST /skills/{skillId}/activate {role}`` -> ``{activationId, status, phases}``."""
+
+    refusal_types = {"POST": "skill"}
 
     permission_classes = [StaffForChanges]
 
@@ -253,8 +262,10 @@ class SkillActivateView(APIView):
         )
 
 
-class SkillDeactivateView(APIView):
+class SkillDeactivateView(RefusalAudit):
     """``POST /skills/{skillId}/deactivate`` (``{force}``) -> ``{status: DEACTIVATED}``."""
+
+    refusal_types = {"POST": "skill"}
 
     permission_classes = [StaffForChanges]
 
