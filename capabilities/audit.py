@@ -17,12 +17,21 @@ from capabilities.models import ConfigChange
 CONFIG_TYPES = tuple(value for value, _label in ConfigChange.CONFIG_TYPES)
 
 
+OUTCOMES = tuple(value for value, _label in ConfigChange.OUTCOMES)
+
+
 def filter_changes(params: Mapping[str, Any]) -> QuerySet[ConfigChange]:
-    """ConfigChange rows, newest first, filtered by ``config_type``, ``project`` (a slug, or
-    ``global``), ``role``, ``actor`` (username), ``since_version`` and ``q`` (in the note
-    or the changed fields). Raises ConfigInvalid naming a bad filter."""
+    """ConfigChange rows (applied changes and refused attempts), newest first, filtered by
+    ``outcome`` (applied or refused), ``config_type``, ``project`` (a slug, or ``global``),
+    ``role``, ``actor`` (username), ``since_version`` and ``q`` (in the note or the changed
+    fields). Raises ConfigInvalid naming a bad filter."""
     problems = Problems()
-    rows = ConfigChange.objects.select_related("actor", "project").order_by("-new_version", "-id")
+    rows = ConfigChange.every.select_related("actor", "project").order_by("-new_version", "-id")
+    outcome = params.get("outcome") or ""
+    if outcome:
+        if outcome not in OUTCOMES:
+            problems.add("outcome", f"must be one of {', '.join(OUTCOMES)}")
+        rows = rows.filter(outcome=outcome)
     config_type = params.get("config_type") or ""
     if config_type:
         if config_type not in CONFIG_TYPES:
@@ -50,10 +59,12 @@ def filter_changes(params: Mapping[str, Any]) -> QuerySet[ConfigChange]:
 
 
 def change_document(change: ConfigChange) -> dict[str, Any]:
-    """One audit row: ``{id, config_type, role, project, old_version, new_version,
-    changed_fields, changes, note, actor, created_at}``."""
+    """One audit row: ``{id, outcome, config_type, role, project, old_version, new_version,
+    changed_fields, changes, note, actor, created_at, refusal}`` (``refusal``: why a refused
+    attempt was refused, ``null`` for an applied change)."""
     return {
         "id": change.pk,
+        "outcome": change.outcome,
         "config_type": change.config_type,
         "role": change.role,
         "project": change.project.slug if change.project_id and change.project else None,
@@ -64,4 +75,5 @@ def change_document(change: ConfigChange) -> dict[str, Any]:
         "note": change.note,
         "actor": change.actor.get_username() if change.actor else None,
         "created_at": change.created_at.isoformat(),
+        "refusal": change.refusal if change.outcome == ConfigChange.REFUSED else None,
     }

@@ -85,6 +85,40 @@ def record_change(
     return change
 
 
+def record_refusal(
+    config_type: str,
+    *,
+    refusal: dict[str, Any],
+    attempted_fields: Iterable[str] = (),
+    role: str = "",
+    project: Project | None = None,
+    note: str = "",
+    actor: Any = None,
+) -> ConfigChange:
+    """Audit a refused attempt at a governed config write: who (``actor``), when, what
+    (``config_type``, ``role``, ``project``, the ``attempted_fields`` and ``note`` sent) and
+    why (``refusal``: ``{status, code, detail, errors, method, path}``).
+
+    Call it after the attempt's transaction rolled back, so it records the refusal and
+    nothing of the change: no version bump (old and new version are the current one), no
+    ``changes``, no ConfigChangeEvent.
+    """
+    version = current_version()
+    return ConfigChange.every.create(
+        config_type=config_type,
+        role=role[:40],
+        project=project,
+        old_version=version,
+        new_version=version,
+        changed_fields=sorted({str(f)[:200] for f in attempted_fields})[:100],
+        changes={},
+        note=note[:2000],
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        outcome=ConfigChange.REFUSED,
+        refusal=refusal,
+    )
+
+
 def publish(event: dict[str, Any]) -> None:
     """Deliver a ConfigChangeEvent to every listener; a failing listener is logged only."""
     for listener in list(_listeners):

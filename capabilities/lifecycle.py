@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import semver
 from django.db import IntegrityError, transaction
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -235,22 +236,28 @@ def _operate(
 
 
 # ---------------------------------------------------------------------------- discover
-def discover_skill(raw: bytes | str, *, actor: Any = None) -> tuple[Skill, SkillOperation, bool]:
+def discover_skill(
+    raw: bytes | str, *, actor: Any = None, allow_downgrade: bool = False
+) -> tuple[Skill, SkillOperation, bool]:
     """See ``_discover``; two first uploads of one skill id racing end in a 409, not a 500."""
     try:
-        return _discover(raw, actor=actor)
+        return _discover(raw, actor=actor, allow_downgrade=allow_downgrade)
     except IntegrityError:
         raise LifecycleError(
             "conflict", "the same skill was uploaded at the same moment; try again", {"skill.id": ["upload race"]}
         ) from None
 
 
-def _discover(raw: bytes | str, *, actor: Any = None) -> tuple[Skill, SkillOperation, bool]:
+def _discover(
+    raw: bytes | str, *, actor: Any = None, allow_downgrade: bool = False
+) -> tuple[Skill, SkillOperation, bool]:
     """Import a skill-index.yaml (``POST /api/v1/skills``) -> ``(skill, operation, created)``.
 
     The skill is ``DISCOVERED``; a skill already known may be replaced only while it is
-    DISCOVERED, ERROR or UNINSTALLED. Raises SkillIndexError (every problem with path and
-    line) or LifecycleError(conflict) when the installed skill must be uninstalled first.
+    DISCOVERED, ERROR or UNINSTALLED, and only by the same or a newer version (SemVer
+    precedence) unless ``allow_downgrade`` says the operator means to go back. Raises
+    SkillIndexError (every problem with path and line) or LifecycleError(conflict) when the
+    installed skill must be uninstalled first or the upload is older than the known version.
     """
     index = read_skill_index(raw)
     text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
@@ -271,7 +278,9 @@ def _discover(raw: bytes | str, *, actor: Any = None) -> tuple[Skill, SkillOpera
                 + " it before uploading a new version",
                 {"skill.id": [f"{skill_id} is {skill.status}"]},
             )
-        elif skill.status != S.DISCOVERED:
+        if not created and not allow_downgrade:
+            _refuse_downgrade(skill_id, skill.version, index.skill["version"])
+        if not created and skill.status != S.DISCOVERED:
             check_transition(skill.status, S.DISCOVERED)
             transitions.append({"from": skill.status, "to": S.DISCOVERED, "at": _now()})
         doc = index.skill
@@ -321,6 +330,24 @@ def _discover(raw: bytes | str, *, actor: Any = None) -> tuple[Skill, SkillOpera
             actor=actor,
         )
     return skill, operation, created
+
+
+def _refuse_downgrade(skill_id: str, known: str, uploaded: str) -> None:
+    """LifecycleError(conflict) naming both versions when ``uploaded`` is older than ``known``
+    (a version that is no SemVer, from before versions were checked, is never "newer")."""
+    try:
+        older = semver.Version.parse(uploaded) < semver.Version.parse(known)
+    except ValueError:
+        return
+    if older:
+        refusal = LifecycleError(
+            "conflict",
+            f"skill {skill_id} is at version {known}; the upload is the older {uploaded}. "
+            "Versions only move forward: upload a newer version, or repeat with allow_downgrade=true to go back",
+            {"skill.version": [f"{uploaded} is older than {known}"]},
+        )
+        refusal.extra.update({"current_version": known, "uploaded_version": uploaded})
+        raise refusal
 
 
 def skill_index_of(skill: Skill) -> SkillIndex:

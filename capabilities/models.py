@@ -112,6 +112,13 @@ class CapabilityCard(models.Model):
         max_length=10, choices=[(t.value, t.value) for t in CapabilityType], default=CapabilityType.EXPOSED.value
     )
     address = models.CharField(max_length=300, blank=True)
+    idempotent = models.BooleanField(
+        null=True,
+        blank=True,
+        default=None,
+        help_text="running it twice does no harm, so a failure after the request was sent is retried "
+        "(empty: no for http plugins, yes otherwise)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -218,8 +225,23 @@ class ConfigState(models.Model):
         return f"config v{self.version}"
 
 
+class AppliedChanges(models.Manager["ConfigChange"]):
+    """``ConfigChange.objects``: the changes that were applied (refused attempts are audited
+    next to them, but no version, stale-save diff or impact count may read one as a change)."""
+
+    def get_queryset(self) -> models.QuerySet[ConfigChange]:
+        return super().get_queryset().filter(outcome=ConfigChange.APPLIED)
+
+
 class ConfigChange(models.Model):
-    """Audit record of one config change (PRD §4.8 ConfigChangeEvent plus who and why)."""
+    """Audit record of one config change (PRD §4.8 ConfigChangeEvent plus who and why), or of
+    a refused attempt at one (``outcome`` refused: who, when, what was sent, and why it was
+    refused in ``refusal``; nothing of it was saved, so it has no version of its own and no
+    ``changes``). ``objects`` holds the applied changes only; ``every`` holds both."""
+
+    APPLIED = "applied"
+    REFUSED = "refused"
+    OUTCOMES = [(APPLIED, APPLIED), (REFUSED, REFUSED)]
 
     CONFIG_TYPES = [
         ("prompt", "prompt"),
@@ -243,8 +265,16 @@ class ConfigChange(models.Model):
     note = models.TextField(blank=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    outcome = models.CharField(max_length=8, choices=OUTCOMES, default=APPLIED, db_index=True)
+    refusal = models.JSONField(
+        default=dict, blank=True, help_text="a refused attempt: {status, code, detail, errors, method, path}"
+    )
+
+    every = models.Manager()
+    objects = AppliedChanges()
 
     class Meta:
+        default_manager_name = "objects"
         ordering = ["-new_version", "-id"]
         permissions = [("import_config", "Can import configuration documents (US-10)")]
 

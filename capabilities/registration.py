@@ -4,7 +4,9 @@ A card is validated before it joins the index: every problem is reported at once
 keys, fields, SemVer, category, owners, tools, 2020-12 schemas without unknown keywords or
 dangling ``required`` names). A plugin runs on the ``http`` executor: the server POSTs params to the
 card's URL, whose host must be listed in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS, so a
-registration can never make the server call an arbitrary address.
+registration can never make the server call an arbitrary address. ``idempotent`` (default
+false) says calling the plugin twice does no harm: only then is a failure after the request
+was sent (a 500, a dropped connection, a read timeout) retried.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from teamclaw.api_fields import unknown_field_errors
 from teamclaw.errors import DomainError
 from teamclaw.runtime.schemas import CARD_REQUIRED, validate_card
 
-CARD_FIELDS = (*CARD_REQUIRED, "required_tools", "timeout", "tags", "executor", "executor_config")
+CARD_FIELDS = (*CARD_REQUIRED, "required_tools", "timeout", "tags", "executor", "executor_config", "idempotent")
 """The keys a registered card may have (PRD §2.2 fields plus its executor); any other is refused."""
 
 
@@ -44,6 +46,11 @@ def register_capability(document: dict[str, Any], *, actor: Any = None, note: st
     executor = document.get("executor", "http")
     if executor != "http":
         errors.setdefault("executor", []).append("plugins registered through the API run on the http executor")
+    if not isinstance(document.get("idempotent", False), bool):
+        errors.setdefault("idempotent", []).append(
+            "must be true or false: true when calling the plugin twice does no harm (failures after the "
+            "request was sent are then retried)"
+        )
     config = document.get("executor_config") or {}
     if not isinstance(config, dict):
         errors.setdefault("executor_config", []).append("must be an object with a url")
@@ -76,6 +83,7 @@ def register_capability(document: dict[str, Any], *, actor: Any = None, note: st
             timeout_s=document.get("timeout", 60),
             tags=document.get("tags", []),
             executor="http",
+            idempotent=document.get("idempotent", False),
             executor_config={
                 "url": config["url"],
                 **({"timeout_s": config["timeout_s"]} if "timeout_s" in config else {}),

@@ -33,6 +33,7 @@ def card_document(card: CardSpec | CapabilityCard) -> dict[str, Any]:
         "skillId": card.skill_id,
         "type": str(card.capability_type),
         "address": card.address,
+        "idempotent": card.is_idempotent,
     }
 
 

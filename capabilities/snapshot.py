@@ -104,6 +104,7 @@ def card_spec(card: CapabilityCard, enabled: bool | None = None) -> CardSpec:
         skill_id=card.skill.skill_id if card.skill else None,
         capability_type=CapabilityType(card.capability_type),
         address=card.address or None,
+        idempotent=card.idempotent,
     )
 
 

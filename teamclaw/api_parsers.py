@@ -2,24 +2,53 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 from typing import Any
 
+from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names the same key twice."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(f"JSON parse error - duplicate key {key!r}: an object may name a key only once")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 class SafeJSONParser(parsers.JSONParser):
     """DRF's JSON parser, answering 400 instead of 500 for a body nested too deeply to parse
     or holding text that is not valid Unicode (a lone surrogate such as the escape ``\\ud800``, which
     JSON can spell but no database, renderer or model can store), or a NUL character (which
-    PostgreSQL text and jsonb refuse)."""
+    PostgreSQL text and jsonb refuse). An object that repeats a key is refused naming the key
+    (``duplicate key 'enabled'``) instead of letting the last value silently win, as the YAML
+    and JSON documents (``capabilities.safe_yaml``) are; ``NaN`` and ``Infinity`` are refused
+    as DRF's strict parser does."""
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            data = super().parse(stream, media_type, parser_context)
+            data = json.load(
+                codecs.getreader(encoding)(stream), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
+            )
+        except DuplicateKey as exc:
+            raise ParseError({"non_field_errors": [str(exc)]}) from None
         except RecursionError:
             raise ParseError("JSON parse error - the document nests too deeply") from None
+        except ValueError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
         try:
             json.dumps(data, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:

@@ -149,3 +149,28 @@ def test_a_viewer_may_not_delete_a_workflow(viewer_user, builtin):
     response = client.post("/workflows/greet/delete/")
     assert response.status_code == 403
     assert Workflow.objects.filter(workflow_id="greet").exists()
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ('{"capability_id": "schema_query", "from_role": "dba", "from_role": "main"}', "from_role"),
+        ('{"capability_id": "schema_query", "from_role": "main", "params": {"table": "a", "table": "b"}}', "table"),
+    ],
+)
+def test_a_json_body_with_a_duplicate_key_is_refused_naming_the_key(api, builtin, raw, key):
+    response = api.generic("POST", "/api/v1/capabilities/invoke", raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert set(body) == {"detail", "errors"}
+    assert f"duplicate key '{key}'" in body["detail"]
+    assert body["errors"] == {"non_field_errors": [body["detail"]]}
+
+
+def test_a_card_patch_with_a_duplicate_key_changes_nothing(api, builtin):
+    before = api.get("/api/v1/capabilities/schema_query").json()
+    raw = f'{{"document_version": {before["document_version"]}, "enabled": false, "enabled": true}}'
+    response = api.generic("PATCH", "/api/v1/capabilities/schema_query", raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert "duplicate key 'enabled'" in response.json()["detail"]
+    assert api.get("/api/v1/capabilities/schema_query").json() == before

@@ -145,6 +145,39 @@ def test_registration_lists_every_error_and_refuses_unlisted_hosts(api, builtin)
     assert not CapabilityCard.objects.filter(capability_id="invoice_total").exists()
 
 
+def test_registration_refuses_a_format_the_server_does_not_check(api, builtin, settings):
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "HTTP_EXECUTOR_ALLOWED_HOSTS": ["plugins.internal"]}
+    schema = {"type": "object", "properties": {"total": {"type": "number", "format": "double"}}}
+    response = api.post("/api/v1/capabilities", {**PLUGIN, "output_schema": schema}, format="json")
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert set(body["errors"]) == {"output_schema"}
+    assert body["errors"]["output_schema"][0].startswith("/properties/total/format: format 'double' is not checked")
+    assert not CapabilityCard.objects.filter(capability_id="invoice_total").exists()
+
+
+def test_registration_refuses_a_nested_ref_loop_naming_its_path(api, builtin, settings):
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "HTTP_EXECUTOR_ALLOWED_HOSTS": ["plugins.internal"]}
+    schema = {"type": "object", "properties": {"lines": {"type": "array"}, "meta": {"$ref": "#/properties/meta"}}}
+    response = api.post("/api/v1/capabilities", {**PLUGIN, "input_schema": schema}, format="json")
+    assert response.status_code == 400, response.content
+    (reason,) = response.json()["errors"]["input_schema"]
+    assert reason.startswith("/properties/meta/$ref: '#/properties/meta' loops back to /properties/meta")
+
+
+def test_a_plugin_is_not_idempotent_unless_registered_so(api, builtin, settings):
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "HTTP_EXECUTOR_ALLOWED_HOSTS": ["plugins.internal"]}
+    assert api.post("/api/v1/capabilities", PLUGIN, format="json").status_code == 201
+    assert api.get("/api/v1/capabilities/invoice_total").json()["idempotent"] is False
+    again = {**PLUGIN, "id": "invoice_check", "idempotent": True}
+    assert api.post("/api/v1/capabilities", again, format="json").status_code == 201
+    assert api.get("/api/v1/capabilities/invoice_check").json()["idempotent"] is True
+    bad = api.post("/api/v1/capabilities", {**PLUGIN, "id": "invoice_x", "idempotent": "yes"}, format="json")
+    assert bad.status_code == 400
+    assert "idempotent" in bad.json()["errors"]
+    assert api.get("/api/v1/capabilities/schema_query").json()["idempotent"] is True  # in-process
+
+
 def test_only_staff_may_register(builtin, viewer_user):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")

@@ -122,6 +122,15 @@ class CardSpec:
     capability_type: CapabilityType = CapabilityType.EXPOSED
     address: str | None = None
     schema_digest: str = ""
+    idempotent: bool | None = None
+    """Whether running the capability twice does no harm, so a failure after its request
+    reached the executor may be retried; None: the executor's default (``is_idempotent``)."""
+
+    @property
+    def is_idempotent(self) -> bool:
+        """``idempotent``, else False for ``http`` plugins (a POST may have done its work
+        before it failed) and True for in-process executors."""
+        return self.idempotent if self.idempotent is not None else self.executor != "http"
 
     def __post_init__(self) -> None:
         if not self.schema_digest:

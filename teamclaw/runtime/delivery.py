@@ -22,6 +22,9 @@ from teamclaw.runtime.routing import InstancePool
 from teamclaw.runtime.transport import Transport
 
 EXPIRED_WHILE_QUEUED = "ttl passed while queued"
+EXPIRED_IN_QUEUE = "expired_in_queue"
+"""``details.reason`` of the ``timeout`` an invoke caller gets when its request was never
+taken from the mailbox (the message expired there, or the deadline passed while queued)."""
 
 
 class Delivery:
@@ -102,8 +105,8 @@ class Delivery:
         if status == DeliveryStatus.EXPIRED:
             error = AgentError(
                 ErrorCode.TIMEOUT,
-                f"the request expired in the mailbox of {instance_id}",
-                {"target_instance_id": instance_id, "reason": reason},
+                f"the request expired in the queue of {instance_id} before it was delivered ({reason})",
+                {"target_instance_id": instance_id, "reason": EXPIRED_IN_QUEUE},
             )
         elif reason.startswith("evicted"):
             error = AgentError(

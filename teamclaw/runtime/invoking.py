@@ -6,7 +6,10 @@ INTERNAL only from inside its skill -> params match ``input_schema`` (``policy``
 instance is routed (no deadlock cycle) -> the mailbox takes it -> a response arrives within
 the timeout. A refused request is recorded ``denied`` and never reaches a mailbox.
 ``timeout``, ``unavailable`` and executor crashes are retried (``max_retries`` of the target
-role, 3 by default) with exponential backoff from ``backoff_base_s``.
+role, 3 by default) with exponential backoff from ``backoff_base_s``, unless the failure
+says it may not be (``AgentError.retryable``): a call that timed out while it ran is repeated
+only for a card that is idempotent (``CardSpec.is_idempotent``; http plugins are not unless
+they say so, and their executor marks what failed after the request was sent the same way).
 
 Callee side (``Invoker.serve``): the instance's worker runs the executor inline and answers
 with ``invoke_response`` or ``invoke_error``; a caller that times out cancels the worker,
@@ -30,7 +33,7 @@ from teamclaw.runtime.context import (
     TaskState,
     message_reference,
 )
-from teamclaw.runtime.delivery import Delivery
+from teamclaw.runtime.delivery import EXPIRED_IN_QUEUE, Delivery
 from teamclaw.runtime.emission import Emitter
 from teamclaw.runtime.errors import AgentError, AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
@@ -276,18 +279,26 @@ class Invoker:
         """The attempt's deadline passed: take the request back (or stop the callee's
         executor) and record the ``invoke_error`` the caller gets."""
         message, instance = pending.message, pending.instance
-        if (
-            not self.delivery.withdraw(instance, message)
-            and instance.executing == pending.correlation_id
-            and instance.worker
-        ):
+        # Never taken from the mailbox: still there, or swept from it as expired at the deadline.
+        queued = self.delivery.withdraw(instance, message) or not pending.started
+        if not queued and instance.executing == pending.correlation_id and instance.worker:
             pending.cancelled_for_timeout = True
             instance.worker.cancel()
-        error = AgentError(
-            ErrorCode.TIMEOUT,
-            f"no response from {instance.role} ({instance.instance_id}) within {pending.timeout_s:g} s",
-            {"timeout_s": pending.timeout_s, "target_instance_id": instance.instance_id},
-        )
+        details: dict[str, Any] = {"timeout_s": pending.timeout_s, "target_instance_id": instance.instance_id}
+        if queued:  # it never left the mailbox: the callee is busy, not slow (or gone)
+            error = AgentError(
+                ErrorCode.TIMEOUT,
+                f"the request expired in the queue of {instance.role} ({instance.instance_id}) after "
+                f"{pending.timeout_s:g} s: the instance was busy and never started it",
+                {**details, "reason": EXPIRED_IN_QUEUE},
+            )
+        else:  # it ran: repeating it is safe only for an idempotent card
+            error = AgentError(
+                ErrorCode.TIMEOUT,
+                f"no response from {instance.role} ({instance.instance_id}) within {pending.timeout_s:g} s",
+                details,
+                retryable=pending.card.is_idempotent,
+            )
         response = AgentMessage(
             type=MessageType.INVOKE_ERROR,
             sender=Party(role=instance.role, instance_id=instance.instance_id),
@@ -344,6 +355,7 @@ class Invoker:
         pending = self.pending.get(message.context.correlation_id)
         if pending is None or pending.future.done():
             return  # the caller already gave up
+        pending.started = True
         task, card = pending.task, pending.card
         context = self.book.context_for(instance, task)
         context.status = ContextStatus.EXECUTING

@@ -58,6 +58,8 @@ class PendingCall:
     paused_since: float | None = None
     timer: TimerHandle | None = None
     cancelled_for_timeout: bool = False
+    started: bool = False
+    """Set when the callee's worker took the request from its mailbox."""
 
     def answer(self, outcome: CallOutcome) -> None:
         """Resolve the call with ``outcome`` unless it is already resolved."""

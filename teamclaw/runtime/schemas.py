@@ -11,9 +11,11 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 import jsonschema_rs
 import semver
@@ -90,6 +92,31 @@ KNOWN_KEYWORDS: frozenset[str] = frozenset(
     }
 )
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+CHECKED_FORMATS: tuple[str, ...] = (
+    "date",
+    "date-time",
+    "duration",
+    "email",
+    "hostname",
+    "idn-email",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "iri",
+    "iri-reference",
+    "json-pointer",
+    "regex",
+    "relative-json-pointer",
+    "time",
+    "uri",
+    "uri-reference",
+    "uri-template",
+    "uuid",
+)
+"""The ``format`` values jsonschema-rs checks with ``validate_formats=True`` (the 2020-12
+format vocabulary). Any other ``format`` (``phone``, ``int32``, ``binary``...) would be
+ignored, so a card that names one is refused at registration instead of being saved with a
+check that never runs (``tests/runtime/test_schema_edges.py`` holds this list to the library)."""
 _SUBSCHEMA = (
     "items",
     "contains",
@@ -143,12 +170,15 @@ def schema_errors(validator: Any, instance: Any) -> list[dict[str, str]]:
     (empty when ``instance`` is valid). ``validator`` comes from ``SchemaValidators``.
 
     A value the validator cannot even walk (nested deeper than its recursion limit, keys that
-    are not strings) is one error at the root, never an exception.
+    are not strings) is one error at the root, never an exception. NaN and +-Infinity are
+    not JSON (RFC 8259 §6) and could be neither sent nor stored: each is an error of its
+    own (keyword ``finite``) at its pointer, whatever the schema says.
     """
     try:
-        if validator.is_valid(instance):
+        errors = non_finite_errors(instance)
+        if not errors and validator.is_valid(instance):
             return []
-        errors = [
+        errors += [
             {"pointer": pointer(err.instance_path), "message": err.message, "keyword": _keyword(err)}
             for err in validator.iter_errors(instance)
         ]
@@ -156,6 +186,24 @@ def schema_errors(validator: Any, instance: Any) -> list[dict[str, str]]:
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         return [{"pointer": "", "message": f"the value cannot be validated: {reason}", "keyword": "invalid"}]
     errors.sort(key=lambda e: (e["pointer"], e["keyword"]))
+    return errors
+
+
+def non_finite_errors(value: Any, path: tuple[Any, ...] = ()) -> list[dict[str, str]]:
+    """``{"pointer", "message", "keyword": "finite"}`` for every NaN or +-Infinity in ``value``
+    (a JSON-like value): numbers JSON cannot carry, so a result holding one would break the
+    API's answer (HTTP 500) or be stored as ``null``."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return []
+        return [{"pointer": pointer(path), "message": f"{value!r} is not a JSON number", "keyword": "finite"}]
+    errors: list[dict[str, str]] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            errors += non_finite_errors(item, (*path, key))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            errors += non_finite_errors(item, (*path, index))
     return errors
 
 
@@ -214,8 +262,11 @@ def _plain(value: Any) -> Any:
 
 
 def lint_schema(schema: Any, path: str = "") -> list[str]:
-    """Problems a meta-schema check lets through: unknown keywords (e.g. ``mininum``) and
-    ``required`` names with no matching property. Returns messages with their pointer."""
+    """Problems a meta-schema check lets through: unknown keywords (e.g. ``mininum``),
+    ``required`` names with no matching property and a ``format`` the server does not check
+    (one of ``CHECKED_FORMATS`` only: date, date-time, duration, email, hostname, idn-email,
+    idn-hostname, ipv4, ipv6, iri, iri-reference, json-pointer, regex, relative-json-pointer,
+    time, uri, uri-reference, uri-template, uuid). Returns messages with their pointer."""
     if isinstance(schema, bool):
         return []
     if not isinstance(schema, Mapping):
@@ -237,6 +288,12 @@ def _own_problems(schema: Mapping[str, Any], path: str) -> list[str]:
         ref = schema.get(key)
         if ref is not None and (not isinstance(ref, str) or not ref.startswith("#")):
             problems.append(f"{path}/{key}: only references inside the schema ('#/...') are allowed")
+    fmt = schema.get("format")
+    if fmt is not None and fmt not in CHECKED_FORMATS:
+        problems.append(
+            f"{path}/format: format {fmt!r} is not checked by the server; the checked formats are "
+            + ", ".join(CHECKED_FORMATS)
+        )
     if "$schema" in schema and schema["$schema"] != DRAFT_2020_12:
         problems.append(f"{path}/$schema: cards use JSON Schema 2020-12 ({DRAFT_2020_12})")
     properties = schema.get("properties")
@@ -259,6 +316,97 @@ def _subschemas(schema: Mapping[str, Any], path: str) -> list[tuple[str, Any]]:
     for key in _SUBSCHEMA_LISTS:
         if isinstance(schema.get(key), list):
             out += [(f"{path}/{key}/{index}", sub) for index, sub in enumerate(schema[key])]
+    return out
+
+
+_IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
+"""Applicators that apply their subschemas to the same value (they read no input)."""
+
+
+def _unpointer(ref: str) -> tuple[str, ...] | None:
+    """The path of a ``#/a/b`` reference (``#`` is the root); None for anything else."""
+    fragment = unquote(ref[1:]) if ref.startswith("#") else None
+    if fragment is None or (fragment and not fragment.startswith("/")):
+        return None
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:])
+
+
+def _at(document: Any, path: tuple[str, ...]) -> Any:
+    node = document
+    for part in path:
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _in_place_edges(document: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
+    """``(target path, keyword pointer)`` of every schema applied to the same value as the
+    one at ``path``: its in-place applicators and its ``$ref``/``$dynamicRef`` targets."""
+    schema = _at(document, path)
+    if not isinstance(schema, Mapping):
+        return []
+    edges: list[tuple[tuple[str, ...], str]] = []
+    for key in ("$ref", "$dynamicRef"):
+        ref = schema.get(key)
+        target = _unpointer(ref) if isinstance(ref, str) else None
+        if target is not None:
+            edges.append((target, pointer((*path, key))))
+    for key in _IN_PLACE:
+        sub = schema.get(key)
+        if isinstance(sub, list):
+            edges += [((*path, key, str(i)), "") for i in range(len(sub))]
+        elif key == "dependentSchemas" and isinstance(sub, Mapping):
+            edges += [((*path, key, str(name)), "") for name in sub]
+        elif isinstance(sub, Mapping | bool) and key != "dependentSchemas":
+            edges.append(((*path, key), ""))
+    return edges
+
+
+def ref_loops(schema: Any) -> list[str]:
+    """``$ref`` cycles that read no input, wherever they are (``{"$ref": "#"}`` at the top,
+    ``{"properties": {"a": {"$ref": "#/properties/a"}}}``, two ``$defs`` that refer to each
+    other through ``allOf``...): a validator following one never ends or, as jsonschema-rs
+    does, silently accepts everything there. A loop that goes through ``properties``,
+    ``items`` and the like reads one level deeper each time (a tree) and is fine. Returns
+    one message per loop, at the pointer of the ``$ref`` that closes it."""
+    paths = [(), *(tuple(_split(p)) for p, _ in _all_subschemas(schema, ""))]
+    problems: list[str] = []
+    seen_loops: set[frozenset[tuple[str, ...]]] = set()
+    for start in paths:
+        stack: list[tuple[tuple[str, ...], list[tuple[str, ...]]]] = [(start, [start])]
+        visited: set[tuple[str, ...]] = set()
+        while stack:
+            here, trail = stack.pop()
+            for target, via in _in_place_edges(schema, here):
+                if target == start:
+                    loop = frozenset(trail)
+                    if via and loop not in seen_loops:
+                        seen_loops.add(loop)
+                        problems.append(
+                            f"{via}: {_at(schema, _split(via))!r} loops back to {pointer(start) or '/'} "
+                            "without reading any input"
+                        )
+                elif target not in visited and len(visited) < 10_000:
+                    visited.add(target)
+                    stack.append((target, [*trail, target]))
+    return problems
+
+
+def _split(path: str) -> tuple[str, ...]:
+    return tuple(p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:])
+
+
+def _all_subschemas(schema: Any, path: str) -> list[tuple[str, Any]]:
+    if not isinstance(schema, Mapping):
+        return []
+    out: list[tuple[str, Any]] = []
+    for sub_path, sub in _subschemas(schema, path):
+        out.append((sub_path, sub))
+        out += _all_subschemas(sub, sub_path)
     return out
 
 
@@ -290,7 +438,7 @@ def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) 
     Returns ``{field: [reasons]}`` with every problem found (empty when the card is valid):
     required fields, id syntax, SemVer version, category (PRD §4.2), owner roles, tools
     (PRD §4.7), timeout (s, 1..3600), schemas valid under the 2020-12 meta-schema, of type
-    object, without unknown keywords or dangling ``required`` names.
+    object, without unknown keywords, dangling ``required`` names or unchecked ``format``s.
     """
     errors: dict[str, list[str]] = {}
 
@@ -372,5 +520,5 @@ def _check_card_schema(name: str, schema: Any, add: Callable[[str, str], None]) 
         add(name, "the top level must be {'type': 'object', ...}")
     elif not isinstance(schema.get("properties"), Mapping) or not schema.get("properties"):
         add(name, "must declare its properties")
-    for problem in lint_schema(schema):
+    for problem in lint_schema(schema) + ref_loops(schema):
         add(name, problem)

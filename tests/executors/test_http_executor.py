@@ -6,6 +6,7 @@ huge bodies)."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -70,17 +71,20 @@ def shout(path: str, body: dict[str, Any]) -> Answer:
     return 200, {"content-type": "application/json"}, json.dumps({"text": body["text"].upper()}).encode()
 
 
-def plugin_card(url: str) -> CardSpec:
+def plugin_card(url: str, idempotent: bool | None = None) -> CardSpec:
     schema = object_schema(text={"type": "string"})
     return CardSpec(
         "shout", "Shout", "a plugin", "generation", schema, schema, "1.0.0", ("b",), executor="http",
-        executor_config={"url": url},
+        executor_config={"url": url}, idempotent=idempotent,
     )  # fmt: skip
 
 
-async def call_plugin(url: str, allowed: list[str], resolver: Any = None, text: str = "hello") -> Any:
+async def call_plugin(
+    url: str, allowed: list[str], resolver: Any = None, text: str = "hello", idempotent: bool | None = None
+) -> Any:
     registry = ExecutorRegistry({"offline": OfflineExecutor(), "http": HttpExecutor(allowed, resolver=resolver)})
-    runtime = Runtime(snapshot=small_snapshot(cards=[plugin_card(url)]), executors=registry, backoff_base_s=0.001)
+    snapshot = small_snapshot(cards=[plugin_card(url, idempotent)])
+    runtime = Runtime(snapshot=snapshot, executors=registry, backoff_base_s=0.001)
     try:
         return await runtime.invoke(InvokeRequest("shout", {"text": text}, target_role="b"), from_role="a")
     finally:
@@ -215,13 +219,74 @@ async def test_an_answer_that_breaks_the_output_schema_is_output_invalid():
     assert result.error.details["errors"][0]["pointer"] == "/text"
 
 
-async def test_a_failing_plugin_is_unavailable_and_retried_by_the_runtime():
-    with PluginServer(lambda path, body: (503, {}, b"down for maintenance")) as plugin:
+async def test_a_plugin_500_is_not_repeated_unless_the_card_is_idempotent():
+    with PluginServer(lambda path, body: (500, {}, b"boom after charging the card")) as plugin:
         result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
     assert not result.success
     assert result.error.code == "unavailable"
+    assert len(plugin.requests) == 1 == result.attempts  # the work may have been done: once only
+    with PluginServer(lambda path, body: (503, {}, b"down for maintenance")) as plugin:
+        result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"], idempotent=True)
+    assert result.error.code == "unavailable"
     max_retries = small_snapshot().constraints_for("b").max_retries
     assert len(plugin.requests) == max_retries + 1 == result.attempts
+
+
+@pytest.mark.parametrize("status", [408, 429])
+async def test_a_plugin_that_says_it_did_not_take_the_request_is_retried(status):
+    with PluginServer(lambda path, body: (status, {}, b"not now")) as plugin:
+        result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
+    assert result.error.code == "unavailable"
+    assert len(plugin.requests) == small_snapshot().constraints_for("b").max_retries + 1
+
+
+class DroppingServer:
+    """Reads each request, counts it and closes the connection without answering."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                self.requests += 1
+
+    def __enter__(self) -> DroppingServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
+
+
+async def test_a_dropped_connection_after_sending_is_not_repeated_unless_idempotent():
+    with DroppingServer() as plugin:
+        url = f"http://127.0.0.1:{plugin.port}/run"
+        result = await call_plugin(url, [f"127.0.0.1:{plugin.port}"])
+        assert result.error.code == "unavailable"
+        assert result.error.details["sent"] is True
+        assert plugin.requests == 1 == result.attempts
+        again = await call_plugin(url, [f"127.0.0.1:{plugin.port}"], idempotent=True)
+        assert again.attempts == small_snapshot().constraints_for("b").max_retries + 1
+        assert plugin.requests == 1 + again.attempts
+
+
+async def test_a_refused_connection_never_sent_anything_so_it_is_retried():
+    closed = socket.create_server(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: connection refused
+    result = await call_plugin(f"http://127.0.0.1:{port}/run", [f"127.0.0.1:{port}"])
+    assert result.error.code == "unavailable"
+    assert result.error.details["sent"] is False
+    assert result.attempts == small_snapshot().constraints_for("b").max_retries + 1
 
 
 def test_plugin_urls_are_checked_before_registration():
@@ -262,3 +327,14 @@ async def test_plain_http_is_sent_to_the_address_that_was_checked():
         "localhost:8080",
         "127.0.0.1",
     )
+
+
+@pytest.mark.parametrize("token", [b"NaN", b"Infinity", b"-Infinity"])
+async def test_a_plugin_answering_nan_or_infinity_is_output_invalid_naming_the_field(token):
+    raw = b'{"text": "ok", "extra": {"score": ' + token + b"}}"
+    with PluginServer(lambda path, body: (200, {}, raw)) as plugin:
+        result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
+    assert not result.success
+    assert result.error.code == "output_invalid"
+    assert [e["pointer"] for e in result.error.details["errors"]] == ["/extra/score"]
+    assert len(plugin.requests) == 1  # a bad answer is not retried

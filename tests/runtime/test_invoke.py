@@ -404,3 +404,60 @@ async def test_a_skill_may_call_its_own_internal_capability_without_a_matrix_cel
     h.handle("secret", echo)
     assert (await h.runtime.invoke(InvokeRequest("front", {"text": "x"}), from_role="a")).success
     assert seen["inner"].success
+
+
+async def test_a_request_that_expired_in_the_queue_says_so_keeping_the_timeout_code(harness_factory):
+    h = harness_factory(
+        small_snapshot(
+            cards=[echo_card(timeout_s=30)], constraints=Constraints(max_concurrent_instances=1, max_retries=0)
+        )
+    )
+    gate = asyncio.Event()
+
+    async def wait_gate(call):
+        await gate.wait()
+        return {"text": call.params["text"]}
+
+    h.handle("echo", wait_gate)
+    busy = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "1"}, timeout=30), from_role="a"))
+    await settle()
+    queued = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "2"}, timeout=5), from_role="a"))
+    await h.advance(6)
+    result = await queued
+    assert result.error.code == ErrorCode.TIMEOUT
+    assert result.error.details.get("reason") == "expired_in_queue", result.error
+    assert "expired in the queue" in result.error.message
+    assert "5 s" in result.error.message
+    gate.set()
+    assert (await busy).success
+
+
+async def test_a_request_that_timed_out_while_running_is_no_queue_expiry(harness_factory):
+    h = harness_factory(small_snapshot(cards=[echo_card(timeout_s=5)], constraints=Constraints(max_retries=0)))
+
+    async def hang(call):
+        await asyncio.Event().wait()
+
+    h.handle("echo", hang)
+    task = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a"))
+    await h.advance(6)
+    result = await task
+    assert result.error.code == ErrorCode.TIMEOUT
+    assert "reason" not in result.error.details
+
+
+async def test_a_card_that_is_not_idempotent_is_not_run_again_after_timing_out_while_running(harness_factory):
+    h = harness_factory(small_snapshot(cards=[echo_card(timeout_s=1, idempotent=False)]), backoff_base_s=0.01)
+    attempts = []
+
+    async def slow(call):
+        attempts.append(call.message.payload["attempt"])
+        await asyncio.Event().wait()
+
+    h.handle("echo", slow)
+    task = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a"))
+    await h.advance(5, step=0.1)
+    result = await task
+    assert result.error.code == ErrorCode.TIMEOUT
+    assert result.attempts == 1
+    assert attempts == [1]

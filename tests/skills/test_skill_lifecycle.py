@@ -436,3 +436,27 @@ def test_the_invoke_api_reaches_skill_capabilities_by_address(api, runtime_host)
     assert invoke("cap://hr-assistant/queryEmployeeInfo")["error"]["code"] == "capability_disabled"
     unknown = invoke("cap://hr-assistant/noSuchThing")
     assert unknown["error"]["code"] == "capability_not_found"
+
+
+def test_a_reupload_never_moves_a_skill_back_to_an_older_version_unless_asked(api):
+    assert upload(api, skill_yaml("versioned", "ping", version="1.10.0")).status_code == 201
+    older = upload(api, skill_yaml("versioned", "ping", "pong", version="1.9.3"))
+    assert older.status_code == 409, older.content
+    body = older.json()
+    assert "1.10.0" in body["detail"] and "1.9.3" in body["detail"]
+    assert body["errors"]["skill.version"]
+    assert body["errorCode"] == "conflict"
+    assert (body["current_version"], body["uploaded_version"]) == ("1.10.0", "1.9.3")
+    skill = Skill.objects.get(skill_id="versioned")
+    assert skill.version == "1.10.0"
+    assert "pong" not in skill.source
+    assert upload(api, skill_yaml("versioned", "ping", version="1.10.0")).status_code == 200  # the same: fine
+    assert upload(api, skill_yaml("versioned", "ping", version="2.0.0-rc.1")).status_code == 200  # newer
+    assert upload(api, skill_yaml("versioned", "ping", version="1.10.0")).status_code == 409  # 1.10.0 < 2.0.0-rc.1
+    forced = api.post(
+        "/api/v1/skills?allow_downgrade=true",
+        skill_yaml("versioned", "ping", version="1.9.3").encode(),
+        content_type="application/yaml",
+    )
+    assert forced.status_code == 200, forced.content
+    assert Skill.objects.get(skill_id="versioned").version == "1.9.3"

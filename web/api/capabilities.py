@@ -11,7 +11,6 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from capabilities.access import CanChangeConfig
 from capabilities.card_settings import capability_document, update_capability
@@ -21,7 +20,7 @@ from capabilities.registration import register_capability
 from capabilities.registry import card_document, filter_capabilities
 from teamclaw import api_fields
 from teamclaw.runtime.config import CATEGORIES, CapabilityType
-from web.api.governance import PROJECT_PARAM, with_current
+from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
 from web.scope import project_scope, scoped_snapshot
 
 
@@ -40,9 +39,11 @@ class CapabilityEditSerializer(api_fields.DocumentSerializer):
     note = api_fields.ChangeNoteField()
 
 
-class CapabilityListView(APIView):
+class CapabilityListView(RefusalAudit):
     """The registry: every capability card, filtered by ``role``, ``category``, ``q`` (search),
     ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL); POST registers a plugin card (US-12, staff)."""
+
+    refusal_types = {"POST": "capability"}
 
     @extend_schema(
         operation_id="capabilities_list",
@@ -85,7 +86,7 @@ class CapabilityListView(APIView):
         return Response(card_document(card), status=201)
 
 
-class CapabilityDetailView(APIView):
+class CapabilityDetailView(RefusalAudit):
     """One capability card; PATCH edits it or switches it on/off (``?project=``, US-06)."""
 
     permission_classes = [CanChangeConfig]

@@ -37,6 +37,7 @@ from team.prompt_preview import preview_role
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
+from web.api.governance import RefusalAudit
 
 PROJECT_PARAM = OpenApiParameter(
     "project", str, description="Project slug: its override layer instead of the global one."
@@ -180,11 +181,13 @@ class PromptRoleView(APIView):
         )
 
 
-class PromptVersionsView(APIView):
+class PromptVersionsView(RefusalAudit):
     """``GET``: a template's versions, newest first (paginated). ``POST {content, bump?,
     version?, variables?, language?, note?, project?, activate?, base_version?}``: save a new
     version -> 201 with the version, ``undeclared_variables``, ``warnings`` and the new
     ``config_version``."""
+
+    refusal_types = {"POST": "prompt"}
 
     permission_classes = [CanEditPrompts]
     parser_classes = PARSERS
@@ -289,9 +292,11 @@ class PromptDiffView(APIView):
         )
 
 
-class PromptRollbackView(APIView):
+class PromptRollbackView(RefusalAudit):
     """``POST {version, bump?, note?, project?, base_version?}``: a new active version with
     ``version``'s content, marked as a rollback to it -> 201."""
+
+    refusal_types = {"POST": "prompt"}
 
     permission_classes = [CanEditPrompts]
     parser_classes = PARSERS
@@ -316,9 +321,11 @@ class PromptRollbackView(APIView):
         return Response(body, status=status.HTTP_201_CREATED)
 
 
-class PromptActivateView(APIView):
+class PromptActivateView(RefusalAudit):
     """``POST {version, note?, project?}``: make a draft (a version newer than the active one)
     active -> 200."""
+
+    refusal_types = {"POST": "prompt"}
 
     permission_classes = [CanEditPrompts]
     parser_classes = PARSERS

@@ -13,7 +13,6 @@ from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from capabilities.access import CanChangeConfig
 from capabilities.errors import StaleVersion
@@ -23,7 +22,7 @@ from capabilities.registry import role_definition
 from capabilities.roles import delete_role
 from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields
-from web.api.governance import PROJECT_PARAM, with_current
+from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
 from web.scope import project_scope, scoped_snapshot
 
 
@@ -72,7 +71,7 @@ class RoleExecutorSerializer(api_fields.ObjectBodySerializer):
     endpoint = api_fields.PassThroughField(required=False, allow_null=True)
 
 
-class RoleListView(APIView):
+class RoleListView(RefusalAudit):
     """All roles as PRD §4.1 AgentRoleDefinitions; POST creates a custom role (US-09)."""
 
     permission_classes = [CanChangeConfig]
@@ -89,7 +88,7 @@ class RoleListView(APIView):
         return role_post(request)
 
 
-class RoleDetailView(APIView):
+class RoleDetailView(RefusalAudit):
     """One role's AgentRoleDefinition: capabilities, permissions, constraints, prompt config;
     PATCH edits it (or switches it for ``?project=``), DELETE removes a custom role."""
 
@@ -128,10 +127,12 @@ def _executor_body(role: AgentRole, request: Request) -> dict[str, Any]:
     }
 
 
-class RoleExecutorView(APIView):
+class RoleExecutorView(RefusalAudit):
     """A role's executor (docs/architecture.md §8): what runs each of its capabilities and on which model,
     globally or for ``?project=``. PUT ``{executor, model, endpoint}`` (blank = inherit) changes
     the choice (staff only; audited, PRD §4.8). Keys are never part of the answer."""
+
+    refusal_types = {"PUT": "role"}
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str) -> Response:

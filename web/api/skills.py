@@ -35,6 +35,7 @@ from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
 from teamclaw.json_types import json_type_name
+from web.api.governance import RefusalAudit
 
 
 class YamlParser(BaseParser):
@@ -143,8 +144,10 @@ class SkillActivateSerializer(api_fields.StrictSerializer):
     )
 
 
-class SkillListView(APIView):
+class SkillListView(RefusalAudit):
     """``GET /skills`` (``?status=``) and ``POST /skills`` (skill-index.yaml -> DISCOVERED)."""
+
+    refusal_types = {"POST": "skill"}
 
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
@@ -159,7 +162,11 @@ class SkillListView(APIView):
         rows = [skill_document(s, full=False) for s in skills]
         return Response({"count": len(rows), "skills": rows})
 
-    @extend_schema(request={"application/yaml": OpenApiTypes.STR}, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request={"application/yaml": OpenApiTypes.STR},
+        parameters=[OpenApiParameter("allow_downgrade", bool, description="replace a newer version with an older one")],
+        responses={201: OpenApiTypes.OBJECT},
+    )
     def post(self, request: Request) -> Response:
         raw = yaml_body(request)
         if raw is None or (isinstance(raw, bytes | str) and not raw):
@@ -167,7 +174,8 @@ class SkillListView(APIView):
                 "send the skill-index.yaml as application/yaml (or JSON {yaml}, or a multipart file)",
                 {"document": ["the document is empty"]},
             )
-        skill, operation, created = discover_skill(raw, actor=request.user)
+        downgrade = (request.query_params.get("allow_downgrade") or "").lower() in ("1", "true", "yes", "on")
+        skill, operation, created = discover_skill(raw, actor=request.user, allow_downgrade=downgrade)
         body = {
             "skillId": skill.skill_id,
             "status": skill.status,
@@ -177,9 +185,11 @@ class SkillListView(APIView):
         return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
-class SkillDetailView(APIView):
+class SkillDetailView(RefusalAudit):
     """``GET /skills/{skillId}`` and ``DELETE /skills/{skillId}`` (uninstall; ``?force=true``
     goes ahead although skills or workflows depend on it)."""
+
+    refusal_types = {"DELETE": "skill"}
 
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
@@ -199,8 +209,10 @@ class SkillDetailView(APIView):
         return Response({"skillId": skill_id, "status": operation.to_status, "operationId": operation.id})
 
 
-class SkillInstallView(APIView):
+class SkillInstallView(RefusalAudit):
     """``POST /skills/{skillId}/install {config}`` -> ``{installId, status}``."""
+
+    refusal_types = {"POST": "skill"}
 
     permission_classes = [StaffForChanges]
 
@@ -221,8 +233,10 @@ class SkillInstallView(APIView):
         return Response(body)
 
 
-class SkillActivateView(APIView):
+class SkillActivateView(RefusalAudit):
     """``POST /skills/{skillId}/activate {role}`` -> ``{activationId, status, phases}``."""
+
+    refusal_types = {"POST": "skill"}
 
     permission_classes = [StaffForChanges]
 
@@ -248,8 +262,10 @@ class SkillActivateView(APIView):
         )
 
 
-class SkillDeactivateView(APIView):
+class SkillDeactivateView(RefusalAudit):
     """``POST /skills/{skillId}/deactivate`` (``{force}``) -> ``{status: DEACTIVATED}``."""
+
+    refusal_types = {"POST": "skill"}
 
     permission_classes = [StaffForChanges]
 

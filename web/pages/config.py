@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from capabilities.access import can_change, require_change
-from capabilities.audit import CONFIG_TYPES, change_document, filter_changes
+from capabilities.audit import CONFIG_TYPES, OUTCOMES, change_document, filter_changes
 from capabilities.config import current_version
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.models import Project
@@ -23,8 +23,9 @@ from web.forms import form_note
 
 # --------------------------------------------------------------------------- audit
 def change_list(request: HttpRequest) -> HttpResponse:
-    """The audit trail: every config change, newest first, 50 a page, with filters."""
-    filters = {name: request.GET.get(name, "") for name in ("config_type", "project", "role", "q")}
+    """The audit trail: every config change and refused attempt, newest first, 50 a page,
+    with filters (``outcome``: applied or refused)."""
+    filters = {name: request.GET.get(name, "") for name in ("outcome", "config_type", "project", "role", "q")}
     error = ""
     try:
         rows = filter_changes(filters)
@@ -43,6 +44,7 @@ def change_list(request: HttpRequest) -> HttpResponse:
             "query": query,
             "error": error,
             "config_types": CONFIG_TYPES,
+            "outcomes": OUTCOMES,
             "projects": Project.objects.all(),
             "version": current_version(),
         },

@@ -78,7 +78,8 @@ def skill_upload(request: HttpRequest) -> HttpResponse:
         raw: bytes | str = upload.read(MAX_SKILL_INDEX_BYTES + 1) if upload else request.POST.get("yaml", "")
         text = request.POST.get("yaml", "") if not upload else ""
         try:
-            skill, _, created = discover_skill(raw, actor=request.user)
+            downgrade = request.POST.get("allow_downgrade") == "true"
+            skill, _, created = discover_skill(raw, actor=request.user, allow_downgrade=downgrade)
         except SkillIndexError as exc:
             problems = exc.problems
         except LifecycleError as exc:

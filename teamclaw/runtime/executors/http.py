@@ -20,8 +20,12 @@ A registration must not make the server call arbitrary addresses (SSRF), so:
   validates it against the card's ``output_schema``).
 
 Failures: 5xx, 408, 429 and connection errors are ``unavailable`` and read timeouts
-``timeout``, both retried by the runtime's invoke retries (PRD §4.7); everything else is
-``executor_error``.
+``timeout``; everything else is ``executor_error``. The runtime's invoke retries (PRD §4.7)
+only repeat what is safe to repeat: a failure before the request was sent (the host cannot be
+resolved, the connection is refused or cannot be opened in time), a 408 or 429 (the plugin
+says it did not take the request), and, for a card that declares itself ``idempotent``,
+anything else. A 500, a dropped connection or a read timeout of a card that is not
+idempotent (the default for plugins) may mean the work was done, so it is not repeated.
 """
 
 from __future__ import annotations
@@ -230,6 +234,7 @@ class HttpExecutor:
             raise self._refuse(f"capability {call.card.capability_id} has no executor_config.url", "")
         clock = call.clock
         deadline = call.deadline(call.card.timeout_s)
+        repeatable = call.card.is_idempotent  # may a failure after sending be retried?
         headers = {
             "Accept": "application/json",
             "User-Agent": USER_AGENT,
@@ -255,17 +260,23 @@ class HttpExecutor:
                             continue
                         body = await _read_capped(response)
                         status = response.status_code
-                except httpx2.TimeoutException:
+                except httpx2.TimeoutException as exc:
+                    unsent = isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout)
                     raise AgentFailure(
-                        ErrorCode.TIMEOUT, f"the plugin at {_public(url)} did not answer in time", {"url": _public(url)}
+                        ErrorCode.TIMEOUT,
+                        f"the plugin at {_public(url)} did not answer in time",
+                        {"url": _public(url), "sent": not unsent},
+                        retryable=unsent or repeatable,
                     ) from None
                 except httpx2.TransportError as exc:
+                    unsent = isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout | httpx2.UnsupportedProtocol)
                     raise AgentFailure(
                         ErrorCode.UNAVAILABLE,
                         f"cannot reach the plugin at {_public(url)}: {type(exc).__name__}",
-                        {"url": _public(url)},
+                        {"url": _public(url), "sent": not unsent},
+                        retryable=unsent or repeatable,
                     ) from None
-                return self._result(url, status, body)
+                return self._result(url, status, body, repeatable)
         raise self._refuse(f"the plugin redirected more than {MAX_REDIRECTS} times", url)
 
     def _follow(self, url: str, response: httpx2.Response) -> str:
@@ -287,13 +298,14 @@ class HttpExecutor:
             )
         return target
 
-    def _result(self, url: str, status: int, body: bytes) -> dict[str, Any]:
+    def _result(self, url: str, status: int, body: bytes, repeatable: bool) -> dict[str, Any]:
         text = body.decode("utf-8", errors="replace")
         if status >= 500 or status in (408, 429):
             raise AgentFailure(
                 ErrorCode.UNAVAILABLE,
                 f"the plugin at {_public(url)} answered {status}: {text[:200]}",
                 {"url": _public(url), "status": status},
+                retryable=repeatable or status in (408, 429),  # those two say the request was not taken
             )
         if status >= 300:
             raise self._refuse(f"the plugin at {_public(url)} answered {status}: {text[:300]}", url, status=status)
