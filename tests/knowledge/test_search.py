@@ -45,7 +45,9 @@ def test_query_terms_per_language():
 def test_the_load_level_sets_how_many_chunks_are_indexed(level, stored):
     role = librarian()
     text = "\n\n".join(f"# Part {n}\n\nParagraph number {n}." for n in range(620))
-    source = add_source(Upload("big.md", "text/markdown", text.encode()), role=role.role, project=None, load_level=level)
+    source = add_source(
+        Upload("big.md", "text/markdown", text.encode()), role=role.role, project=None, load_level=level
+    )
     assert (source.chunk_count, source.total_chunks) == (stored, 620)
     assert KnowledgeChunk.objects.filter(source=source).count() == stored
     with connection.cursor() as cursor:
@@ -56,7 +58,9 @@ def test_the_load_level_sets_how_many_chunks_are_indexed(level, stored):
 @pytest.mark.django_db
 def test_the_index_follows_the_chunks_in_the_same_transaction():
     role = librarian()
-    source = add_source(Upload("a.md", "text/markdown", b"Zebra crossings."), role=role.role, project=None, load_level="basic")
+    source = add_source(
+        Upload("a.md", "text/markdown", b"Zebra crossings."), role=role.role, project=None, load_level="basic"
+    )
     assert [h.chunk.text for h in search("zebra", roles=["librarian"])] == ["Zebra crossings."]
     KnowledgeChunk.objects.filter(source=source).update(text="Giraffe necks.")
     assert search("zebra", roles=["librarian"]) == []
