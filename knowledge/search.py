@@ -28,7 +28,7 @@ from functools import reduce
 from django.db import connection
 from django.db.models import Q
 
-from knowledge.models import KnowledgeChunk
+from knowledge.models import KnowledgeChunk, KnowledgeSource
 
 FTS_TABLE = "knowledge_chunk_fts"
 MAX_TERMS = 64
@@ -95,15 +95,15 @@ def search(query: str, *, roles: list[str] | None = None, projects: list[str] | 
 
 
 def _scope(roles: list[str] | None, projects: list[str] | None) -> Q | None:
-    """The sources' filter; None when the scope is given but empty (nothing to search)."""
+    """The filter of the sources searched; None when the scope is given but empty."""
     if roles is None and projects is None:
         return Q()
     names, slugs = [r for r in roles or [] if r], [p for p in projects or [] if p]
     if not names and not slugs:
         return None
-    parts = [Q(source__role__role__in=names)] if names else []
+    parts = [Q(role__role__in=names)] if names else []
     if slugs:
-        parts.append(Q(source__project__slug__in=slugs))
+        parts.append(Q(project__slug__in=slugs))
     return reduce(operator.or_, parts)
 
 
@@ -112,15 +112,22 @@ def _quote(term: str) -> str:
 
 
 def _fts(terms: list[str], scope: Q, k: int) -> list[Hit]:
+    # The MATCH is run once and materialized, then filtered to the sources in scope: asked
+    # as ``rowid IN (chunks in scope)`` SQLite re-runs the full-text query per candidate
+    # (a second for 10,000 chunks instead of milliseconds).
     match = " OR ".join(_quote(t) for t in terms)
-    allowed = KnowledgeChunk.objects.filter(scope).values("id")
-    allowed_sql, allowed_params = allowed.query.sql_with_params()
+    source_ids = list(KnowledgeSource.objects.filter(scope).values_list("id", flat=True))
+    if not source_ids:
+        return []
+    marks = ", ".join(["%s"] * len(source_ids))
     sql = (
-        f"SELECT rowid, bm25({FTS_TABLE}, 2.0, 1.0) AS rank FROM {FTS_TABLE} "
-        f"WHERE {FTS_TABLE} MATCH %s AND rowid IN ({allowed_sql}) ORDER BY rank LIMIT %s"
+        f"WITH matched AS MATERIALIZED (SELECT rowid AS id, bm25({FTS_TABLE}, 2.0, 1.0) AS rank "
+        f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s) "
+        f"SELECT matched.id, matched.rank FROM matched JOIN {KnowledgeChunk._meta.db_table} AS chunk "
+        f"ON chunk.id = matched.id WHERE chunk.source_id IN ({marks}) ORDER BY matched.rank LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [match, *allowed_params, k])
+        cursor.execute(sql, [match, *source_ids, k])
         ranked = cursor.fetchall()
     chunks = KnowledgeChunk.objects.select_related("source").in_bulk([row[0] for row in ranked])
     return [Hit(chunks[rowid], round(-rank, 4)) for rowid, rank in ranked if rowid in chunks]
@@ -130,7 +137,11 @@ def _like(terms: list[str], scope: Q, k: int) -> list[Hit]:
     if not terms:
         return []
     matches = reduce(operator.or_, [Q(text__icontains=t) | Q(heading__icontains=t) for t in terms])
-    candidates = KnowledgeChunk.objects.filter(scope).filter(matches).select_related("source")[:LIKE_CANDIDATES]
+    candidates = (
+        KnowledgeChunk.objects.filter(source__in=KnowledgeSource.objects.filter(scope))
+        .filter(matches)
+        .select_related("source")[:LIKE_CANDIDATES]
+    )
     scored = []
     for chunk in candidates:
         haystack = f"{chunk.heading}\n{chunk.text}".lower()
