@@ -8,11 +8,13 @@ import json
 
 import pytest
 from asgiref.sync import sync_to_async
+from django.template.loader import render_to_string
 
 from capabilities.models import Project
 from knowledge.retrieval import DatabaseRetriever
 from knowledge.sources import Upload, add_source
 from teamclaw.runtime import CardSpec, CollectingSink, EventKind, ExecutorRegistry, OfflineExecutor, Runtime
+from teamclaw.runtime.context import ExecutionContext
 from teamclaw.runtime.executors.chat import ModelEndpoint, ModelSettings
 from teamclaw.runtime.executors.model import OpenAIExecutor
 from tests.factories import object_schema, small_snapshot
@@ -77,3 +79,17 @@ async def test_a_model_backed_agent_gets_its_roles_and_projects_passages():
     assert len(retrieval["chunks"]) == 3
     assert {c["source"] for c in retrieval["chunks"]} >= {"operations.md", "kb-notes.md"}
     assert all(c["chunk"] in system for c in retrieval["chunks"])
+
+
+def test_the_inspector_shows_what_was_retrieved():
+    context = ExecutionContext("i1", "librarian", "t1", "Answer", "c1", None, 1, 0.0)
+    context.knowledge.append(
+        {
+            "capability_id": "answer",
+            "query": "How long are backups kept?",
+            "chunks": [{"source": "operations.md", "heading": "Databases", "chunk": "Kept 35 days.", "score": 4.5}],
+        }
+    )
+    html = render_to_string("monitoring/_context_state.html", {"state": context.state()})
+    assert "Knowledge" in html and "1 retrieval" in html
+    assert "operations.md" in html and "Databases" in html and "Kept 35 days." in html and "4.5" in html
