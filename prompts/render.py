@@ -63,6 +63,7 @@ STANDARD_VARIABLES = (
     "task_description",
     "tools",
     "capabilities",
+    "knowledge",
 )
 """Variables the runtime gives every template (``standard_variables``); no need to declare them."""
 
@@ -361,7 +362,9 @@ class LayerPreview:
 def standard_variables(snapshot: ConfigSnapshot, role: str, task_description: str = "") -> dict[str, Any]:
     """The STANDARD_VARIABLES for ``role`` under ``snapshot``: project_name,
     project_description, tech_stack, role, role_display_name, emoji, task_description, tools
-    (tools the role may use, with or without confirmation) and capabilities (ids it offers)."""
+    (tools the role may use, with or without confirmation), capabilities (ids it offers) and
+    knowledge (empty here: a model-backed call gives the passages retrieved for its input,
+    seed 003 KnowledgeContext)."""
     spec = snapshot.roles.get(role)
     tools = [tool for (r, tool), mode in snapshot.tool_modes.items() if r == role and mode != "deny"]
     return {
@@ -374,6 +377,7 @@ def standard_variables(snapshot: ConfigSnapshot, role: str, task_description: st
         "task_description": task_description,
         "tools": sorted(tools),
         "capabilities": list(spec.capabilities) if spec else [],
+        "knowledge": "",
     }
 
 

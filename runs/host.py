@@ -20,6 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections, connections
 
 from capabilities.config import add_listener, remove_listener
+from knowledge.retrieval import DatabaseRetriever
 from monitoring.live_sink import get_live_sink
 from monitoring.recorder import Recorder
 from prompts.render import system_prompt
@@ -92,6 +93,7 @@ def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
         "confirmation_timeout_s": conf["CONFIRMATION_TIMEOUT_S"],
         "task_timeout_s": conf["TASK_TIMEOUT_S"],
         "prompt_renderer": system_prompt,
+        "knowledge_retriever": DatabaseRetriever(),
         "default_project_dir": conf["PROJECTS_ROOT"],
     }
     options.update(overrides)

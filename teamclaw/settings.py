@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "capabilities",
+    "knowledge",
     "prompts",
     "team",
     "monitoring",

@@ -42,6 +42,7 @@ MISSPELT = [
     ("put", "/api/v1/constraints/pm", {"version": CURRENT, "constraints": {"max_retries": 2}}, "constraint"),
     ("post", "/api/v1/projects", {"slug": "web", "name": "Web"}, "tech_stak"),
     ("patch", "/api/v1/projects/shop", {"version": CURRENT, "name": "Shop 2"}, "descripton"),
+    ("post", "/api/v1/knowledge/sources", {"role": "translator", "load_level": "basic"}, "load_levle"),
     ("post", "/api/v1/skills", {"yaml": skill_yaml("weather")}, "yml"),
     ("delete", "/api/v1/skills/hello", {"force": True}, "forse"),
     ("post", "/api/v1/skills/hello/install", {"config": {}}, "confg"),

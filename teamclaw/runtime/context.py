@@ -90,6 +90,9 @@ class ExecutionContext:
     updated_at: float = 0.0
     memory: Memory = field(default_factory=Memory)
     """What the agent remembers of this conversation (seed 003 MemoryContext)."""
+    knowledge: list[dict[str, Any]] = field(default_factory=list)
+    """What each model-backed call retrieved (seed 003 KnowledgeContext):
+    ``[{capability_id, query, chunks: [{source, heading, chunk, score}]}]``."""
 
     def add_message(self, summary: dict[str, Any]) -> None:
         """Append a message reference, keeping at most MAX_CONTEXT_MESSAGES."""
@@ -134,6 +137,7 @@ class ExecutionContext:
             },
             "resource_usage": self.resource_usage,
             "memory": self.memory.state(),
+            "knowledge": [{**entry, "chunks": [dict(c) for c in entry["chunks"]]} for entry in self.knowledge],
             "created_at": self.created_at,
             "updated_at": self.updated_at,
         }

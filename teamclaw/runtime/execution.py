@@ -21,6 +21,7 @@ from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.events import ArtifactWritten, ContextSnapshot, RuntimeEvent
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult, OperatorAnswer, RoutingStrategy
+from teamclaw.runtime.knowledge import DEFAULT_K, MAX_RECORDED, KnowledgeHit, KnowledgeRetriever, query_text
 from teamclaw.runtime.messages import AgentMessage, Priority
 from teamclaw.runtime.pending import PendingCall
 from teamclaw.runtime.schemas import SchemaValidators
@@ -313,6 +314,35 @@ class ExecutionCall:
         name = role.display_name if role else self.role
         return f"You are the {name} of this team. {role.description if role else ''}".strip()
 
+    # -- knowledge ------------------------------------------------------------
+    async def retrieve_knowledge(self, query: str | None = None, k: int = DEFAULT_K) -> list[KnowledgeHit]:
+        """The best ``k`` passages for ``query`` (default: the params' text) from the documents
+        of this role and the task's project (seed 003 KnowledgeContext), recorded in the
+        context's ``knowledge`` as ``{capability_id, query, chunks}``. Empty without a
+        retriever or a query; a retriever that fails is a recovered error in the context,
+        never the call's failure."""
+        retriever = self.port.knowledge_retriever
+        text = query_text(self.params) if query is None else query
+        if retriever is None or not text.strip():
+            return []
+        try:
+            hits = await retriever.retrieve(role=self.role, project_id=self.task.project_id, query=text, k=k)
+        except Exception as exc:  # knowledge is an aid: the call goes on without it
+            self.context.errors.append(
+                {
+                    "code": str(ErrorCode.EXECUTOR_ERROR),
+                    "message": f"knowledge retrieval failed: {type(exc).__name__}: {str(exc)[:300]}",
+                    "details": {"reason": "knowledge_unavailable", "recovered": True},
+                }
+            )
+            hits = []
+        self.context.knowledge.append(
+            {"capability_id": self.card.capability_id, "query": text, "chunks": [h.state() for h in hits]}
+        )
+        del self.context.knowledge[:-MAX_RECORDED]
+        self.port.context_changed(self.context)
+        return hits
+
 
 PromptRenderer = Callable[[ConfigSnapshot, str, TaskState, dict[str, Any]], str]
 """``(snapshot, role, task, extra_variables) -> system prompt text`` (the prompts app's).
@@ -357,6 +387,11 @@ class AgentPort(Protocol):
     @property
     def prompt_renderer(self) -> PromptRenderer | None:
         """Renders a role's layered prompt (PRD §4.5); None without the prompts app."""
+
+    @property
+    def knowledge_retriever(self) -> KnowledgeRetriever | None:
+        """Finds passages of the role's and the project's documents (seed 003
+        KnowledgeContext); None without the knowledge app."""
 
     @property
     def default_project_dir(self) -> Path | None:

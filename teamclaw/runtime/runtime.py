@@ -50,6 +50,7 @@ from teamclaw.runtime.invocation import (
     OperatorAnswer,
 )
 from teamclaw.runtime.invoking import Invoker
+from teamclaw.runtime.knowledge import KnowledgeRetriever
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party, Priority
 from teamclaw.runtime.pending import PendingCalls
 from teamclaw.runtime.resume import ResumeJournal
@@ -90,6 +91,7 @@ class Runtime:
         task_timeout_s: float = 3600,
         backoff_base_s: float = 0.1,
         prompt_renderer: PromptRenderer | None = None,
+        knowledge_retriever: KnowledgeRetriever | None = None,
         transport: Transport | None = None,
         default_project_dir: str | Path | None = None,
         tools: dict[str, ToolHandler] | None = None,
@@ -104,6 +106,7 @@ class Runtime:
         self._validators = SchemaValidators()
         self._tools: dict[str, ToolHandler] = {**BUILTIN_TOOLS, **(tools or {})}
         self._prompt_renderer = prompt_renderer
+        self._knowledge_retriever = knowledge_retriever
         self._default_project_dir = Path(default_project_dir) if default_project_dir else None
         self.task_timeout_s = task_timeout_s
         self.pool = InstancePool()
@@ -211,6 +214,10 @@ class Runtime:
     @property
     def prompt_renderer(self) -> PromptRenderer | None:
         return self._prompt_renderer
+
+    @property
+    def knowledge_retriever(self) -> KnowledgeRetriever | None:
+        return self._knowledge_retriever
 
     @property
     def default_project_dir(self) -> Path | None:

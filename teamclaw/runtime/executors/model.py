@@ -3,7 +3,9 @@ is the agent's brain (docs/architecture.md §8; PRD §4.5 prompts, §4.7 permiss
 
 For a capability call without a workflow handler the conversation is:
 
-1. ``system``: the role's rendered, layered prompt (all six template types, PRD §4.5);
+1. ``system``: the role's rendered, layered prompt (all six template types, PRD §4.5) with
+   the passages retrieved from the role's and the project's documents for the call's params
+   (seed 003 KnowledgeContext, ``ExecutionCall.retrieve_knowledge``);
    ``user``: the capability, its params, the operator's instructions (PRD §4.6) and the
    ``output_schema`` the answer must match;
 2. the functions the role may call are offered as tools (``function_tools``); each call the
@@ -44,6 +46,7 @@ from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.executors.chat import ModelChat, ModelOptions, ModelSettings, redact, resolve_options
 from teamclaw.runtime.executors.function_tools import FunctionTools
 from teamclaw.runtime.executors.structured import StructuredSupport, response_format_for
+from teamclaw.runtime.knowledge import knowledge_text
 from teamclaw.runtime.schemas import compile_schema, schema_errors
 
 if TYPE_CHECKING:
@@ -115,11 +118,11 @@ class ModelSession:
             await self._chat.__aexit__(None, None, None)
             self._chat = None
 
-    def system_prompt(self) -> str:
-        """The role's rendered prompt (PRD §4.5); AgentFailure(executor_error) when a
-        template cannot be rendered."""
+    def system_prompt(self, **variables: Any) -> str:
+        """The role's rendered prompt (PRD §4.5) with extra template ``variables``;
+        AgentFailure(executor_error) when a template cannot be rendered."""
         try:
-            return self.call.system_prompt()
+            return self.call.system_prompt(**variables)
         except ValueError as exc:  # prompts.render.PromptRenderError
             raise AgentFailure(
                 ErrorCode.EXECUTOR_ERROR,
@@ -301,7 +304,13 @@ class ModelSession:
         call = self.call
         tools = FunctionTools(call) if self.options.functions else None
         memory = call.context.memory
-        system = self.system_prompt()
+        # The passages of the role's and the project's documents for this call's input
+        # (seed 003 KnowledgeContext): the ``knowledge`` template variable, and appended
+        # to the prompt when no template placed them.
+        knowledge = knowledge_text(await call.retrieve_knowledge())
+        system = self.system_prompt(knowledge=knowledge)
+        if knowledge and knowledge not in system:
+            system = f"{system}\n\n{knowledge}" if system else knowledge
         if memory.preferences or memory.session_state:
             system += "\n\n" + remembered_text(memory.preferences, memory.session_state)
         recalled = memory.recall()
