@@ -109,6 +109,8 @@ def sample_requirement() -> str:
 START_POINTS = ("interview", "draft", "review")
 DECISION_MODES = ("auto", "confirm")
 MAX_TITLE_CHARS = 300
+
+
 def check_plain_text(value: str, field: str) -> str:
     """``value`` unchanged, or DocumentError (400) naming ``field`` when it holds a control
     character or a bidirectional control (``teamclaw.plain_text``: which character, and where)."""
