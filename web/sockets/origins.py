@@ -1,7 +1,8 @@
 """Which page may open a websocket: exactly the origin the socket itself is served from
 (scheme + host + port, from the request's ``Host`` header and ``ws``/``wss``, the host one of
 ``ALLOWED_HOSTS``), or an origin listed in ``CSRF_TRUSTED_ORIGINS`` (compared whole, for a
-TLS proxy in front). Another port or scheme of the same host is another origin and is refused
+TLS proxy in front; with TEAMCLAW_SECURE the proxy's ``X-Forwarded-Proto: https`` makes the
+socket's own origin the ``https`` one). Another port or scheme of the same host is another origin and is refused
 (docs/architecture.md §9); so is a missing or ``null`` origin.
 """
 
@@ -45,8 +46,19 @@ def origin_allowed(scope: dict[str, Any]) -> bool:
     domain, _port = split_domain_port(host)
     if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
         return False
-    scheme = "https" if scope.get("scheme") == "wss" else "http"
+    scheme = "https" if scope.get("scheme") == "wss" or _proxied_tls(headers) else "http"
     return origin == _origin_tuple(f"{scheme}://{host}")
+
+
+def _proxied_tls(headers: dict[bytes, bytes]) -> bool:
+    """Whether a TLS proxy in front says the socket came over TLS, through the header
+    ``SECURE_PROXY_SSL_HEADER`` names (trusted only when it is set: TEAMCLAW_SECURE)."""
+    proxy_header = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if not proxy_header:
+        return False
+    name, value = proxy_header
+    wire_name = name.removeprefix("HTTP_").replace("_", "-").lower().encode("latin-1")
+    return headers.get(wire_name, b"").decode("latin-1").split(",")[0].strip() == value
 
 
 class ExactOriginValidator:
