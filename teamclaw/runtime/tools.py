@@ -78,7 +78,7 @@ def scope_root(root: Path, scope: str) -> Path:
         step = current / part
         try:
             if not os.path.lexists(step):
-                step.mkdir()
+                step.mkdir(exist_ok=True)  # another task may make it meanwhile; checked below
         except OSError as exc:
             raise _os_failure("create", scope, exc) from None
         current = Path(os.path.realpath(step))
