@@ -37,7 +37,8 @@ def test_a_tls_request_allows_only_its_own_wss_socket(page_client, builtin):
 
 
 def check_deploy(tmp_path, **extra: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TEAMCLAW_") and k not in {"DEBUG", "SECRET_KEY"}}
+    unsafe = {"DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE"}  # the browser tests set the last one
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEAMCLAW_") and k not in unsafe}
     env.update({"TEAMCLAW_DATA_DIR": str(tmp_path), **extra})
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy"],
