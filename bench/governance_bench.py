@@ -43,6 +43,7 @@ def main() -> None:
     import django
 
     django.setup()
+    from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
@@ -87,12 +88,15 @@ def main() -> None:
     print(f"recorded {args.messages:,} invoke_request messages in {time.perf_counter() - started:.1f} s")
 
     staged = {("coderA", "dba"): False, ("pm", "dba"): True}
-    report = invoke_what_if(None, staged, 7)
-    took = median_ms(lambda: invoke_what_if(None, staged, 7), args.runs)
+    staff = get_user_model().objects.create_user("bench-staff", is_staff=True)
+    report = invoke_what_if(None, staged, 7, viewer=staff)
+    took = median_ms(lambda: invoke_what_if(None, staged, 7, viewer=staff), args.runs)
     print(f"what-if, invoke matrix, 2 cells, 7 days: {took:.1f} ms (judged {report['considered']:,} invokes)")
     tools = {("dba", "database"): "confirm", ("devops", "deployment"): "deny"}
-    print(f"what-if, tool matrix, 2 cells, 7 days: {median_ms(lambda: tool_what_if(None, tools, 7), args.runs):.1f} ms")
-    print(f"what-if, invoke matrix, 90 days: {median_ms(lambda: invoke_what_if(None, staged, 90), args.runs):.1f} ms")
+    took = median_ms(lambda: tool_what_if(None, tools, 7, viewer=staff), args.runs)
+    print(f"what-if, tool matrix, 2 cells, 7 days: {took:.1f} ms")
+    took = median_ms(lambda: invoke_what_if(None, staged, 90, viewer=staff), args.runs)
+    print(f"what-if, invoke matrix, 90 days: {took:.1f} ms")
 
     print(f"invoke matrix document (GET): {median_ms(lambda: matrix_document(INVOKE), args.runs):.1f} ms")
     state = {"value": True}

@@ -23,6 +23,7 @@ from capabilities.snapshot import governance_snapshot
 from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
 from teamclaw.api_fields import unknown_field_reason
+from teamclaw.plain_text import hidden_character_problem
 
 EDITABLE_FIELDS = ("enabled", "name", "description", "timeout", "tags", "owner_roles")
 EDIT_REQUEST_FIELDS = ("document_version", *EDITABLE_FIELDS, "note")
@@ -88,6 +89,8 @@ def _check_global_fields(data: dict[str, Any], problems: Problems, clean: dict[s
                 problems.add(name, "must be a non-blank string")
             elif len(value) > limit:
                 problems.add(name, f"must be at most {limit} characters")
+            elif reason := hidden_character_problem(value):
+                problems.add(name, reason)
             else:
                 clean[name] = value.strip()
     if "timeout" in data:

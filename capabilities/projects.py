@@ -28,6 +28,7 @@ from capabilities.models import (
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
 from teamclaw.api_fields import unknown_field_reason
 from teamclaw.json_types import json_type_name
+from teamclaw.plain_text import hidden_character_problem
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 FIELDS = {"name": 200, "description": 5000, "tech_stack": 500, "working_directory": 1000}
@@ -126,6 +127,8 @@ def _check_text(name: str, value: Any, limit: int, problems: Problems, clean: di
         problems.add(name, "must not be blank")
     elif len(value) > limit:
         problems.add(name, f"must be at most {limit} characters")
+    elif reason := hidden_character_problem(value):
+        problems.add(name, reason)
     elif name == "working_directory" and (reason := working_directory_problem(value)):
         problems.add(name, reason)
     else:

@@ -37,6 +37,7 @@ from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, expect_version, lock_config
 from teamclaw.api_fields import unknown_field_errors, unknown_field_reason
 from teamclaw.json_types import json_type_name
+from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
 
 RESERVED_SLUGS = frozenset({"user", "system", "operator", "new"})
@@ -78,6 +79,8 @@ def _text(problems: Problems, data: dict[str, Any], name: str, limit: int, *, re
         problems.add(name, "must not be blank")
     elif len(value) > limit:
         problems.add(name, f"must be at most {limit} characters")
+    elif reason := hidden_character_problem(value):
+        problems.add(name, reason)
     else:
         return value
     return None
@@ -96,6 +99,9 @@ def _responsibilities(problems: Problems, value: Any) -> list[str] | None:
     for index, item in enumerate(items):
         if len(item) > 200:
             problems.add(f"responsibilities[{index}]", "must be at most 200 characters")
+            return None
+        if reason := hidden_character_problem(item):
+            problems.add(f"responsibilities[{index}]", reason)
             return None
     return items
 

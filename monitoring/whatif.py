@@ -14,6 +14,13 @@ it would be *denied* (``tool_denied``), *sent for confirmation* (⚠️) or *new
 A global change does not reach projects that override the cell; a project's change only
 reaches that project's traffic. Results are grouped by caller -> callee with counts, the
 recorded delivery statuses and the capabilities involved.
+
+**Who sees which traffic.** The report is governance analytics over other people's runs, so
+it follows who may see which task (``monitoring.access``): a user who sees every task (staff,
+superusers, holders of ``monitoring.view_task``) gets aggregates over all recorded traffic
+(``"traffic": "all"``); anyone else gets aggregates over the tasks they may see, the ones they
+started (``"traffic": "your tasks"``), never counts that include other users' invokes. The
+API and the matrix pages both pass the requesting user as ``viewer``.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from django.db.models import Count, Q
 
 from capabilities.matrices import INVOKE, TOOL, Cell, MatrixKind, layers
 from capabilities.models import CapabilityCard, InvokePermission, Project, ToolPermission
+from monitoring.access import sees_every_task, visible_tasks
 from monitoring.models import Message
 
 DEFAULT_DAYS = 7
@@ -78,8 +86,20 @@ def _window(days: int) -> int:
     return int(time.time() * 1000) - days * DAY_MS
 
 
-def _messages(project: Project | None, since_ms: int, q: Q) -> Any:
+TRAFFIC_ALL = "all"
+TRAFFIC_OWN = "your tasks"
+
+
+def traffic_scope(viewer: Any) -> str:
+    """Which recorded traffic ``viewer``'s what-if counts (module docstring): ``"all"`` or
+    ``"your tasks"``."""
+    return TRAFFIC_ALL if sees_every_task(viewer) else TRAFFIC_OWN
+
+
+def _messages(project: Project | None, since_ms: int, q: Q, viewer: Any) -> Any:
     rows = Message.objects.filter(q, type="invoke_request", timestamp_ms__gte=since_ms)
+    if traffic_scope(viewer) != TRAFFIC_ALL:
+        rows = rows.filter(task_id__in=visible_tasks(viewer).values("id"))
     if project is not None:
         rows = rows.filter(project_id=project.slug)
     return rows.values("from_role", "to_role", "capability_id", "project_id", "status", "reason").annotate(
@@ -121,6 +141,7 @@ def _report(
     considered: int,
     elsewhere: int,
     pinned: int,
+    viewer: Any,
 ) -> dict[str, Any]:
     ordered = sorted(groups.values(), key=lambda g: (-g["count"], g["caller"], g["callee"], g["effect"]))
     summary = {effect: sum(g["count"] for g in ordered if g["effect"] == effect) for effect in EFFECT_LABELS}
@@ -128,6 +149,7 @@ def _report(
         "matrix": kind.name,
         "project": project.slug if project else None,
         "days": days,
+        "traffic": traffic_scope(viewer),
         "changed_cells": [
             {"row": row, "column": col, "current": current, "proposed": proposed}
             for (row, col), (current, proposed) in sorted(transitions.items())
@@ -140,13 +162,16 @@ def _report(
     }
 
 
-def invoke_what_if(project: Project | None, staged: Mapping[Cell, Any], days: int = DEFAULT_DAYS) -> dict[str, Any]:
+def invoke_what_if(
+    project: Project | None, staged: Mapping[Cell, Any], days: int = DEFAULT_DAYS, *, viewer: Any
+) -> dict[str, Any]:
     """What the staged invoke cells (``(caller, callee) -> bool | None``) would have done to
-    the ``invoke_request`` traffic of the last ``days`` days (1..90).
+    the ``invoke_request`` traffic of the last ``days`` days (1..90) that ``viewer`` may see
+    (module docstring, "Who sees which traffic").
 
-    Returns ``{matrix, project, days, changed_cells, considered, summary {denied, allowed,
-    confirm}, groups [{caller, callee, effect, label, count, statuses, capabilities,
-    projects}], refused_for_other_reasons, unaffected_by_project_overrides}``.
+    Returns ``{matrix, project, days, traffic ("all" | "your tasks"), changed_cells,
+    considered, summary {denied, allowed, confirm}, groups [{caller, callee, effect, label,
+    count, statuses, capabilities, projects}], refused_for_other_reasons, unaffected_by_project_overrides}``.
     """
     transitions = _transitions(INVOKE, project, staged)
     pinned_projects = _other_overrides(INVOKE, list(transitions)) if project is None else {}
@@ -156,7 +181,7 @@ def invoke_what_if(project: Project | None, staged: Mapping[Cell, Any], days: in
         q = Q()
         for caller, callee in transitions:
             q |= Q(from_role=caller, to_role=callee)
-        for row in _messages(project, _window(days), q):
+        for row in _messages(project, _window(days), q, viewer):
             cell = (row["from_role"], row["to_role"])
             if cell not in transitions:
                 continue
@@ -169,7 +194,7 @@ def invoke_what_if(project: Project | None, staged: Mapping[Cell, Any], days: in
             considered += row["n"]
             _current, proposed = transitions[cell]
             _group(groups, (cell[0], cell[1], "allowed" if proposed else "denied"), row)
-    return _report(INVOKE, project, days, transitions, groups, considered, elsewhere, pinned)
+    return _report(INVOKE, project, days, transitions, groups, considered, elsewhere, pinned, viewer)
 
 
 def _tool_effect(current: str, proposed: str) -> str:
@@ -180,9 +205,11 @@ def _tool_effect(current: str, proposed: str) -> str:
     return "allowed"
 
 
-def tool_what_if(project: Project | None, staged: Mapping[Cell, Any], days: int = DEFAULT_DAYS) -> dict[str, Any]:
+def tool_what_if(
+    project: Project | None, staged: Mapping[Cell, Any], days: int = DEFAULT_DAYS, *, viewer: Any
+) -> dict[str, Any]:
     """What the staged tool cells (``(role, tool) -> mode | None``) would have done to the
-    invokes of the last ``days`` days served by those roles, through the tools each called
+    invokes of the last ``days`` days (that ``viewer`` may see) served by those roles, through the tools each called
     capability declares (``required_tools``). Same shape as ``invoke_what_if``; each group
     also lists the ``tools`` involved.
     """
@@ -199,7 +226,7 @@ def tool_what_if(project: Project | None, staged: Mapping[Cell, Any], days: int 
             tools_of[capability_id] = tuple(tools or ())
             if address:
                 tools_of[address] = tuple(tools or ())
-        for row in _messages(project, _window(days), Q(to_role__in=roles)):
+        for row in _messages(project, _window(days), Q(to_role__in=roles), viewer):
             reference = (row["capability_id"] or "").split("?", 1)[0]
             touched = [tool for tool in tools_of.get(reference, ()) if (row["to_role"], tool) in transitions]
             if not touched:
@@ -218,9 +245,11 @@ def tool_what_if(project: Project | None, staged: Mapping[Cell, Any], days: int 
             for tool in reached:
                 if tool not in group["tools"]:
                     group["tools"].append(tool)
-    return _report(TOOL, project, days, transitions, groups, considered, elsewhere, pinned)
+    return _report(TOOL, project, days, transitions, groups, considered, elsewhere, pinned, viewer)
 
 
-def what_if(kind: MatrixKind, project: Project | None, staged: Mapping[Cell, Any], days: int) -> dict[str, Any]:
-    """Dispatch to ``invoke_what_if`` or ``tool_what_if``."""
-    return (invoke_what_if if kind is INVOKE else tool_what_if)(project, staged, days)
+def what_if(
+    kind: MatrixKind, project: Project | None, staged: Mapping[Cell, Any], days: int, *, viewer: Any
+) -> dict[str, Any]:
+    """Dispatch to ``invoke_what_if`` or ``tool_what_if``, over the traffic ``viewer`` may see."""
+    return (invoke_what_if if kind is INVOKE else tool_what_if)(project, staged, days, viewer=viewer)

@@ -30,6 +30,7 @@ from monitoring.live_sink import get_live_sink
 from monitoring.models import ExecutionContext, Snapshot
 from runs.commands import CommandRefused, send_command
 from teamclaw.errors import DomainError
+from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.messages import new_id
 
 MAX_INSTRUCTION_CHARS = 2000
@@ -142,6 +143,8 @@ def take_manual_snapshot(user: Any, context_id: str, label: Any) -> dict[str, An
     Raises ContextActionError: 400 bad label, 403/404 access.
     """
     label = clean_text(label, "label", MAX_LABEL_CHARS, required=False)
+    if reason := hidden_character_problem(label):  # a label is shown in the snapshot lists
+        raise ContextActionError(400, reason, "label")
     context = operable_context(user, context_id)
     if context.status not in live_items.FINAL_CONTEXT_STATUSES:
         snapshot = _live_command(context, "snapshot", {"label": label})

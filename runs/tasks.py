@@ -7,7 +7,6 @@ as the agents work.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from runs.host import get_host
 from runs.resume import recorded_steps
 from team.snapshot import build_snapshot
 from teamclaw.errors import DomainError, InvalidField
+from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES
@@ -109,21 +109,13 @@ def sample_requirement() -> str:
 START_POINTS = ("interview", "draft", "review")
 DECISION_MODES = ("auto", "confirm")
 MAX_TITLE_CHARS = 300
-_HIDDEN = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Control characters (all but tab and line ends) and bidirectional controls: a title or an
-idea holding them could disguise itself in lists (a right-to-left override)."""
 
 
 def check_plain_text(value: str, field: str) -> str:
     """``value`` unchanged, or DocumentError (400) naming ``field`` when it holds a control
-    character or a bidirectional control (which character, and where)."""
-    found = _HIDDEN.search(value)
-    if found:
-        raise DocumentError(
-            f"holds an invisible control character (U+{ord(found.group(0)):04X} at position {found.start()}); "
-            "remove it",
-            field,
-        )
+    character or a bidirectional control (``teamclaw.plain_text``: which character, and where)."""
+    if reason := hidden_character_problem(value):
+        raise DocumentError(reason, field)
     return value
 
 

@@ -49,6 +49,7 @@ from prompts.render import PromptRenderError, parse, validate_variables
 from prompts.versions import VersionError, next_version
 from prompts.versions import parse as parse_version
 from team.config_schema import pointer, schema_errors
+from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.schemas import validate_card
 
 CARD_FIELDS = ("name", "description", "category", "input_schema", "output_schema", "version", "required_tools", "tags")
@@ -121,8 +122,25 @@ class _Importer:
             self._check_project_block()
             self._check_project_references()
         self._check_role_references(known)
+        self._check_plain_names()
         self._check_prompts()
         self.problems.raise_if_any()
+
+    def _check_plain_names(self) -> None:
+        """Role and card names and descriptions are plain text (teamclaw.plain_text): no
+        control or bidirectional control characters, which would disguise them in lists."""
+        for section, fields in (("roles", ("display_name", "emoji", "description")), ("capabilities", ("name",))):
+            for key, spec in (self.data.get(section) or {}).items():
+                for name in fields:
+                    value = spec.get(name) if isinstance(spec, dict) else None
+                    if isinstance(value, str) and (reason := hidden_character_problem(value)):
+                        self.add([section, key, name], reason)
+            if section == "roles":
+                for key, spec in (self.data.get(section) or {}).items():
+                    items = spec.get("responsibilities") if isinstance(spec, dict) else None
+                    for index, item in enumerate(items if isinstance(items, list) else []):
+                        if isinstance(item, str) and (reason := hidden_character_problem(item)):
+                            self.add([section, key, "responsibilities", index], reason)
 
     def _check_new_roles(self) -> None:
         """Roles a global document adds: not reserved, no case-only clash, a display name."""

@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django, websockets under /ws/ (login and origin checked)."""
+"""ASGI entry point: HTTP through Django, websockets under /ws/ (login and exact origin checked)."""
 
 import os
 
@@ -9,16 +9,16 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from runs.host import get_host  # noqa: E402
+from web.sockets.origins import ExactOriginValidator  # noqa: E402
 from web.sockets.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": ExactOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
 

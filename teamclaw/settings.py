@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "teamclaw.middleware.content_security_policy_middleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -284,3 +285,16 @@ SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
+# The Content-Security-Policy header comes from teamclaw.middleware (SecurityMiddleware sets none).
+
+# --- Behind TLS (README "Configuration"): TEAMCLAW_SECURE=1 when browsers reach TeamClaw over
+# https through a proxy that sets X-Forwarded-Proto (and overwrites what a client sends).
+# `manage.py check --deploy` then reports none of the TLS warnings. ---
+if env_bool("TEAMCLAW_SECURE", False):
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("TEAMCLAW_HSTS_SECONDS", 31_536_000, minimum=1, maximum=2 * 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("TEAMCLAW_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("TEAMCLAW_HSTS_PRELOAD", False)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

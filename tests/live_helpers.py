@@ -17,6 +17,8 @@ from monitoring.models import Task, ToolConfirmation
 from runs.tasks import start_task
 
 ORIGIN = (b"origin", b"http://localhost")
+HOST = (b"host", b"localhost")
+"""The socket is served from http://localhost (what a browser on that page sends)."""
 
 
 def session_cookie(user) -> bytes:
@@ -34,7 +36,7 @@ async def open_socket(path: str, user=None, *, origin: tuple[bytes, bytes] | Non
     included). Returns ``(communicator, connected, close_code)``."""
     from teamclaw.asgi import application
 
-    headers = []
+    headers = [HOST]
     if origin is not None:
         headers.append(origin)
     if user is not None:

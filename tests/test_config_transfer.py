@@ -389,7 +389,9 @@ def test_bad_query_parameters_name_the_field(api, builtin):
 
 
 def test_deep_nesting_is_refused_instead_of_crashing(api, builtin):
-    deep = '{"format": "teamclaw-config/1", "capabilities": {"code_review": {"input_schema": ' + "[" * 900 + "]" * 900
+    # 500 levels: far past the 64 allowed, yet far from Python's recursion limit however deep
+    # the middleware stack is, so the depth check (not a RecursionError) answers.
+    deep = '{"format": "teamclaw-config/1", "capabilities": {"code_review": {"input_schema": ' + "[" * 500 + "]" * 500
     deep += "}}}"
     response = post(api, deep, "application/json")
     assert response.status_code == 400

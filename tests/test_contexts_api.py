@@ -108,6 +108,9 @@ def test_manual_snapshot_through_the_api(api, finished_task, viewer_user):
     assert too_long.status_code == 400
     assert "label" in too_long.json()["errors"]
     assert api.post("/api/v1/contexts/nope/snapshots", {"label": "x"}, format="json").status_code == 404
+    disguised = api.post(f"/api/v1/contexts/{context.id}/snapshots", {"label": "ok\u202egnp.exe"}, format="json")
+    assert disguised.status_code == 400
+    assert "U+202E" in disguised.json()["errors"]["label"][0]
     viewer = token_client(viewer_user)
     assert viewer.post(f"/api/v1/contexts/{context.id}/snapshots", {}, format="json").status_code == 404
     assert Snapshot.objects.filter(context=context, type="manual").count() == 1

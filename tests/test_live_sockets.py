@@ -426,11 +426,11 @@ async def test_logging_out_closes_that_sessions_sockets_only(runtime_host, staff
     from channels.testing import WebsocketCommunicator
 
     from teamclaw.asgi import application
-    from tests.live_helpers import ORIGIN
+    from tests.live_helpers import HOST, ORIGIN
 
     await sync_to_async(client.force_login)(staff_user)
     cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
-    mine = WebsocketCommunicator(application, "/ws/live/", headers=[ORIGIN, (b"cookie", cookie)])
+    mine = WebsocketCommunicator(application, "/ws/live/", headers=[HOST, ORIGIN, (b"cookie", cookie)])
     assert (await mine.connect(timeout=15))[0]
     await next_frame(mine)
     other, connected, _ = await open_socket("/ws/live/", staff_user)  # another login of the same user
@@ -447,6 +447,6 @@ async def test_logging_out_closes_that_sessions_sockets_only(runtime_host, staff
     assert any(e["kind"] == "task" for e in events)
     await close(other)
     # Reconnecting with the logged-out session is refused.
-    again = WebsocketCommunicator(application, "/ws/live/", headers=[ORIGIN, (b"cookie", cookie)])
+    again = WebsocketCommunicator(application, "/ws/live/", headers=[HOST, ORIGIN, (b"cookie", cookie)])
     connected, _ = await again.connect(timeout=15)
     assert not connected

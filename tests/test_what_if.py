@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import itertools
 import time
+from types import SimpleNamespace
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.test import Client
+from rest_framework.test import APIClient
 
 from capabilities.matrices import INVOKE, apply_cells
 from capabilities.models import AgentRole, Project
-from monitoring.models import Message
+from monitoring.models import Message, Task
 from monitoring.whatif import DAY_MS, invoke_what_if, tool_what_if
 
 _ids = itertools.count(1)
+EVERYONE = SimpleNamespace(is_authenticated=True, is_active=True, is_staff=True, is_superuser=False)
+"""A viewer who sees every task (staff): the report counts all recorded traffic."""
 
 
-def record(caller, callee, capability="schema_query", status="delivered", reason="", project=None, age_days=0.0, n=1):
+def record(
+    caller, callee, capability="schema_query", status="delivered", reason="", project=None, age_days=0.0, n=1, task="t1"
+):
     now = int(time.time() * 1000)
     for _ in range(n):
         i = next(_ids)
@@ -26,7 +35,7 @@ def record(caller, callee, capability="schema_query", status="delivered", reason
             from_role=caller,
             to_role=callee,
             capability_id=capability,
-            task_id="t1",
+            task_id=task,
             project_id=project,
             payload={},
             priority="normal",
@@ -55,7 +64,7 @@ def test_denying_a_cell_flags_the_calls_it_let_through_and_allowing_one_flags_it
     record("coderA", "dba", status="denied", reason="capability_disabled")
     record("coderA", "designer", capability="ui_design", n=5)  # a cell the change does not touch
     record("user", "main", capability="task_orchestration")
-    report = invoke_what_if(None, {("coderA", "dba"): False, ("pm", "dba"): True}, days=7)
+    report = invoke_what_if(None, {("coderA", "dba"): False, ("pm", "dba"): True}, days=7, viewer=EVERYONE)
     denied = group(report, "coderA", "dba", "denied")
     assert denied["count"] == 4
     assert denied["statuses"] == {"delivered": 3, "expired": 1}
@@ -76,13 +85,13 @@ def test_denying_a_cell_flags_the_calls_it_let_through_and_allowing_one_flags_it
 
 def test_a_longer_window_reaches_older_traffic(builtin):
     record("coderA", "dba", age_days=8)
-    assert invoke_what_if(None, {("coderA", "dba"): False}, days=7)["summary"]["denied"] == 0
-    assert invoke_what_if(None, {("coderA", "dba"): False}, days=9)["summary"]["denied"] == 1
+    assert invoke_what_if(None, {("coderA", "dba"): False}, days=7, viewer=EVERYONE)["summary"]["denied"] == 0
+    assert invoke_what_if(None, {("coderA", "dba"): False}, days=9, viewer=EVERYONE)["summary"]["denied"] == 1
 
 
 def test_cells_staged_to_their_current_value_have_no_effect(builtin):
     record("coderA", "dba", n=2)
-    report = invoke_what_if(None, {("coderA", "dba"): True}, days=7)
+    report = invoke_what_if(None, {("coderA", "dba"): True}, days=7, viewer=EVERYONE)
     assert report["changed_cells"] == []
     assert report["groups"] == []
 
@@ -96,7 +105,7 @@ def test_a_global_change_does_not_reach_projects_that_override_the_cell(builtin,
     record("coderA", "dba", project="shop", n=2)
     record("coderA", "dba", project="blog", status="denied", reason="permission_denied")
     record("coderA", "dba")
-    report = invoke_what_if(None, {("coderA", "dba"): False}, days=7)
+    report = invoke_what_if(None, {("coderA", "dba"): False}, days=7, viewer=EVERYONE)
     denied = group(report, "coderA", "dba", "denied")
     assert denied["count"] == 3
     assert sorted(denied["projects"]) == ["(global)", "shop"]
@@ -106,10 +115,10 @@ def test_a_global_change_does_not_reach_projects_that_override_the_cell(builtin,
 def test_a_project_change_only_looks_at_that_project_s_traffic(builtin, shop):
     record("coderA", "dba", project="shop", n=2)
     record("coderA", "dba", n=7)
-    report = invoke_what_if(shop, {("coderA", "dba"): False}, days=7)
+    report = invoke_what_if(shop, {("coderA", "dba"): False}, days=7, viewer=EVERYONE)
     assert report["summary"]["denied"] == 2
     assert report["project"] == "shop"
-    reset = invoke_what_if(shop, {("coderA", "dba"): None}, days=7)  # back to global: no change
+    reset = invoke_what_if(shop, {("coderA", "dba"): None}, days=7, viewer=EVERYONE)  # back to global: no change
     assert reset["changed_cells"] == []
 
 
@@ -117,7 +126,8 @@ def test_tool_changes_reach_invokes_of_capabilities_that_declare_the_tool(builti
     record("coderA", "dba", capability="schema_query", n=2)  # schema_query requires database
     record("main", "devops", capability="deployment_config")  # requires file_write, deployment
     record("coderA", "dba", capability="schema_query", status="denied", reason="permission_denied")
-    report = tool_what_if(None, {("dba", "database"): "confirm", ("devops", "deployment"): "deny"}, days=7)
+    staged = {("dba", "database"): "confirm", ("devops", "deployment"): "deny"}
+    report = tool_what_if(None, staged, days=7, viewer=EVERYONE)
     confirm = group(report, "coderA", "dba", "confirm")
     assert confirm["count"] == 2
     assert confirm["tools"] == ["database"]
@@ -126,7 +136,7 @@ def test_tool_changes_reach_invokes_of_capabilities_that_declare_the_tool(builti
     assert denied["count"] == 1
     assert denied["tools"] == ["deployment"]
     assert report["refused_for_other_reasons"] == 1
-    relaxed = tool_what_if(None, {("pm", "network"): "allow"}, days=7)
+    relaxed = tool_what_if(None, {("pm", "network"): "allow"}, days=7, viewer=EVERYONE)
     assert relaxed["groups"] == []
     assert relaxed["changed_cells"][0]["proposed"] == "allow"
 
@@ -154,3 +164,50 @@ def test_the_what_if_endpoint_reads_only_and_checks_its_input(api, builtin, view
         "/api/v1/permissions/tool-matrix/what-if", {"matrix": {"dba": {"database": "deny"}}}, format="json"
     )
     assert seen.status_code == 200
+
+
+def traffic_of_two_users(viewer_user):
+    """coderA -> dba: 2 invokes in the viewer's own task, 5 in someone else's, 1 in no one's."""
+    other = get_user_model().objects.create_user("someone-else", password="x")
+    Task.objects.create(id="mine", status="completed", created_by=viewer_user)
+    Task.objects.create(id="theirs", status="completed", created_by=other)
+    record("coderA", "dba", n=2, task="mine")
+    record("coderA", "dba", n=5, task="theirs")
+    record("coderA", "dba", n=1, task="standalone")
+
+
+INVOKE_BODY = ("/api/v1/permissions/invoke-matrix/what-if", {"matrix": {"coderA": {"dba": False}}})
+TOOL_BODY = ("/api/v1/permissions/tool-matrix/what-if", {"matrix": {"dba": {"database": "deny"}}})
+
+
+@pytest.mark.parametrize(("url", "body"), [INVOKE_BODY, TOOL_BODY])
+def test_a_user_who_sees_only_own_tasks_gets_what_if_over_those_tasks_only(builtin, viewer_user, url, body):
+    traffic_of_two_users(viewer_user)
+    viewer = APIClient()
+    viewer.force_authenticate(viewer_user)
+    report = viewer.post(url, body, format="json").json()
+    assert report["summary"]["denied"] == 2
+    assert report["traffic"] == "your tasks"
+
+
+@pytest.mark.parametrize(("url", "body"), [INVOKE_BODY, TOOL_BODY])
+def test_staff_and_holders_of_view_task_get_what_if_over_all_traffic(api, builtin, viewer_user, url, body):
+    traffic_of_two_users(viewer_user)
+    report = api.post(url, body, format="json").json()
+    assert report["summary"]["denied"] == 8
+    assert report["traffic"] == "all"
+    viewer_user.user_permissions.add(Permission.objects.get(codename="view_task", content_type__app_label="monitoring"))
+    viewer = APIClient()
+    viewer.force_authenticate(get_user_model().objects.get(pk=viewer_user.pk))
+    assert viewer.post(url, body, format="json").json()["summary"]["denied"] == 8
+
+
+def test_the_what_if_panel_of_a_user_who_sees_only_own_tasks_counts_those_tasks(builtin, viewer_user):
+    from tests.test_governance_pages import invoke_form
+
+    traffic_of_two_users(viewer_user)
+    client = Client()
+    client.force_login(viewer_user)
+    html = client.post("/permissions/invoke/what-if/", invoke_form(allow={"coderA:dba": False})).content.decode()
+    assert "2 would now be denied" in html
+    assert "only the tasks you may see" in html

@@ -25,7 +25,7 @@ from teamclaw.runtime.knowledge import DEFAULT_K, MAX_RECORDED, KnowledgeHit, Kn
 from teamclaw.runtime.messages import AgentMessage, Priority
 from teamclaw.runtime.pending import PendingCall
 from teamclaw.runtime.schemas import SchemaValidators
-from teamclaw.runtime.tools import ToolHandler
+from teamclaw.runtime.tools import ToolHandler, scope_root
 
 ARTIFACT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,119}$")
 MAX_ARTIFACT_BYTES = 5_000_000
@@ -188,8 +188,8 @@ class ExecutionCall:
                 ErrorCode.TOOL_DENIED, "this project has no working directory", {"tool": tool}, retryable=False
             )
         scope = self.snapshot.constraints_for(self.role).file_scope or "."
-        scoped_root = root if scope in (".", "") else root / scope
-        scoped_root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True)
+        scoped_root = scope_root(root, scope)
         result = await handler(scoped_root, args)
         self.context.add_message(
             {"type": "tool", "tool": tool, "args": {k: v for k, v in args.items() if k != "content"}}

@@ -55,6 +55,50 @@ def confine(root: Path, relative: str) -> Path:
     return target
 
 
+def scope_root(root: Path, scope: str) -> Path:
+    """The real folder of a role's ``file_scope`` inside the project directory ``root``,
+    created folder by folder; raises AgentFailure(tool_denied) when the scope is absolute,
+    has ``..``, or it or any folder on the way resolves (through a symlink) outside ``root``.
+
+    Each folder is checked before the next is made, so a symlink on the way never gets a
+    folder created outside the project.
+    """
+    real_root = Path(os.path.realpath(root))
+    if scope in (".", ""):
+        return real_root
+    if "\x00" in scope or Path(scope).is_absolute() or ".." in Path(scope).parts:
+        raise AgentFailure(
+            ErrorCode.TOOL_DENIED,
+            "the role's file scope is outside the project directory",
+            {"file_scope": scope},
+            retryable=False,
+        )
+    current = real_root
+    for part in Path(scope).parts:
+        step = current / part
+        try:
+            if not os.path.lexists(step):
+                step.mkdir(exist_ok=True)  # another task may make it meanwhile; checked below
+        except OSError as exc:
+            raise _os_failure("create", scope, exc) from None
+        current = Path(os.path.realpath(step))
+        if current != real_root and real_root not in current.parents:
+            raise AgentFailure(
+                ErrorCode.TOOL_DENIED,
+                "the role's file scope leads outside the project directory (symlink)",
+                {"file_scope": scope},
+                retryable=False,
+            )
+        if not current.is_dir():
+            raise AgentFailure(
+                ErrorCode.TOOL_DENIED,
+                "the role's file scope is not a folder",
+                {"file_scope": scope},
+                retryable=False,
+            )
+    return current
+
+
 async def file_read(root: Path, args: dict[str, Any]) -> dict[str, Any]:
     """Read a UTF-8 text file: ``{path}`` -> ``{path, content, bytes}``."""
     relative = args.get("path", "")

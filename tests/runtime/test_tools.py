@@ -171,3 +171,42 @@ async def test_file_tool_errors_name_the_project_path_not_the_servers(tmp_path, 
         await file_write(tmp_path, {"path": path, "content": "hello"})
     assert reason in failure.value.error.message
     assert str(tmp_path) not in failure.value.error.message
+
+
+def scoped_writer(harness_factory, project, scope):
+    snapshot = small_snapshot(
+        tool_modes={("b", "file_write"): "allow"},
+        project_dir=str(project),
+        constraints=Constraints(file_scope=scope, max_retries=0),
+    )
+    h = harness_factory(snapshot)
+
+    async def write(call):
+        await call.use_tool("file_write", path=call.params["text"], content="x")
+        return {"text": "ok"}
+
+    h.handle("echo", write)
+    return h
+
+
+@pytest.mark.parametrize("scope", ["docs", "docs/sub", "inside/docs/deeper"])
+async def test_a_file_scope_through_a_symlink_out_of_the_project_is_refused(harness_factory, tmp_path, scope):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    project = tmp_path / "project"
+    (project / "inside").mkdir(parents=True)
+    os.symlink(outside, project / "docs")
+    os.symlink(outside, project / "inside" / "docs")
+    h = scoped_writer(harness_factory, project, scope)
+    result = await h.runtime.invoke(InvokeRequest("echo", {"text": "a.md"}), from_role="a")
+    assert result.error.code == ErrorCode.TOOL_DENIED
+    assert list(outside.iterdir()) == []  # nothing written, no folder made outside
+
+
+async def test_a_file_scope_through_a_symlink_inside_the_project_is_allowed(harness_factory, tmp_path):
+    project = tmp_path / "project"
+    (project / "real").mkdir(parents=True)
+    os.symlink(project / "real", project / "docs")
+    h = scoped_writer(harness_factory, project, "docs/sub")
+    assert (await h.runtime.invoke(InvokeRequest("echo", {"text": "a.md"}), from_role="a")).success
+    assert (project / "real" / "sub" / "a.md").exists()

@@ -103,7 +103,12 @@ def days_param(request: Request) -> int:
 class WhatIfView(GovernanceView):
     """What staged cells would have done to the recorded traffic of the last ``days`` days:
     invokes that would now be denied, newly allowed or sent for confirmation, grouped by
-    caller -> callee. Reads only; nothing is saved."""
+    caller -> callee. Reads only; nothing is saved.
+
+    Any logged-in user may ask, but the counts cover only the traffic they may see
+    (``monitoring.whatif``, "Who sees which traffic"): staff, superusers and holders of
+    ``monitoring.view_task`` get all recorded traffic (``"traffic": "all"``), anyone else
+    only the tasks they started (``"traffic": "your tasks"``)."""
 
     permission_classes = [IsAuthenticated]
     kind: MatrixKind = INVOKE
@@ -118,7 +123,7 @@ class WhatIfView(GovernanceView):
         days = days_param(request)
         data = api_fields.read_body(WhatIfSerializer, request.data)
         cells = parse_cells(self.kind, data["matrix"], role_slugs(), allow_null=project is not None)
-        return Response(what_if(self.kind, project, cells, days))
+        return Response(what_if(self.kind, project, cells, days, viewer=request.user))
 
 
 class InvokeWhatIfView(WhatIfView):

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from monitoring.alerts import filter_alerts
 from monitoring.models import Alert
+from web.forms import safe_next
 from web.htmx import wants_fragment
 
 SEVERITIES = ("info", "warning", "critical")
@@ -49,4 +50,4 @@ def alert_resolve(request: HttpRequest, alert_id: int) -> HttpResponse:
         alert.details = {**alert.details, "resolved_by": request.user.get_username()}
         alert.save(update_fields=["resolved_at", "details"])
         messages.success(request, f"Alert {alert.pk} resolved.")
-    return redirect(request.POST.get("next") or "alerts")
+    return safe_next(request, "alerts")

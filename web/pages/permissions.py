@@ -136,14 +136,16 @@ def matrix_editor(request: HttpRequest, which: str) -> HttpResponse:
 @require_POST
 def matrix_what_if(request: HttpRequest, which: str) -> HttpResponse:
     """The what-if panel (htmx): the staged cells and what they would have done to the
-    recorded traffic of the last N days. Reads only."""
+    recorded traffic of the last N days. Reads only. A user who does not see every task
+    gets counts over the tasks they may see only (``monitoring.whatif``, "Who sees which
+    traffic")."""
     kind = _kind(which)
     project = project_scope(request)
     try:
         staged, _desired = staged_cells(kind, request.POST, project)
     except ConfigInvalid as exc:
         return render(request, "capabilities/_what_if.html", {"errors": exc.errors}, status=400)
-    report = what_if(kind, project, staged, form_days(request)) if staged else None
+    report = what_if(kind, project, staged, form_days(request), viewer=request.user) if staged else None
     return render(
         request,
         "capabilities/_what_if.html",

@@ -51,6 +51,19 @@ def end_session_sockets(session_key: str | None) -> None:
         get_live_sink().send_to_group(f"session.{session_key}", {"type": "session.ended"})
 
 
+def user_group(user_id: int) -> str:
+    """The group of every socket of one user, whatever the session (``user.<id>``), so that
+    deactivating the user, deleting it or changing its password closes them."""
+    return f"user.{user_id}"
+
+
+def end_user_sockets(user_id: int | None) -> None:
+    """Close every live socket of the user ``user_id`` in every session (close 4401), as
+    logout does for one session (web.apps: deactivation, deletion, password change)."""
+    if user_id is not None:
+        get_live_sink().send_to_group(user_group(user_id), {"type": "session.ended"})
+
+
 class NoSuchSocket(AsyncWebsocketConsumer):
     """Any other path under ``/ws/``: refused with 4404 (not a server error)."""
 
@@ -66,6 +79,7 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
 
     group: str | None = None
     session_group: str | None = None
+    user_group: str | None = None
     viewer: Viewer | None = None
 
     async def connect(self) -> None:
@@ -85,6 +99,8 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
         self.session_group = session_group(self.scope)
         if self.session_group:
             await self.channel_layer.group_add(self.session_group, self.channel_name)
+        self.user_group = user_group(user.pk)
+        await self.channel_layer.group_add(self.user_group, self.channel_name)
         sink = get_live_sink()
         sink.bind_loop(asyncio.get_running_loop())
         sink.client_connected()
@@ -113,6 +129,9 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
         if getattr(self, "session_group", None):
             await self.channel_layer.group_discard(self.session_group, self.channel_name)
             self.session_group = None
+        if getattr(self, "user_group", None):
+            await self.channel_layer.group_discard(self.user_group, self.channel_name)
+            self.user_group = None
         if getattr(self, "joined", False) and self.group is not None:
             await self.channel_layer.group_discard(self.group, self.channel_name)
             self.joined = False
@@ -145,7 +164,8 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
 
     # -- group messages ------------------------------------------------------------------
     async def session_ended(self, message: dict[str, Any]) -> None:
-        """The user logged out of this session: stop streaming at once (close 4401)."""
+        """The user logged out of this session, or was deactivated, deleted or given a new
+        password: stop streaming at once (close 4401)."""
         await self.close(code=CLOSE_UNAUTHENTICATED)
 
     async def live_batch(self, message: dict[str, Any]) -> None:
