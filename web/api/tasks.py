@@ -7,7 +7,7 @@ from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
@@ -251,28 +251,19 @@ class TaskInputView(APIView):
         return Response(give(request.user, task_id, self.section, part, input_id=input_id))
 
 
+@extend_schema_view(post=extend_schema(request=TaskAnswersSerializer, responses={200: OpenApiTypes.OBJECT}))
 class TaskAnswersView(TaskInputView):
     section = "answers"
     serializer_class = TaskAnswersSerializer
 
-    @extend_schema(request=TaskAnswersSerializer, responses={200: OpenApiTypes.OBJECT})
-    def post(self, request: Request, task_id: str) -> Response:
-        return super().post(request, task_id)
 
-
+@extend_schema_view(post=extend_schema(request=TaskDecisionsSerializer, responses={200: OpenApiTypes.OBJECT}))
 class TaskDecisionsView(TaskInputView):
     section = "decisions"
     serializer_class = TaskDecisionsSerializer
 
-    @extend_schema(request=TaskDecisionsSerializer, responses={200: OpenApiTypes.OBJECT})
-    def post(self, request: Request, task_id: str) -> Response:
-        return super().post(request, task_id)
 
-
+@extend_schema_view(post=extend_schema(request=TaskNextSerializer, responses={200: OpenApiTypes.OBJECT}))
 class TaskNextView(TaskInputView):
     section = "next"
     serializer_class = TaskNextSerializer
-
-    @extend_schema(request=TaskNextSerializer, responses={200: OpenApiTypes.OBJECT})
-    def post(self, request: Request, task_id: str) -> Response:
-        return super().post(request, task_id)
