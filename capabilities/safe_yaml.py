@@ -26,6 +26,7 @@ from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from teamclaw.errors import DomainError
+from teamclaw.strict_json import refuse_constant, refuse_duplicate_keys
 
 MAX_EXPANDED_NODES = 250_000
 """Most YAML nodes a document may have once every alias is expanded."""
@@ -170,23 +171,10 @@ def load_yaml(text: str) -> Any:
         loader.dispose()
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def load_json(text: str) -> Any:
     """Parse JSON refusing duplicate keys and NaN/Infinity. Raises DocumentError."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        return json.loads(text, object_pairs_hook=refuse_duplicate_keys, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
         raise DocumentError({f"line {exc.lineno}, column {exc.colno}": [exc.msg]}) from None
     except RecursionError:

@@ -10,22 +10,7 @@ from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
 
-
-class DuplicateKey(ValueError):
-    """A JSON object names the same key twice."""
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise DuplicateKey(f"JSON parse error - duplicate key {key!r}: an object may name a key only once")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
+from teamclaw.strict_json import DuplicateKey, refuse_constant, refuse_duplicate_keys
 
 
 class SafeJSONParser(parsers.JSONParser):
@@ -41,10 +26,13 @@ class SafeJSONParser(parsers.JSONParser):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
             data = json.load(
-                codecs.getreader(encoding)(stream), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
+                codecs.getreader(encoding)(stream),
+                object_pairs_hook=refuse_duplicate_keys,
+                parse_constant=refuse_constant,
             )
         except DuplicateKey as exc:
-            raise ParseError({"non_field_errors": [str(exc)]}) from None
+            reason = f"JSON parse error - duplicate key {exc.key!r}: an object may name a key only once"
+            raise ParseError({"non_field_errors": [reason]}) from None
         except RecursionError:
             raise ParseError("JSON parse error - the document nests too deeply") from None
         except ValueError as exc:
