@@ -3,20 +3,28 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+DEPS   := $(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+# `make run` needs only the product's own dependencies; tests, lint and benchmarks add the extras.
+RUN_STAMP := $(VENV)/.installed-run-$(DEPS)
+DEV_STAMP := $(VENV)/.installed-dev-$(DEPS)
 
 .PHONY: install setup run test lint bench clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(RUN_STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e .
+	rm -f $(VENV)/.installed-run-*
+	touch $(RUN_STAMP)
+
+$(DEV_STAMP): $(RUN_STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,bench]'
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	rm -f $(VENV)/.installed-dev-*
+	touch $(DEV_STAMP)
 
-install: $(STAMP)
+install: $(DEV_STAMP)
 
-setup: install
+setup: $(RUN_STAMP)
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py load_builtin
 	$(BIN)/python manage.py ensure_admin
@@ -36,9 +44,9 @@ lint: install
 
 # PostgreSQL for the database-portability run (CI has one; skipped when none answers).
 PG_TEST_URL ?= postgres://127.0.0.1:5432/test
-PG_TESTS := tests/test_workers_scaled.py tests/test_resume.py tests/test_interview_api.py tests/test_interview_processes.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py
+PG_TESTS := tests/test_workers_scaled.py tests/test_resume.py tests/test_interview_api.py tests/test_interview_processes.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py tests/knowledge/test_search_postgresql.py
 
-test: lint
+test: install
 	$(BIN)/pytest
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)', connect_timeout=3).close()" 2>/dev/null; then \
 		echo "== workers at scale (PostgreSQL + Redis), resume, the recorder, tasks, runtime API and matrices on PostgreSQL"; \
@@ -51,6 +59,8 @@ bench: install
 	$(BIN)/python bench/message_log_bench.py
 	$(BIN)/python bench/live_sink_bench.py
 	$(BIN)/python bench/scale_bench.py
+	$(BIN)/python bench/tracing_bench.py
+	$(BIN)/python bench/sqlite_handles_bench.py
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache

@@ -8,11 +8,21 @@ does); 5 are stalled (they never read or acknowledge anything after connecting).
 thread plays the recorder: every 50 ms it hands the sink a committed batch of 50 runtime
 events (40 messages, 10 updates of 5 execution contexts), i.e. 1,000 events/s.
 
+``--chinese N`` gives N of the keeping-up clients the ``django_language=zh-hans`` cookie: the
+sink then renders every event in English and Chinese (once per language, not per client), so
+comparing ``sink_busy_s_per_wall_s`` with ``--chinese 0`` shows what the second language costs.
+``--zoned N`` gives N of the keeping-up clients a ``teamclaw_tz`` cookie (Asia/Shanghai,
+America/New_York, Europe/Berlin in turn): each of those sockets rewords the times of every
+event it sends (``monitoring.live_times.in_zone``, cached per text and zone), so comparing
+``cpu_s_per_wall_s`` with ``--zoned 0`` shows what zones cost; ``in_zone_us_per_event``
+is one uncached rewording of a message row.
+
 It prints ``name value`` lines: throughput, delivery to the keeping-up clients, end-to-end
 latency (event created -> client parsed it), what the stalled clients hold, the process's
 resident memory over time and its growth after warm-up, and CPU per second of wall time.
 
     .venv/bin/python bench/live_sink_bench.py [--seconds 20] [--rate 1000] [--clients 20] [--stalled 5]
+        [--chinese 0] [--zoned 0]
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+ZONES = ("Asia/Shanghai", "America/New_York", "Europe/Berlin")
 FRAME_HEAD = re.compile(r'\{"type": ?"(\w+)", ?"seq": ?(\d+)')
 
 
@@ -101,12 +112,33 @@ class Client:
             await self.communicator.send_to(text_data=json.dumps({"type": "ack", "seq": seq}))
 
 
+def in_zone_cost_us() -> float:
+    """Microseconds of one uncached ``in_zone`` of a message row's text (Shanghai, English)."""
+    from zoneinfo import ZoneInfo
+
+    from monitoring import live_events, live_times
+    from monitoring.live_items import from_epoch
+
+    item = {"id": "m", "seq": 1, "type": "invoke_request", "from_role": "main", "to_role": "pm", "task_id": "t"}
+    item |= {"from_instance": "main-1", "to_instance": "pm-1", "capability_id": "requirement_writing"}
+    item |= {"priority": "normal", "status": "delivered", "reason": "", "at": from_epoch(time.time())}
+    item |= {"summary": "params {idea}", "summary_parts": ["params", {"keys": "idea"}]}
+    text = live_events.render_one("message", "message:m", item).texts["en"]
+    zone, rounds = ZoneInfo("Asia/Shanghai"), 2000
+    started = time.perf_counter()
+    for _ in range(rounds):
+        live_times.in_zone.__wrapped__(text, zone, "en")
+    return (time.perf_counter() - started) / rounds * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=40)
     parser.add_argument("--rate", type=int, default=1000, help="events per second")
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--stalled", type=int, default=5)
+    parser.add_argument("--chinese", type=int, default=0, help="keeping-up clients reading Chinese")
+    parser.add_argument("--zoned", type=int, default=0, help="keeping-up clients in a zone other than UTC")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="teamclaw-bench-") as data_dir:
@@ -118,6 +150,7 @@ def run(args: argparse.Namespace) -> None:
     from channels.testing import WebsocketCommunicator
     from django.contrib.auth import get_user_model
 
+    from monitoring import live_times
     from monitoring.live_sink import get_live_sink
     from monitoring.models import Task
     from teamclaw.asgi import application
@@ -137,8 +170,14 @@ def run(args: argparse.Namespace) -> None:
     async def connect_all() -> list[Client]:
         clients = []
         for i in range(args.clients):
+            chinese = i >= args.clients - args.chinese
+            sent = cookie + b"; django_language=zh-hans" if chinese else cookie
+            if args.stalled <= i < args.stalled + args.zoned:
+                sent += b"; teamclaw_tz=" + ZONES[(i - args.stalled) % len(ZONES)].encode()
             communicator = WebsocketCommunicator(
-                application, "/ws/live/", headers=[(b"origin", b"http://localhost"), (b"cookie", cookie)]
+                application,
+                "/ws/live/",
+                headers=[(b"host", b"localhost"), (b"origin", b"http://localhost"), (b"cookie", sent)],
             )
             connected, code = await communicator.connect(timeout=30)
             assert connected, code
@@ -215,6 +254,13 @@ def run(args: argparse.Namespace) -> None:
     print(f"seconds {wall:.1f}")
     print(f"clients {len(clients)}")
     print(f"stalled_clients {len(stalled)}")
+    print(f"chinese_clients {args.chinese}")
+    print(f"zoned_clients {args.zoned}")
+    rewordings = live_times.in_zone.cache_info()
+    print(f"in_zone_calls {rewordings.hits + rewordings.misses}")
+    print(f"in_zone_cache_hits {rewordings.hits}")
+    print(f"in_zone_us_per_event {in_zone_cost_us():.1f}")
+    print(f"languages_rendered {','.join(sink.languages())}")
     print(f"events_produced {produced[0]}")
     print(f"events_produced_per_s {produced[0] / wall:.0f}")
     print(f"live_items_published {sink.events}")

@@ -7,18 +7,30 @@ loop, against a throw-away SQLite database in a temporary data folder:
 - ``teamclaw_invoke_per_s``: N sequential invokes ``coderA -> dba schema_query`` through the
   full path (effective invoke matrix, input and output schema validation, routing, mailbox,
   the offline executor with token accounting and budget checks, contexts) with the recorder
-  writing every message, context and snapshot to the database; the clock stops when the
+  writing every message, context and snapshot to the database, and the dba's instance slots
+  taken in the database as the embedded server takes them; the clock stops when the
   recorder has committed it all. The dba answers with a fixed-shape result, like the
   autogen agent and the bare queue below.
 - ``teamclaw_p50_us_conc64`` / ``teamclaw_p99_us_conc64``: per-invoke latency with 64
   concurrent callers (same path), and their throughput.
+- ``teamclaw_spawn_in_slot_p50_us``: taking an instance slot row in the database and
+  spawning in it (then retiring the instance, which frees the row): what the first call of a
+  role pays once per instance for the role limit across runtime workers (issue 13).
 - ``autogen_send_message_per_s``: autogen-core's ``SingleThreadedAgentRuntime.send_message``
   request/response to an agent returning the same result.
 - ``bare_asyncio_invoke_per_s``: an asyncio queue + future doing the same request/response.
 - ``recorded_messages`` / ``emitted_messages`` / ``lost_messages``: what reached the database.
 
-Targets (issue 3): teamclaw >= 2x autogen, p99 < 2 ms at 64 callers, nothing lost. The process
-runs under the server's collector policy (``teamclaw.heap.settle_heap``) unless ``--default-gc``.
+The TeamClaw figures are measured once per recorder (``--recorder``, default both): ``thread.*``
+with the writer thread in this process, ``process.*`` with the recorder process
+(``monitoring.recorder_process``: this process only pickles the events, a child writes them);
+each ratio is against the same autogen-core run. The runtime asks the knowledge retriever
+(a database query on a worker thread) at every capability call, as the server does;
+``--no-knowledge`` leaves it out, to see the recording alone.
+
+Targets (issue 3, issue 13 item 5): teamclaw >= 2x autogen with recording flushed, p99 <= 3 ms
+at 64 callers, nothing lost. The process runs under the server's collector policy
+(``teamclaw.heap.settle_heap``) unless ``--default-gc``.
 """
 
 from __future__ import annotations
@@ -95,22 +107,42 @@ class CountingSink:
             self.ids.add(event.message.id)
 
 
+def child_cpu_s(recorder) -> float:
+    """CPU seconds (user + system) the recorder's child process has used so far (Linux
+    /proc), 0 for the thread recorder."""
+    process = getattr(recorder, "process", None)
+    if process is None:
+        return 0.0
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def report(name: str, value: float) -> None:
     print(f"{name} {value:.1f}" if isinstance(value, float) else f"{name} {value}", flush=True)
 
 
-async def teamclaw_figures(n: int, callers: int, profile: bool) -> dict[str, float]:
+async def teamclaw_figures(n: int, callers: int, profile: bool, mode: str, knowledge: bool) -> dict[str, float]:
+    from django.conf import settings
+
     from monitoring.models import Message
-    from monitoring.recorder import Recorder
+    from monitoring.recorder_process import new_recorder
+    from runs.dispatch import new_worker_id
     from runs.host import build_runtime
+    from runs.instance_slots import DatabaseSlots
     from team.snapshot import build_snapshot
     from teamclaw.runtime import InvokeRequest, TaskStatus
 
     snapshot = await asyncio.to_thread(build_snapshot, None)
-    recorder = Recorder()
+    await asyncio.to_thread(Message.objects.all().delete)  # each mode counts its own messages
+    recorder = new_recorder(mode)
     recorder.start()
     counter = CountingSink()
-    runtime = build_runtime([recorder, counter], snapshot=snapshot, config_source=None)
+    # Instance slots in the database, as the embedded server takes them (runs.instance_slots).
+    slots = DatabaseSlots(new_worker_id(), lease_s=settings.TEAMCLAW["LEASE_S"], retry_s=0.25)
+    overrides = {} if knowledge else {"knowledge_retriever": None}
+    runtime = build_runtime(
+        [recorder, counter], snapshot=snapshot, config_source=None, instance_slots=slots, **overrides
+    )
     # The same answer the autogen agent and the bare queue give; it still runs through the
     # offline executor (estimated tokens charged against the task budget).
     offline = runtime.executors.get("offline")
@@ -128,6 +160,7 @@ async def teamclaw_figures(n: int, callers: int, profile: bool) -> dict[str, flo
         if profiler:
             profiler.enable()
         started = time.perf_counter()
+        cpu_started, child_started = time.process_time(), child_cpu_s(recorder)
         for _ in range(n):
             result = await runtime.invoke(request, from_role="coderA", task_id=task.task_id)
             if not result.success:
@@ -135,10 +168,16 @@ async def teamclaw_figures(n: int, callers: int, profile: bool) -> dict[str, flo
         invokes_done = time.perf_counter()
         await asyncio.to_thread(recorder.flush)
         elapsed = time.perf_counter() - started
+        cpu, child_cpu = time.process_time() - cpu_started, child_cpu_s(recorder) - child_started
         if profiler:
             profiler.disable()
         figures["teamclaw_invoke_per_s"] = n / elapsed
         figures["teamclaw_invoke_per_s_excluding_final_flush"] = n / (invokes_done - started)
+        # CPU time per invoke (less sensitive to other load on the machine than wall time):
+        # the runtime's process, all its threads (the writer thread too in thread mode), and
+        # the recorder's child process (process mode).
+        figures["teamclaw_cpu_us_per_invoke"] = cpu / n * 1e6
+        figures["recorder_child_cpu_us_per_invoke"] = child_cpu / n * 1e6
 
         latencies: list[float] = []
 
@@ -161,6 +200,16 @@ async def teamclaw_figures(n: int, callers: int, profile: bool) -> dict[str, flo
         figures["teamclaw_p99_us_conc64"] = latencies[int(len(latencies) * 0.99) - 1] * 1e6
         figures["teamclaw_instances_dba"] = float(len(runtime.pool.alive("dba")))
 
+        # What a spawn pays for its slot row (runs.instance_slots): take one, spawn, retire.
+        spawn_times = []
+        for _ in range(50):
+            began = time.perf_counter()
+            fresh = await runtime.spawn_in_slot("pm", 4)
+            spawn_times.append(time.perf_counter() - began)
+            assert fresh is not None
+            runtime.terminate(fresh.instance_id, "benchmark")
+        figures["teamclaw_spawn_in_slot_p50_us"] = statistics.median(spawn_times) * 1e6
+
         runtime.end_task(task.task_id, TaskStatus.COMPLETED)
         await asyncio.to_thread(recorder.flush)
         recorded = await asyncio.to_thread(Message.objects.count)
@@ -170,12 +219,13 @@ async def teamclaw_figures(n: int, callers: int, profile: bool) -> dict[str, flo
         figures["recorder_failed_batches"] = float(recorder.failed_batches)
         if profiler:
             stats = pstats.Stats(profiler)
-            stats.sort_stats("tottime")
+            stats.sort_stats(os.environ.get("BENCH_PROFILE_SORT", "tottime"))
             print("# profile of the sequential run (top 25 by own time)")
             stats.print_stats(25)
     finally:
         await runtime.stop()
         await asyncio.to_thread(recorder.stop)
+        await asyncio.to_thread(slots.close)
     return figures
 
 
@@ -187,9 +237,11 @@ async def autogen_figures(n: int, callers: int) -> dict[str, float]:
     for _ in range(200):
         await runtime.send_message(SchemaQuery("users"), target)
     started = time.perf_counter()
+    cpu_started = time.process_time()
     for _ in range(n):
         await runtime.send_message(SchemaQuery("users"), target)
     sequential = n / (time.perf_counter() - started)
+    cpu_us = (time.process_time() - cpu_started) / n * 1e6
     latencies: list[float] = []
 
     async def caller(count: int) -> None:
@@ -205,6 +257,7 @@ async def autogen_figures(n: int, callers: int) -> dict[str, float]:
     await runtime.stop()
     return {
         "autogen_send_message_per_s": sequential,
+        "autogen_cpu_us_per_send": cpu_us,
         "autogen_send_message_per_s_conc64": concurrent,
         "autogen_p99_us_conc64": latencies[int(len(latencies) * 0.99) - 1] * 1e6,
     }
@@ -230,17 +283,26 @@ async def bare_figures(n: int) -> dict[str, float]:
     return {"bare_asyncio_invoke_per_s": rate}
 
 
-async def main(n: int, callers: int, profile: bool) -> None:
+async def main(n: int, callers: int, profile: bool, modes: list[str], knowledge: bool) -> None:
     figures: dict[str, float] = {}
-    figures.update(await teamclaw_figures(n, callers, profile))
+    runs: dict[str, dict[str, float]] = {}
+    for mode in modes:
+        runs[mode] = await teamclaw_figures(n, callers, profile, mode, knowledge)
     figures.update(await autogen_figures(n, callers))
     figures.update(await bare_figures(n))
-    figures["ratio_teamclaw_vs_autogen"] = figures["teamclaw_invoke_per_s"] / figures["autogen_send_message_per_s"]
-    figures["ratio_teamclaw_vs_autogen_conc64"] = (
-        figures["teamclaw_invoke_per_s_conc64"] / figures["autogen_send_message_per_s_conc64"]
-    )
-    figures["ratio_teamclaw_vs_bare_asyncio"] = figures["teamclaw_invoke_per_s"] / figures["bare_asyncio_invoke_per_s"]
     report("invokes", n)
+    report("knowledge_retrieval", "on" if knowledge else "off")
+    for mode, own in runs.items():
+        own["ratio_teamclaw_vs_autogen"] = own["teamclaw_invoke_per_s"] / figures["autogen_send_message_per_s"]
+        own["ratio_teamclaw_vs_autogen_conc64"] = (
+            own["teamclaw_invoke_per_s_conc64"] / figures["autogen_send_message_per_s_conc64"]
+        )
+        own["ratio_teamclaw_vs_bare_asyncio"] = own["teamclaw_invoke_per_s"] / figures["bare_asyncio_invoke_per_s"]
+        # What the rates would be with the machine to themselves, by CPU time of the process
+        # that runs the agents (the child's is on another core).
+        own["ratio_teamclaw_vs_autogen_by_cpu"] = figures["autogen_cpu_us_per_send"] / own["teamclaw_cpu_us_per_invoke"]
+        for name, value in own.items():
+            report(f"{mode}.{name}", value)
     for name, value in figures.items():
         report(name, value)
 
@@ -268,6 +330,17 @@ if __name__ == "__main__":
         default=None,
         help="sys.setswitchinterval (s) for the run: how long a thread keeps the GIL",
     )
+    parser.add_argument(
+        "--recorder",
+        choices=["thread", "process", "both"],
+        default="both",
+        help="recorder mode(s) measured (TEAMCLAW_RECORDER; default both, thread first)",
+    )
+    parser.add_argument(
+        "--no-knowledge",
+        action="store_true",
+        help="run without the knowledge retriever (its database query per capability call runs on a thread)",
+    )
     args = parser.parse_args()
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
@@ -281,4 +354,5 @@ if __name__ == "__main__":
             import gc
 
             gc.set_threshold(*args.gc_threshold)
-        asyncio.run(main(args.n, args.callers, args.profile))
+        modes = ["thread", "process"] if args.recorder == "both" else [args.recorder]
+        asyncio.run(main(args.n, args.callers, args.profile, modes, not args.no_knowledge))

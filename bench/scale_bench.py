@@ -22,20 +22,12 @@ import os
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from bench_servers import PYTHON, ROOT, free_port, prepared_token
 
 
 def wait_port(port: int, timeout: float = 60) -> None:
@@ -108,12 +100,6 @@ async def invokes(ports: list[int], token: str, clients: int, seconds: float) ->
     return len(latencies) / seconds, statistics.quantiles(latencies, n=100)[98] if len(latencies) > 100 else 0.0
 
 
-def manage(env: dict[str, str], *args: str) -> str:
-    return subprocess.run(
-        [PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True
-    ).stdout
-
-
 def reviews(env: dict[str, str], port: int, token: str, workers: int, count: int) -> float:
     """Reviews per second run by ``workers`` runtime_worker processes."""
     processes = [
@@ -167,19 +153,7 @@ def main() -> None:
     data = Path(tempfile.mkdtemp(prefix="teamclaw-scale-"))
     env = {**os.environ, "TEAMCLAW_DATA_DIR": str(data), "TEAMCLAW_EXECUTOR": "offline", "PYTHONUNBUFFERED": "1"}
     env.setdefault("DATABASE_URL", f"sqlite:///{data / 'bench.sqlite3'}")
-    manage(env, "migrate", "--noinput", "-v0")
-    manage(env, "load_builtin")
-    token = (
-        manage(
-            env,
-            "shell",
-            "-c",
-            "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token;"
-            "u = User.objects.create_user('bench', is_staff=True); print(Token.objects.create(user=u).key)",
-        )
-        .strip()
-        .splitlines()[-1]
-    )
+    token = prepared_token(env)
 
     started: list[subprocess.Popen[bytes]] = []
 

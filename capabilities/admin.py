@@ -66,7 +66,15 @@ class ToolPermissionAdmin(ReadOnlyConfigAdmin):
 
 @admin.register(RoleConstraint)
 class RoleConstraintAdmin(ReadOnlyConfigAdmin):
-    list_display = ["role", "project", "timeout_s", "max_retries", "token_budget", "max_concurrent_instances"]
+    list_display = [
+        "role",
+        "project",
+        "timeout_s",
+        "max_retries",
+        "token_budget",
+        "max_concurrent_instances",
+        "memory_tokens",
+    ]
     list_filter = ["project"]
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from django.utils.translation import gettext
+
 from capabilities.lifecycle import dependency_status
 from capabilities.models import Skill
 from capabilities.registry import get_capability_dependency_graph
@@ -133,12 +135,16 @@ def render_svg(graph: dict[str, Any]) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
         'role="img" aria-labelledby="graph-title" class="depgraph" font-family="system-ui, sans-serif" font-size="12">',
-        '<title id="graph-title">Capability dependency graph</title>',
+        f'<title id="graph-title">{escape(gettext("Capability dependency graph"))}</title>',
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
         'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#64748b"/></marker></defs>',
     ]
-    for kind, title in (("role", "Roles"), ("capability", "Capabilities"), ("skill", "Skills")):
-        parts.append(f'<text x="{COL_X[kind]}" y="20" font-weight="600" fill="#334155">{title}</text>')
+    for kind, title in (
+        ("role", gettext("Roles")),
+        ("capability", gettext("Capabilities")),
+        ("skill", gettext("Skills")),
+    ):
+        parts.append(f'<text x="{COL_X[kind]}" y="20" font-weight="600" fill="#334155">{escape(title)}</text>')
     for edge in graph["edges"]:
         if edge["from"] not in positions or edge["to"] not in positions:
             continue

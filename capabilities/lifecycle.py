@@ -25,10 +25,12 @@ from typing import Any
 
 import semver
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from capabilities.config import record_change
+from capabilities.matrices import INVOKE, matrix_document
 from capabilities.models import AgentRole, CapabilityCard, Skill
 from capabilities.skill_index import (
     SkillIndex,
@@ -438,23 +440,93 @@ def install_skill(skill_id: str, config: dict[str, Any] | None = None, *, actor:
 
 
 # ---------------------------------------------------------------------------- activate
+@dataclass(frozen=True, slots=True)
+class OwnerRoleFit:
+    """Whether ``role`` fits as the owner of a skill's capabilities (``owner_role_fit``):
+    ``fits`` and the ``reasons`` why (or why not), in the operator's language."""
+
+    role: str
+    display_name: str
+    emoji: str
+    fits: bool
+    reasons: tuple[str, ...]
+
+
+def owner_role_fit(skill: Skill) -> list[OwnerRoleFit]:
+    """Every role, judged as the owner activation would register ``skill``'s capabilities
+    for (seed 003 ``activateSceneSkill(sceneId, skillId, role)``), enabled roles first.
+
+    A role fits when it is enabled (a disabled role's capabilities never run, PRD §4.1) and,
+    when the skill has EXPOSED capabilities, some other role may invoke it under the global
+    effective invoke matrix (PRD §4.7), else nobody could call them. ENTRY capabilities are
+    called from outside the team and INTERNAL ones only inside the skill, so they fit any
+    enabled role. The skill's last owner is named as such."""
+    types = {c.get("type") for c in (skill_index_of(skill).skill.get("capabilities") or [])}
+    invoke = matrix_document(INVOKE)["matrix"]
+    out = []
+    for row in AgentRole.objects.order_by("-enabled", "role"):
+        callers = sorted(c for c, cells in invoke.items() if c != row.role and cells.get(row.role))
+        reasons: list[str] = []
+        fits = row.enabled
+        if not row.enabled:
+            reasons.append(gettext("disabled: capabilities it owns would not run"))
+        if "EXPOSED" in types:
+            if callers:
+                reasons.append(
+                    gettext("its EXPOSED capabilities can be invoked by %(roles)s (invoke matrix)")
+                    % {"roles": ", ".join(callers)}
+                )
+            else:
+                fits = False
+                reasons.append(
+                    gettext("no role may invoke it (invoke matrix): its EXPOSED capabilities could not be called")
+                )
+        if "ENTRY" in types and row.enabled:
+            reasons.append(
+                gettext("ENTRY capabilities are called from outside the team, so any enabled role can serve them")
+            )
+        if not reasons:
+            reasons.append(gettext("enabled"))
+        if skill.role == row.role:
+            reasons.append(gettext("it owned this skill when it was last active"))
+        out.append(OwnerRoleFit(row.role, row.display_name, row.emoji, fits, tuple(reasons)))
+    return out
+
+
+def _owner_problem(role: str) -> LifecycleError | None:
+    """The refusal for an activation ``role`` that is missing, unknown or disabled, else None."""
+    owner = AgentRole.objects.filter(role=role).first() if role else None
+    if owner is None:
+        reason = "is required" if not role else f"there is no role {role!r}"
+        return LifecycleError("invalid", "role is required" if not role else reason, {"role": [reason]})
+    if not owner.enabled:
+        return LifecycleError("invalid", f"role {role} is disabled", {"role": [f"role {role} is disabled"]})
+    return None
+
+
 def activate_skill(skill_id: str, role: str, *, actor: Any = None) -> SkillOperation:
     """``POST /skills/{skillId}/activate {role}``: INSTALLED|DEACTIVATED -> ACTIVATING ->
     ACTIVATED through the phases INITIALIZING, INSTALLING (required dependencies must be
     ACTIVATED), CONFIGURING (cards built from the capabilities; ids and addresses must not
     clash with another skill's enabled cards), ACTIVATING (cards registered, owned by
-    ``role``, enabled) and COMPLETED. Any failure: phase FAILED, state unchanged."""
+    ``role``, enabled) and COMPLETED. Any failure: phase FAILED, state unchanged.
+
+    A missing, unknown or disabled ``role`` is refused (LifecycleError ``invalid``, 400)
+    before anything starts: no phase runs and no history entry is written (nothing was
+    attempted)."""
+    require_skill(skill_id)
+    problem = _owner_problem(role)
+    if problem is not None:
+        raise problem
 
     def body(run: _Run) -> None:
         skill = run.skill
         run.move(S.ACTIVATING)
-        run.phase("INITIALIZING", f"role {role or '?'}")
-        owner = AgentRole.objects.filter(role=role).first() if role else None
-        if owner is None:
-            reason = "is required" if not role else f"there is no role {role!r}"
-            raise LifecycleError("invalid", "role is required" if not role else reason, {"role": [reason]})
-        if not owner.enabled:
-            raise LifecycleError("invalid", f"role {role} is disabled", {"role": [f"role {role} is disabled"]})
+        run.phase("INITIALIZING", f"role {role}")
+        changed = _owner_problem(role)  # the role changed since the check above
+        if changed is not None:
+            raise changed
+        owner = AgentRole.objects.get(role=role)
         run.phase("INSTALLING", "checking dependencies")
         problems: dict[str, list[str]] = {}
         for index, dep in enumerate(dependency_status(skill)):

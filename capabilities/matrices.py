@@ -3,7 +3,8 @@
 - Invoke matrix: ``{caller: {callee: bool}}`` over every role, custom ones included
   (PRD §4.7 权限矩阵; a missing cell is ❌).
 - Tool matrix: ``{role: {tool: "allow"|"deny"|"confirm"}}`` over the six PRD §4.7 tools
-  (工具权限矩阵; ⚠️ = confirm; a missing cell is deny).
+  (工具权限矩阵; ⚠️ = confirm; a missing cell is deny) and the tools of the MCP tool sources
+  the scope sees (``mcp:<source>/<tool>``, ``capabilities.tool_catalogue``; deny until set).
 
 Globally a document holds the global cells. For a project it holds the effective cells
 (override else global, PRD §4.7 "具体权限可在项目级配置中覆盖") plus ``global`` and
@@ -25,8 +26,9 @@ from django.db import transaction
 
 from capabilities.errors import ConfigInvalid
 from capabilities.models import AgentRole, ConfigChange, InvokePermission, Project, ToolPermission
+from capabilities.tool_catalogue import matrix_tools
 from capabilities.versions import commit_change, document_version, expect_version, lock_config, single_role
-from teamclaw.runtime.config import TOOLS, ToolMode
+from teamclaw.runtime.config import ToolMode
 
 MODES: tuple[str, ...] = tuple(m.value for m in ToolMode)
 Cell = tuple[str, str]
@@ -114,9 +116,10 @@ TOOL = MatrixKind(
 )
 
 
-def columns(kind: MatrixKind, roles: list[str]) -> list[str]:
-    """The column names of ``kind``: roles (invoke matrix) or tools (tool matrix)."""
-    return roles if kind is INVOKE else list(TOOLS)
+def columns(kind: MatrixKind, roles: list[str], project: Project | None = None) -> list[str]:
+    """The column names of ``kind``: roles (invoke matrix) or the tools ``project``'s view
+    has (tool matrix: the six PRD §4.7 tools, then MCP tools, ``tool_catalogue``)."""
+    return roles if kind is INVOKE else matrix_tools(project)
 
 
 def _nested(cells: Mapping[Cell, Any], rows: list[str], cols: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -137,7 +140,7 @@ def matrix_document(kind: MatrixKind, project: Project | None = None) -> dict[st
     """The document an editor loads: ``{version, project, roles, [tools], matrix}``; for a
     project also ``global`` (the global cells) and ``overrides`` (only the overridden cells)."""
     roles = role_slugs()
-    cols = columns(kind, roles)
+    cols = columns(kind, roles, project)
     global_cells, overrides = layers(kind, project)
     base = {(r, c): global_cells.get((r, c), kind.default) for r in roles for c in cols}
     effective = {cell: overrides.get(cell, value) for cell, value in base.items()}
@@ -155,17 +158,20 @@ def matrix_document(kind: MatrixKind, project: Project | None = None) -> dict[st
     return doc
 
 
-def parse_cells(kind: MatrixKind, matrix: Any, roles: list[str], *, allow_null: bool) -> dict[Cell, Any]:
+def parse_cells(
+    kind: MatrixKind, matrix: Any, roles: list[str], *, allow_null: bool, project: Project | None = None
+) -> dict[Cell, Any]:
     """Validate ``{row: {column: value}}`` into ``{(row, column): value}``.
 
     Raises ConfigInvalid listing every bad path (``matrix.<row>.<column>``): unknown roles
-    or tools, wrong value types; ``null`` only where ``allow_null`` (project scope).
+    or tools (a tool ``project``'s view does not have), wrong value types; ``null`` only
+    where ``allow_null`` (project scope).
     """
     errors: dict[str, list[str]] = {}
     if not isinstance(matrix, Mapping):
         raise ConfigInvalid({"matrix": ["must be an object {row: {column: value}}"]})
     known_rows = set(roles)
-    known_cols = set(columns(kind, roles))
+    known_cols = set(columns(kind, roles, project))
     col_word = "role" if kind is INVOKE else "tool"
     cells: dict[Cell, Any] = {}
     for row, values in matrix.items():
@@ -242,7 +248,7 @@ def save_matrix(
         lock_config()
         expect_version(kind.name, project, version)
         roles = {r.role: r for r in AgentRole.objects.all()}
-        cells = parse_cells(kind, matrix, list(roles), allow_null=project is not None)
+        cells = parse_cells(kind, matrix, list(roles), allow_null=project is not None, project=project)
         changes = apply_cells(kind, project, cells, roles)
         change = commit_change(
             kind.config_type,

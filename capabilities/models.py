@@ -12,7 +12,8 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
-from teamclaw.runtime.config import CATEGORIES, TOOLS, CapabilityType, ToolMode
+from teamclaw.runtime.config import CATEGORIES, CapabilityType, ToolMode
+from teamclaw.runtime.memory import MAX_MEMORY_TOKENS, MIN_MEMORY_TOKENS
 
 ROLE_SLUG = r"^[a-z][A-Za-z0-9_]{1,39}$"
 """US-09 custom role slug: a lowercase letter, then 1-39 letters, digits or '_'."""
@@ -159,7 +160,9 @@ class ToolPermission(models.Model):
 
     project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
     role = models.ForeignKey(AgentRole, on_delete=models.CASCADE, related_name="+")
-    tool = models.CharField(max_length=32, choices=[(t, t) for t in TOOLS])
+    tool = models.CharField(
+        max_length=160, help_text="one of the six PRD §4.7 tools, or an MCP tool mcp:<source>/<tool> (issue 16)"
+    )
     mode = models.CharField(max_length=8, choices=[(m.value, m.value) for m in ToolMode])
 
     class Meta:
@@ -185,6 +188,13 @@ class RoleConstraint(models.Model):
     )
     max_concurrent_instances = models.PositiveIntegerField(
         null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(64)]
+    )
+    memory_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(MIN_MEMORY_TOKENS), MaxValueValidator(MAX_MEMORY_TOKENS)],
+        help_text="Estimated tokens of history a model-backed agent replays (seed 003 MemoryContext); "
+        "NULL = the process default TEAMCLAW_MEMORY_TOKENS (globally) or the global value (in a project).",
     )
 
     class Meta:

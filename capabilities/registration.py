@@ -6,7 +6,9 @@ dangling ``required`` names). A plugin runs on the ``http`` executor: the server
 card's URL, whose host must be listed in TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS, so a
 registration can never make the server call an arbitrary address. ``idempotent`` (default
 false) says calling the plugin twice does no harm: only then is a failure after the request
-was sent (a 500, a dropped connection, a read timeout) retried.
+was sent (a 500, a dropped connection, a read timeout) retried. The card's ``name`` and
+``description`` are plain text (``teamclaw.plain_text``: no control or bidirectional control
+characters), as every name the pages list is.
 """
 
 from __future__ import annotations
@@ -20,10 +22,13 @@ from capabilities.executors import plugin_url_errors
 from capabilities.models import AgentRole, CapabilityCard
 from teamclaw.api_fields import unknown_field_errors
 from teamclaw.errors import DomainError
+from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.schemas import CARD_REQUIRED, validate_card
 
 CARD_FIELDS = (*CARD_REQUIRED, "required_tools", "timeout", "tags", "executor", "executor_config", "idempotent")
 """The keys a registered card may have (PRD §2.2 fields plus its executor); any other is refused."""
+PLAIN_TEXT_FIELDS = ("name", "description")
+"""The card's texts the registry and the pages show (PRD §2.2): plain text only."""
 
 
 class RegistrationError(DomainError):
@@ -43,6 +48,10 @@ def register_capability(document: dict[str, Any], *, actor: Any = None, note: st
     """
     known = set(AgentRole.objects.values_list("role", flat=True))
     errors = {**unknown_field_errors(document, CARD_FIELDS), **validate_card(document, known)}
+    for name in PLAIN_TEXT_FIELDS:
+        value = document.get(name)
+        if isinstance(value, str) and (reason := hidden_character_problem(value)):
+            errors.setdefault(name, []).append(reason)
     executor = document.get("executor", "http")
     if executor != "http":
         errors.setdefault("executor", []).append("plugins registered through the API run on the http executor")

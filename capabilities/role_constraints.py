@@ -2,10 +2,13 @@
 
 Fields and defaults (PRD §4.7): ``timeout_s`` 60 s per invoke, ``max_retries`` 3,
 ``file_scope`` "." (a directory inside the project directory), ``token_budget`` 50,000
-tokens per task, ``max_concurrent_instances`` 4 per role. Bounds come from the model's
-validators, so the API, the pages, the import schema and the database agree.
+tokens per task, ``max_concurrent_instances`` 4 per role; and ``memory_tokens``, the
+estimated tokens of history a model-backed agent of the role replays (seed 003
+MemoryContext; ``null`` = the process default ``TEAMCLAW_MEMORY_TOKENS``). Bounds come from
+the model's validators, so the API, the pages, the import schema and the database agree.
 
-A global row sets every field; a project row's ``null`` field inherits the global value.
+A global row sets every field (``memory_tokens`` may stay ``null``: the process default); a
+project row's ``null`` field inherits the global value.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from typing import Any
 
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 
 from capabilities.errors import ConfigInvalid, Problems
 from capabilities.matrices import SaveResult
 from capabilities.models import AgentRole, Project, RoleConstraint
-from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
+from capabilities.snapshot import CONSTRAINT_FIELDS, DEFAULT_WHEN_NULL, effective_constraints
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
 from teamclaw.json_types import json_type_name
 from teamclaw.runtime.config import Constraints
@@ -31,13 +35,15 @@ UNITS = {
     "file_scope": "",
     "token_budget": "tokens",
     "max_concurrent_instances": "instances",
+    "memory_tokens": "tokens",
 }
 LABELS = {
-    "timeout_s": "Timeout",
-    "max_retries": "Retries",
-    "file_scope": "File scope",
-    "token_budget": "Token budget",
-    "max_concurrent_instances": "Max concurrent instances",
+    "timeout_s": gettext_lazy("Timeout"),
+    "max_retries": gettext_lazy("Retries"),
+    "file_scope": gettext_lazy("File scope"),
+    "token_budget": gettext_lazy("Token budget"),
+    "max_concurrent_instances": gettext_lazy("Max concurrent instances"),
+    "memory_tokens": gettext_lazy("Memory budget"),
 }
 
 
@@ -81,7 +87,8 @@ def check_values(values: Any, *, allow_null: bool, prefix: str = "constraints") 
     """Validate ``{field: value}``; returns the cleaned values.
 
     Raises ConfigInvalid listing every bad field (``constraints.<field>``): unknown fields,
-    wrong types, values outside the bounds, ``null`` outside a project.
+    wrong types, values outside the bounds, ``null`` outside a project (except for the
+    fields of ``DEFAULT_WHEN_NULL``, where a global ``null`` means the process default).
     """
     problems = Problems()
     if not isinstance(values, dict):
@@ -94,7 +101,7 @@ def check_values(values: Any, *, allow_null: bool, prefix: str = "constraints") 
             problems.add(path, f"unknown constraint; the constraints are {', '.join(CONSTRAINT_FIELDS)}")
             continue
         if value is None:
-            if allow_null:
+            if allow_null or name in DEFAULT_WHEN_NULL:
                 clean[name] = None
             else:
                 problems.add(path, "is required globally; null (inherit) only applies to a project")

@@ -26,6 +26,7 @@ from jsonschema.exceptions import SchemaError
 
 from capabilities.published_schemas import schema_problems
 from capabilities.strict_yaml import YamlDocument, YamlError, YamlProblem, join_path, read_yaml
+from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.address import AddressError, parse_address
 
 MAX_SKILL_INDEX_BYTES = 262_144
@@ -211,11 +212,36 @@ def _semantic_problems(yaml_document: YamlDocument) -> list[YamlProblem]:
 
     document = yaml_document.data
     skill = document["skill"]
+    _check_plain_texts(skill, add)
     names = _check_capabilities(skill, add)
     _check_dependencies(skill, add)
     _check_functions_and_implementations(skill, add)
     _check_alert_rules(document, names, add)
     return sorted(problems, key=lambda p: (p.line, p.path))
+
+
+PLAIN_TEXT_KEYS = ("name", "description")
+"""The keys whose values the registry and the pages show: the skill's, each capability's and
+each parameter's ``name`` and ``description``."""
+
+
+def _check_plain_texts(skill: dict[str, Any], add: Add) -> None:
+    """The names and descriptions shown in lists (the skill's, its capabilities', their
+    parameters') are plain text (``teamclaw.plain_text``): no control or bidirectional control
+    characters, which would let a package disguise what it installs (seed 003 skill-index)."""
+    places: list[tuple[str, Any]] = [("skill", skill)]
+    for index, capability in enumerate(skill.get("capabilities") or []):
+        path = f"skill.capabilities[{index}]"
+        places.append((path, capability))
+        for kind in ("inputParameters", "outputParameters"):
+            places.extend((f"{path}.{kind}[{i}]", p) for i, p in enumerate(capability.get(kind) or []))
+    for path, item in places:
+        if not isinstance(item, dict):
+            continue
+        for key in PLAIN_TEXT_KEYS:
+            value = item.get(key)
+            if isinstance(value, str) and (reason := hidden_character_problem(value)):
+                add(join_path(path, key), reason)
 
 
 def _check_capabilities(skill: dict[str, Any], add: Add) -> dict[str, str]:

@@ -23,6 +23,7 @@ from capabilities.models import (
     ProjectRoleOverride,
     ToolPermission,
 )
+from capabilities.tool_catalogue import external_tools
 from teamclaw.runtime.config import (
     CapabilityType,
     CardSpec,
@@ -33,7 +34,17 @@ from teamclaw.runtime.config import (
     ToolMode,
 )
 
-CONSTRAINT_FIELDS = ("timeout_s", "max_retries", "file_scope", "token_budget", "max_concurrent_instances")
+CONSTRAINT_FIELDS = (
+    "timeout_s",
+    "max_retries",
+    "file_scope",
+    "token_budget",
+    "max_concurrent_instances",
+    "memory_tokens",
+)
+DEFAULT_WHEN_NULL = frozenset({"memory_tokens"})
+"""Constraint fields whose global ``null`` means "the process default" (``memory_tokens``:
+``TEAMCLAW_MEMORY_TOKENS``) rather than a value every global row must set."""
 
 
 def project_directory(project: Project | None) -> Path:
@@ -112,7 +123,8 @@ def governance_snapshot(
     project: Project | None, *, prompts: Mapping[str, Mapping[str, LayeredPrompt]] | None = None
 ) -> ConfigSnapshot:
     """The effective configuration of ``project`` (None = global) at the current version:
-    roles, cards, both matrices, constraints, executors and the project's folder, with
+    roles, cards, both matrices, constraints, executors, the project's folder and the tools
+    of the MCP tool sources it sees (``tool_catalogue``, issue 16), with
     ``prompts`` as given (none by default: what needs the prompts builds the whole snapshot
     with ``team.snapshot.build_snapshot``)."""
     version = current_version()
@@ -165,4 +177,5 @@ def governance_snapshot(
         project_name=project.name if project else "TeamClaw",
         project_description=project.description if project else "",
         tech_stack=project.tech_stack if project else "",
+        tool_specs=external_tools(project),
     )

@@ -18,6 +18,10 @@ CHUNK_CHARS = 800
 """Target (and, bar a heading, maximum) characters of a chunk."""
 MAX_HEADING_CHARS = 300
 
+CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+"""The CJK ideograph ranges (Chinese, and Japanese kanji): text without spaces between words."""
+_CJK_CHAR = re.compile(f"[{CJK}]")
+
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*")
 
@@ -136,8 +140,58 @@ def html_text(html: str) -> str:
     return "\n".join(lines)
 
 
-def chunk_document(text: str, content_type: str, size: int = CHUNK_CHARS) -> list[Chunk]:
-    """The chunks of a document of ``content_type`` (``md``, ``txt`` or ``html``)."""
+def chunk_language(text: str) -> str:
+    """``zh`` when CJK ideographs are at least a tenth of ``text``'s letters and digits (a
+    Chinese passage with English terms in it), else ``en`` (English and every spaced script).
+    On PostgreSQL it chooses the index a chunk is in (``knowledge.search``)."""
+    letters = sum(1 for ch in text if ch.isalnum())
+    cjk = len(_CJK_CHAR.findall(text))
+    return "zh" if letters and cjk * 10 >= letters else "en"
+
+
+_RST_UNDERLINE = re.compile(r"^([=\-~^*+#\"'`:.])\1{2,}\s*$")
+
+
+def rst_text(text: str) -> str:
+    """reStructuredText with its section titles (a line underlined, and maybe overlined, with
+    ``= - ~ ^ * + # " ' ` : .``) turned into ``#`` headings; everything else kept as text."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    out: list[str] = []
+    n = 0
+    while n < len(lines):
+        line = lines[n]
+        below = lines[n + 1] if n + 1 < len(lines) else ""
+        title = line.strip()
+        if (
+            title
+            and not _RST_UNDERLINE.match(line)
+            and _RST_UNDERLINE.match(below)
+            and len(below.strip()) >= len(title)
+        ):
+            if out and _RST_UNDERLINE.match(out[-1]):
+                out.pop()  # the overline of an over- and underlined title
+            out += ["", f"# {title}", ""]
+            n += 2
+            continue
+        out.append(line)
+        n += 1
+    return "\n".join(out)
+
+
+def chunk_code(text: str, heading: str, size: int = CHUNK_CHARS) -> list[Chunk]:
+    """Source code cut at blank lines into chunks of at most ``size`` characters, each under
+    ``heading`` (the file's path): ``#`` lines are comments here, never headings."""
+    blocks = [b.strip("\n") for b in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if b.strip()]
+    return [Chunk(heading[:MAX_HEADING_CHARS], body) for body in _pack(blocks, size)]
+
+
+def chunk_document(text: str, content_type: str, size: int = CHUNK_CHARS, *, name: str = "") -> list[Chunk]:
+    """The chunks of a document of ``content_type`` (``md``, ``txt``, ``html``, ``rst`` or
+    ``code``; ``name`` is a code file's heading)."""
     if content_type == "html":
         text = html_text(text)
+    elif content_type == "rst":
+        text = rst_text(text)
+    elif content_type == "code":
+        return chunk_code(text, name, size)
     return chunk_text(text, size)

@@ -7,10 +7,13 @@ Two steps, on two threads:
    message queued then delivered is one row with its final status) and copies the fields the
    page shows into plain dicts (``monitoring.live_items``), so what is published is what the
    database holds at that commit. It never touches the database and costs microseconds.
-2. ``render(items, tasks)`` runs in the live sink's thread: each item becomes a ``LiveEvent``
-   carrying the rendered fragment (the same template the page uses on first load) as JSON
-   text, plus the few fields consumers filter on (task, project, owner, roles, message type)
-   without parsing it.
+2. ``render(items, tasks, languages)`` runs in the live sink's thread: each item becomes a
+   ``LiveEvent`` carrying the rendered fragment (the same template the page uses on first
+   load) as JSON text once per language in use (``translation.override``; each socket sends
+   the text in its operator's language, ``web.sockets.languages``), plus the few fields
+   consumers filter on (task, project, owner, roles, message type) without parsing it.
+   Times are rendered in ``settings.TIME_ZONE`` as ``<time>`` elements carrying their
+   instant; a socket in another zone rewords them (``live_times.in_zone``).
 
 A payload's JSON: ``{"kind", "key", "task_id", "data": {...}, "swap": {"id", "into",
 "where", "html"}}``. ``swap`` tells the page's script to replace the element ``id`` or, when
@@ -21,12 +24,14 @@ it is not on the page, insert the HTML into the container ``into`` at ``where``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.template.loader import render_to_string
+from django.utils import timezone, translation
 
 from monitoring import dom_ids, live_items
 from teamclaw.runtime.events import (
@@ -85,7 +90,9 @@ class LiveEvent(NamedTuple):
     ``owner_id`` is the id of the user who started the task (None: nobody; staff only);
     ``public`` events (config changes) are for every logged-in user. ``roles`` are the roles
     the thing is about (a message's sender and receiver), ``message_type`` a message's type;
-    consumers filter on these. ``text`` is the payload's JSON.
+    consumers filter on these. ``texts`` maps a language code (``settings.LANGUAGES``) to the
+    payload's JSON with the fragment rendered in that language; only the languages in use
+    when it was rendered are there.
     """
 
     key: str
@@ -97,16 +104,22 @@ class LiveEvent(NamedTuple):
     roles: list[str]
     message_type: str
     graph: bool
-    text: str
+    texts: dict[str, str]
 
+
+HTML_FIELD = ',"html":'
+"""How a payload's JSON text starts its last field, the fragment (``swap.html``): a socket
+rewording the fragment's times (``live_times.in_zone``) finds it there, never in ``data``."""
 
 SEPARATOR = "\x00"
 """Joins the events' JSON texts of a batch: ``json.dumps`` escapes every control character,
 so it never occurs inside one."""
 
 
-def pack(events: list[LiveEvent]) -> dict[str, str]:
-    """A batch for ``group_send`` as two strings: the filter fields (small JSON) and the texts.
+def pack(events: list[LiveEvent]) -> dict[str, Any]:
+    """A batch for ``group_send`` as strings: the filter fields (small JSON) under ``meta`` and,
+    under ``texts``, one string per language (``{"en": ..., "zh-hans": ...}``) joining the
+    events' texts in that language. Every event of a batch has the same languages.
 
     The in-memory channel layer deep-copies every message for every receiver; strings are
     copied for free, nested lists are not (with 20 browsers that copying dominated the CPU).
@@ -114,14 +127,23 @@ def pack(events: list[LiveEvent]) -> dict[str, str]:
     meta = [
         [e.key, e.kind, e.task_id, e.project_id, e.owner_id, e.public, e.roles, e.message_type, e.graph] for e in events
     ]
-    return {"meta": json.dumps(meta, separators=(",", ":")), "texts": SEPARATOR.join(e.text for e in events)}
+    languages = events[0].texts if events else {}
+    texts = {language: SEPARATOR.join(e.texts[language] for e in events) for language in languages}
+    return {"meta": json.dumps(meta, separators=(",", ":")), "texts": texts}
 
 
 def unpack(message: dict[str, Any]) -> list[LiveEvent]:
-    """The events of a ``pack``ed batch."""
+    """The events of a ``pack``ed batch. Raises KeyError or ValueError on a malformed one."""
     meta = json.loads(message["meta"])
-    texts = message["texts"].split(SEPARATOR) if meta else []
-    return [LiveEvent._make([*fields, text]) for fields, text in zip(meta, texts, strict=True)]
+    if not meta:
+        return []
+    columns = {language: joined.split(SEPARATOR) for language, joined in message["texts"].items()}
+    if any(len(texts) != len(meta) for texts in columns.values()):
+        raise ValueError("a packed batch holds one text per event in each language")
+    return [
+        LiveEvent._make([*fields, {language: texts[index] for language, texts in columns.items()}])
+        for index, fields in enumerate(meta)
+    ]
 
 
 # -- step 1: extract (recorder thread) --------------------------------------------------------
@@ -210,49 +232,90 @@ def _json_default(value: Any) -> Any:
     return DjangoJSONEncoder().default(value)
 
 
+class _Placed(NamedTuple):
+    """One item to render, with what ``render`` decided about it."""
+
+    kind: str
+    key: str
+    item: dict[str, Any]
+    owner_id: int | None
+    insert: bool
+
+
+def _events(placed: list[_Placed], languages: Sequence[str]) -> list[LiveEvent]:
+    """Render every item's fragment in each language (one ``translation.override`` per
+    language, not per item), in ``settings.TIME_ZONE``, and wrap each as a LiveEvent. The JSON of each payload is made
+    once without its HTML; each language's fragment is spliced in as the last field."""
+    html: dict[str, list[str]] = {}
+    for language in languages or (settings.LANGUAGE_CODE,):
+        # Always in the server's zone: a socket in another rewords the times (live_times).
+        with translation.override(language), timezone.override(None):
+            html[language] = [
+                render_to_string(FRAGMENTS[p.kind].template, {FRAGMENTS[p.kind].var: p.item}) for p in placed
+            ]
+    events = []
+    for index, (kind, key, item, owner_id, insert) in enumerate(placed):
+        fragment = FRAGMENTS[kind]
+        task_id = item.get("task_id") or (item.get("id") if kind == "task" else "") or ""
+        into = dom_ids.container_id(kind, item.get("context_id", "")) if insert else ""
+        swap = {"id": dom_ids.dom_id(kind, item), "into": into, "where": fragment.where}
+        payload = {"kind": kind, "key": key, "task_id": task_id, "data": item, "swap": swap}
+        head = json.dumps(payload, ensure_ascii=False, default=_json_default, separators=(",", ":"))[:-2]
+        texts = {
+            language: f"{head}{HTML_FIELD}{json.dumps(rendered[index], ensure_ascii=False)}}}}}"
+            for language, rendered in html.items()
+        }
+        events.append(
+            LiveEvent(
+                key=key,
+                kind=kind,
+                task_id=task_id,
+                project_id=item.get("project_id") or "",
+                owner_id=owner_id,
+                public=kind == "config_change",
+                roles=_roles(kind, item),
+                message_type=item.get("type", "") if kind == "message" else "",
+                graph=kind == "message" and item.get("type") in GRAPH_MESSAGE_TYPES,
+                texts=texts,
+            )
+        )
+    return events
+
+
 def render_one(
-    kind: str, key: str, item: dict[str, Any], owner_id: int | None = None, *, insert: bool = True
+    kind: str,
+    key: str,
+    item: dict[str, Any],
+    owner_id: int | None = None,
+    *,
+    insert: bool = True,
+    languages: Sequence[str] = (),
 ) -> LiveEvent:
-    """Render one live thing's fragment and wrap it as a LiveEvent (see module docstring).
-    With ``insert`` False the page only replaces the thing where it is already shown."""
-    fragment = FRAGMENTS[kind]
-    html = render_to_string(fragment.template, {fragment.var: item})
-    task_id = item.get("task_id") or (item.get("id") if kind == "task" else "") or ""
-    into = dom_ids.container_id(kind, item.get("context_id", "")) if insert else ""
-    payload = {
-        "kind": kind,
-        "key": key,
-        "task_id": task_id,
-        "data": item,
-        "swap": {"id": dom_ids.dom_id(kind, item), "into": into, "where": fragment.where, "html": html},
-    }
-    return LiveEvent(
-        key=key,
-        kind=kind,
-        task_id=task_id,
-        project_id=item.get("project_id") or "",
-        owner_id=owner_id,
-        public=kind == "config_change",
-        roles=_roles(kind, item),
-        message_type=item.get("type", "") if kind == "message" else "",
-        graph=kind == "message" and item.get("type") in GRAPH_MESSAGE_TYPES,
-        text=json.dumps(payload, ensure_ascii=False, default=_json_default, separators=(",", ":")),
-    )
+    """Render one live thing's fragment once in each of ``languages`` (codes of
+    ``settings.LANGUAGES``; none given: ``LANGUAGE_CODE``) and wrap it as a LiveEvent (see
+    module docstring). With ``insert`` False the page only replaces the thing where it is
+    already shown."""
+    return _events([_Placed(kind, key, item, owner_id, insert)], languages)[0]
 
 
-def render(items: list[LiveItem], tasks: dict[str, tuple[int | None, str, str]]) -> list[LiveEvent]:
-    """Render every item; ``tasks`` maps task id -> (owner user id or None, title, kind).
+def render(
+    items: list[LiveItem], tasks: dict[str, tuple[int | None, str, str]], languages: Sequence[str] = ()
+) -> list[LiveEvent]:
+    """Render every item once per language of ``languages`` (see ``render_one``); ``tasks``
+    maps task id -> (owner user id or None, title, kind).
 
     The short tasks around a standalone invoke or hook (kind ``invoke``/``hook``) update their
     own page but are not added to the live page's list of tasks."""
-    events = []
+    placed = []
     for kind, key, item in items:
         task_id = item.get("task_id") or (item.get("id") if kind == "task" else "")
         owner, title, task_kind = tasks.get(task_id, (None, "", "task")) if task_id else (None, "", "task")
         if kind == "task" and title:
             item["title"] = title
-        events.append(render_one(kind, key, item, owner, insert=kind != "task" or task_kind == "task"))
-    return events
+        if kind == "context":
+            item["task_title"] = title or task_id  # the live page groups cards by task
+        placed.append(_Placed(kind, key, item, owner, kind != "task" or task_kind == "task"))
+    return _events(placed, languages)
 
 
 def task_ids(items: list[LiveItem]) -> set[str]:

@@ -16,6 +16,9 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from django.utils.translation import gettext, gettext_noop
+
+from monitoring.file_write_preview import file_write_preview
 from monitoring.models import Alert, Artifact, ExecutionContext, Message, Snapshot, Task, ToolConfirmation
 
 FINAL_CONTEXT_STATUSES = frozenset({"completed", "failed", "terminated"})
@@ -43,33 +46,80 @@ def _compact(value: Any, limit: int = SUMMARY_CHARS) -> str:
     return _clip(text, limit)
 
 
-def message_summary(message_type: str, payload: dict[str, Any]) -> str:
-    """One readable line about a message's payload (PRD §4.3 message types)."""
+SUMMARY_FORMATS = {
+    "params": gettext_noop("params {%(keys)s}"),
+    "retry": gettext_noop("params {%(keys)s} (attempt %(attempt)s)"),
+    "refused": gettext_noop("refused: %(code)s: %(message)s"),
+    "result": gettext_noop("result {%(keys)s}"),
+    "instruction": gettext_noop("instruction from %(author)s: %(instruction)s"),
+}
+"""The worded message summaries (translated when shown, ``summary_text``); every other
+summary is the payload's own identifiers and values, shown as they are."""
+
+
+def summary_parts(message_type: str, payload: dict[str, Any]) -> list[Any]:
+    """A message's summary before wording: ``[form, values]`` with ``form`` a key of
+    ``SUMMARY_FORMATS`` and ``values`` its placeholders (strings), or ``["", {"text": ...}]``
+    for a summary made of the payload's own words (PRD §4.3 message types). JSON-ready, so a
+    live item carries it and each socket words it in its operator's language."""
     if not isinstance(payload, dict):
-        return _compact(payload)
+        return ["", {"text": _compact(payload)}]
     if message_type == "invoke_request":
         params = payload.get("params") or {}
         keys = ", ".join(sorted(params)) if isinstance(params, dict) else ""
         attempt = payload.get("attempt")
-        retry = f" (attempt {attempt})" if attempt and attempt != 1 else ""
         if payload.get("error"):
-            return _clip(f"refused: {payload['error'].get('code')}: {payload['error'].get('message', '')}")
-        return _clip(f"params {{{keys}}}{retry}")
+            error = payload["error"]
+            return ["refused", {"code": str(error.get("code")), "message": _clip(str(error.get("message", "")))}]
+        if attempt and attempt != 1:
+            return ["retry", {"keys": _clip(keys), "attempt": str(attempt)}]
+        return ["params", {"keys": _clip(keys)}]
     if message_type == "invoke_response":
         result = payload.get("result")
-        return _clip(f"result {{{', '.join(sorted(result))}}}") if isinstance(result, dict) else _compact(result)
+        if isinstance(result, dict):
+            return ["result", {"keys": _clip(", ".join(sorted(result)))}]
+        return ["", {"text": _compact(result)}]
     if message_type == "invoke_error":
         error = payload.get("error") or {}
-        return _clip(f"{error.get('code')}: {error.get('message', '')}")
+        return ["", {"text": _clip(f"{error.get('code')}: {error.get('message', '')}")}]
     if message_type == "hook_event":
-        return _clip(f"{payload.get('event_type')} {_compact(payload.get('payload') or {}, 100)}")
+        return ["", {"text": _clip(f"{payload.get('event_type')} {_compact(payload.get('payload') or {}, 100)}")}]
     if message_type == "hook_ack":
-        return _clip(f"{payload.get('status')} {payload.get('event_type') or ''}")
+        return ["", {"text": _clip(f"{payload.get('status')} {payload.get('event_type') or ''}")}]
     if message_type == "status_update":
-        return _clip(" ".join(str(payload.get(k)) for k in ("status", "event_type", "capability_id") if payload.get(k)))
+        words = " ".join(str(payload.get(k)) for k in ("status", "event_type", "capability_id") if payload.get(k))
+        return ["", {"text": _clip(words)}]
     if message_type == "context_sync" and "user_instruction" in payload:
-        return _clip(f"instruction from {payload.get('author', 'operator')}: {payload['user_instruction']}")
-    return _compact(payload)
+        author, instruction = str(payload.get("author", "operator")), str(payload["user_instruction"])
+        return ["instruction", {"author": _clip(author, 40), "instruction": _clip(instruction)}]
+    return ["", {"text": _compact(payload)}]
+
+
+def summary_text(parts: list[Any], *, translate: bool = True) -> str:
+    """The summary line of ``summary_parts`` (at most SUMMARY_CHARS characters), worded in
+    the active language, or in English with ``translate`` False. A malformed ``parts``
+    gives ''."""
+    try:
+        form, values = parts
+        if not form:
+            return str(values["text"])
+        wording = SUMMARY_FORMATS[form]
+        return _clip((gettext(wording) if translate else wording) % values)
+    except (KeyError, TypeError, ValueError):
+        return ""
+
+
+def message_summary(message_type: str, payload: dict[str, Any]) -> str:
+    """One readable line about a message's payload (PRD §4.3 message types), worded in the
+    active language."""
+    return summary_text(summary_parts(message_type, payload))
+
+
+def _summary(message_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """A message item's ``summary`` (English, for programs reading the item's data) and
+    ``summary_parts`` (what its row shows, in the reader's language)."""
+    parts = summary_parts(message_type, payload)
+    return {"summary": summary_text(parts, translate=False), "summary_parts": parts}
 
 
 # -- execution contexts ---------------------------------------------------------------
@@ -141,7 +191,7 @@ def message_item_from_runtime(message: Any, status: str, reason: str | None, pro
         "status": str(status),
         "reason": (reason or "")[:300],
         "at": from_epoch(message.timestamp / 1000),
-        "summary": message_summary(message_type, payload),
+        **_summary(message_type, payload),
     }
 
 
@@ -162,7 +212,7 @@ def message_item_from_row(row: Message) -> dict[str, Any]:
         "status": row.status,
         "reason": row.reason,
         "at": from_epoch(row.timestamp_ms / 1000),
-        "summary": message_summary(row.type, row.payload),
+        **_summary(row.type, row.payload),
     }
 
 
@@ -209,6 +259,8 @@ def confirmation_item(source: dict[str, Any] | ToolConfirmation) -> dict[str, An
         data["request"] = {k: v for k, v in dict(data["args"]).items() if k != "answer_schema"}
         data["args"] = {}
     else:
+        if data["tool"] == "file_write" and isinstance(data["args"], dict):
+            data["file_write"] = file_write_preview(data["role"], data["project_id"], data["args"])
         data["args"] = _compact(data["args"], 400)
     return data
 
@@ -283,6 +335,7 @@ def task_item(source: dict[str, Any] | Task) -> dict[str, Any]:
             "project_id": source.project_id,
             "tokens_used": source.tokens_used,
             "token_budget": source.token_budget,
+            "tokens_estimated": source.executor == "offline",
             "error": source.error,
         }
     return {
@@ -292,6 +345,7 @@ def task_item(source: dict[str, Any] | Task) -> dict[str, Any]:
         "project_id": source.get("project_id"),
         "tokens_used": source.get("tokens_used"),
         "token_budget": source.get("token_budget"),
+        "tokens_estimated": bool(source.get("tokens_estimated")),
         "error": source.get("error"),
     }
 

@@ -7,7 +7,10 @@ database does not hold. ``on_batch`` only extracts the batch's live things
 when that queue is full the batch is dropped and every client is told to resynchronise from
 the database, so neither the runtime nor the recorder ever waits on a browser.
 
-The sink thread renders each live thing's fragment once, looks up each task's owner (for
+The sink thread renders each live thing's fragment once per language in use (the languages
+of this process's connected sockets with the in-memory layer, every one of
+``settings.LANGUAGES`` with Redis, whose sockets may live in other processes), looks up each
+task's owner (for
 per-user filtering, ``monitoring.access``) and sends one numbered ``live.batch`` message per
 group (a consumer that sees a number skipped resynchronises):
 
@@ -37,13 +40,14 @@ import logging
 import queue
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.conf import settings
 from django.db import close_old_connections, connection
 
 from monitoring import live_events
@@ -106,6 +110,7 @@ class LiveSink:
         self._lost_groups: set[str] = set()
         self._tasks: OrderedDict[str, tuple[int | None, str, str]] = OrderedDict()
         self.clients = 0
+        self._languages: Counter[str] = Counter()
         self.batches = 0
         self.events = 0
         self.group_sends = 0
@@ -140,13 +145,30 @@ class LiveSink:
         """Remember the ASGI server's event loop (called by consumers on connect)."""
         self._server_loop = loop
 
-    def client_connected(self) -> None:
+    def client_connected(self, language: str | None = None) -> None:
+        """A socket of this process opened; ``language`` (a code of ``settings.LANGUAGES``,
+        default ``LANGUAGE_CODE``) is the one its fragments are rendered in."""
         with self._lock:
             self.clients += 1
+            self._languages[language or settings.LANGUAGE_CODE] += 1
 
-    def client_disconnected(self) -> None:
+    def client_disconnected(self, language: str | None = None) -> None:
+        """A socket opened with ``client_connected(language)`` closed."""
         with self._lock:
             self.clients = max(0, self.clients - 1)
+            self._languages[language or settings.LANGUAGE_CODE] -= 1
+            self._languages = +self._languages  # forget languages nobody reads any more
+
+    def languages(self) -> list[str]:
+        """The languages to render each live thing in, sorted: those of this process's
+        sockets with the in-memory layer (``LANGUAGE_CODE`` when none is connected), every
+        language of ``settings.LANGUAGES`` otherwise (the readers may be in any process).
+        A socket whose language is missing from a batch (it connected while the batch was
+        being rendered) resynchronises from the database."""
+        if not self._in_memory():
+            return sorted(code for code, _name in settings.LANGUAGES)
+        with self._lock:
+            return sorted(self._languages) or [settings.LANGUAGE_CODE]
 
     @staticmethod
     def _in_memory() -> bool:
@@ -267,7 +289,7 @@ class LiveSink:
     def _publish(self, items: list[LiveItem]) -> None:
         close_old_connections()
         tasks = self._task_info(live_events.task_ids(items))
-        events = live_events.render(items, tasks)
+        events = live_events.render(items, tasks, self.languages())
         sends: dict[str, list[LiveEvent]] = {}
         for event in events:
             sends.setdefault(LIVE_GROUP, []).append(event)

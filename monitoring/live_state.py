@@ -20,6 +20,7 @@ from monitoring.live_filters import LiveFilters
 from monitoring.message_log import message_page
 from monitoring.models import Alert, Message, Task, ToolConfirmation
 from monitoring.outcome import task_outcome, task_phase
+from monitoring.run_result import workflow_run_result
 
 ACTIVE_CARDS = 48
 RECENT_CARDS = 12
@@ -49,6 +50,21 @@ def context_cards(user: Any, filters: LiveFilters) -> list[dict[str, Any]]:
     if len(active) < RECENT_CARDS:
         recent = list(queryset.filter(status__in=FINAL).order_by("-updated_at")[: RECENT_CARDS - len(active)])
     return [live_items.context_item_from_row(r) for r in active + recent]
+
+
+def context_groups(cards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The live page's agent cards grouped by task, in the order their first card comes:
+    ``[{task_id, title, cards}]`` with the task's title (its id when it has none), so the
+    cards of several tasks never pile up together (issue 17). Each card gets ``task_title``."""
+    titles = dict(Task.objects.filter(pk__in={c["task_id"] for c in cards}).values_list("id", "title"))
+    groups: dict[str, dict[str, Any]] = {}
+    for card in cards:
+        title = titles.get(card["task_id"]) or card["task_id"]
+        card["task_title"] = title
+        groups.setdefault(card["task_id"], {"task_id": card["task_id"], "title": title, "cards": []})["cards"].append(
+            card
+        )
+    return list(groups.values())
 
 
 def pending_confirmations(user: Any, filters: LiveFilters) -> list[dict[str, Any]]:
@@ -101,7 +117,7 @@ def live_page_context(user: Any, filters: LiveFilters) -> dict[str, Any]:
     return {
         "filters": filters,
         "tasks": running_tasks(user, filters),
-        "contexts": context_cards(user, filters),
+        "context_groups": context_groups(context_cards(user, filters)),
         "page": message_page(user, filters),
         "confirmations": pending_confirmations(user, filters),
         "alerts": recent_alerts(user),
@@ -143,6 +159,7 @@ def task_page_context(user: Any, task: Task) -> dict[str, Any]:
         "confirmations": pending_confirmations(user, filters),
         "artifacts": [live_items.artifact_item(a) for a in task.artifacts.order_by("created_at", "id")],
         "outcome": task_outcome(task),
+        "run_result": workflow_run_result(task),
         "phase": task_phase(task) if task.workflow == "requirement_review" else "",
         "page": message_page(user, filters),
         "filters": filters,

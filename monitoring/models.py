@@ -118,6 +118,12 @@ class ExecutionContext(models.Model):
     input_context = models.JSONField(default=dict)
     output_state = models.JSONField(default=dict)
     resource_usage = models.JSONField(default=dict)
+    memory = models.JSONField(
+        default=dict, blank=True, help_text="What the agent remembers (seed 003 MemoryContext, Memory.state())."
+    )
+    knowledge = models.JSONField(
+        default=list, blank=True, help_text="What each call retrieved (seed 003 KnowledgeContext)."
+    )
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     total_tokens = models.PositiveIntegerField(default=0)
@@ -225,7 +231,7 @@ class ToolConfirmation(models.Model):
         Project, null=True, blank=True, on_delete=models.SET_NULL, to_field="slug", db_constraint=False
     )
     kind = models.CharField(max_length=8, choices=KINDS, default="tool")
-    tool = models.CharField(max_length=32)
+    tool = models.CharField(max_length=160)
     args = models.JSONField(default=dict)
     answer = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=STATUSES, default="pending", db_index=True)
@@ -280,3 +286,18 @@ class AlertRuleState(models.Model):
     def __str__(self) -> str:
         state = "firing" if self.alert_id else "pending" if self.pending_since else "ok"
         return f"{self.rule_id}/{self.capability_id}: {state}"
+
+
+class RecorderCheckpoint(models.Model):
+    """The last batch a recorder process committed for one runtime process
+    (``monitoring.recorder_process``): written in the batch's own transaction, so a recorder
+    process started again after a crash skips the batches its predecessor committed but
+    could not acknowledge, and nothing is written twice. ``stream`` is the runtime process's
+    recorder id; the row is deleted when that recorder stops cleanly."""
+
+    stream = models.CharField(max_length=64, primary_key=True)
+    batch = models.BigIntegerField()
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.stream}: batch {self.batch}"

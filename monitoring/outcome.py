@@ -29,7 +29,8 @@ def _artifact_json(task: Task, name: str) -> Any:
         return None
 
 
-def _verdict(outcome: dict[str, Any]) -> str:
+def verdict(outcome: dict[str, Any]) -> str:
+    """An ``outcome.json``'s verdict: ``clean``, ``findings`` or ``draft_only`` (see ``task_outcome``)."""
     if outcome.get("phase") == "draft":
         return "draft_only"
     return "clean" if outcome.get("clean") else "findings"
@@ -46,7 +47,7 @@ def verdicts(task_ids: list[str]) -> dict[str, str]:
         except ValueError:
             continue
         if isinstance(outcome, dict):
-            out[task_id] = _verdict(outcome)
+            out[task_id] = verdict(outcome)
     return out
 
 
@@ -57,7 +58,7 @@ def task_outcome(task: Task) -> dict[str, Any] | None:
     outcome = _artifact_json(task, "outcome.json")
     if not isinstance(outcome, dict):
         return None
-    return {**outcome, "verdict": _verdict(outcome)}
+    return {**outcome, "verdict": verdict(outcome)}
 
 
 def task_phase(task: Task) -> str:

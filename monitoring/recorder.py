@@ -6,6 +6,15 @@ seconds), coalesces them (a message queued then delivered in one batch is one ro
 final status; a context changed ten times is written once with its latest state) and writes
 the batch in one transaction. After the commit it hands the batch to the live sink, so the
 browser never sees something the database does not hold.
+
+``BatchWriter`` is the database side alone (rows, transaction, retries, one-by-one
+fallback); ``Recorder`` is it with the queue and the thread (``TEAMCLAW_RECORDER=thread``).
+``monitoring.recorder_process`` runs the same writer in a child process.
+
+Connections: the thread's writer keeps one connection across batches (a reconnect per batch cost more
+than the inserts) and closes it after ``IDLE_CLOSE_S`` without an event. Held while idle, on
+SQLite it kept open the file descriptors of every connection other threads of the process had
+closed (issue 17, docs/architecture.md §3 "SQLite file handles").
 """
 
 from __future__ import annotations
@@ -15,10 +24,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from django.db import close_old_connections, connection, transaction
@@ -30,6 +39,7 @@ from monitoring.models import (
     Artifact,
     ExecutionContext,
     Message,
+    RecorderCheckpoint,
     Snapshot,
     Task,
     ToolConfirmation,
@@ -41,6 +51,7 @@ from teamclaw.runtime.events import (
     ConfirmationChanged,
     ConfirmationState,
     ContextChanged,
+    ContextSnapshot,
     InstanceChanged,
     InstanceReport,
     MessageSent,
@@ -56,8 +67,29 @@ log = logging.getLogger(__name__)
 
 BATCH_SIZE = 2000
 BATCH_WAIT_S = 0.05
+IDLE_CLOSE_S = 1.0
+"""Seconds without an event after which the writer closes its connection until the next one."""
 
 BatchListener = Callable[[list[RuntimeEvent]], None]
+
+
+class RecorderSink(Protocol):
+    """What a runtime host uses of its recorder: ``Recorder`` (a thread of the runtime's
+    process) or ``monitoring.recorder_process.RecorderProcess`` (a child process)."""
+
+    written_events: int
+    failed_batches: int
+    lost_events: int
+
+    def publish(self, event: RuntimeEvent) -> None: ...
+
+    def add_listener(self, listener: BatchListener) -> None: ...
+
+    def start(self) -> None: ...
+
+    def stop(self, timeout: float = 10) -> None: ...
+
+    def flush(self, timeout: float = 30) -> bool: ...
 
 
 def _dt(seconds: float) -> datetime:
@@ -102,6 +134,22 @@ MESSAGE_ROWS_PER_STATEMENT = 50
 LARGE_PAYLOAD_CHARS = 64 * 1024
 """A message whose payload JSON is longer than this is inserted alone (PostgreSQL's driver
 builds each statement as one string holding every payload in it)."""
+
+
+def snapshot_fields(snapshot: ContextSnapshot) -> tuple[Any, ...]:
+    """What ``BatchRows.take_snapshot`` takes after the event's seq, in its order: ``(id,
+    context_id, type, trigger, label, sequence, state, created_at)``; the recorder process
+    sends the same tuple over its socket pair (``recorder_process.wire_frame``)."""
+    return (
+        snapshot.id,
+        snapshot.context_id,
+        snapshot.type,
+        snapshot.trigger,
+        snapshot.label,
+        snapshot.sequence,
+        snapshot.state,
+        snapshot.created_at,
+    )
 
 
 def message_row(message: AgentMessage, status: str, reason: str | None, project_id: str | None) -> list[Any]:
@@ -171,6 +219,7 @@ class BatchRows:
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     instances: dict[str, InstanceReport] = field(default_factory=dict)
     contexts: dict[str, Any] = field(default_factory=dict)
+    """Context id -> the live ``ExecutionContext`` (its state read when written) or its state."""
     snapshots: list[Snapshot] = field(default_factory=list)
     new_messages: dict[str, list[Any]] = field(default_factory=dict)
     status_updates: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -182,32 +231,13 @@ class BatchRows:
         """Fold ``event`` into the rows."""
         match event:
             case MessageSent(message=message, status=status, reason=reason, project_id=project_id):
-                new_row = message_row(message, str(status), reason, project_id)
-                new_row[EVENT_SEQ] = event.seq
-                self.new_messages[message.id] = new_row
+                self.take_message(event.seq, message_row(message, str(status), reason, project_id))
             case MessageStatusChanged(message=message, status=status, reason=reason):
-                row = self.new_messages.get(message.id)
-                if row is not None:
-                    row[STATUS] = str(status)
-                    row[REASON] = (reason or "")[:300]
-                else:
-                    self.status_updates[message.id] = (str(status), (reason or "")[:300])
+                self.take_status(message.id, str(status), reason)
             case ContextChanged(context=context):
                 self.contexts[context.id] = context
             case SnapshotTaken(snapshot=snap):
-                self.snapshots.append(
-                    Snapshot(
-                        id=snap.id,
-                        context_id=snap.context_id,
-                        type=snap.type,
-                        trigger=snap.trigger[:200],
-                        label=(snap.label or "")[:300],
-                        sequence=snap.sequence,
-                        state=snap.state,
-                        created_at=_dt(snap.created_at),
-                        event_seq=event.seq,
-                    )
-                )
+                self.take_snapshot(event.seq, *snapshot_fields(snap))
             case TaskStarted() | TaskFinished():
                 self.tasks.setdefault(event.task_id, {}).update(event.as_dict())
             case InstanceChanged(instance=instance):
@@ -235,86 +265,80 @@ class BatchRows:
                     )
                 )
 
+    def take_message(self, event_seq: int, row: list[Any]) -> None:
+        """A sent message as its Message row (``message_row``), from the event ``event_seq``."""
+        row[EVENT_SEQ] = event_seq
+        self.new_messages[row[0]] = row
 
-class Recorder:
-    """Event sink that writes batches to the database from its own thread."""
+    def take_status(self, message_id: str, status: str, reason: str | None) -> None:
+        """A queued message's later status: its row of this batch, or an UPDATE of an earlier one."""
+        row = self.new_messages.get(message_id)
+        if row is not None:
+            row[STATUS] = status
+            row[REASON] = (reason or "")[:300]
+        else:
+            self.status_updates[message_id] = (status, (reason or "")[:300])
 
-    def __init__(self, *, batch_size: int = BATCH_SIZE, batch_wait_s: float = BATCH_WAIT_S) -> None:
-        self._queue: queue.SimpleQueue[RuntimeEvent | _Flush | None] = queue.SimpleQueue()
-        self.batch_size = batch_size
-        self.batch_wait_s = batch_wait_s
-        self._listeners: list[BatchListener] = []
-        self._thread: threading.Thread | None = None
+    def take_context_state(self, state: dict[str, Any]) -> None:
+        """A context's state as ``ExecutionContext.state()`` gave it (the latest wins)."""
+        self.contexts[state["id"]] = state
+
+    def take_snapshot(
+        self,
+        event_seq: int,
+        snapshot_id: str,
+        context_id: str,
+        snapshot_type: str,
+        trigger: str,
+        label: str,
+        sequence: int,
+        state: Mapping[str, Any],
+        created_at: float,
+    ) -> None:
+        """A context snapshot (``ContextSnapshot``'s fields; ``created_at`` clock seconds)."""
+        self.snapshots.append(
+            Snapshot(
+                id=snapshot_id,
+                context_id=context_id,
+                type=snapshot_type,
+                trigger=trigger[:200],
+                label=(label or "")[:300],
+                sequence=sequence,
+                state=state,
+                created_at=_dt(created_at),
+                event_seq=event_seq,
+            )
+        )
+
+
+class BatchWriter:
+    """Writes batches of events to the database (the recorder's database side; module doc).
+
+    Used by the ``Recorder``'s thread, and by the recorder process
+    (``monitoring.recorder_process``), which folds the events' wire form instead: subclasses
+    change ``fold`` and ``describe``. ``checkpoint`` (``(stream, batch)``), when set, is
+    written in the same transaction as the batch (``RecorderCheckpoint``).
+    """
+
+    def __init__(self) -> None:
         self.written_events = 0
         self.failed_batches = 0
         self.lost_events = 0
         """Events that could not be stored even alone (each one is also an Alert row)."""
+        self.checkpoint: tuple[str, int] | None = None
 
-    # -- sink -------------------------------------------------------------------------
-    def publish(self, event: RuntimeEvent) -> None:
-        self._queue.put(event)
+    def fold(self, rows: BatchRows, item: Any) -> None:
+        """Fold one item of a batch (here a RuntimeEvent) into ``rows``."""
+        rows.take(item)
 
-    def add_listener(self, listener: BatchListener) -> None:
-        """Call ``listener(events)`` after each committed batch (the live sink)."""
-        self._listeners.append(listener)
+    def describe(self, item: Any) -> tuple[str, float, int]:
+        """``(kind, at, seq)`` of one item of a batch, for the alert when it cannot be stored."""
+        return str(item.kind), item.at, item.seq
 
-    # -- thread -----------------------------------------------------------------------
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="teamclaw-recorder", daemon=True)
-            self._thread.start()
-
-    def stop(self, timeout: float = 10) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(timeout)
-            self._thread = None
-
-    def flush(self, timeout: float = 30) -> bool:
-        """Block until everything published before this call is committed; False on timeout."""
-        if self._thread is None:
-            return True
-        marker = _Flush()
-        self._queue.put(marker)
-        return marker.done.wait(timeout)
-
-    def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch: list[RuntimeEvent] = []
-            markers: list[_Flush] = []
-            stop = False
-            deadline = time.monotonic() + self.batch_wait_s
-            item: RuntimeEvent | _Flush | None = first
-            while True:
-                if item is None:
-                    stop = True
-                    break
-                if isinstance(item, _Flush):
-                    markers.append(item)
-                    break  # write now: someone is waiting
-                batch.append(item)
-                if len(batch) >= self.batch_size:
-                    break
-                remaining = deadline - time.monotonic()
-                try:
-                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            if batch:
-                self._write_with_retry(batch)
-            for marker in markers:
-                marker.done.set()
-            if stop:
-                break
-        close_old_connections()
-        connection.close()
-
-    def _write_with_retry(self, batch: list[RuntimeEvent]) -> None:
-        """Write the batch; on repeated failure write event by event so one bad event costs only
-        itself, and record each event that still cannot be stored as an Alert (never silently)."""
+    def write_with_retry(self, batch: list[Any]) -> list[Any]:
+        """Write the batch; on repeated failure write item by item so one bad event costs only
+        itself, and record each event that still cannot be stored as an Alert (never silently).
+        Returns the items that were stored."""
         written = batch
         for attempt in range(2):
             try:
@@ -330,43 +354,62 @@ class Recorder:
                 self.failed_batches += 1
                 time.sleep(0.2 * (attempt + 1))
         else:
-            written = self._write_one_by_one(batch)
-        for listener in self._listeners:
+            checkpoint, self.checkpoint = self.checkpoint, None
             try:
-                listener(written)
-            except Exception:
-                log.exception("recorder listener failed")
+                written = self._write_one_by_one(batch)
+            finally:
+                self.checkpoint = checkpoint
+            if checkpoint is not None:
+                try:
+                    with transaction.atomic():
+                        self.write_checkpoint()
+                except Exception:
+                    log.exception("recorder could not store its checkpoint")
+        return written
 
-    def _write_one_by_one(self, batch: list[RuntimeEvent]) -> list[RuntimeEvent]:
+    def _write_one_by_one(self, batch: list[Any]) -> list[Any]:
         written = []
-        for event in batch:
+        for item in batch:
             try:
                 close_old_connections()
-                self.write([event])
-                written.append(event)
+                self.write([item])
+                written.append(item)
                 self.written_events += 1
             except Exception as exc:
                 self.lost_events += 1
-                what = f"{with_article(event.kind)} event"
+                kind, at, seq = self.describe(item)
+                what = f"{with_article(kind)} event"
                 log.exception("recorder could not store %s", what)
                 try:
                     Alert.objects.create(
                         kind="recorder",
                         severity="critical",
-                        created_at=_dt(event.at),
+                        created_at=_dt(at),
                         message=f"{what} could not be recorded: {type(exc).__name__}: {exc}"[:2000],
-                        details={"event_kind": str(event.kind), "seq": event.seq},
+                        details={"event_kind": kind, "seq": seq},
                     )
                 except Exception:
                     log.exception("recorder could not store the alert either")
         return written
 
+    def write_checkpoint(self) -> None:
+        """Store ``checkpoint`` (inside the caller's transaction); nothing when it is None."""
+        if self.checkpoint is None:
+            return
+        stream, batch = self.checkpoint
+        RecorderCheckpoint.objects.bulk_create(
+            [RecorderCheckpoint(stream=stream, batch=batch, updated_at=_dt(time.time()))],
+            update_conflicts=True,
+            unique_fields=["stream"],
+            update_fields=["batch", "updated_at"],
+        )
+
     # -- writing ----------------------------------------------------------------------
-    def write(self, batch: list[RuntimeEvent]) -> None:
+    def write(self, batch: list[Any]) -> None:
         """Write one batch of events in a single transaction (coalesced, see module doc)."""
         rows = BatchRows()
-        for event in batch:
-            rows.take(event)
+        for item in batch:
+            self.fold(rows, item)
         with transaction.atomic():
             self._write_tasks(rows.tasks)
             self._write_instances(rows.instances)
@@ -391,6 +434,7 @@ class Recorder:
             self._write_confirmations(rows.confirmations)
             if rows.alerts:
                 Alert.objects.bulk_create(rows.alerts)
+            self.write_checkpoint()
 
     @staticmethod
     def _insert_messages(rows: list[list[Any]]) -> None:
@@ -483,7 +527,7 @@ class Recorder:
             return
         rows = []
         for context in contexts.values():
-            state = context.state()
+            state = context if isinstance(context, dict) else context.state()
             usage = state["resource_usage"]
             rows.append(
                 ExecutionContext(
@@ -501,6 +545,8 @@ class Recorder:
                     input_context=state["input_context"],
                     output_state=state["output_state"],
                     resource_usage=usage,
+                    memory=state["memory"],
+                    knowledge=state["knowledge"],
                     input_tokens=usage["input_tokens"],
                     output_tokens=usage["output_tokens"],
                     total_tokens=usage["total_tokens"],
@@ -521,6 +567,8 @@ class Recorder:
                 "input_context",
                 "output_state",
                 "resource_usage",
+                "memory",
+                "knowledge",
                 "input_tokens",
                 "output_tokens",
                 "total_tokens",
@@ -562,3 +610,88 @@ class Recorder:
                 defaults=fields if info.status == "pending" else {**fields, **answer},
                 create_defaults={**fields, **answer},
             )
+
+
+class Recorder(BatchWriter):
+    """Event sink that writes batches to the database from its own thread (``TEAMCLAW_RECORDER=thread``;
+    ``monitoring.recorder_process.RecorderProcess`` is the same sink with the writing in a child process)."""
+
+    def __init__(self, *, batch_size: int = BATCH_SIZE, batch_wait_s: float = BATCH_WAIT_S) -> None:
+        super().__init__()
+        self._queue: queue.SimpleQueue[RuntimeEvent | _Flush | None] = queue.SimpleQueue()
+        self.batch_size = batch_size
+        self.batch_wait_s = batch_wait_s
+        self._listeners: list[BatchListener] = []
+        self._thread: threading.Thread | None = None
+
+    # -- sink -------------------------------------------------------------------------
+    def publish(self, event: RuntimeEvent) -> None:
+        self._queue.put(event)
+
+    def add_listener(self, listener: BatchListener) -> None:
+        """Call ``listener(events)`` after each committed batch (the live sink)."""
+        self._listeners.append(listener)
+
+    # -- thread -----------------------------------------------------------------------
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="teamclaw-recorder", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 10) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout)
+            self._thread = None
+
+    def flush(self, timeout: float = 30) -> bool:
+        """Block until everything published before this call is committed; False on timeout."""
+        if self._thread is None:
+            return True
+        marker = _Flush()
+        self._queue.put(marker)
+        return marker.done.wait(timeout)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                first = self._queue.get(timeout=IDLE_CLOSE_S)
+            except queue.Empty:
+                # Idle: hold no connection while waiting (module docstring, "Connections").
+                connection.close()
+                first = self._queue.get()
+            if first is None:
+                break
+            batch: list[RuntimeEvent] = []
+            markers: list[_Flush] = []
+            stop = False
+            deadline = time.monotonic() + self.batch_wait_s
+            item: RuntimeEvent | _Flush | None = first
+            while True:
+                if item is None:
+                    stop = True
+                    break
+                if isinstance(item, _Flush):
+                    markers.append(item)
+                    break  # write now: someone is waiting
+                batch.append(item)
+                if len(batch) >= self.batch_size:
+                    break
+                remaining = deadline - time.monotonic()
+                try:
+                    item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
+                except queue.Empty:
+                    break
+            if batch:
+                written = self.write_with_retry(batch)
+                for listener in self._listeners:
+                    try:
+                        listener(written)
+                    except Exception:
+                        log.exception("recorder listener failed")
+            for marker in markers:
+                marker.done.set()
+            if stop:
+                break
+        close_old_connections()
+        connection.close()

@@ -75,6 +75,12 @@ class Timeline:
     def __len__(self) -> int:
         return len(self.entries)
 
+    @property
+    def step_count(self) -> int:
+        """How many steps the replay has: the one count the page's header and stepper show
+        (steps are numbered 1..step_count on the page; ``?at=`` takes the 0-based index)."""
+        return len(self.entries)
+
     def snapshot_before(self, index: int) -> Snapshot | None:
         """The latest snapshot at or before entry ``index``."""
         for entry in reversed(self.entries[: index + 1]):
@@ -146,11 +152,23 @@ def clamp_index(raw: Any, timeline: Timeline) -> int:
     return max(0, min(index, len(timeline) - 1))
 
 
+def step_index(raw: Any, timeline: Timeline) -> int:
+    """The 0-based index of step number ``raw`` (1..step_count, what the page shows and its
+    jump box sends as ``?step=``), clamped to the timeline. Raises ValueError for something
+    that is not a whole number."""
+    try:
+        number = int(str(raw))
+    except ValueError:
+        raise ValueError("step must be a step number (a whole number)") from None
+    return max(0, min(number - 1, timeline.step_count - 1))
+
+
 def step(timeline: Timeline, index: int) -> dict[str, Any]:
-    """What the page shows at step ``index``: the entry, the state at that point (from the
-    latest snapshot at or before it) and, for a message, its full payload."""
+    """What the page shows at step ``index`` (0-based): the entry, the state at that point
+    (from the latest snapshot at or before it) and, for a message, its full payload; its
+    ``number`` (index + 1) of ``count`` (``Timeline.step_count``)."""
     if not timeline.entries:
-        return {"entry": None, "snapshot": None, "state": None, "message": None, "index": 0}
+        return {"entry": None, "snapshot": None, "state": None, "message": None, "index": 0, "number": 0, "count": 0}
     entry = timeline.entries[index]
     snapshot = timeline.snapshot_before(index)
     state = Snapshot.objects.values_list("state", flat=True).get(pk=snapshot.pk) if snapshot else None
@@ -171,6 +189,8 @@ def step(timeline: Timeline, index: int) -> dict[str, Any]:
         "previous": index - 1 if index > 0 else None,
         "next": index + 1 if index + 1 < len(timeline) else None,
         "last": len(timeline) - 1,
+        "number": index + 1,
+        "count": timeline.step_count,
     }
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 
+from django.utils.translation import gettext
+
 from capabilities.models import AgentRole
 
 OPERATOR_EMOJI = "🧑"
@@ -21,17 +23,15 @@ _cache: tuple[float, dict[str, tuple[str, str]]] = (0.0, {})
 
 
 def role_labels() -> dict[str, tuple[str, str]]:
-    """``role -> (emoji, display name)`` for every role, plus ``user`` (the operator)."""
+    """``role -> (emoji, display name)`` for every role, plus ``user`` (the operator, named
+    in the active language; the roles' names are configuration, shown as they are)."""
     global _cache
     loaded_at, labels = _cache
-    if time.monotonic() - loaded_at < TTL_S and labels:
-        return labels
-
-    labels = {r.role: (r.emoji, r.display_name) for r in AgentRole.objects.only("role", "emoji", "display_name")}
-    labels["user"] = (OPERATOR_EMOJI, "Operator")
-    with _lock:
-        _cache = (time.monotonic(), labels)
-    return labels
+    if not (time.monotonic() - loaded_at < TTL_S and labels):
+        labels = {r.role: (r.emoji, r.display_name) for r in AgentRole.objects.only("role", "emoji", "display_name")}
+        with _lock:
+            _cache = (time.monotonic(), labels)
+    return {**labels, "user": (OPERATOR_EMOJI, gettext("Operator"))}
 
 
 def role_order() -> list[str]:

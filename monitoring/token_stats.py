@@ -18,6 +18,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.translation import gettext
 from pygal.style import Style
 
 from monitoring.access import visible_contexts
@@ -197,13 +198,14 @@ def _config(**extra: Any) -> dict[str, Any]:
 
 
 def usage_chart(stats: TokenStats, limit: int = 15) -> str:
-    """Stacked bars of input and output tokens per group (the largest ``limit``), as SVG."""
+    """Stacked bars of input and output tokens per group (the largest ``limit``), as SVG, its
+    title and series named in the active language."""
     chart = pygal.StackedBar(**_config(x_label_rotation=20 if len(stats.rows) > 6 else 0))
-    chart.title = f"Tokens by {stats.group_by}"
+    chart.title = gettext("Tokens by %(group_by)s") % {"group_by": stats.group_by}
     rows = stats.rows[:limit]
     chart.x_labels = [r["label"] for r in rows]
-    chart.add("input tokens", [r["input_tokens"] for r in rows])
-    chart.add("output tokens", [r["output_tokens"] for r in rows])
+    chart.add(gettext("input tokens"), [r["input_tokens"] for r in rows])
+    chart.add(gettext("output tokens"), [r["output_tokens"] for r in rows])
     return chart.render(is_unicode=True)
 
 
@@ -213,7 +215,10 @@ def series_chart(series: dict[str, Any]) -> str:
         return ""
     fmt = "%m-%d %H:00" if series["unit"] == "hour" else "%Y-%m-%d"
     chart = pygal.Line(**_config(x_label_rotation=30, show_minor_x_labels=False, dots_size=2))
-    chart.title = f"Total tokens per {series['unit']} (contexts by start time)"
+    if series["unit"] == "hour":
+        chart.title = gettext("Total tokens per hour (contexts by start time)")
+    else:
+        chart.title = gettext("Total tokens per day (contexts by start time)")
     chart.x_labels = [b.strftime(fmt) for b in series["buckets"]]
     step = max(1, len(chart.x_labels) // 12)
     chart.x_labels_major = chart.x_labels[::step]

@@ -7,9 +7,14 @@ refuses *would now be denied*; the reverse are *newly allowed*. Calls refused fo
 reason (disabled capability, bad params, ...) are counted apart: the matrix is not what
 stops them. Operator-started tasks (caller ``user``) are not governed by the matrix.
 
-For the tool matrix (工具权限矩阵) a recorded invoke is affected when the capability it
-called declares a tool (``required_tools``) whose mode changes for the callee role:
-it would be *denied* (``tool_denied``), *sent for confirmation* (⚠️) or *newly allowed*.
+For the tool matrix (工具权限矩阵) two things are counted. First the **recorded tool uses**
+themselves (``tool_uses``): every ``{type: "tool"}`` reference in a context's
+``input_context.messages`` (``ExecutionCall.use_tool`` writes one per use, with its outcome)
+whose ``(role, tool)`` cell changes: it would be *denied* (``tool_denied``), *sent for
+confirmation* (⚠️) or *newly allowed* (a use the matrix refused). This is what a tool cell
+governs directly: main's three ``file_write`` uses are three affected uses. Second the
+recorded invokes whose capability declares such a tool (``required_tools``), judged the same
+way (a declared tool is not always used, so these are counted apart).
 
 A global change does not reach projects that override the cell; a project's change only
 reaches that project's traffic. Results are grouped by caller -> callee with counts, the
@@ -28,6 +33,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import Count, Q
@@ -35,7 +41,7 @@ from django.db.models import Count, Q
 from capabilities.matrices import INVOKE, TOOL, Cell, MatrixKind, layers
 from capabilities.models import CapabilityCard, InvokePermission, Project, ToolPermission
 from monitoring.access import sees_every_task, visible_tasks
-from monitoring.models import Message
+from monitoring.models import ExecutionContext, Message
 
 DEFAULT_DAYS = 7
 MAX_DAYS = 90
@@ -205,13 +211,91 @@ def _tool_effect(current: str, proposed: str) -> str:
     return "allowed"
 
 
+def _tool_uses(
+    project: Project | None, since_ms: int, roles: set[str], viewer: Any
+) -> dict[tuple[str, str, str, str], int]:
+    """Recorded tool uses since ``since_ms`` (epoch ms) by ``roles``, in the contexts ``viewer``
+    may see: ``(role, tool, outcome, project slug or "") -> count``. A reference without its
+    own ``timestamp`` (recorded before uses carried one) counts when its context was updated
+    within the window."""
+    since = datetime.fromtimestamp(since_ms / 1000, tz=UTC)
+    contexts = ExecutionContext.objects.filter(role__in=roles, updated_at__gte=since)
+    if traffic_scope(viewer) != TRAFFIC_ALL:
+        contexts = contexts.filter(task_id__in=visible_tasks(viewer).values("id"))
+    if project is not None:
+        contexts = contexts.filter(project_id=project.slug)
+    counts: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    for role, project_id, input_context in contexts.values_list("role", "project_id", "input_context").iterator():
+        for reference in (input_context or {}).get("messages") or ():
+            if not isinstance(reference, dict) or reference.get("type") != "tool":
+                continue
+            stamp = reference.get("timestamp")
+            if isinstance(stamp, int) and stamp < since_ms:
+                continue
+            counts[
+                (role, str(reference.get("tool", "")), str(reference.get("outcome", "used")), str(project_id or ""))
+            ] += 1
+    return counts
+
+
+def _tool_use_report(
+    project: Project | None,
+    since_ms: int,
+    transitions: dict[Cell, tuple[Any, Any]],
+    pinned_projects: Mapping[Cell, set[str]],
+    viewer: Any,
+) -> dict[str, Any]:
+    """The ``tool_uses`` part of ``tool_what_if``: ``{considered, summary {denied, allowed,
+    confirm}, groups [{role, tool, effect, label, count, outcomes {used|denied|rejected|failed:
+    n}, projects}], unaffected_by_project_overrides}``."""
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    considered = pinned = 0
+    roles = {role for role, _tool in transitions}
+    for (role, tool, outcome, project_id), n in sorted(_tool_uses(project, since_ms, roles, viewer).items()):
+        cell = (role, tool)
+        if cell not in transitions:
+            continue
+        if project_id in pinned_projects.get(cell, ()):
+            pinned += n
+            continue
+        current, proposed = transitions[cell]
+        effect = _tool_effect(current, proposed)
+        considered += n
+        group = groups.setdefault(
+            (role, tool, effect),
+            {
+                "role": role,
+                "tool": tool,
+                "effect": effect,
+                "label": EFFECT_LABELS[effect],
+                "count": 0,
+                "outcomes": {},
+                "projects": [],
+            },
+        )
+        group["count"] += n
+        group["outcomes"][outcome] = group["outcomes"].get(outcome, 0) + n
+        scope = project_id or "(global)"
+        if scope not in group["projects"]:
+            group["projects"].append(scope)
+    ordered = sorted(groups.values(), key=lambda g: (-g["count"], g["role"], g["tool"], g["effect"]))
+    return {
+        "considered": considered,
+        "summary": {effect: sum(g["count"] for g in ordered if g["effect"] == effect) for effect in EFFECT_LABELS},
+        "groups": ordered,
+        "unaffected_by_project_overrides": pinned,
+    }
+
+
 def tool_what_if(
     project: Project | None, staged: Mapping[Cell, Any], days: int = DEFAULT_DAYS, *, viewer: Any
 ) -> dict[str, Any]:
     """What the staged tool cells (``(role, tool) -> mode | None``) would have done to the
     invokes of the last ``days`` days (that ``viewer`` may see) served by those roles, through the tools each called
     capability declares (``required_tools``). Same shape as ``invoke_what_if``; each group
-    also lists the ``tools`` involved.
+    also lists the ``tools`` involved. ``tool_uses`` adds the recorded tool uses of those
+    cells themselves (``_tool_use_report``: ``{considered, summary, groups [{role, tool,
+    effect, label, count, outcomes, projects}], unaffected_by_project_overrides}``).
     """
     transitions = _transitions(TOOL, project, staged)
     pinned_projects = _other_overrides(TOOL, list(transitions)) if project is None else {}
@@ -245,7 +329,9 @@ def tool_what_if(
             for tool in reached:
                 if tool not in group["tools"]:
                     group["tools"].append(tool)
-    return _report(TOOL, project, days, transitions, groups, considered, elsewhere, pinned, viewer)
+    report = _report(TOOL, project, days, transitions, groups, considered, elsewhere, pinned, viewer)
+    report["tool_uses"] = _tool_use_report(project, _window(days), transitions, pinned_projects, viewer)
+    return report
 
 
 def what_if(

@@ -248,17 +248,20 @@ async def _failover(runtime: Runtime, capability_id: str) -> str:
 
 
 async def _restart(runtime: Runtime, capability_id: str, failing: set[str]) -> str:
-    _, card = await _card(runtime, capability_id)
+    snapshot, card = await _card(runtime, capability_id)
     if card is None:
         return "auto_restart: the capability is gone"
     restarted = []
     for role in card.owner_roles:
+        limit = snapshot.constraints_for(role).max_concurrent_instances
         for instance in list(runtime.pool.alive(role)):
             if instance.healthy and instance.instance_id not in failing:
                 continue
             runtime.terminate(instance.instance_id, reason="alert rule auto_restart")
-            fresh = runtime.spawn(role)
-            restarted.append(f"{instance.instance_id} -> {fresh.instance_id}")
+            # The fresh instance takes the slot given back (PRD §4.7: the limit holds across
+            # runtime workers, runs.instance_slots); another worker may have taken it meanwhile.
+            fresh = await runtime.spawn_in_slot(role, limit)
+            restarted.append(f"{instance.instance_id} -> {fresh.instance_id if fresh else 'no free slot'}")
     if not restarted:
         return "auto_restart: every instance is healthy and none answered with errors"
     return "auto_restart: " + ", ".join(restarted)
@@ -271,7 +274,12 @@ async def _scale_out(runtime: Runtime, capability_id: str, count: int) -> str:
     role = card.owner_roles[0]
     limit = snapshot.constraints_for(role).max_concurrent_instances
     room = max(0, limit - len(runtime.pool.alive(role)))
-    added = [runtime.spawn(role).instance_id for _ in range(min(count, room))]
+    added: list[str] = []
+    for _ in range(min(count, room)):
+        fresh = await runtime.spawn_in_slot(role, limit)  # a slot each: the limit holds across workers
+        if fresh is None:
+            break
+        added.append(fresh.instance_id)
     note = "" if len(added) == count else f" (the {role} limit of {limit} instances is reached)"
     return f"scale_out: added {len(added)} of {count} {role} instance(s){note}"
 

@@ -92,8 +92,15 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
         error={"status": 503, "detail": "no worker answered"},
         done_at=timezone.now(),
     ):
-        raise CommandRefused(f"the worker running task {task_id} did not answer within {timeout_s:g} s", 503)
-    raise CommandRefused(f"the worker running task {task_id} took the command but did not answer in time", 503)
+        if task_id:
+            raise CommandRefused(f"the worker running task {task_id} did not answer within {timeout_s:g} s", 503)
+        raise CommandRefused(
+            f"no runtime worker took the call within {timeout_s:g} s: is one running? "
+            "(python manage.py runtime_worker)",
+            503,
+        )
+    who = f"the worker running task {task_id}" if task_id else "the runtime worker that took the call"
+    raise CommandRefused(f"{who} took the command but did not answer in time", 503)
 
 
 async def call_anywhere(kind: str, payload: dict[str, Any]) -> CallOutcome:

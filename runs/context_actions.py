@@ -20,6 +20,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
@@ -31,6 +32,7 @@ from monitoring.models import ExecutionContext, Snapshot
 from runs.commands import CommandRefused, send_command
 from teamclaw.errors import DomainError
 from teamclaw.plain_text import hidden_character_problem
+from teamclaw.runtime.memory import Memory
 from teamclaw.runtime.messages import new_id
 
 MAX_INSTRUCTION_CHARS = 2000
@@ -107,6 +109,11 @@ def send_user_instruction(user: Any, context_id: str, text: Any) -> dict[str, An
     return snapshot
 
 
+def empty_memory() -> dict[str, Any]:
+    """``Memory.state()`` of a context recorded before memory was (an empty memory)."""
+    return Memory(budget_tokens=settings.TEAMCLAW["MEMORY_TOKENS"]).state()
+
+
 def state_from_row(context: ExecutionContext) -> dict[str, Any]:
     """A recorded context in the shape of ``ExecutionContext.state()`` (what snapshots hold)."""
     return {
@@ -131,6 +138,8 @@ def state_from_row(context: ExecutionContext) -> dict[str, Any]:
             "api_calls": context.api_calls,
             "estimated": context.tokens_estimated,
         },
+        "memory": context.memory or empty_memory(),
+        "knowledge": context.knowledge or [],
         "created_at": context.created_at.timestamp(),
         "updated_at": context.updated_at.timestamp(),
     }

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import DatabaseError, close_old_connections, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -49,11 +49,14 @@ from monitoring import live_items
 from monitoring.live_events import LiveItem
 from monitoring.live_sink import get_live_sink
 from monitoring.models import Task, ToolConfirmation
-from monitoring.recorder import Recorder
+from monitoring.recorder import RecorderSink
+from runs.instance_slots import DatabaseSlots, SlotRenewal
 from runs.models import RuntimeCommand, RuntimeWorker
 from runs.outside_calls import CALLS
+from runs.pinned_config import pinned_for
 from runs.resume import journal_for
-from teamclaw.runtime import InvokeResult, Runtime, TaskNotRunning
+from teamclaw.runtime import ConfigSnapshot, InvokeResult, Runtime, TaskNotRunning
+from teamclaw.runtime.overlay import ConfigOverlay
 from teamclaw.runtime.resume import ResumeJournal
 
 
@@ -65,7 +68,7 @@ class WorkerHost(Protocol):
         """The runtime, once started."""
 
     @property
-    def recorder(self) -> Recorder:
+    def recorder(self) -> RecorderSink:
         """The database sink of the runtime's events."""
 
     def call_soon(self, fn: Any, *args: Any) -> None:
@@ -99,6 +102,11 @@ INTERRUPTED = {
 }
 
 
+def new_worker_id() -> str:
+    """A runtime worker's id: ``<hostname>-<pid>-<8 hex digits>``."""
+    return f"{socket.gethostname()[:40]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
 def lease_s() -> float:
     return float(settings.TEAMCLAW["LEASE_S"])
 
@@ -113,6 +121,8 @@ class Claimed:
 
     task: Task
     journal: ResumeJournal | None
+    pinned: ConfigSnapshot | None = None
+    """The configuration the task started on, when it resumes (``runs.pinned_config``)."""
 
 
 def claimable() -> Q:
@@ -185,12 +195,14 @@ class Dispatcher:
     ``worker`` or ``command``; ``concurrency`` bounds the tasks it runs at once; ``claim``
     False makes it run only the tasks handed to it (a terminal's run)."""
 
-    def __init__(self, host: WorkerHost, kind: str, concurrency: int, *, claim: bool = True) -> None:
+    def __init__(
+        self, host: WorkerHost, kind: str, concurrency: int, *, claim: bool = True, worker_id: str | None = None
+    ) -> None:
         self.host = host
         self.kind = kind
         self.concurrency = concurrency
         self.claim = claim
-        self.id = f"{socket.gethostname()[:40]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.id = worker_id or new_worker_id()
         self.running: dict[str, asyncio.Future[InvokeResult]] = {}
         self.wake = asyncio.Event()
         self.loops: list[asyncio.Task[None]] = []
@@ -240,6 +252,8 @@ class Dispatcher:
         with self.lease_lock:
             self.stopping = True
             Task.objects.filter(pk__in=task_ids, owner=self.id).update(lease_expires_at=timezone.now())
+            if (slots := self.database_slots()) is not None:
+                slots.release_all()  # its instances are gone: another worker may spawn in their slots
             RuntimeWorker.objects.filter(pk=self.id).update(stopped_at=timezone.now())
 
     # -- starting tasks ------------------------------------------------------------------
@@ -261,7 +275,8 @@ class Dispatcher:
         if task.attempt > 1 and not self.resumable(task):
             fail_interrupted(task)
             return None
-        return Claimed(task, journal_for(task))
+        journal = journal_for(task)
+        return Claimed(task, journal, pinned_for(task) if task.attempt > 1 else None)
 
     def resumable(self, task: Task) -> bool:
         runtime = self.host.runtime
@@ -291,6 +306,8 @@ class Dispatcher:
                 entry_role=spec.get("entry_role", "main"),
                 prompt_enhancement=spec.get("prompt_enhancement", ""),
                 journal=item.journal,
+                overlay=ConfigOverlay.from_dict(spec.get("config_overlay")),
+                snapshot=item.pinned,
             )
         )
         self.running[task.id] = run
@@ -365,13 +382,19 @@ class Dispatcher:
         if not self.registered:
             await asyncio.to_thread(self.register)
             self.last_idle_beat = now
+        slots = self.database_slots()
         if now - self.last_heartbeat >= settings.TEAMCLAW["WORKER_HEARTBEAT_S"] and (
-            self.running or now - self.last_idle_beat >= IDLE_HEARTBEAT_S
+            self.running or (slots is not None and slots.held) or now - self.last_idle_beat >= IDLE_HEARTBEAT_S
         ):
-            # Leases are renewed every heartbeat; an idle worker beats its row less often.
+            # Leases (of tasks and instance slots) are renewed every heartbeat; an idle worker
+            # holding no slot beats its row less often.
             self.last_heartbeat = self.last_idle_beat = now
-            for task_id in await asyncio.to_thread(self.heartbeat, list(self.running)):
+            lost_tasks, renewal = await asyncio.to_thread(self.heartbeat, list(self.running))
+            for task_id in lost_tasks:
                 self.give_up(task_id)
+            if renewal is not None and self.host.runtime is not None and slots is not None and slots.held:
+                await self.refresh_limits(self.host.runtime)
+                self.host.runtime.settle_slots(renewal.lost, renewal.wanted)
         runtime = self.host.runtime
         if runtime is None:
             return
@@ -405,15 +428,42 @@ class Dispatcher:
         if claimed:
             self.wake.set()
 
-    def heartbeat(self, task_ids: list[str]) -> list[str]:
-        """Renew this worker's row and the leases of ``task_ids`` (not once it is stopping: a
-        renewal must never land after ``release``). Returns the tasks another worker took
-        over meanwhile (this one was paused past its lease)."""
+    @staticmethod
+    async def refresh_limits(runtime: Runtime) -> None:
+        """Load again every configuration this worker holds (global and per project) that
+        the config moved on from (a role's limit lowered, PRD §4.7), so the renewal that
+        follows retires the instances past it. A load that fails (a project deleted) leaves
+        that snapshot out of ``Runtime.role_limits``, being older than the config; logged."""
+        for project_id in list(runtime.config.cached):
+            try:
+                await runtime.snapshot_for(project_id)
+            except Exception:
+                log.warning("could not load the configuration of %s to check the role limits", project_id or "the team")
+
+    def heartbeat(self, task_ids: list[str]) -> tuple[list[str], SlotRenewal | None]:
+        """Renew this worker's row, the leases of ``task_ids`` and of its instance slots (not
+        once it is stopping: a renewal must never land after ``release``). Returns the tasks
+        another worker took over meanwhile (this one was paused past its lease) and what the
+        slots' renewal found (``runs.instance_slots.DatabaseSlots.renew``)."""
         close_old_connections()
         with self.lease_lock:
             if self.stopping:
-                return []
-            return self.renew(task_ids)
+                return [], None
+            lost = self.renew(task_ids)
+            slots = self.database_slots()
+            if slots is None:
+                return lost, None
+            try:
+                return lost, slots.renew()
+            except DatabaseError:  # the tasks' renewal stands; the slots are renewed next beat
+                log.warning("could not renew this worker's instance slots", exc_info=True)
+                return lost, None
+
+    def database_slots(self) -> DatabaseSlots | None:
+        """The runtime's instance slots when they are this worker's rows in the database."""
+        runtime = self.host.runtime
+        slots = runtime.slots if runtime is not None else None
+        return slots if isinstance(slots, DatabaseSlots) and slots.owner == self.id else None
 
     def renew(self, task_ids: list[str]) -> list[str]:
         now = timezone.now()

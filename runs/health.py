@@ -13,15 +13,26 @@ recorded results:
 - **HEALTHY** otherwise (no instance yet counts: one is spawned on the first call).
 
 ``lastCheck`` is the time of this check on the runtime's clock (UTC ISO 8601).
+
+A web process that runs no agents (``TEAMCLAW_RUNTIME=remote``) answers from the database
+instead (``workers_capability_status``): the live runtime workers and the instance slots
+they hold; it never starts a runtime of its own to answer (``runs.health_here`` chooses).
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections import Counter
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.utils import timezone
+
 from monitoring.models import Message
+from runs.dispatch import IDLE_HEARTBEAT_S
 from runs.host_port import HostPort, runtime_of
+from runs.models import InstanceSlot, RuntimeWorker
+from runs.workers import silence_limit_s
+from team.snapshot import build_snapshot
 from teamclaw.runtime import Runtime
 from teamclaw.runtime.config import ConfigSnapshot
 from teamclaw.runtime.executors.provider import ProviderExecutor
@@ -64,9 +75,11 @@ def classify(
     interval_s: float,
     timeout_s: float,
     output_streak: int,
+    unspawnable_reason: str = "",
 ) -> tuple[str, str]:
     """``(status, message)`` by the rules of the module docstring. ``instances`` are the
-    live instances of the owner roles: ``{healthy, last_heartbeat}`` (epoch s)."""
+    live instances of the owner roles: ``{healthy, last_heartbeat}`` (epoch s);
+    ``unspawnable_reason`` says why none may be spawned, when it is known."""
     if not enabled:
         return "UNHEALTHY", reason_disabled or "the capability is disabled"
     if instances:
@@ -77,7 +90,7 @@ def classify(
         if age > interval_s + HEARTBEAT_GRACE_S:
             return "DEGRADED", f"missed a heartbeat: the last one was {age:.0f} s ago (every {interval_s:g} s)"
     elif not spawnable:
-        return "UNHEALTHY", "no instance is running and none may be spawned"
+        return "UNHEALTHY", unspawnable_reason or "no instance is running and none may be spawned"
     if output_streak >= OUTPUT_FAILURE_STREAK:
         return "DEGRADED", f"the last {output_streak} results failed the output schema"
     if not instances:
@@ -126,12 +139,70 @@ def capability_health(host: HostPort, snapshot: ConfigSnapshot, capability_id: s
     return host.call(health(), timeout=30)
 
 
-def capability_status(host: HostPort, capability_id: str) -> dict[str, Any] | None:
+def capability_status(host: HostPort, capability_id: str, timeout_s: float = 30) -> dict[str, Any] | None:
     """``{capabilityId, status, lastCheck, message, lastHeartbeat, instances, outputFailures,
-    providers}`` for ``capability_id``, or None when no card has that id."""
-    view = host.call(_runtime_view(runtime_of(host), capability_id), timeout=30)
+    providers}`` for ``capability_id`` as ``host``'s runtime sees it, or None when no card has
+    that id. Waits at most ``timeout_s`` (s) for the runtime; raises TimeoutError past it."""
+    view = host.call(_runtime_view(runtime_of(host), capability_id), timeout=timeout_s)
     if view is None:
         return None
+    return _status_document(capability_id, view)
+
+
+def workers_capability_status(capability_id: str, snapshot: ConfigSnapshot | None = None) -> dict[str, Any] | None:
+    """``capability_status`` for a web process that runs no agents (``TEAMCLAW_RUNTIME=remote``),
+    from what the runtime workers leave in the database: the instances are the instance slots
+    of the owner roles held by live workers (``runs.workers``; each beating with its worker),
+    and one may be spawned while a live worker that takes tasks runs and a role has a free
+    slot. A terminal run's instances serve only its own task and are not listed. With no live
+    worker that takes calls the capability is UNHEALTHY: nothing would answer one. Each
+    instance also names its ``worker``. ``providers`` stays empty (a worker's executor state
+    is its own). ``snapshot``: the configuration to judge by (default: the global one, now).
+    None when no card has that id."""
+    snapshot = snapshot or build_snapshot(None)
+    card = snapshot.cards.get(capability_id)
+    if card is None:
+        return None
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=silence_limit_s())
+    live = {w.id: w for w in RuntimeWorker.objects.filter(stopped_at__isnull=True, heartbeat_at__gte=cutoff)}
+    # A terminal run (kind ``command``) serves its own task only: its instances answer nobody else.
+    takers = {worker_id: w for worker_id, w in live.items() if w.kind != "command"}
+    roles = [r for r in card.owner_roles if r in snapshot.roles and snapshot.roles[r].enabled]
+    slots = InstanceSlot.objects.filter(role__in=roles, owner__in=list(live), lease_expires_at__gte=now)
+    held = Counter(slots.values_list("role", flat=True))  # a terminal run's slots count against the limit too
+    rows = list(slots.filter(owner__in=list(takers)).order_by("role", "index"))
+    spawnable = bool(takers) and any(held[r] < snapshot.constraints_for(r).max_concurrent_instances for r in roles)
+    view = {
+        "enabled": card.enabled,
+        "skill_id": card.skill_id,
+        "instances": [
+            {
+                "instance_id": row.instance_id,
+                "role": row.role,
+                "healthy": True,
+                "last_heartbeat": live[row.owner].heartbeat_at.timestamp(),
+                "worker": row.owner,
+            }
+            for row in rows
+        ],
+        "spawnable": spawnable,
+        "unspawnable_reason": NO_WORKER if not takers else "",
+        "worker_beat": max((w.heartbeat_at.timestamp() for w in takers.values()), default=None),
+        "now": now.timestamp(),
+        "interval_s": float(IDLE_HEARTBEAT_S),
+        "timeout_s": silence_limit_s(),
+        "providers": [],
+    }
+    return _status_document(capability_id, view)
+
+
+NO_WORKER = "no runtime worker is alive to run it (start one: python manage.py runtime_worker)"
+"""Why a web process without agents calls every capability UNHEALTHY (a terminal
+``run_workflow`` alone does not count: it runs its own task only)."""
+
+
+def _status_document(capability_id: str, view: dict[str, Any]) -> dict[str, Any]:
     streak = output_failure_streak(capability_id)
     reason = f"skill {view['skill_id']} is not active" if view["skill_id"] else "the capability is disabled"
     status, message = classify(
@@ -143,7 +214,11 @@ def capability_status(host: HostPort, capability_id: str) -> dict[str, Any] | No
         interval_s=view["interval_s"],
         timeout_s=view["timeout_s"],
         output_streak=streak,
+        unspawnable_reason=view.get("unspawnable_reason", ""),
     )
+    if view.get("worker_beat") is not None and not view["instances"] and status == "HEALTHY":
+        # A worker killed a moment ago still counts as alive for the silence limit: say when it last beat.
+        message += f" (the newest runtime worker heartbeat was {max(0.0, view['now'] - view['worker_beat']):.0f} s ago)"
     beats = [i["last_heartbeat"] for i in view["instances"]]
     return {
         "capabilityId": capability_id,

@@ -12,20 +12,25 @@ import asyncio
 import logging
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from concurrent.futures import Future
+from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import close_old_connections, connections
+from django.db import close_old_connections
 
 from capabilities.config import add_listener, remove_listener
 from knowledge.retrieval import DatabaseRetriever
 from monitoring.live_sink import get_live_sink
-from monitoring.recorder import Recorder
+from monitoring.recorder import RecorderSink
+from monitoring.recorder_process import new_recorder
+from monitoring.tracing import TraceSink, start_tracing
 from prompts.render import system_prompt
+from runs import pinned_config
 from runs.alerting import start_alert_loop
-from runs.dispatch import Dispatcher
+from runs.connection_closing import ConnectionClosingExecutor
+from runs.dispatch import Dispatcher, new_worker_id
+from runs.instance_slots import DatabaseSlots
 from team.snapshot import build_snapshot
 from teamclaw.heap import settle_heap
 from teamclaw.runtime import ConfigSnapshot, ExecutorRegistry, OfflineExecutor, Runtime
@@ -36,20 +41,24 @@ from teamclaw.runtime.events import (
     EventSink,
     MessageSent,
     MessageStatusChanged,
+    ModelCalled,
     RuntimeEvent,
     SnapshotTaken,
     TaskFinished,
     TaskStarted,
+    ToolUsed,
 )
 from teamclaw.runtime.executors.chat import ModelSettings
 from teamclaw.runtime.executors.http import HttpExecutor
 from teamclaw.runtime.executors.model import OpenAIExecutor
 from teamclaw.runtime.executors.plugins import install_entry_point_executors
 from teamclaw.runtime.executors.provider import ProviderExecutor
+from teamclaw.runtime.mcp_tools import McpTools, resolve_stdio_allowlist
 from teamclaw.workflows import register_model_handlers, register_offline_handlers
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def build_executors() -> ExecutorRegistry:
@@ -75,12 +84,16 @@ def build_executors() -> ExecutorRegistry:
 
 def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
     """A Runtime wired to the database config, the prompts renderer, the executors
-    (``build_executors``) and the built-in workflows, with limits from ``settings.TEAMCLAW``."""
+    (``build_executors``), the built-in workflows and the MCP tool sources' client
+    (``teamclaw.runtime.mcp_tools.McpTools``), with limits from ``settings.TEAMCLAW``."""
 
     def config_source(project_id: str | None) -> ConfigSnapshot:
-        # Runs in asyncio.to_thread's pool: drop connections past their age first.
+        # Runs in asyncio.to_thread's pool (ConnectionClosingExecutor, which closes the
+        # connection after the job); elsewhere, drop connections past their age first.
         close_old_connections()
-        return build_snapshot(project_id)
+        snapshot = build_snapshot(project_id)
+        pinned_config.remember(snapshot)  # a task that resumes elsewhere runs on this version again
+        return snapshot
 
     conf = settings.TEAMCLAW
     options: dict[str, Any] = {
@@ -94,10 +107,26 @@ def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
         "task_timeout_s": conf["TASK_TIMEOUT_S"],
         "prompt_renderer": system_prompt,
         "knowledge_retriever": DatabaseRetriever(),
+        "memory_budget_tokens": conf["MEMORY_TOKENS"],
         "default_project_dir": conf["PROJECTS_ROOT"],
+        # MCP tool sources (issue 16): the tools the snapshot lists, under both allowlists.
+        "external_tools": McpTools(
+            resolve_stdio_allowlist(conf["MCP_STDIO_ALLOWLIST"]), conf["HTTP_EXECUTOR_ALLOWED_HOSTS"]
+        ),
     }
     options.update(overrides)
     return Runtime(**options)
+
+
+def recorder_mode(worker: str | None) -> str:
+    """Where a host of worker kind ``worker`` records (``TEAMCLAW_RECORDER``): ``thread`` or
+    ``process`` as set; with ``auto`` (the default) ``process`` for a ``runtime_worker`` (its
+    agents keep the GIL to themselves, ``monitoring.recorder_process``) and ``thread`` for the
+    embedded server and a terminal run (no child process to start for them)."""
+    mode = str(settings.TEAMCLAW["RECORDER"])
+    if mode == "auto":
+        return "process" if worker == "worker" else "thread"
+    return mode
 
 
 WORKER_THREADS = 4
@@ -131,6 +160,8 @@ def event_task_id(event: RuntimeEvent) -> str | None:
             return confirmation.task_id
         case TaskStarted() | TaskFinished() | ArtifactWritten():
             return event.task_id
+        case ToolUsed(site=site) | ModelCalled(site=site):
+            return site.task_id
     return None
 
 
@@ -151,23 +182,40 @@ class RuntimeHost:
         **runtime_overrides: Any,
     ) -> None:
         self.name = name
-        self.recorder = Recorder()
+        self.recorder: RecorderSink = new_recorder(recorder_mode(worker))
         self.muted = MutedTasks(self.recorder)
         self.worker_kind = worker
         self.concurrency = concurrency or settings.TEAMCLAW["WORKER_CONCURRENCY"]
         self.dispatcher: Dispatcher | None = None
         self.loop = asyncio.new_event_loop()
         self.runtime: Runtime | None = None
+        self.worker_id = new_worker_id()
+        self.slots: DatabaseSlots | None = None
+        """The instance slots in the database of a runtime worker (``runs.instance_slots``):
+        a role's ``max_concurrent_instances`` holds across workers. A host without a worker
+        keeps the runtime's own count (it renews no lease)."""
+        if worker is not None and "instance_slots" not in runtime_overrides:
+            self.slots = DatabaseSlots(
+                self.worker_id, lease_s=settings.TEAMCLAW["LEASE_S"], retry_s=settings.TEAMCLAW["WORKER_POLL_MS"] / 1000
+            )
+            runtime_overrides = {**runtime_overrides, "instance_slots": self.slots}
         self._overrides = runtime_overrides
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name=f"teamclaw-runtime-{name}", daemon=True)
-        self._workers = ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix=f"teamclaw-config-{name}")
+        self._workers = ConnectionClosingExecutor(
+            max_workers=WORKER_THREADS, thread_name_prefix=f"teamclaw-config-{name}"
+        )
         self.alert_loop: Future[None] | None = None
+        self.tracing: TraceSink | None = None
+        """The OpenTelemetry span builder when OTLP export is configured (``monitoring.tracing``)."""
 
     def start(self) -> RuntimeHost:
         """Start the recorder and the runtime's thread, follow config changes, and start the
-        alert rules' loop. Raises RuntimeError when the runtime cannot start."""
+        alert rules' loop; with ``OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT`` set, the runtime's
+        events also become OpenTelemetry spans (``monitoring.tracing``). Raises RuntimeError
+        when the runtime cannot start, ImproperlyConfigured for a bad OTLP endpoint."""
+        self.tracing = start_tracing(self.worker_kind)
         settle_heap()  # start-up is over: later collections skip its heap (teamclaw.heap)
         # The live sink publishes each batch to the browsers after the recorder committed it.
         self.recorder.add_listener(get_live_sink().on_batch)
@@ -177,7 +225,9 @@ class RuntimeHost:
         if self._error is not None:
             raise RuntimeError("the runtime failed to start") from self._error
         if self.worker_kind is not None:
-            self.dispatcher = Dispatcher(self, self.worker_kind, self.concurrency, claim=self.worker_kind != "command")
+            self.dispatcher = Dispatcher(
+                self, self.worker_kind, self.concurrency, claim=self.worker_kind != "command", worker_id=self.worker_id
+            )
             self.call(self.dispatcher.start(), timeout=30)
         add_listener(self.on_config_change)
         self.alert_loop = start_alert_loop(self)
@@ -186,10 +236,11 @@ class RuntimeHost:
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         # The runtime's blocking helpers (config snapshots read the database) run on the host's
-        # own worker threads, so the host can close their connections when it stops.
+        # own worker threads, each job closing its connections when it ends.
         self.loop.set_default_executor(self._workers)
         try:
-            self.runtime = build_runtime([self.muted], **self._overrides)
+            sinks: list[EventSink] = [self.muted] if self.tracing is None else [self.muted, self.tracing]
+            self.runtime = build_runtime(sinks, **self._overrides)
             self.loop.run_until_complete(self.runtime.start())
         except BaseException as exc:  # reported to start()
             self._error = exc
@@ -214,20 +265,17 @@ class RuntimeHost:
             self.call(self.runtime.stop(), timeout=30)
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
-        self.recorder.flush()
+        if not self.recorder.flush():
+            log.error("the recorder did not write everything before the host stopped")
         self.recorder.stop()
+        if self.tracing is not None:
+            self.tracing.close()  # spans still open end here, marked interrupted; the rest is exported
         if self.dispatcher is not None:
             self._workers.submit(self.dispatcher.release, given_up).result(30)
-        # One job per worker thread, held at a barrier so each thread runs exactly one and
-        # closes its own database connection (PostgreSQL refuses to drop a database in use).
-        barrier = threading.Barrier(WORKER_THREADS)
-
-        def close_connections() -> None:
-            barrier.wait(30)
-            connections.close_all()
-
-        for job in [self._workers.submit(close_connections) for _ in range(WORKER_THREADS)]:
-            job.result(60)
+        if self.slots is not None:
+            self.slots.close()
+        # Every job closed its own connections (ConnectionClosingExecutor): none is left open
+        # on these threads (PostgreSQL refuses to drop a database in use).
         self._workers.shutdown(wait=True)
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:

@@ -70,3 +70,46 @@ class RuntimeCommand(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} for {self.task_id} ({self.status})"
+
+
+class PinnedConfig(models.Model):
+    """The configuration a version of one project had, as the runtime saw it
+    (``teamclaw.runtime.snapshot_document``), stored once per (version, project) by the first
+    worker that builds it. A task resumed after a crash runs on its version's document, so a
+    change saved while it was between workers does not reach it (PRD §4.8)."""
+
+    version = models.PositiveBigIntegerField()
+    project_key = models.CharField(max_length=64, blank=True, help_text="The project's slug; blank = global.")
+    document = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "project_key"], name="pinned_config_once")]
+
+    def __str__(self) -> str:
+        return f"config v{self.version} ({self.project_key or 'global'})"
+
+
+class InstanceSlot(models.Model):
+    """One of a role's ``max_concurrent_instances`` slots (PRD §4.7: 4 instances per role),
+    shared by every runtime worker (``runs.instance_slots``; issue 13). A worker takes a free
+    slot (``owner`` blank, or its lease expired: its worker stopped) before it spawns an
+    instance of the role, renews it with its task leases, and frees it when the instance is
+    retired. ``wanted_at`` is when another worker last waited for a slot of the role: the
+    holder then retires the instance once it is idle."""
+
+    role = models.CharField(max_length=64)
+    index = models.PositiveSmallIntegerField(help_text="0 .. max_concurrent_instances - 1")
+    owner = models.CharField(max_length=80, blank=True, help_text="The RuntimeWorker holding it; blank = free.")
+    instance_id = models.CharField(max_length=100, blank=True, help_text="The instance spawned in it.")
+    acquired_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    wanted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["role", "index"]
+        constraints = [models.UniqueConstraint(fields=["role", "index"], name="instance_slot_once")]
+        indexes = [models.Index(fields=["owner"], name="instance_slot_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.role} slot {self.index} ({self.owner or 'free'})"

@@ -144,6 +144,17 @@ def give(user: Any, task_id: str, section: str, part: dict[str, Any], *, input_i
         raise NotFound(f"task {task_id} does not exist")
     if not can_operate_task(user, task):
         raise DomainError("you may not act on this task's agents", status=403, code="permission_denied")
+    return answer_input(task, section, part, user.get_username(), input_id=input_id)
+
+
+def answer_input(
+    task: Task, section: str, part: dict[str, Any], decided_by: str, *, input_id: str | None = None
+) -> dict[str, Any]:
+    """``give`` once the caller has checked it may act on ``task`` (``give`` for users,
+    ``interop.a2a_tasks`` for a role token's own A2A tasks): ``decided_by`` is recorded on the
+    answer. Same result and refusals as ``give`` (409, 400 naming the field; nothing stored
+    when any part is refused)."""
+    task_id = task.id
     row = next((r for r in pending_inputs(task_id) if r.tool in SECTIONS[section]), None)
     if row is None:
         waiting = [r.tool for r in pending_inputs(task_id)]
@@ -163,7 +174,6 @@ def give(user: Any, task_id: str, section: str, part: dict[str, Any], *, input_i
     if section == "next":
         _check_edit(task, part)
     schema = (row.args or {}).get("answer_schema") or {"type": "object"}
-    decided_by = user.get_username()
     with transaction.atomic():
         # Lock the row first (a no-op write takes SQLite's write lock, and the row's lock on
         # PostgreSQL), so two operators deciding items one by one never lose one another's.

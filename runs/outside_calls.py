@@ -23,7 +23,8 @@ def not_running(exc: TaskNotRunning) -> dict[str, Any]:
 async def run_invoke(runtime: Runtime, payload: dict[str, Any]) -> CallOutcome:
     """Invoke ``payload["capability"]`` (an id or a ``cap://`` address) as
     ``payload["from_role"]`` with ``params``, ``target_role``, ``target_instance_id``,
-    ``routing``, ``timeout`` (s), ``priority``, ``project``, ``task_id``. The body is the PRD
+    ``routing``, ``timeout`` (s), ``priority``, ``project``, ``task_id``, ``description`` (the
+    title of the short task it runs in without ``task_id``; default "invoke <capability>"). The body is the PRD
     §4.4 ``InvokeResult`` plus seed 003's ``result``; a task that is not running is a 400."""
     request = InvokeRequest(
         payload["capability"],
@@ -36,7 +37,11 @@ async def run_invoke(runtime: Runtime, payload: dict[str, Any]) -> CallOutcome:
     )
     try:
         result = await runtime.invoke(
-            request, from_role=payload["from_role"], project_id=payload.get("project"), task_id=payload.get("task_id")
+            request,
+            from_role=payload["from_role"],
+            project_id=payload.get("project"),
+            task_id=payload.get("task_id"),
+            description=payload.get("description") or "",
         )
     except TaskNotRunning as exc:
         return None, not_running(exc)

@@ -23,6 +23,7 @@ from monitoring.live_sink import get_live_sink
 from monitoring.models import Task
 from runs.commands import CommandRefused, send_command
 from runs.dispatch import publish_wake
+from runs.fork_overrides import FORK_OVERRIDES, overlay_document
 from runs.host import get_host
 from runs.resume import recorded_steps
 from team.snapshot import build_snapshot
@@ -193,6 +194,7 @@ def start_task(
     decision_mode: str = "auto",
     project_type: str = "",
     think_time_ms: int = 0,
+    task_id: str = "",
 ) -> Task:
     """Record a task and hand it to a runtime worker (``enqueue``; returns at once, status
     ``running`` on the embedded runtime, ``queued`` until a worker claims it otherwise).
@@ -200,7 +202,9 @@ def start_task(
     ``requirement_review`` (seed 002): ``input_markdown`` (a document: ``start_at`` ``review``,
     the default, or ``draft``) or ``description`` (a one-line idea: the interview, optionally
     with the ``project_type``); ``decision_mode`` ``auto`` or ``confirm``; ``think_time_ms``
-    paces the offline agents (the demo). ``generic``: ``task_description``.
+    paces the offline agents (the demo). ``generic``: ``task_description``. ``task_id`` is the
+    new task's id when the caller chose one (A2A: the id its request handler gave the A2A task,
+    made by ``teamclaw.runtime.messages.new_id``); otherwise a new one.
 
     Raises DocumentError (400, naming the field) for a bad document, a missing description or
     a value outside its choices.
@@ -219,7 +223,7 @@ def start_task(
         params["task_description"] = task_description.strip()
         title = title or task_description.strip()[:200]
     task = Task.objects.create(
-        id=new_id(),
+        id=task_id or new_id(),
         kind="task",
         workflow=workflow,
         title=title[:300],
@@ -291,7 +295,17 @@ def cancel_task(user: Any, task_id: str, reason: Any = "") -> Task:
         raise TaskActionError(f"there is no task {task_id}", 404)
     if not can_operate_task(user, task):
         raise TaskActionError("only staff or the user who started this task may cancel it", 403)
-    why = reason.strip() or f"cancelled by {user.get_username()}"
+    return terminate_task(task, reason.strip() or f"cancelled by {user.get_username()}")
+
+
+def terminate_task(task: Task, why: str) -> Task:
+    """End ``task`` ``terminated`` (PRD §4.6) with the error ``cancelled`` saying ``why``, once
+    the caller has checked it may (``cancel_task`` for users; ``interop.a2a_tasks`` for a role
+    token's own A2A tasks). Returns the task as recorded.
+
+    Raises TaskActionError 409 (already ended); CommandRefused 503 when its worker did not answer.
+    """
+    task_id = task.id
     error = {"code": "cancelled", "message": why, "details": {"task_id": task_id}}
     if Task.objects.filter(pk=task_id, status="queued").update(
         status="terminated", error=error, finished_at=timezone.now()
@@ -319,15 +333,12 @@ class TaskActionError(DomainError):
         super().__init__(message, status=status)
 
 
-FORK_OVERRIDES = ("prompt_enhancement",)
-"""What a fork may change (``fork_task``): the task layer of every agent's prompt."""
-
-
 def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None) -> Task:
     """Re-run ended task ``task_id`` as a new task that takes its first ``from_step`` completed
     steps (and the artifacts written by then) from the record and runs live from there
-    (``runs.resume.journal_for``), optionally with ``overrides`` (``{"prompt_enhancement":
-    "..."}``: the task's prompt layer, PRD §4.5). ``from_step`` equal to the step count is a
+    (``runs.resume.journal_for``), optionally with ``overrides`` (``runs.fork_overrides``: the
+    task's prompt layer, PRD §4.5, another prompt version, matrix cells, an executor or model,
+    for the fork alone). ``from_step`` equal to the step count is a
     pure replay: nothing runs, no model token is spent, the artifacts are the recorded ones.
     Returns the new task (queued or running).
 
@@ -358,6 +369,14 @@ def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None) ->
         if not isinstance(enhancement, str) or len(enhancement) > 2000 or "\x00" in enhancement:
             raise InvalidField("must be text of at most 2,000 characters, without NUL", "overrides.prompt_enhancement")
         spec["prompt_enhancement"] = enhancement
+    # a fork of a fork keeps its source's overlay, cell by cell, unless it changes that cell
+    inherited = spec.get("config_overlay") or {}
+    overlay = {
+        section: {**inherited.get(section, {}), **cells}
+        for section, cells in overlay_document(overrides, source.project).items()
+    }
+    if any(overlay.values()):
+        spec["config_overlay"] = overlay
     spec["fork"] = {"task_id": source.id, "from_step": from_step, "steps": steps, "overrides": overrides}
     task = Task.objects.create(
         id=new_id(),

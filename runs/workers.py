@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from monitoring.models import Task
 from runs.dispatch import IDLE_HEARTBEAT_S
-from runs.models import RuntimeWorker
+from runs.models import InstanceSlot, RuntimeWorker
 
 RECENT_STOPPED = 10
 """Stopped or silent workers listed after the live ones."""
@@ -24,12 +24,31 @@ def silence_limit_s() -> float:
     return 2 * max(IDLE_HEARTBEAT_S, float(settings.TEAMCLAW["WORKER_HEARTBEAT_S"])) + settings.TEAMCLAW["LEASE_S"]
 
 
+def held_slots() -> dict[str, dict[str, int]]:
+    """The instance slots each worker holds under a lease still running (``runs.InstanceSlot``,
+    PRD §4.7 instances per role across workers): ``{worker id: {role: slots}}``."""
+    rows = (
+        InstanceSlot.objects.exclude(owner="")
+        .filter(lease_expires_at__gte=timezone.now())
+        .values_list("owner", "role")
+        .annotate(n=Count("pk"))
+        .values_list("owner", "role", "n")
+        .order_by("owner", "role")
+    )
+    held: dict[str, dict[str, int]] = {}
+    for owner, role, n in rows:
+        held.setdefault(owner, {})[role] = n
+    return held
+
+
 def worker_rows() -> list[dict[str, Any]]:
     """Live workers first, then up to ``RECENT_STOPPED`` stopped or silent ones:
     ``{id, kind, hostname, pid, concurrency, started_at, heartbeat_at, stopped_at, state,
-    running}`` with ``state`` ``alive``, ``silent`` (no heartbeat for ``silence_limit_s``: it
-    probably died; its tasks move once their leases expire) or ``stopped``."""
+    running, slots}`` with ``state`` ``alive``, ``silent`` (no heartbeat for ``silence_limit_s``:
+    it probably died; its tasks move once their leases expire) or ``stopped``, and ``slots``
+    the instance slots it holds per role (``held_slots``)."""
     cutoff = timezone.now() - timedelta(seconds=silence_limit_s())
+    slots = held_slots()
     running = dict(
         Task.objects.filter(status="running")
         .exclude(owner="")
@@ -55,6 +74,7 @@ def worker_rows() -> list[dict[str, Any]]:
                 "stopped_at": row.stopped_at,
                 "state": state,
                 "running": running.get(row.id, 0),
+                "slots": slots.get(row.id, {}),
             }
         )
     return out

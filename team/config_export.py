@@ -106,6 +106,7 @@ def export_global(history: bool = False) -> dict[str, Any]:
                 "tags": list(c.tags),
                 "enabled": c.enabled,
                 "executor": c.executor,
+                "idempotent": c.idempotent,
             }
             for c in cards
         },

@@ -52,7 +52,17 @@ from team.config_schema import pointer, schema_errors
 from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.schemas import validate_card
 
-CARD_FIELDS = ("name", "description", "category", "input_schema", "output_schema", "version", "required_tools", "tags")
+CARD_FIELDS = (
+    "name",
+    "description",
+    "category",
+    "input_schema",
+    "output_schema",
+    "version",
+    "required_tools",
+    "tags",
+    "idempotent",
+)
 ROLE_FIELDS = ("display_name", "emoji", "description", "responsibilities", "enabled")
 NEW_CARD_EXECUTOR = "offline"
 

@@ -24,7 +24,7 @@ from jsonschema import Draft202012Validator
 
 from capabilities.models import CAPABILITY_ID, ROLE_SLUG
 from capabilities.role_constraints import FILE_SCOPE_MAX, bounds
-from capabilities.snapshot import CONSTRAINT_FIELDS
+from capabilities.snapshot import CONSTRAINT_FIELDS, DEFAULT_WHEN_NULL
 from prompts.models import TEMPLATE_TYPES
 from prompts.render import MAX_TEMPLATE_CHARS
 from teamclaw.runtime.config import CATEGORIES, TOOLS, ToolMode
@@ -46,11 +46,31 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
+def openapi_schema(schema: Any) -> Any:
+    """``schema`` (JSON Schema, as the config document is checked with) in OpenAPI 3.0's
+    dialect, which has no ``null`` type: ``anyOf: [X, {"type": "null"}]`` becomes X with
+    ``nullable: true``, at any depth."""
+    if isinstance(schema, list):
+        return [openapi_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    options = schema.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        (other,) = [option for option in options if option != {"type": "null"}]
+        rest = {k: v for k, v in schema.items() if k != "anyOf"}
+        return {**openapi_schema(other), **openapi_schema(rest), "nullable": True}
+    return {key: openapi_schema(value) for key, value in schema.items()}
+
+
 def _by_role(value: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "propertyNames": {"pattern": ROLE_SLUG}, "additionalProperties": value}
 
 
-def _constraint_fields(project: bool) -> dict[str, Any]:
+def constraint_fields_schema(project: bool) -> dict[str, Any]:
+    """JSON Schema of one role's constraint values ``{field: value}`` (PRD §4.7), bounds from
+    the model: in a project every field may be ``null`` (inherit); globally only the
+    ``DEFAULT_WHEN_NULL`` fields (``memory_tokens``: the process default). The config
+    document's and the constraints API's schema alike."""
     limits = bounds()
     fields: dict[str, Any] = {}
     for name in CONSTRAINT_FIELDS:
@@ -58,7 +78,9 @@ def _constraint_fields(project: bool) -> dict[str, Any]:
             schema: dict[str, Any] = _string(FILE_SCOPE_MAX, 1)
         else:
             schema = {"type": "integer", **limits[name]}
-        fields[name] = _nullable(schema) if project else schema
+        if name == "memory_tokens":
+            schema["description"] = "estimated tokens of history a model-backed agent replays (seed 003 MemoryContext)"
+        fields[name] = _nullable(schema) if project or name in DEFAULT_WHEN_NULL else schema
     return {"type": "object", "additionalProperties": False, "properties": fields}
 
 
@@ -131,6 +153,10 @@ def _global_document() -> dict[str, Any]:
             "tags": {"type": "array", "maxItems": 20, "items": _string(50, 1)},
             "enabled": {"type": "boolean"},
             "executor": {"type": "string", "pattern": EXECUTOR},
+            # Whether running the card twice does no harm: only then is a failure after its
+            # request was sent retried (docs/architecture.md §6, Invoke); null: the executor's
+            # default (no for http plugins, yes otherwise).
+            "idempotent": {"type": ["boolean", "null"]},
         },
     }
     return {
@@ -150,7 +176,7 @@ def _global_document() -> dict[str, Any]:
                     "additionalProperties": {"enum": [m.value for m in ToolMode]},
                 }
             ),
-            "constraints": _by_role(_constraint_fields(project=False)),
+            "constraints": _by_role(constraint_fields_schema(project=False)),
             "prompts": _prompts(),
         },
     }
@@ -193,7 +219,7 @@ def _project_document() -> dict[str, Any]:
                     "additionalProperties": {"enum": [*(m.value for m in ToolMode), None]},
                 }
             ),
-            "constraints": _by_role(_constraint_fields(project=True)),
+            "constraints": _by_role(constraint_fields_schema(project=True)),
             "prompts": _prompts(),
         },
     }

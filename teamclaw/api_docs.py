@@ -1,7 +1,13 @@
-"""The interactive API page (``/api/v1/docs/``, Swagger UI from drf-spectacular's sidecar)."""
+"""The API's OpenAPI document and its interactive page (``/api/v1/docs/``, Swagger UI from
+drf-spectacular's sidecar): what the generated document says of every endpoint at once, the
+strict bodies (``StrictSerializerSchema``) and the error answers
+(``document_error_responses``, a postprocessing hook in ``SPECTACULAR_SETTINGS``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.views import SpectacularSwaggerSplitView
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -19,3 +25,73 @@ class ApiDocsView(SpectacularSwaggerSplitView):
         self.request.accepted_renderer = JSONRenderer()
         self.request.accepted_media_type = JSONRenderer.media_type
         return super().handle_exception(exc)
+
+
+class StrictSerializerSchema(OpenApiSerializerExtension):
+    """Every ``StrictSerializer`` (``teamclaw.api_fields``) refuses keys it does not declare
+    (400 naming each), so its body's schema says ``additionalProperties: false``: a client
+    generated from the document, or a fuzzer, learns that a misspelt key is refused."""
+
+    target_class = "teamclaw.api_fields.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        # drf-spectacular's documented way for an extension to map the fields as usual
+        schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)  # noqa: SLF001
+        schema["additionalProperties"] = False
+        return schema
+
+
+ERROR_COMPONENT = "Error"
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The API's one error shape (teamclaw.api_errors): a sentence for a person and the "
+    "fields at fault with their reasons ({} when no field is); some refusals add keys of their own "
+    "(a 409's current_version and current, a skill refusal's errorCode...).",
+    "properties": {
+        "detail": {"type": "string"},
+        "errors": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+    },
+    "required": ["detail", "errors"],
+}
+ERROR_RESPONSES = {
+    "400": "Refused: a body, field or query parameter that is not valid (named in errors).",
+    "401": "Not signed in: no or an unknown token or session.",
+    "403": "Signed in, but not allowed to do this.",
+    "404": "Nothing there: an unknown id, name or project in the path or the query, or a page past the last.",
+    "409": "Conflict: the version you loaded is stale (the answer has the current one), or the "
+    "object is in a state that refuses this (a task already ended, a skill others depend on).",
+}
+WRITES = frozenset({"post", "put", "patch", "delete"})
+
+
+def document_error_responses(result: dict[str, Any], generator: Any, request: Any, public: Any) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: the ``Error`` component and, on every operation,
+    the 4xx answers it can give in that shape (PRD-independent, docs/architecture.md §9): 400
+    everywhere (bodies, query parameters, pagination), 401 and 403 wherever a login is needed,
+    404 where the path names something, 409 on writes (stale versions, states that refuse the
+    change). A 4xx an operation declares with a component of its own is kept."""
+    result.setdefault("components", {}).setdefault("schemas", {})[ERROR_COMPONENT] = ERROR_SCHEMA
+    reference = {"$ref": f"#/components/schemas/{ERROR_COMPONENT}"}
+    for path, item in result.get("paths", {}).items():
+        for method, operation in item.items():
+            if method not in {"get", "post", "put", "patch", "delete"}:
+                continue
+            codes = ["400"]
+            signed_in = operation.get("security") not in ([{}], [])
+            if signed_in:
+                codes += ["401", "403"]
+            names = {p.get("name") for p in operation.get("parameters", [])}
+            if "{" in path or names & {"project", "page"}:  # a page past the last is a 404 too
+                codes.append("404")
+            if method in WRITES and signed_in:
+                codes.append("409")
+            responses = operation.setdefault("responses", {})
+            for code in codes:
+                declared = responses.get(code, {}).get("content", {}).get("application/json", {}).get("schema", {})
+                if "$ref" not in declared:  # none, or a bare "object": the one error shape
+                    responses[code] = {
+                        "description": ERROR_RESPONSES[code],
+                        "content": {"application/json": {"schema": reference}},
+                    }
+    return result

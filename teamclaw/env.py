@@ -13,6 +13,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -154,3 +155,18 @@ def env_model_endpoints(name: str = "TEAMCLAW_MODEL_ENDPOINTS") -> dict[str, dic
             "structured_output": env_bool(f"{prefix}_STRUCTURED_OUTPUT", True),
         }
     return endpoints
+
+
+def env_time_zone(name: str, default: str) -> str:
+    """Return ``$name`` when it is an IANA time zone name (``Asia/Shanghai``), ``default`` when unset.
+
+    Raises ImproperlyConfigured for a name ``zoneinfo`` does not know.
+    """
+    value = env_str(name)
+    if not value:
+        return default
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a known IANA time zone name") from None
+    return value

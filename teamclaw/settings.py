@@ -21,9 +21,11 @@ from teamclaw.env import (
     env_list,
     env_model_endpoints,
     env_str,
+    env_time_zone,
     env_url,
     persistent_secret,
 )
+from teamclaw.runtime.memory import DEFAULT_MEMORY_TOKENS, MAX_MEMORY_TOKENS, MIN_MEMORY_TOKENS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = data_dir(BASE_DIR)
@@ -57,6 +59,7 @@ INSTALLED_APPS = [
     "team",
     "monitoring",
     "runs",
+    "interop",
     "web",
 ]
 
@@ -65,6 +68,11 @@ MIDDLEWARE = [
     "teamclaw.middleware.content_security_policy_middleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The page's language: the django_language cookie (the switcher), else Accept-Language,
+    # else LANGUAGE_CODE; then the operator's time zone from the browser's cookie.
+    "django.middleware.locale.LocaleMiddleware",
+    "teamclaw.time_zones.OperatorTimeZoneMiddleware",
+    "teamclaw.middleware.nul_free_urls_middleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -74,6 +82,7 @@ MIDDLEWARE = [
     "teamclaw.middleware.LoginRequiredForPagesMiddleware",
     "axes.middleware.AxesMiddleware",
     "web.errors.DomainErrorPagesMiddleware",
+    "web.forms.PageRefusalAuditMiddleware",
 ]
 
 # Repeated failed logins (login page, admin, API token) lock that username from that address
@@ -100,6 +109,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
+                "django.template.context_processors.tz",
             ],
         },
     },
@@ -131,6 +142,12 @@ else:
         }
     }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # No persistent connections on SQLite either (a DATABASE_URL gave 60 s): each request's
+    # synchronous code runs on a thread of its own, which ended with its connection still
+    # open, closed only when the garbage collector found it; and SQLite keeps the
+    # descriptors of closed connections open while another connection of the process holds
+    # a lock (docs/architecture.md §3 "SQLite file handles", issue 17).
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             # WAL lets readers work while the recorder writes; IMMEDIATE takes the write
@@ -152,8 +169,14 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en"
-TIME_ZONE = "UTC"
+# --- Languages (README "Language and time zone", docs/architecture.md "Translations"). ---
+LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
+LANGUAGE_CODE = env_choice("TEAMCLAW_LANGUAGE_CODE", {code for code, _ in LANGUAGES}, "en")
+LOCALE_PATHS = [BASE_DIR / "locale"]
+LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
+LANGUAGE_COOKIE_SAMESITE = "Lax"
+# Shown times use the browser's zone (cookie set by static/teamclaw/timezone.js) or this one.
+TIME_ZONE = env_time_zone("TEAMCLAW_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
@@ -192,7 +215,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "teamclaw.api_query.StrictPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "teamclaw.api_errors.exception_handler",
@@ -210,6 +233,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The error shape and the 4xx answers of every operation, once (teamclaw.api_docs).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "teamclaw.api_docs.document_error_responses",
+    ],
 }
 
 # --- TeamClaw runtime defaults (PRD §4.7 constraint table; docs/architecture.md §3, §6). ---
@@ -223,11 +251,25 @@ TEAMCLAW: dict[str, Any] = {
     # The Run demo button paces the offline agents by this think time per call (ms), so the
     # live page shows the team at work; 0 runs it at full speed. API and terminal runs: 0.
     "DEMO_THINK_MS": env_int("TEAMCLAW_DEMO_THINK_MS", 800, minimum=0, maximum=5000),
+    # What a model-backed agent's memory replays of its conversation (seed 003 MemoryContext,
+    # README "Memory"): estimated tokens of the most recent turns.
+    # A role's memory_tokens constraint overrides it for that role (PRD §4.7), same bounds.
+    "MEMORY_TOKENS": env_int(
+        "TEAMCLAW_MEMORY_TOKENS", DEFAULT_MEMORY_TOKENS, minimum=MIN_MEMORY_TOKENS, maximum=MAX_MEMORY_TOKENS
+    ),
+    # Knowledge search (README "Knowledge", issue 15): `auto` ranks hybrid (full text fused with
+    # embedding vectors) when the `embeddings` extra is installed; `off` keeps full text alone.
+    "KNOWLEDGE_EMBEDDINGS": env_choice("TEAMCLAW_KNOWLEDGE_EMBEDDINGS", {"auto", "off"}, "auto"),
     "MAX_CONFIG_BYTES": env_int("TEAMCLAW_MAX_CONFIG_BYTES", 2_000_000, minimum=1_000, maximum=5_000_000),
     "PROJECTS_ROOT": Path(env_str("TEAMCLAW_PROJECTS_ROOT") or DATA_DIR / "projects"),
     "SNAPSHOT_RETENTION_COUNT": env_int("TEAMCLAW_SNAPSHOT_RETENTION_COUNT", 500, minimum=1),
     "SNAPSHOT_RETENTION_DAYS": env_int("TEAMCLAW_SNAPSHOT_RETENTION_DAYS", 30, minimum=1),
     "HTTP_EXECUTOR_ALLOWED_HOSTS": env_list("TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS", []),
+    # MCP tool sources (README "MCP tool sources"): the only commands a stdio source may start
+    # (console-script names resolved next to this Python, or absolute paths); HTTP sources use
+    # HTTP_EXECUTOR_ALLOWED_HOSTS. MCP_TIMEOUT_S bounds a discovery (s).
+    "MCP_STDIO_ALLOWLIST": env_list("TEAMCLAW_MCP_STDIO_ALLOWLIST", ["mcp-server-time"]),
+    "MCP_TIMEOUT_S": env_int("TEAMCLAW_MCP_TIMEOUT_S", 30, minimum=1, maximum=600),
     "OPENAI_BASE_URL": env_url(
         "OPENAI_BASE_URL", {"http", "https"}, credentials=False, hint="put the key in OPENAI_API_KEY"
     ),
@@ -258,6 +300,9 @@ TEAMCLAW: dict[str, Any] = {
     # the server process too; `remote` leaves them to `manage.py runtime_worker` processes.
     "RUNTIME": env_choice("TEAMCLAW_RUNTIME", {"embedded", "remote"}, "embedded"),
     "WORKER_CONCURRENCY": env_int("TEAMCLAW_WORKER_CONCURRENCY", 16, minimum=1, maximum=1000),
+    # Where the recorder writes (docs/architecture.md §3, README "Scaling out"): `thread` in the
+    # runtime's process, `process` in a child process; `auto` is process for runtime_worker only.
+    "RECORDER": env_choice("TEAMCLAW_RECORDER", {"auto", "thread", "process"}, "auto"),
     "LEASE_S": env_int("TEAMCLAW_LEASE_S", 10, minimum=2, maximum=3600),
     "WORKER_HEARTBEAT_S": env_int("TEAMCLAW_WORKER_HEARTBEAT_S", 3, minimum=1, maximum=600),
     "WORKER_POLL_MS": env_int("TEAMCLAW_WORKER_POLL_MS", 250, minimum=10, maximum=250),

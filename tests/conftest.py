@@ -25,13 +25,17 @@ def _fast_password_hashing(settings):
 def no_model_from_the_environment(settings, tmp_path_factory):
     """Tests never reach a model the developer's environment points at: the offline brain is
     the default unless a test configures a model (its local test server) itself. Project
-    folders (files agents write) go to a temporary folder, not the developer's data folder."""
+    folders (files agents write) go to a temporary folder, not the developer's data folder.
+    Knowledge is ranked by full text alone (embeddings ``off``) unless a test turns the
+    ``embeddings`` extra on (tests/knowledge/test_hybrid.py): its vectors take seconds per
+    hundred chunks to make."""
     settings.TEAMCLAW = {
         **settings.TEAMCLAW,
         "EXECUTOR": "offline",
         "OPENAI_BASE_URL": "",
         "OPENAI_API_KEY": "",
         "MODEL_ENDPOINTS": {},
+        "KNOWLEDGE_EMBEDDINGS": "off",
         "PROJECTS_ROOT": tmp_path_factory.getbasetemp() / "projects",
     }
 
@@ -87,9 +91,11 @@ def api(staff_user) -> APIClient:
 def no_runtime_left_running(request) -> None:
     """Pages start the process's runtime host lazily, and its worker then polls for tasks; left
     running from an earlier test it would claim the queued tasks a later test makes. Each
-    transactional test (outside the browser tests, whose server keeps its host) starts
-    without one."""
-    if "transactional_db" in request.fixturenames and request.node.get_closest_marker("browser") is None:
+    transactional test (by fixture or by ``django_db(transaction=True)``; outside the browser
+    tests, whose server keeps its host) starts without one."""
+    marker = request.node.get_closest_marker("django_db")
+    transactional = "transactional_db" in request.fixturenames or bool(marker and marker.kwargs.get("transaction"))
+    if transactional and request.node.get_closest_marker("browser") is None:
         from runs import host as host_module
 
         if host_module.current_host() is not None:

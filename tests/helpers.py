@@ -10,7 +10,7 @@ from django.apps import apps
 
 from monitoring.models import Task
 
-STATE_APPS = ("capabilities", "monitoring", "prompts", "authtoken")
+STATE_APPS = ("capabilities", "monitoring", "prompts", "interop", "authtoken")
 
 
 def database_state() -> dict[str, list[dict[str, Any]]]:

@@ -31,17 +31,29 @@ def session_cookie(user) -> bytes:
     return f"sessionid={session.session_key}".encode()
 
 
-async def open_socket(path: str, user=None, *, origin: tuple[bytes, bytes] | None = ORIGIN, timeout: float = 15):
+async def open_socket(
+    path: str,
+    user=None,
+    *,
+    origin: tuple[bytes, bytes] | None = ORIGIN,
+    timeout: float = 15,
+    cookies: str = "",
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+):
     """Connect to ``path`` through the project's ASGI application (login and origin checks
-    included). Returns ``(communicator, connected, close_code)``."""
+    included), sending ``cookies`` (``"name=value; ..."``) beside the session's and any
+    further ``headers``. Returns ``(communicator, connected, close_code)``."""
     from teamclaw.asgi import application
 
-    headers = [HOST]
+    sent = [HOST, *headers]
     if origin is not None:
-        headers.append(origin)
-    if user is not None:
-        headers.append((b"cookie", await sync_to_async(session_cookie)(user)))
-    communicator = WebsocketCommunicator(application, path, headers=headers)
+        sent.append(origin)
+    cookie = [await sync_to_async(session_cookie)(user)] if user is not None else []
+    if cookies:
+        cookie.append(cookies.encode())
+    if cookie:
+        sent.append((b"cookie", b"; ".join(cookie)))
+    communicator = WebsocketCommunicator(application, path, headers=sent)
     connected, code = await communicator.connect(timeout=timeout)
     return communicator, connected, code
 

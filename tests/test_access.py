@@ -10,7 +10,7 @@ from capabilities.models import Project
 from tests.conftest import PASSWORD
 from tests.pages import page_path, page_patterns, parameters, takes_get
 
-ANY = {"alert_id": "1"}
+ANY = {"alert_id": "1", "token_id": "1", "source_id": "1"}
 """A value for each path parameter that needs a number; any text does for the others."""
 BUILTIN = {
     "role": "main",
@@ -21,9 +21,22 @@ BUILTIN = {
     "version": "1.0.0",
 }
 """Path parameters the built-in team (and the project ``shop``) fill."""
-NEEDS_A_RUN = {"task_id", "name", "context_id", "confirmation_id", "alert_id", "skill_id", "action", "workflow_id"}
-"""Parameters naming what only a run, a skill or a workflow creates: the pages that take
-them are shown logged in by the tests of their objects (test_live_pages, tests/skills)."""
+NEEDS_A_RUN = {
+    "task_id",
+    "name",
+    "context_id",
+    "confirmation_id",
+    "alert_id",
+    "skill_id",
+    "action",
+    "workflow_id",
+    "token_id",
+    "source_id",
+}
+"""Parameters naming what only a run, a skill, a workflow, a role token or an MCP tool source
+or a knowledge source creates: the pages that take them are shown logged in by the tests of their objects
+(test_live_pages, tests/skills, tests/browser/test_tokens_browser,
+tests/interop/test_mcp_source_pages, tests/knowledge/test_page.py)."""
 API = [
     "/api/v1/roles",
     "/api/v1/roles/main",

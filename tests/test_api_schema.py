@@ -6,6 +6,7 @@ from __future__ import annotations
 import yaml
 from django.core.management import call_command
 from drf_spectacular.drainage import GENERATOR_STATS
+from drf_spectacular.generators import SchemaGenerator
 
 
 def test_the_schema_generates_without_warnings_and_validates(db, tmp_path):
@@ -18,3 +19,84 @@ def test_the_schema_generates_without_warnings_and_validates(db, tmp_path):
     assert len(ids) == len(set(ids))
     assert "/api/v1/metrics/{capability_id}" in schema["paths"]
     assert {"tasks_list", "tasks_retrieve", "roles_list", "roles_retrieve"} <= set(ids)
+
+
+def generated_schema() -> dict:
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def operations(schema: dict):
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            if method in {"get", "post", "put", "patch", "delete"}:
+                yield path, method, operation
+
+
+def test_strict_bodies_refuse_unknown_keys_in_the_schema_and_every_operation_documents_its_errors(db):
+    schema = generated_schema()
+    components = schema["components"]["schemas"]
+    error = components["Error"]
+    assert set(error["required"]) == {"detail", "errors"}
+    strict = 0
+    for path, method, operation in operations(schema):
+        for media in (operation.get("requestBody") or {}).get("content", {}).values():
+            ref = media["schema"].get("$ref", "")
+            if ref:
+                component = components[ref.rsplit("/", 1)[1]]
+                assert component.get("additionalProperties") is False, (path, method, ref)
+                strict += 1
+        responses = operation["responses"]
+        codes = {"400"} | ({"401", "403"} if path != "/api/v1/auth/token" else set())
+        if "{" in path:
+            codes.add("404")
+        if method != "get" and path != "/api/v1/auth/token":
+            codes.add("409")
+        assert codes <= set(responses), (path, method, sorted(responses))
+        for code in codes:
+            assert responses[code]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/Error"}
+    assert strict > 30
+    invoke = components["Invoke"]
+    assert invoke["additionalProperties"] is False and "from_role" in invoke["properties"]
+
+
+PATH_VALUES = {"role": "pm", "template_type": "system_prompt", "capability_id": "code_review", "name": "skill-index"}
+
+
+def bad_values(parameter: dict) -> list[str]:
+    schema = parameter.get("schema", {})
+    if "enum" in schema:
+        return ["", "no-such-value"]
+    if schema.get("type") == "integer":
+        return ["false", "1.5", "-1", *([str(schema["maximum"] + 1)] if "maximum" in schema else [])]
+    if schema.get("type") == "boolean":
+        return ["maybe"]
+    return []
+
+
+def test_every_typed_query_parameter_of_every_read_refuses_a_bad_value_naming_it(api, builtin):
+    """Every GET operation's query parameters declared with an enum, as whole numbers or as
+    booleans (in the generated document) refuse a value outside them with a 400 naming the
+    parameter: ``?category=`` and ``?page_size=false`` are not silently ignored."""
+    checked = []
+    for path, method, operation in operations(generated_schema()):
+        if method != "get":
+            continue
+        names = {p["name"] for p in operation.get("parameters", []) if p["in"] == "path"}
+        if not names <= set(PATH_VALUES):
+            continue
+        url = path
+        for name in names:
+            url = url.replace("{" + name + "}", PATH_VALUES[name])
+        required = {p["name"]: "x" for p in operation.get("parameters", []) if p["in"] == "query" and p.get("required")}
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] != "query":
+                continue
+            for value in bad_values(parameter):
+                response = api.get(url, {**required, parameter["name"]: value})
+                assert response.status_code == 400, (url, parameter["name"], value, response.content[:300])
+                body = response.json()
+                assert parameter["name"] in body["errors"], (url, parameter["name"], value, body)
+                checked.append((url, parameter["name"]))
+    assert ("/api/v1/capabilities", "category") in checked
+    assert ("/api/v1/messages", "page_size") in checked
+    assert len({url for url, _ in checked}) >= 10

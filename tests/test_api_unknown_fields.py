@@ -29,6 +29,9 @@ FLOW = "orchestration:\n  id: greet\n  name: Greet\n  steps: []\n"
 # (method, url, a body the endpoint would take, the misspelt key added to it)
 MISSPELT = [
     ("post", "/api/v1/auth/token", {"username": "operator", "password": PASSWORD}, "remember_me"),
+    ("post", "/api/v1/auth/role-tokens", {"role": "pm", "name": "Claude Desktop"}, "rol"),
+    ("post", "/api/v1/mcp-sources", {"name": "time", "command": "mcp-server-time", "args": []}, "comand"),
+    ("post", "/api/v1/mcp-sources/999/refresh", {"note": "after the upgrade"}, "nte"),
     ("post", "/api/v1/roles", {"role": "reviewer", "display_name": "Reviewer"}, "descripton"),
     ("patch", "/api/v1/roles/pm", {"version": CURRENT, "display_name": "PM"}, "dispaly_name"),
     ("delete", "/api/v1/roles/translator", {"version": CURRENT}, "nte"),
@@ -43,6 +46,9 @@ MISSPELT = [
     ("post", "/api/v1/projects", {"slug": "web", "name": "Web"}, "tech_stak"),
     ("patch", "/api/v1/projects/shop", {"version": CURRENT, "name": "Shop 2"}, "descripton"),
     ("post", "/api/v1/knowledge/sources", {"role": "translator", "load_level": "basic"}, "load_levle"),
+    ("post", "/api/v1/knowledge/sources/1/reindex", {"load_level": "full"}, "load_levle"),
+    ("post", "/api/v1/knowledge/folders", {"project": "shop", "load_level": "full"}, "projet"),
+    ("post", "/api/v1/knowledge/folders/shop/refresh", {"load_level": "full"}, "load_levle"),
     ("post", "/api/v1/skills", {"yaml": skill_yaml("weather")}, "yml"),
     ("delete", "/api/v1/skills/hello", {"force": True}, "forse"),
     ("post", "/api/v1/skills/hello/install", {"config": {}}, "confg"),

@@ -7,6 +7,7 @@ import pytest
 
 from capabilities.config import current_version
 from capabilities.models import AgentRole, ConfigChange
+from tests.test_governance_pages import invoke_form
 
 ROLES = "/api/v1/roles"
 CHANGES = "/api/v1/config/changes"
@@ -100,3 +101,39 @@ def test_refused_prompt_and_skill_writes_are_audited_too(api, builtin):
     assert [(r["config_type"], r["refusal"]["status"]) for r in rows] == [("skill", 409), ("prompt", 400)]
     assert rows[1]["role"] == "pm"
     assert "1.0.0" in rows[0]["refusal"]["detail"]
+
+
+def test_a_stale_save_through_a_page_form_is_audited_as_refused_like_the_apis(api, page_client, builtin):
+    """The pages write governed configuration too; a refused form is in the audit trail as
+    the API's refusal is (web.forms.PageRefusalAuditMiddleware)."""
+    loaded = api.get(f"{ROLES}/pm").json()["version"]
+    assert (
+        api.patch(f"{ROLES}/pm", {"version": loaded, "description": "Writes PRDs."}, format="json").status_code == 200
+    )
+    version, applied = current_version(), ConfigChange.objects.count()
+    form = {"version": str(loaded), "display_name": "PM", "emoji": "🧾", "description": "x", "note": "old tab"}
+    response = page_client.post("/roles/pm/edit/", {**form, "responsibilities": "Plans"})
+    assert response.status_code == 302
+    assert current_version() == version
+    assert ConfigChange.objects.count() == applied
+    (row,) = ConfigChange.every.filter(outcome=ConfigChange.REFUSED)
+    assert (row.config_type, row.role, row.note, row.actor.username) == ("role", "pm", "old tab", "operator")
+    assert {"display_name", "emoji", "description", "responsibilities"} <= set(row.changed_fields)
+    assert row.refusal["status"] == 409 and row.refusal["method"] == "POST" and row.refusal["form"] is True
+    assert row.refusal["path"] == "/roles/pm/edit/"
+    assert "since you loaded it" in row.refusal["detail"]
+
+
+def test_a_stale_matrix_form_is_audited_as_refused(page_client, builtin):
+    stale = invoke_form(allow={"pm:dba": True}, note="mine")
+    assert page_client.post("/permissions/invoke/", invoke_form(allow={"coderA:dba": False})).status_code == 302
+    response = page_client.post("/permissions/invoke/", stale)
+    assert response.status_code == 409
+    (row,) = ConfigChange.every.filter(outcome=ConfigChange.REFUSED)
+    assert (row.config_type, row.note, row.refusal["status"]) == ("permission", "mine", 409)
+    assert row.refusal["code"] == "stale_version"
+
+
+def test_a_page_that_refuses_nothing_writes_no_refusal(page_client, builtin):
+    assert page_client.get("/roles/pm/").status_code == 200
+    assert not ConfigChange.every.filter(outcome=ConfigChange.REFUSED).exists()

@@ -378,7 +378,7 @@ def test_import_needs_staff_or_the_import_permission(api, builtin, viewer_user):
 
 
 def test_bad_query_parameters_name_the_field(api, builtin):
-    assert api.get(EXPORT, {"format": "xml"}).json()["errors"] == {"format": ["must be yaml or json"]}
+    assert api.get(EXPORT, {"format": "xml"}).json()["errors"] == {"format": ["must be one of yaml, json"]}
     assert "history" in api.get(EXPORT, {"history": "maybe"}).json()["errors"]
     assert api.get(EXPORT, {"project": "ghost"}).status_code == 404
     assert "dry_run" in post(api, "format: x", dry_run="perhaps").json()["errors"]
@@ -424,3 +424,28 @@ def test_imported_prompts_follow_the_prompt_rules(api, builtin):
     back = post(api, yaml.safe_dump(document))
     assert back.status_code == 200
     assert back.json()["changes"] == [{"field": "prompts.pm.persona", "old": "1.1.0", "new": "1.0.0"}]
+
+
+def test_a_cards_idempotent_flag_is_exported_and_imported(api, builtin):
+    """Whether a card may be run again after its request was sent (``idempotent``, which
+    decides the retries of docs/architecture.md §6; null is the executor's default) travels
+    with the card both ways."""
+    CapabilityCard.objects.filter(capability_id="code_review").update(idempotent=True)
+    document = yaml.safe_load(export(api))
+    assert document["capabilities"]["code_review"]["idempotent"] is True
+    assert document["capabilities"]["schema_query"]["idempotent"] is None  # the executor's default
+    document["capabilities"]["code_review"]["idempotent"] = False
+    document["capabilities"]["schema_query"]["idempotent"] = True
+    dry = post(api, yaml.safe_dump(document, allow_unicode=True), dry_run="true")
+    assert dry.status_code == 200, dry.json()
+    assert {c["field"] for c in dry.json()["changes"]} == {
+        "capabilities.code_review.idempotent",
+        "capabilities.schema_query.idempotent",
+    }
+    assert post(api, yaml.safe_dump(document, allow_unicode=True)).status_code == 200
+    assert not CapabilityCard.objects.get(capability_id="code_review").idempotent
+    assert CapabilityCard.objects.get(capability_id="schema_query").idempotent
+    document["capabilities"]["code_review"]["idempotent"] = "yes"
+    refused = post(api, yaml.safe_dump(document, allow_unicode=True), dry_run="true")
+    assert refused.status_code == 400
+    assert "/capabilities/code_review/idempotent" in refused.json()["errors"]

@@ -153,3 +153,62 @@ def test_the_task_page_forks_and_the_compare_page_shows_the_difference(page_clie
     assert "(strict)" in compare
     refused = page_client.post(f"/tasks/{source.id}/fork", {"from_step": "999"}, follow=True).content.decode()
     assert "from_step: must be a whole number from 0 to" in refused
+
+
+def test_a_fork_with_another_prompt_version_uses_it_for_that_task_alone(api, model_host):
+    from prompts.models import PromptVersion
+
+    source = run_source(api, model_host)
+    asked = len(model_host.server.requests)
+    active = PromptVersion.objects.filter(
+        is_active=True, template__template_type="system_prompt", template__project__isnull=True
+    ).select_related("template__role")
+    versions = {}
+    for version in active:  # a saved but never activated version of every role's system prompt
+        PromptVersion.objects.create(
+            template=version.template,
+            version="9.0.0",
+            content=f"{version.content}\n{STRICT}",
+            variables=version.variables,
+            language=version.language,
+        )
+        versions[f"{version.template.role.role}/system_prompt"] = "9.0.0"
+    forked = fork(api, model_host, source.id, {"from_step": 0, "overrides": {"prompt_versions": versions}})
+    assert forked.status == "completed", forked.error
+    new_requests = model_host.server.requests[asked:]
+    missing = [
+        body["messages"][0]["content"][:120] for body in new_requests if STRICT not in body["messages"][0]["content"]
+    ]
+    assert new_requests and not missing, missing
+    assert json.loads(artifacts(forked)["review_dev.json"])["issues"][0]["problem"].endswith("(strict)")
+    assert forked.run_spec["config_overlay"]["prompts"]["pm/system_prompt"]["version"] == "9.0.0"
+    # the saved configuration did not move: the active versions are the same, and a new task
+    # (not a fork) sends the old prompt
+    assert not PromptVersion.objects.filter(version="9.0.0", is_active=True).exists()
+    asked = len(model_host.server.requests)
+    run_source(api, model_host)
+    assert not any(STRICT in body["messages"][0]["content"] for body in model_host.server.requests[asked:])
+
+
+def test_fork_overrides_that_name_nothing_real_are_refused_by_field(api, transactional_db, builtin):
+    Task.objects.create(
+        id="done", kind="task", title="t", status="completed", run_spec={"capability_id": "x", "params": {}}
+    )
+    for overrides, field in (
+        ({"prompt_versions": {"nobody/system_prompt": "1.0.0"}}, "overrides.prompt_versions.nobody/system_prompt"),
+        ({"prompt_versions": {"pm/system_prompt": "77.0.0"}}, "overrides.prompt_versions.pm/system_prompt"),
+        ({"prompt_versions": {"pm": "1.0.0"}}, "overrides.prompt_versions.pm"),
+        ({"prompt_versions": []}, "overrides.prompt_versions"),
+        ({"tool_modes": {"main/file_write": "maybe"}}, "overrides.tool_modes.main/file_write"),
+        ({"tool_modes": {"main/teleport": "allow"}}, "overrides.tool_modes.main/teleport"),
+        ({"invoke": {"pm/dba": "yes"}}, "overrides.invoke.pm/dba"),
+        ({"invoke": {"pm/ghost": True}}, "overrides.invoke.pm/ghost"),
+        ({"executors": {"pm": {"executor": "quantum"}}}, "overrides.executors.pm.executor"),
+        ({"executors": {"pm": {"model": ""}}}, "overrides.executors.pm.model"),
+        ({"executors": {"pm": {"temperature": 1}}}, "overrides.executors.pm"),
+        ({"executors": {"ghost": {"model": "m"}}}, "overrides.executors.ghost"),
+    ):
+        response = api.post("/api/v1/tasks/done/fork", {"from_step": 0, "overrides": overrides}, format="json")
+        assert response.status_code == 400, (overrides, response.json())
+        assert field in response.json()["errors"], (overrides, response.json())
+    assert Task.objects.count() == 1  # nothing was started

@@ -143,12 +143,23 @@ def test_a_packed_batch_travels_as_strings_and_unpacks_whole():
 
     from monitoring.live_events import LiveEvent, pack, unpack
 
-    texts = [json.dumps({"html": "<p>naïve \x00 \n 🦀</p>"}), json.dumps({"x": 1})]
+    english = [json.dumps({"html": "<p>naïve \x00 \n 🦀</p>"}), json.dumps({"x": 1})]
+    chinese = [json.dumps({"html": "<p>任务 \x00</p>"}, ensure_ascii=False), json.dumps({"x": 2})]
     events = [
-        LiveEvent("message:1", "message", "t1", "", 7, False, ["main", "pm"], "invoke_request", True, texts[0]),
-        LiveEvent("config_change:9", "config_change", "", "shop", None, True, [], "", False, texts[1]),
-    ]
+        LiveEvent(
+            "message:1", "message", "t1", "", 7, False, ["main", "pm"], "invoke_request", True,
+            {"en": english[0], "zh-hans": chinese[0]},
+        ),
+        LiveEvent(
+            "config_change:9", "config_change", "", "shop", None, True, [], "", False,
+            {"en": english[1], "zh-hans": chinese[1]},
+        ),
+    ]  # fmt: skip
     message = {"type": "live.batch", **pack(events)}
-    assert all(isinstance(v, str) for v in message.values())
+    assert isinstance(message["meta"], str)
+    assert set(message["texts"]) == {"en", "zh-hans"}
+    assert all(isinstance(v, str) for v in message["texts"].values())
     assert unpack(deepcopy(message)) == events
     assert unpack({"meta": "[]", "texts": ""}) == []
+    with pytest.raises(ValueError):  # a language short of one text is refused, not misaligned
+        unpack({**message, "texts": {**message["texts"], "zh-hans": chinese[0]}})

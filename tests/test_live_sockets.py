@@ -365,11 +365,11 @@ async def test_a_failing_batch_never_stops_the_sink(runtime_host, staff_user, mo
     real_render = live_events.render
     calls = {"n": 0}
 
-    def render_failing_once(items, tasks):
+    def render_failing_once(items, tasks, languages=()):
         calls["n"] += 1
         if calls["n"] == 1:
             raise RuntimeError("a template blew up")
-        return real_render(items, tasks)
+        return real_render(items, tasks, languages)
 
     monkeypatch.setattr(live_events, "render", render_failing_once)
     socket, _, _ = await open_socket("/ws/live/", staff_user)

@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from capabilities.models import AgentRole, Project
+from capabilities.models import AgentRole, CapabilityCard, Project, Skill
+from tests.factories import PLUGIN
+from tests.skills.support import upload
 from tests.test_config_transfer import export, post
 
 RLO = "\u202e"
@@ -66,3 +68,29 @@ def test_the_role_form_refuses_a_disguised_display_name(page_client, builtin):
     assert response.status_code == 400
     assert "display_name" in response.content.decode()
     assert not AgentRole.objects.filter(role="scribe").exists()
+
+
+def test_a_plugin_capability_with_a_disguised_name_or_description_is_refused(api, builtin, settings):
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "HTTP_EXECUTOR_ALLOWED_HOSTS": ["plugins.internal"]}
+    card = {**PLUGIN, "name": f"Invoice{RLO}total", "description": "Sums\u2066 lines"}
+    response = api.post("/api/v1/capabilities", card, format="json")
+    assert response.status_code == 400, response.content
+    errors = response.json()["errors"]
+    assert {"name", "description"} <= set(errors)
+    assert "invisible control character" in errors["name"][0]
+    assert not CapabilityCard.objects.filter(capability_id=PLUGIN["id"]).exists()
+
+
+def test_a_skill_index_with_disguised_names_is_refused_naming_each(api, builtin):
+    text = (
+        "skill:\n  id: disguised\n"
+        f"  name: Helper{RLO}fdp.exe\n  version: 1.0.0\n  skillForm: SCENE\n"
+        "  capabilities:\n    - name: lookup\n      type: EXPOSED\n"
+        '      description: "Looks\\u200f up"\n'
+    )
+    response = upload(api, text)
+    assert response.status_code == 400, response.content
+    errors = response.json()["errors"]
+    assert any("skill.name" in key for key in errors), errors
+    assert any("capabilities[0].description" in key for key in errors), errors
+    assert not Skill.objects.filter(skill_id="disguised").exists()

@@ -1,5 +1,7 @@
 """The recorder: after a flush the database holds exactly what was sent, in order, with each
-message's final status (DESIGN.md §3.3), including drops and expiries."""
+message's final status (DESIGN.md §3.3), including drops and expiries. Each test runs with
+both recorders: the writer thread (``thread``) and the child process (``process``,
+``monitoring.recorder_process``); tests/test_recorder_process.py kills the child."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
 from monitoring.recorder import LARGE_PAYLOAD_CHARS, MESSAGE_ROWS_PER_STATEMENT, Recorder
+from monitoring.recorder_process import RecorderProcess, new_recorder
 from teamclaw.runtime import (
     ArtifactWritten,
     CollectingSink,
@@ -29,8 +32,14 @@ from tests.runtime.conftest import settle
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-async def test_database_holds_every_message_in_send_order_with_its_final_status():
-    recorder = Recorder(batch_size=7, batch_wait_s=0.001)  # small batches: statuses cross batch edges
+@pytest.fixture(params=["thread", "process"])
+def mode(request) -> str:
+    """The recorder a test runs with (TEAMCLAW_RECORDER)."""
+    return request.param
+
+
+async def test_database_holds_every_message_in_send_order_with_its_final_status(mode):
+    recorder = new_recorder(mode, batch_size=7, batch_wait_s=0.001)  # small batches: statuses cross batch edges
     recorder.start()
     sink = CollectingSink()
     clock = ManualClock()
@@ -101,14 +110,16 @@ async def test_database_holds_every_message_in_send_order_with_its_final_status(
     counts = await asyncio.to_thread(
         lambda: (Task.objects.get().status, ExecutionContext.objects.count(), Snapshot.objects.count())
     )
-    assert counts == ("completed", 1, 1)
+    assert counts == ("completed", 1, 2)  # the start and the final state
     assert recorder.failed_batches == 0
 
 
-async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
+async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert(mode):
     from monitoring.models import Alert
 
-    recorder = Recorder(batch_wait_s=0.001)
+    recorder = new_recorder(mode, batch_wait_s=0.001)
+    committed: list = []
+    recorder.add_listener(committed.extend)
     sink = CollectingSink()
     runtime = Runtime(snapshot=small_snapshot(), sinks=[sink], clock=ManualClock())
     try:
@@ -142,14 +153,16 @@ async def test_one_unstorable_event_costs_only_itself_and_raises_an_alert():
     assert recorder.lost_events == 1
     assert len(alerts) == 1
     assert "artifact" in alerts[0]
+    assert poisoned not in committed  # the live sink is never shown what the database lacks
+    assert len(committed) == len(batch) - 1
 
 
-async def test_each_heartbeat_refreshes_the_recorded_instance():
+async def test_each_heartbeat_refreshes_the_recorded_instance(mode):
     """The dashboard's "last heartbeat" and "handled" come from the AgentInstance rows, so
     every beat is recorded, not only health changes (PRD §4.2)."""
     from monitoring.models import AgentInstance
 
-    recorder = Recorder(batch_wait_s=0.001)
+    recorder = new_recorder(mode, batch_wait_s=0.001)
     recorder.start()
     clock = ManualClock(start=1_000_000.0)
     offline = OfflineExecutor(charge_tokens=False)
@@ -192,7 +205,7 @@ def status_update(number: int, payload: dict) -> MessageSent:
     return MessageSent(message, DeliveryStatus.DELIVERED, at=1.0)
 
 
-async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_order():
+async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_order(mode):
     """Rows go in MESSAGE_ROWS_PER_STATEMENT at a time (a large payload alone); a batch of two
     full statements, a remainder and a large one loses nothing and keeps the send order and
     each payload as sent."""
@@ -203,7 +216,7 @@ async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_o
     payloads[61] = {"score": float("nan"), "limit": float("inf")}  # not JSON: stored as null
     payloads[70] = {"text": "x" * (LARGE_PAYLOAD_CHARS + 1)}  # inserted on its own
     events = [status_update(i, p) for i, p in enumerate(payloads)]
-    recorder = Recorder(batch_size=10_000, batch_wait_s=0.5)  # one batch holds them all
+    recorder = new_recorder(mode, batch_size=10_000, batch_wait_s=0.5)  # one batch holds them all
     recorder.start()
     try:
         for event in events:
@@ -253,3 +266,21 @@ async def test_a_batch_that_failed_is_written_again_on_a_fresh_connection(monkey
     assert recorder.failed_batches == 1
     assert recorder.lost_events == 0
     assert len(connections_used) == 2
+
+
+async def test_the_recorder_process_writes_a_batch_that_failed_again():
+    """The child's writer retries as the thread's does (the same BatchWriter); its count of
+    failed batches reaches the runtime's process with the acknowledgement."""
+    recorder = RecorderProcess(batch_wait_s=0.001, writer="tests.recorder_writers.FailsOnceWriter")
+    event = status_update(0, {"text": "after a restart"})
+    recorder.start()
+    try:
+        recorder.publish(event)
+        assert await asyncio.to_thread(recorder.flush)
+    finally:
+        await asyncio.to_thread(recorder.stop)
+    stored = await asyncio.to_thread(lambda: list(Message.objects.values_list("id", flat=True)))
+    assert stored == [event.message.id]
+    assert recorder.failed_batches == 1
+    assert recorder.lost_events == 0
+    assert recorder.written_events == 1

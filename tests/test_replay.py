@@ -50,8 +50,11 @@ def test_timeline_interleaves_snapshots_and_messages_in_the_order_they_happened(
     assert None not in order
     assert order == sorted(order)
     assert len(set(order)) == len(order)
-    final = timeline.entries[-1]
-    assert (final.kind, final.ref.type, final.ref.to_role) == ("message", "invoke_response", "user")
+    answer, final = timeline.entries[-2:]
+    assert (answer.kind, answer.ref.type, answer.ref.to_role) == ("message", "invoke_response", "user")
+    # Issue 17: the last step is the context's final state, not the one before its last invoke.
+    assert (final.kind, final.ref.trigger, final.ref.label) == ("snapshot", "completed", "final state")
+    assert step(timeline, len(timeline) - 1)["state"]["progress"] == 100
     stored = Message.objects.filter(task_id=main_context.task_id).filter(
         to_instance=main_context.instance_id
     ) | Message.objects.filter(task_id=main_context.task_id, from_instance=main_context.instance_id)
@@ -88,22 +91,27 @@ def test_snapshot_diff_names_the_fields_that_changed(main_context):
 def test_replay_page_steps_forward_and_back_and_jumps(main_context, staff_user):
     client = logged_in(staff_user)
     timeline = build_timeline(main_context)
-    last = len(timeline) - 1
+    count = len(timeline)
     html = client.get(f"/replay/{main_context.id}/").content.decode()
-    assert f'Step <strong id="replay-index">{last}</strong> of {last}' in html
+    # Issue 17: the header said 59 steps and the stepper 58; both read Timeline.step_count.
+    assert f"{count} steps:" in html
+    assert f'Step <strong id="replay-index">{count}</strong> of {count}' in html
+    assert f'name="step" min="1" max="{count}" value="{count}"' in html
     html = client.get(f"/replay/{main_context.id}/?at=0").content.decode()
-    assert 'Step <strong id="replay-index">0</strong>' in html
+    assert f'Step <strong id="replay-index">1</strong> of {count}' in html
     assert 'data-step="next" href="?at=1"' in html
     assert 'data-step="prev"' not in html
     html = client.get(f"/replay/{main_context.id}/?at=999999").content.decode()
-    assert f'id="replay-index">{last}<' in html
+    assert f'id="replay-index">{count}<' in html
+    html = client.get(f"/replay/{main_context.id}/?step=2").content.decode()
+    assert 'id="replay-index">2<' in html and 'aria-current="step"' in html.split('data-index="1"')[1][:80]
     bad = client.get(f"/replay/{main_context.id}/?at=two")
     assert bad.status_code == 400
     assert "at must be a step number" in bad.content.decode()
     snapshot = main_context.snapshots.order_by("sequence")[1]
     html = client.get(f"/replay/{main_context.id}/?snapshot={snapshot.id}").content.decode()
     index = timeline.index_of("snapshot", snapshot.id)
-    assert f'id="replay-index">{index}<' in html
+    assert f'id="replay-index">{index + 1}<' in html
     assert snapshot.trigger in html
     missing = client.get(f"/replay/{main_context.id}/?snapshot=gone")
     assert missing.status_code == 400

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -21,6 +22,7 @@ from monitoring.recovery import mark_interrupted
 from runs import host as host_module
 from runs.dispatch import claim_tasks
 from runs.models import RuntimeWorker
+from runs.pinned_config import pinned_for
 from runs.tasks import run_spec, start_task
 from teamclaw.runtime.events import ConfirmationChanged, ConfirmationState
 from teamclaw.runtime.resume import RecordedConfirmation, RecordedStep, ResumeJournal
@@ -177,12 +179,80 @@ def test_a_task_given_up_by_a_stopping_worker_resumes_on_the_next_with_its_confi
     assert task.artifacts.filter(name="requirement_final.md").exists()
 
 
+def test_a_resumed_task_runs_on_the_configuration_it_started_on(
+    runtime_host, main_confirms_file_writes, staff_user, api
+):
+    """PRD §4.8: a change saved while a task is between workers does not reach it. Here main's
+    file_write moves from confirm to allow; the resumed attempt still asks the operator."""
+    from monitoring.models import ExecutionContext
+    from runs.models import PinnedConfig
+    from tests.test_tasks_api import set_main_file_write
+
+    task = start_task(workflow="requirement_review", input_markdown=REVIEW, user=staff_user)
+    confirmation = wait_for_confirmation(runtime_host, task.id)
+    runtime_host.recorder.flush()
+    task.refresh_from_db()
+    started_on = task.config_version
+    assert started_on > 0 and PinnedConfig.objects.filter(version=started_on, project_key="").exists()
+    host_module.reset_host()
+    set_main_file_write(api, "allow")
+
+    host = host_module.get_host()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        host.recorder.flush()
+        again = ToolConfirmation.objects.get(pk=confirmation.id)
+        if again.context_id != confirmation.context_id:
+            break
+        time.sleep(0.05)
+    assert again.context_id != confirmation.context_id, "the resumed attempt did not ask the operator again"
+    assert again.status == "pending"
+    response = api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": True}, format="json")
+    assert response.status_code == 200, response.json()
+    task = wait_for_task(host, task.id)
+    assert (task.status, task.attempt) == ("completed", 2)
+    versions = set(ExecutionContext.objects.filter(task_id=task.id).values_list("config_version", flat=True))
+    assert versions == {started_on}
+
+
+def test_only_the_documents_unfinished_tasks_run_on_are_kept(transactional_db, builtin):
+    from runs import pinned_config
+    from runs.models import PinnedConfig
+    from team.snapshot import build_snapshot
+
+    built = build_snapshot(None)
+    older = [replace(built, version=built.version + n) for n in (1, 2, 3)]
+    snapshot = replace(built, version=built.version + 4)
+    pinned_config.remember(older[0])
+    pinned_config.remember(older[1])
+    queued_task("waits", config_version=older[1].version)
+    pinned_config.remember(older[2])
+    pinned_config.remember(snapshot)
+    pinned_config.remember(snapshot)  # stored once
+    kept = sorted(PinnedConfig.objects.values_list("version", flat=True))
+    assert kept == [older[1].version, snapshot.version]
+    resumed = pinned_for(Task.objects.get(pk="waits"))
+    assert resumed == older[1]
+    assert pinned_for(queued_task("new")) is None  # never started: it runs on the current one
+    PinnedConfig.objects.update(document={"format": 99})
+    assert pinned_for(Task.objects.get(pk="waits")) is None  # unreadable: logged, current one
+
+
 def test_a_task_whose_executor_cannot_resume_fails_interrupted(runtime_host, staff_user):
     offline = runtime_host.runtime.executors.get("offline")
-    queued_task("cannot-resume", executor="offline")
-    Task.objects.filter(pk="cannot-resume").update(status="running", attempt=1, lease_expires_at=timezone.now())
-    offline.resumable = False
+    offline.resumable = False  # before the task is claimable: the host's poll may take it at once
     try:
+        spec = run_spec("task_orchestration", {"workflow": "generic", "task_description": "x"}, "x")
+        Task.objects.create(  # a task whose worker stopped mid-run: running, its lease expired
+            id="cannot-resume",
+            kind="task",
+            workflow="generic",
+            status="running",
+            attempt=1,
+            lease_expires_at=timezone.now(),
+            run_spec=spec,
+            executor="offline",
+        )
         deadline = time.monotonic() + 10
         while Task.objects.get(pk="cannot-resume").status == "running" and time.monotonic() < deadline:
             time.sleep(0.05)

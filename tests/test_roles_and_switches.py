@@ -72,6 +72,7 @@ def test_creating_a_custom_role_sets_up_everything_as_one_version(api, builtin, 
         "file_scope": ".",
         "token_budget": 20000,
         "max_concurrent_instances": 2,
+        "memory_tokens": None,
     }
     assert "code_review" in body["capabilities"]
     assert current_version() == before + 1

@@ -36,17 +36,19 @@ def test_a_tls_request_allows_only_its_own_wss_socket(page_client, builtin):
     assert found["connect-src"] == "'self' wss://testserver"
 
 
-def check_deploy(tmp_path, **extra: str) -> subprocess.CompletedProcess[str]:
+def check_deploy(tmp_path, **extra: str) -> subprocess.Popen[str]:
+    """``manage.py check --deploy`` started in its own process with ``extra`` in its
+    environment (``communicate()`` gives its output); the runs of a test go side by side."""
     unsafe = {"DEBUG", "SECRET_KEY", "DJANGO_ALLOW_ASYNC_UNSAFE"}  # the browser tests set the last one
     env = {k: v for k, v in os.environ.items() if not k.startswith("TEAMCLAW_") and k not in unsafe}
     env.update({"TEAMCLAW_DATA_DIR": str(tmp_path), **extra})
-    return subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "manage.py", "check", "--deploy"],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
     )
 
 
@@ -55,16 +57,18 @@ TLS_WARNINGS = ["security.W004", "security.W005", "security.W008", "security.W01
 
 
 def test_check_deploy_with_teamclaw_secure_reports_no_tls_warning(tmp_path):
-    plain = check_deploy(tmp_path)
-    assert [w for w in TLS_WARNINGS if w in plain.stderr + plain.stdout] != []
-    secure = check_deploy(tmp_path, TEAMCLAW_SECURE="1", TEAMCLAW_HSTS_PRELOAD="1")
-    assert secure.returncode == 0, secure.stderr
-    assert "no issues" in secure.stdout, secure.stdout + secure.stderr
+    plain = check_deploy(tmp_path / "plain")
+    secure = check_deploy(tmp_path / "secure", TEAMCLAW_SECURE="1", TEAMCLAW_HSTS_PRELOAD="1")
+    plain_out, plain_err = plain.communicate(timeout=120)
+    assert [w for w in TLS_WARNINGS if w in plain_err + plain_out] != []
+    secure_out, secure_err = secure.communicate(timeout=120)
+    assert secure.returncode == 0, secure_err
+    assert "no issues" in secure_out, secure_out + secure_err
 
 
 def test_teamclaw_secure_sets_the_tls_settings(tmp_path):
     script = (
-        "import django, json; django.setup(); from django.conf import settings as s; "
+        "import json; from django.conf import settings as s; "  # settings alone, no app loading
         "print(json.dumps([s.SECURE_SSL_REDIRECT, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, "
         "s.SECURE_HSTS_SECONDS, s.SECURE_HSTS_INCLUDE_SUBDOMAINS, s.SECURE_HSTS_PRELOAD, s.SECURE_PROXY_SSL_HEADER]))"
     )

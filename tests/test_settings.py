@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from teamclaw.env import env_bool, env_int, env_list, env_url, persistent_secret
+from teamclaw.env import env_bool, env_int, env_list, env_time_zone, env_url, persistent_secret
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,6 +44,16 @@ def test_env_list_and_url(monkeypatch):
         env_url("X_DB", {"postgres", "sqlite"})
 
 
+def test_env_time_zone_takes_iana_names_only(monkeypatch):
+    assert env_time_zone("X_TZ", "UTC") == "UTC"
+    monkeypatch.setenv("X_TZ", "Asia/Shanghai")
+    assert env_time_zone("X_TZ", "UTC") == "Asia/Shanghai"
+    for bad in ("Asia/Nowhere", "../etc/passwd"):
+        monkeypatch.setenv("X_TZ", bad)
+        with pytest.raises(ImproperlyConfigured, match="X_TZ"):
+            env_time_zone("X_TZ", "UTC")
+
+
 def test_secret_is_generated_once_with_mode_600(tmp_path):
     path = tmp_path / "secret"
     first = persistent_secret(path)
@@ -59,6 +69,8 @@ def test_secret_is_generated_once_with_mode_600(tmp_path):
         ("REDIS_URL", "http://x", "REDIS_URL"),
         ("TEAMCLAW_MAILBOX_CAPACITY", "0", "TEAMCLAW_MAILBOX_CAPACITY"),
         ("OPENAI_BASE_URL", "http://user:pw@127.0.0.1:8080/v1", "must not carry a user or password"),
+        ("TEAMCLAW_LANGUAGE_CODE", "fr", "TEAMCLAW_LANGUAGE_CODE"),
+        ("TEAMCLAW_TIME_ZONE", "Mars/Olympus_Mons", "not a known IANA time zone"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_its_name(tmp_path, name, value, message):

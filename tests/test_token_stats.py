@@ -122,3 +122,28 @@ def test_stats_page_draws_charts_without_scripts_and_escapes_titles(runtime_host
 def test_stats_page_empty_state(builtin, page_client):
     html = page_client.get("/stats/tokens/").content.decode()
     assert "No token usage recorded" in html
+
+
+def test_an_estimate_counts_the_documents_a_call_reads_and_writes(runtime_host, staff_user, page_client):
+    """Issue 17: the consolidator was credited 51 estimated tokens for reading about 30 KB of
+    reviews and writing a 14 KB document; the offline estimate counted only its params and result."""
+    from monitoring.models import Artifact
+    from runs.tasks import sample_requirement
+
+    task = start_task(workflow="requirement_review", input_markdown=sample_requirement(), user=staff_user)
+    task = wait_for_task(runtime_host, task.id)
+    runtime_host.recorder.flush()
+    assert task.status == "completed", task.error
+    consolidator = ExecutionContext.objects.get(task=task, role="consolidator")
+    sizes = {a.name: len(a.content) for a in Artifact.objects.filter(task=task)}
+    read = [n for n in sizes if n.startswith("response_")] + ["interview_result.json"]
+    written = sizes["requirement_final.md"] + sizes["consolidation_report.json"]
+    assert consolidator.tokens_estimated
+    assert consolidator.input_tokens >= sum(sizes[n] for n in read if n in sizes) // 4 > 500
+    assert consolidator.output_tokens >= written // 4 > 500
+    assert task.tokens_used > task.token_budget  # estimates are recorded, never enforced: nothing was spent
+    html = page_client.get(f"/tasks/{task.id}/").content.decode()
+    card = html.split(f'id="ctx-{consolidator.id}"')[1][:3000]
+    assert f"{consolidator.total_tokens:,} tokens" in card and "(est.)" in card
+    chip = html.split('data-field="task-tokens"')[1].split("</span>")[0]
+    assert f"{task.tokens_used:,} / {task.token_budget:,} tokens" in chip and "(est.)" in chip

@@ -211,3 +211,92 @@ def test_the_what_if_panel_of_a_user_who_sees_only_own_tasks_counts_those_tasks(
     html = client.post("/permissions/invoke/what-if/", invoke_form(allow={"coderA:dba": False})).content.decode()
     assert "2 would now be denied" in html
     assert "only the tasks you may see" in html
+
+
+def run_recorded_tool_uses(tmp_path, uses: dict[str, tuple[str, int]]) -> str:
+    """Run a real runtime whose roles use ``file_write`` (``role -> (matrix mode, uses)``),
+    each called once by coderA, with the real recorder writing the contexts to the database.
+    Returns the task id."""
+    import asyncio
+
+    from monitoring.recorder import Recorder
+    from teamclaw.runtime import Constraints, ExecutorRegistry, InvokeRequest, OfflineExecutor, Runtime, TaskStatus
+    from tests.factories import echo_card, small_snapshot
+
+    async def scenario() -> str:
+        recorder = Recorder(batch_wait_s=0.001)
+        recorder.start()
+        offline = OfflineExecutor(charge_tokens=False)
+
+        async def save(call):
+            for i in range(uses[call.role][1]):
+                try:
+                    await call.use_tool("file_write", path=f"{call.role}/copy{i}.md", content="# saved\n")
+                except Exception:
+                    return {"text": "refused"}
+            return {"text": "saved"}
+
+        cards = [echo_card(f"save_{role}", owners=(role,)) for role in uses]
+        for card in cards:
+            offline.register(card.capability_id, save)
+        snapshot = small_snapshot(
+            roles=["coderA", *uses],
+            cards=cards,
+            allowed=[("coderA", role) for role in uses],
+            tool_modes={(role, "file_write"): mode for role, (mode, _n) in uses.items()},
+            project_dir=str(tmp_path),
+            constraints=Constraints(max_retries=0),
+        )
+        runtime = Runtime(snapshot=snapshot, sinks=[recorder], executors=ExecutorRegistry({"offline": offline}))
+        try:
+            task = await runtime.begin_task(entry_role="coderA")
+            for role in uses:
+                await runtime.invoke(
+                    InvokeRequest(f"save_{role}", {"text": "x"}), from_role="coderA", task_id=task.task_id
+                )
+            runtime.end_task(task.task_id, TaskStatus.COMPLETED)
+            await asyncio.to_thread(recorder.flush)
+        finally:
+            await runtime.stop()
+            await asyncio.to_thread(recorder.stop)
+        return task.task_id
+
+    return asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_tool_what_if_counts_the_recorded_tool_uses_of_each_role_and_tool(builtin, tmp_path):
+    """Issue 17: right after main used file_write three times, confirming main's file_write
+    reported 0 affected. The recorded uses (a real runtime, the real recorder) are counted."""
+    from capabilities.models import ToolPermission
+
+    ToolPermission.objects.filter(role__role="pm", tool="file_write", project__isnull=True).update(mode="deny")
+    run_recorded_tool_uses(tmp_path, {"main": ("allow", 3), "pm": ("deny", 1)})
+    assert (tmp_path / "main" / "copy2.md").exists()
+    report = tool_what_if(None, {("main", "file_write"): "confirm", ("pm", "file_write"): "allow"}, viewer=EVERYONE)
+    uses = report["tool_uses"]
+    [confirm] = [g for g in uses["groups"] if g["role"] == "main"]
+    assert (confirm["tool"], confirm["effect"], confirm["count"]) == ("file_write", "confirm", 3)
+    assert confirm["outcomes"] == {"used": 3}
+    assert confirm["projects"] == ["(global)"]
+    [allowed] = [g for g in uses["groups"] if g["role"] == "pm"]
+    assert (allowed["effect"], allowed["count"], allowed["outcomes"]) == ("allowed", 1, {"denied": 1})
+    assert uses["summary"] == {"denied": 0, "allowed": 1, "confirm": 3}
+    assert uses["considered"] == 4
+    untouched = tool_what_if(None, {("main", "file_read"): "deny"}, viewer=EVERYONE)["tool_uses"]
+    assert untouched["groups"] == [] and untouched["considered"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_tool_what_if_panel_shows_the_recorded_tool_uses(builtin, tmp_path, staff_user):
+    from capabilities.matrices import TOOL, matrix_document
+    from capabilities.matrix_forms import base_json
+
+    run_recorded_tool_uses(tmp_path, {"main": ("allow", 3)})
+    doc = matrix_document(TOOL, None)
+    form = {"version": doc["version"], "base": base_json(TOOL, doc), "cell:main:file_write": "deny", "days": "7"}
+    client = Client()
+    client.force_login(staff_user)
+    html = client.post("/permissions/tools/what-if/", form).content.decode()
+    assert "3 recorded tool uses would now be denied" in html
+    assert "main · file_write" in html

@@ -150,6 +150,12 @@ def test_a_web_process_without_a_runtime_has_invokes_and_hooks_run_by_a_worker(b
         assert body["result"] == body["data"]
         worker_instances = AgentInstance.objects.filter(instance_id=body["from_instance"])
         assert worker_instances.exists()  # the answer came from the worker's runtime
+        # Health as this web process knows it: the worker's instance, read from the database.
+        health = api.get("/api/v1/health/schema_query").json()
+        assert health["status"] == "HEALTHY", health
+        worker_id = RuntimeWorker.objects.get(pid=worker.process.pid).id
+        assert {(i["instance_id"], i["worker"]) for i in health["instances"]} == {(body["from_instance"], worker_id)}
+        assert api.get("/api/v1/capabilities/schema_query/health").json()["status"] == "available"
         hook = {"event_type": "deploy.done", "from_role": "devops", "target_roles": ["main"], "payload": {}}
         response = api.post("/api/v1/hooks", hook, format="json")
         assert response.status_code == 200, response.json()
@@ -166,4 +172,8 @@ def test_a_web_process_without_a_runtime_has_invokes_and_hooks_run_by_a_worker(b
         assert body["error"]["code"] == "capability_disabled", body
     finally:
         worker.stop()
+    # schema_query is disabled now; another card says what a web process without workers can tell.
+    health = api.get("/api/v1/health/task_orchestration").json()
+    assert health["status"] == "UNHEALTHY" and "no runtime worker is alive" in health["message"], health
+    assert api.get("/api/v1/capabilities/task_orchestration/health").json()["status"] == "unavailable"
     assert current_host() is None  # this process never started a runtime

@@ -4,33 +4,54 @@
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
+from capabilities.config import record_refusal
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.matrices import SaveResult
 from capabilities.models import Project
 from teamclaw.errors import DomainError
 from web.scope import project_scope
 
+log = logging.getLogger(__name__)
+
 NOTE_MAX = 2000
 """Longest change note kept (characters)."""
 SWITCH_VALUES: dict[str, bool | None] = {"on": True, "off": False, "inherit": None}
 """A switch form's ``enabled`` value -> the flag saved (``inherit``: a project follows the
 global setting)."""
-SWITCH_STATES = {"on": "enabled", "off": "disabled", "inherit": "following the global setting"}
+SWITCH_STATES = {
+    "on": gettext_lazy("enabled"),
+    "off": gettext_lazy("disabled"),
+    "inherit": gettext_lazy("following the global setting"),
+}
 """How a switch's new state is told to the operator."""
+
+
+WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}")
+"""A whole number as a form field may carry it: ASCII digits (not ``²`` or ``١٢``, which
+``str.isdigit`` accepts), one optional minus sign, at most 18 digits (fits a 64-bit column)."""
+
+
+def form_integer(raw: str) -> int | None:
+    """``raw`` (a form field's text) as an int, or None when it is not a WHOLE_NUMBER."""
+    return int(raw) if WHOLE_NUMBER.fullmatch(raw) else None
 
 
 def form_version(request: HttpRequest) -> int | None:
     """The form's ``version`` (the document version the operator loaded), None when absent
     or not a whole number (the save is then refused as stale or invalid)."""
-    raw = request.POST.get("version", "")
-    return int(raw) if raw.isdigit() else None
+    version = form_integer(request.POST.get("version", ""))
+    return version if version is not None and version >= 0 else None
 
 
 def form_note(request: HttpRequest) -> str:
@@ -49,10 +70,90 @@ def safe_next(request: HttpRequest, fallback: str) -> HttpResponseRedirect:
     return redirect(fallback)
 
 
+PAGE_CONFIG_TYPES = {
+    "role-new": "role",
+    "role-edit": "role",
+    "role-delete": "role",
+    "role-switch": "role",
+    "capability-switch": "capability",
+    "matrix-editor": "permission",
+    "constraints-edit": "constraint",
+    "projects": "project",
+    "project-detail": "project",
+}
+"""The pages that write governed configuration (URL name -> the audit trail's
+``config_type``; the tool matrix's page is ``tool_binding``, see ``page_config_type``)."""
+REFUSAL_ATTRIBUTE = "teamclaw_config_refusal"
+
+
+def note_refusal(request: HttpRequest, exc: DomainError) -> None:
+    """Mark this page request's governed write as refused with ``exc``; once the page is
+    answered, ``PageRefusalAuditMiddleware`` writes it to the audit trail, as the API's
+    ``RefusalAudit`` does for the same refusal (PRD §4.8: who, when, what, why)."""
+    setattr(request, REFUSAL_ATTRIBUTE, exc)
+
+
+def page_config_type(request: HttpRequest) -> str | None:
+    """The ``config_type`` this page request writes, or None for a page that writes none."""
+    match = request.resolver_match
+    if match is None or match.url_name not in PAGE_CONFIG_TYPES:
+        return None
+    if match.url_name == "matrix-editor" and match.kwargs.get("which") != "invoke":
+        return "tool_binding"
+    return PAGE_CONFIG_TYPES[match.url_name]
+
+
+class PageRefusalAuditMiddleware:
+    """Audits a refused governed write made through a page form (``note_refusal``) as
+    ``outcome: refused`` once the page has been answered, after the attempt's transaction
+    rolled back (``capabilities.config.record_refusal``, the API's ``RefusalAudit`` shape:
+    ``{status, code, detail, errors, method, path}``). A refusal that cannot be audited is
+    logged; the page is answered either way."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        exc = getattr(request, REFUSAL_ATTRIBUTE, None)
+        config_type = page_config_type(request) if exc is not None and request.method == "POST" else None
+        if config_type and isinstance(exc, DomainError):
+            try:
+                self._audit(request, config_type, exc)
+            except Exception:
+                log.exception("could not audit a refused %s write from a page", config_type)
+        return response
+
+    def _audit(self, request: HttpRequest, config_type: str, exc: DomainError) -> None:
+        match = request.resolver_match
+        kwargs = match.kwargs if match is not None else {}
+        slug = request.GET.get("project") or kwargs.get("slug") or ""
+        ignored = {"csrfmiddlewaretoken", "version", "note", "next"}
+        record_refusal(
+            config_type,
+            refusal={
+                "status": exc.status,
+                "code": exc.code,
+                "detail": exc.message[:2000],
+                "errors": exc.errors or {},
+                "method": request.method,
+                "path": request.path,
+                "form": True,
+            },
+            attempted_fields=[key for key in request.POST if key not in ignored],
+            role=str(kwargs.get("role") or ""),
+            project=Project.objects.filter(slug=slug).first() if slug else None,
+            note=form_note(request),
+            actor=request.user,
+        )
+
+
 def show_refusal(request: HttpRequest, exc: DomainError) -> None:
     """Tell the operator why a change was refused, as a message on the next page (the pages'
     one place for refusals shown this way): a stale version with the latest changes saved
-    meanwhile; every field at fault; else the error's message."""
+    meanwhile; every field at fault; else the error's message. The refusal is audited
+    (``note_refusal``)."""
+    note_refusal(request, exc)
     if isinstance(exc, StaleVersion):
         lines = [str(exc)]
         for change in exc.changes[-5:]:
@@ -87,7 +188,7 @@ def apply_switch(
     project: Project | None = project_scope(request, form=True)
     wanted = request.POST.get("enabled", "")
     if wanted not in SWITCH_VALUES or (wanted == "inherit" and project is None):
-        messages.error(request, "enabled: must be on, off or (for a project) inherit")
+        messages.error(request, _("enabled: must be on, off or (for a project) inherit"))
         return safe_next(request, fallback)
     try:
         result = save(
@@ -101,11 +202,24 @@ def apply_switch(
     except (StaleVersion, ConfigInvalid) as exc:
         show_refusal(request, exc)
     else:
-        where = f" in project {project.name}" if project else ""
-        state = SWITCH_STATES[wanted]
-        if result.change:
-            version = result.change.new_version
-            messages.success(request, f"{sentence_start or subject} is now {state}{where} (config version {version}).")
+        told = {
+            "subject": sentence_start or subject,
+            "state": SWITCH_STATES[wanted],
+            "project": project.name if project else "",
+            "version": result.change.new_version if result.change else "",
+        }
+        if result.change and project:
+            messages.success(
+                request, _("%(subject)s is now %(state)s in project %(project)s (config version %(version)s).") % told
+            )
+        elif result.change:
+            messages.success(request, _("%(subject)s is now %(state)s (config version %(version)s).") % told)
+        elif project:
+            told["subject"] = subject
+            messages.info(
+                request, _("Nothing changed: %(subject)s is already %(state)s in project %(project)s.") % told
+            )
         else:
-            messages.info(request, f"Nothing changed: {subject} is already {state}{where}.")
+            told["subject"] = subject
+            messages.info(request, _("Nothing changed: %(subject)s is already %(state)s.") % told)
     return safe_next(request, fallback)

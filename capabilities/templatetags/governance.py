@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 from django import template
+from django.utils.translation import gettext, gettext_lazy
 
 register = template.Library()
 
-MODE_LABELS = {"allow": "✅ allow", "deny": "❌ deny", "confirm": "⚠️ confirm"}
+MODE_LABELS = {"allow": gettext_lazy("✅ allow"), "deny": gettext_lazy("❌ deny"), "confirm": gettext_lazy("⚠️ confirm")}
 
 
 @register.filter
@@ -17,15 +18,15 @@ def config_value(value: Any) -> str:
     """``True`` -> ✅, ``False`` -> ❌, ``None`` -> "inherit (global)", modes with their PRD
     symbols, lists joined, anything else as compact JSON."""
     if value is True:
-        return "✅ allowed / on"
+        return gettext("✅ allowed / on")
     if value is False:
-        return "❌ denied / off"
+        return gettext("❌ denied / off")
     if value is None:
-        return "inherit (global)"
+        return gettext("inherit (global)")
     if isinstance(value, str):
-        return MODE_LABELS.get(value, value)
+        return str(MODE_LABELS.get(value, value))
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return ", ".join(value) or "(none)"
+        return ", ".join(value) or gettext("(none)")
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 200 else text[:197] + "..."
 

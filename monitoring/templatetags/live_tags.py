@@ -9,8 +9,10 @@ from urllib.parse import quote
 
 from django import template
 from django.urls import reverse
+from django.utils import timezone
 
-from monitoring import dom_ids
+from monitoring import dom_ids, live_times
+from monitoring.live_items import summary_text
 from monitoring.markdown_html import render_markdown
 from monitoring.role_labels import role_labels
 
@@ -21,6 +23,14 @@ register = template.Library()
 def dom_id(item: dict, kind: str) -> str:
     """``{{ c|dom_id:"context" }}``: the element id of a live thing (``monitoring.dom_ids``)."""
     return dom_ids.dom_id(kind, item)
+
+
+@register.filter(name="message_summary")
+def message_summary(item: dict) -> str:
+    """``{{ m|message_summary }}``: a message item's summary line in the active language
+    (``live_items.summary_parts``), else its stored English ``summary``."""
+    parts = item.get("summary_parts")
+    return summary_text(parts) if parts else str(item.get("summary") or "")
 
 
 @register.simple_tag(name="container_id")
@@ -53,10 +63,30 @@ def short_id(value: str, length: int = 8) -> str:
 
 @register.filter
 def clock(value: datetime | None) -> str:
-    """``HH:MM:SS.mmm`` (UTC) of a datetime, for message-log rows."""
-    if value is None:
-        return ""
-    return value.strftime("%H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+    """``HH:MM:SS.mmm`` of a datetime in the operator's time zone (``teamclaw.time_zones``:
+    the active zone, else ``TIME_ZONE``), as a ``<time>`` element a live socket rewords in
+    its operator's zone (``monitoring.live_times``); '' for None."""
+    return live_times.time_element(value, "clock")
+
+
+@register.filter
+def clock_zone(value: datetime | None) -> str:
+    """``clock`` followed by the zone's name (``12:00:00.000 Asia/Shanghai``), one element."""
+    return live_times.time_element(value, "clock_zone")
+
+
+@register.filter
+def short_time_zone(value: datetime | None) -> str:
+    """Django's ``M j, H:i`` and the zone's name (``Dec 1, 22:52 UTC``), one ``<time>``
+    element (``monitoring.live_times``)."""
+    return live_times.time_element(value, "short_zone")
+
+
+@register.filter
+def shown_zone(value: object) -> str:
+    """The name of the time zone ``value`` (a datetime) is shown in: the active one
+    (``teamclaw.time_zones``), e.g. ``Asia/Shanghai``; ``UTC`` by default."""
+    return timezone.get_current_timezone_name()
 
 
 @register.filter

@@ -21,6 +21,11 @@
   let attempt = 0;
   let closedByPage = false;
 
+  // Strings come from Django's JavaScript catalog (/i18n/js/, loaded by base.html) in the
+  // page's language; without it they stay English.
+  const gettext = window.gettext || function (text) { return text; };
+  const interpolate = window.interpolate || function (text, values) { return text.replace("%s", values[0]); };
+
   function setStatus(text, kind) {
     statusEls.forEach(function (el) {
       el.textContent = text;
@@ -82,7 +87,25 @@
   function fill(f) {
     const container = document.getElementById(f.into);
     if (!container) return;
+    // A state frame (on connect, after a resync) redraws the region; what the operator is
+    // typing in it stays: each element holding typed text is put back in place of its
+    // redrawn self, marked stale when that is gone or no longer in the same state.
+    const kept = [];
+    container.querySelectorAll("textarea, input[type=text]").forEach(function (field) {
+      const holder = field.value !== field.defaultValue ? field.closest("[id]") : null;
+      if (holder && container.contains(holder) && holder !== container && kept.indexOf(holder) < 0) kept.push(holder);
+    });
     container.innerHTML = f.html;
+    kept.forEach(function (old) {
+      const fresh = document.getElementById(old.id);
+      if (fresh && fresh.dataset.status === old.dataset.status) {
+        fresh.replaceWith(old);
+      } else {
+        if (fresh) fresh.replaceWith(old);
+        else container.prepend(old);
+        markStale(old);
+      }
+    });
     activate(container);
   }
 
@@ -100,7 +123,7 @@
     note.className = "stale-note error";
     note.setAttribute("role", "alert");
     note.textContent =
-      "This changed meanwhile (answered in another tab, or a newer request). Your text is kept here: copy it, then reload the page.";
+      gettext("This changed meanwhile (answered in another tab, or a newer request). Your text is kept here: copy it, then reload the page.");
     el.prepend(note);
     // Its forms answer a request that is gone: sending them would only be refused.
     el.querySelectorAll('button[type="submit"]').forEach(function (button) {
@@ -126,8 +149,39 @@
     if (!container) return;
     clearEmpty(container);
     container.insertAdjacentHTML(s.where, s.html);
-    activate(document.getElementById(s.id));
-    trim(container);
+    const inserted = document.getElementById(s.id);
+    const home = group(container, inserted, s.where);
+    activate(inserted);
+    trim(home);
+  }
+
+  // The live page groups agent cards by task (container [data-group-by="task"]): a card the
+  // server inserts into the container moves into its task's group, made with the task's
+  // title (data-task-title) when it is the task's first card. Returns where the card is.
+  function group(container, card, where) {
+    if (!card || container.dataset.groupBy !== "task" || !card.dataset.task) return container;
+    let section = Array.prototype.find.call(container.querySelectorAll(":scope > .task-group"), function (g) {
+      return g.dataset.taskGroup === card.dataset.task;
+    });
+    if (!section) {
+      section = document.createElement("section");
+      section.className = "task-group";
+      section.dataset.taskGroup = card.dataset.task;
+      const heading = document.createElement("h3");
+      heading.className = "small";
+      const link = document.createElement("a");
+      link.href = "/tasks/" + encodeURIComponent(card.dataset.task) + "/";
+      link.textContent = card.dataset.taskTitle || card.dataset.task;
+      heading.appendChild(link);
+      const cards = document.createElement("div");
+      cards.className = "cards";
+      section.append(heading, cards);
+      container.prepend(section);
+    }
+    const cards = section.querySelector(":scope > .cards");
+    if (where === "afterbegin") cards.prepend(card);
+    else cards.append(card);
+    return cards;
   }
 
   // Trailing throttle: run fn once, ms after the first call of a burst (later calls in the
@@ -172,14 +226,14 @@
   function onFrame(frame) {
     if (frame.type === "state") {
       frame.fills.forEach(fill);
-      setStatus(frame.resync ? "live · resynced" : "live", "ok");
+      setStatus(frame.resync ? gettext("live · resynced") : gettext("live"), "ok");
     } else if (frame.type === "events") {
       frame.events.forEach(function (ev) {
         if (ev.swap) swap(ev.swap);
         signal(ev);
       });
     } else if (frame.type === "behind") {
-      setStatus("catching up…", "warn");
+      setStatus(gettext("catching up…"), "warn");
     }
     if (frame.seq) {
       root.dataset.liveSeq = String(frame.seq);
@@ -189,7 +243,7 @@
 
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
-    setStatus(attempt ? "reconnecting…" : "connecting…", "wait");
+    setStatus(attempt ? gettext("reconnecting…") : gettext("connecting…"), "wait");
     socket = new WebSocket(scheme + window.location.host + root.dataset.liveSocket);
     socket.onopen = function () {
       attempt = 0;
@@ -208,13 +262,13 @@
       if (closedByPage) return;
       if (event.code === 4401) {
         // Signed out (here or in another tab of this session): nothing more to stream.
-        setStatus("signed out · reload to log in", "bad");
+        setStatus(gettext("signed out · reload to log in"), "bad");
         return;
       }
       attempt += 1;
       // Exponential back-off with jitter, so a restarted server is not hit by every tab at once.
       const delay = Math.round(Math.min(30, 2 ** Math.min(attempt, 5)) * (0.5 + Math.random()) * 1000);
-      setStatus("offline · retrying in " + Math.round(delay / 1000) + " s", "bad");
+      setStatus(interpolate(gettext("offline · retrying in %s s"), [Math.round(delay / 1000)]), "bad");
       window.setTimeout(connect, delay);
     };
   }

@@ -26,6 +26,7 @@ from teamclaw.runtime.events import (
     EVENT_TYPES,
     AlertRaised,
     ArtifactWritten,
+    CallSite,
     CollectingSink,
     ConfigApplied,
     ConfirmationChanged,
@@ -34,10 +35,12 @@ from teamclaw.runtime.events import (
     InstanceChanged,
     MessageSent,
     MessageStatusChanged,
+    ModelCalled,
     RuntimeEvent,
     SnapshotTaken,
     TaskFinished,
     TaskStarted,
+    ToolUsed,
 )
 from teamclaw.runtime.execution import ExecutionCall
 from teamclaw.runtime.executors import ExecutorRegistry
@@ -65,6 +68,7 @@ __all__ = [
     "AgentRuntime",
     "AlertRaised",
     "ArtifactWritten",
+    "CallSite",
     "CapabilityType",
     "CardSpec",
     "CollectingSink",
@@ -91,6 +95,7 @@ __all__ = [
     "MessageSent",
     "MessageStatusChanged",
     "MessageType",
+    "ModelCalled",
     "OfflineExecutor",
     "Party",
     "Priority",
@@ -108,4 +113,5 @@ __all__ = [
     "TaskState",
     "TaskStatus",
     "ToolMode",
+    "ToolUsed",
 ]

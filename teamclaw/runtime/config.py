@@ -61,6 +61,9 @@ class Constraints:
     """Directory inside the project working directory that file tools may touch ('.' = all)."""
     token_budget: int = 50_000
     max_concurrent_instances: int = 4
+    memory_tokens: int | None = None
+    """Estimated tokens of history a model-backed agent of this role replays (seed 003
+    MemoryContext); None = the runtime's default (``TEAMCLAW_MEMORY_TOKENS``)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +72,7 @@ class Constraints:
             "file_scope": self.file_scope,
             "token_budget": self.token_budget,
             "max_concurrent_instances": self.max_concurrent_instances,
+            "memory_tokens": self.memory_tokens,
         }
 
 
@@ -157,6 +161,28 @@ class LayeredPrompt:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool beyond the six of ``TOOLS``, offered by an external tool source (an MCP server
+    registered by an operator, issue 16) and governed by the same tool matrix (PRD §4.7).
+
+    - ``name``: its name in the matrix and the runtime, ``mcp:<source>/<tool>``;
+    - ``remote_name``: the tool's own name on its server;
+    - ``description`` and ``input_schema``: as the server listed them (``inputSchema``);
+    - ``server``: how to reach the server, ``{"transport": "stdio", "command", "args"}`` (a
+      command name from the stdio allowlist, never a path from a request) or
+      ``{"transport": "http", "url"}`` (Streamable HTTP, under the http executor's host
+      allowlist); the runtime's ``ExternalTools`` checks both allowlists again at every call.
+    """
+
+    name: str
+    remote_name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    server: Mapping[str, Any]
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigSnapshot:
     """Everything the runtime needs to govern calls for one project, frozen at ``version``.
 
@@ -164,6 +190,8 @@ class ConfigSnapshot:
     - ``tool_modes``: ``(role, tool) -> ToolMode``; a missing cell is ``deny``.
     - ``prompts``: ``role -> template_type -> LayeredPrompt``.
     - ``project_dir``: the project's working directory (file tools are confined to it).
+    - ``tool_specs``: the external tools (MCP, issue 16) by matrix name; each is a tool of
+      the matrix like the six PRD §4.7 ones, ``deny`` until an operator changes its cells.
     """
 
     version: int
@@ -178,6 +206,7 @@ class ConfigSnapshot:
     project_description: str = ""
     tech_stack: str = ""
     addresses: Mapping[str, str] = field(default_factory=dict)
+    tool_specs: Mapping[str, ToolSpec] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -190,6 +219,7 @@ class ConfigSnapshot:
         tool_modes: Mapping[tuple[str, str], ToolMode | str],
         project_id: str | None = None,
         prompts: Mapping[str, Mapping[str, LayeredPrompt]] | None = None,
+        tool_specs: Iterable[ToolSpec] = (),
         **project: Any,
     ) -> ConfigSnapshot:
         """Assemble a snapshot from plain iterables; indexes cards by cap:// address too."""
@@ -211,6 +241,7 @@ class ConfigSnapshot:
             tool_modes=MappingProxyType({key: ToolMode(value) for key, value in tool_modes.items()}),
             prompts=MappingProxyType(dict(prompts or {})),
             addresses=MappingProxyType(addresses),
+            tool_specs=MappingProxyType({spec.name: spec for spec in tool_specs}),
             **project,
         )
 

@@ -180,6 +180,8 @@ class TaskState:
     entry_role: str = "main"
     prompt_enhancement: str = ""
     tokens_used: int = 0
+    tokens_estimated: bool = False
+    """True once any of ``tokens_used`` is an estimate (the offline brain, a server without usage)."""
     status: TaskStatus = TaskStatus.RUNNING
     artifacts: dict[str, Artifact] = field(default_factory=dict)
     contexts: dict[str, ExecutionContext] = field(default_factory=dict)

@@ -133,3 +133,10 @@ class Emitter:
         )
         self.emit(SnapshotTaken, snapshot=snapshot)
         return snapshot
+
+    def final_snapshot(self, context: ExecutionContext) -> ContextSnapshot:
+        """The ``auto`` snapshot taken when ``context`` reaches a final status (PRD §4.6:
+        completed, failed, terminated): its trigger is that status, its label ``final state``,
+        so a replay's last step shows the state the context ended in (progress, errors,
+        artifacts), not the one before its last invoke."""
+        return self.snapshot(context, SnapshotType.AUTO, str(context.status), "final state")

@@ -18,6 +18,13 @@ process-wide emit order ``seq``; sinks ``match`` on the class:
 - ``ConfirmationChanged``: a tool confirmation was requested or decided (PRD §4.7).
 - ``AlertRaised``: a queue drop, a health change, a budget stop, a failover.
 - ``ConfigApplied``: a ``ConfigChangeEvent`` (PRD §4.8) reached the runtime.
+- ``ToolUsed``: an agent used a tool under the tool matrix (PRD §4.7), with when it started.
+- ``ModelCalled``: an agent asked its model once (one chat-completions request, retries
+  included), with when it started, the model and the token usage.
+
+``ToolUsed`` and ``ModelCalled`` carry the ``correlation_id`` of the invoke (or hook) the agent
+was serving, so a sink can put them under that call (the OpenTelemetry traces,
+``monitoring.tracing``); the record keeps them in the context's messages as before.
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ class EventKind(StrEnum):
     CONFIRMATION = "confirmation"
     ALERT = "alert"
     CONFIG_CHANGE = "config_change"
+    TOOL = "tool"
+    MODEL_CALL = "model_call"
 
 
 _event_seq = itertools.count(1)
@@ -206,6 +215,8 @@ class TaskFinished(RuntimeEvent):
     tokens_used: int
     token_budget: int
     finished_at: float
+    tokens_estimated: bool = False
+    """Whether any of ``tokens_used`` is an estimate (pages mark it "est.")."""
 
     def as_dict(self) -> dict[str, Any]:
         """The task fields this event sets: ``{task_id, status, error, tokens_used, ...}``."""
@@ -217,6 +228,7 @@ class TaskFinished(RuntimeEvent):
             "tokens_used": self.tokens_used,
             "token_budget": self.token_budget,
             "finished_at": self.finished_at,
+            "tokens_estimated": self.tokens_estimated,
         }
 
 
@@ -330,6 +342,62 @@ class ConfigApplied(RuntimeEvent):
     change: Mapping[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """Where a tool use or a model call happened: the agent (``role``, ``instance_id``, its
+    context ``context_id``) serving the capability ``capability_id`` for task ``task_id``;
+    ``correlation_id`` is that of the ``invoke_request`` (or ``hook_event``) message it serves."""
+
+    task_id: str
+    project_id: str | None
+    context_id: str
+    role: str
+    instance_id: str
+    capability_id: str
+    correlation_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUsed(RuntimeEvent):
+    """``site``'s agent used ``tool`` (PRD §4.7) from ``started_at`` until ``at`` (clock
+    seconds, an operator's confirmation included). ``mode`` is the tool matrix cell (``allow``,
+    ``confirm``, ``deny``); ``error`` the AgentError's JSON shape when it failed or was denied."""
+
+    kind: ClassVar[EventKind] = EventKind.TOOL
+    site: CallSite
+    tool: str
+    mode: str
+    started_at: float
+    error: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCalled(RuntimeEvent):
+    """``site``'s agent asked ``model`` at ``endpoint`` (a public URL, no credentials) once,
+    from ``started_at`` until ``at`` (clock seconds, the model executor's retries included).
+
+    ``round`` counts this call's model answers from 1. Usage is in tokens; ``estimated`` is
+    True when the server reported none and TeamClaw estimated it (never shown as reported).
+    ``finish_reason`` and ``answer_format`` (``json_schema_strict``, ``json_schema`` or
+    ``prompt``) are the reply's; ``tool_calls`` the functions it asked for. On failure
+    ``error`` is the AgentError's JSON shape (``code`` an ErrorCode, or ``CancelledError``
+    when the invoke's timeout stopped the request) and the usage is 0."""
+
+    kind: ClassVar[EventKind] = EventKind.MODEL_CALL
+    site: CallSite
+    model: str
+    endpoint: str
+    round: int
+    started_at: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+    estimated: bool = False
+    finish_reason: str | None = None
+    answer_format: str = "prompt"
+    tool_calls: tuple[str, ...] = ()
+    error: Mapping[str, Any] | None = None
+
+
 EVENT_TYPES: tuple[type[RuntimeEvent], ...] = (
     MessageSent,
     MessageStatusChanged,
@@ -342,6 +410,8 @@ EVENT_TYPES: tuple[type[RuntimeEvent], ...] = (
     ConfirmationChanged,
     AlertRaised,
     ConfigApplied,
+    ToolUsed,
+    ModelCalled,
 )
 """Every event class the runtime emits."""
 

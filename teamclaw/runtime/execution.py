@@ -9,26 +9,38 @@ the runtime only through ``AgentPort`` (below), which the runtime implements.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from teamclaw.runtime.clock import Clock
-from teamclaw.runtime.config import CardSpec, ConfigSnapshot, ToolMode
+from teamclaw.runtime.config import CardSpec, ConfigSnapshot, ToolMode, ToolSpec
 from teamclaw.runtime.context import Artifact, ContextStatus, ExecutionContext, SnapshotType, TaskState
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
-from teamclaw.runtime.events import ArtifactWritten, ContextSnapshot, RuntimeEvent
+from teamclaw.runtime.events import ArtifactWritten, CallSite, ContextSnapshot, RuntimeEvent, ToolUsed
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult, OperatorAnswer, RoutingStrategy
-from teamclaw.runtime.knowledge import DEFAULT_K, MAX_RECORDED, KnowledgeHit, KnowledgeRetriever, query_text
+from teamclaw.runtime.knowledge import (
+    DEFAULT_K,
+    MAX_QUERY_CHARS,
+    MAX_RECORDED,
+    KnowledgeHit,
+    KnowledgeRetriever,
+    query_text,
+)
 from teamclaw.runtime.messages import AgentMessage, Priority
 from teamclaw.runtime.pending import PendingCall
 from teamclaw.runtime.schemas import SchemaValidators
-from teamclaw.runtime.tools import ToolHandler, scope_root
+from teamclaw.runtime.tools import ExternalTools, ToolHandler, scope_root
 
 ARTIFACT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,119}$")
 MAX_ARTIFACT_BYTES = 5_000_000
+MAX_RECORDED_TOOL_CHARS = 4000
+"""Longest JSON of an external tool's arguments or result kept in the context's messages."""
+EXTERNAL_TOOL_TIMEOUT_S = 60.0
+"""Longest an external tool call may take when no invoke deadline is nearer (s)."""
 
 
 class ExecutionCall:
@@ -59,6 +71,16 @@ class ExecutionCall:
         self.pending = pending
         self.progress_reported = False
         self._outstanding = 0
+        self.characters_read: dict[str, int] = {}
+        """What this call read besides its params, in characters: ``artifact:<name>`` per task
+        artifact (``read_artifact``) and ``knowledge`` (the retrieved passages). Token
+        estimates count it as the call's input (``executors.offline``)."""
+        self.characters_written: dict[str, int] = {}
+        """What this call wrote besides its result, in characters: ``artifact:<name>`` per
+        artifact (``write_artifact``; a rewrite replaces the count). Token estimates count it
+        as the call's output."""
+        self.knowledge: list[KnowledgeHit] | None = None
+        """The passages ``retrieve_knowledge`` found for the params (None: not asked yet)."""
 
     def with_card(self, card: CardSpec) -> ExecutionCall:
         """The same call run under another card (a PROVIDER skill's implementation)."""
@@ -76,6 +98,20 @@ class ExecutionCall:
     def clock(self) -> Clock:
         """The runtime's clock (s)."""
         return self.port.clock
+
+    @property
+    def site(self) -> CallSite:
+        """Where this call runs (agent, context, capability, the message it serves), as the
+        ``ToolUsed`` and ``ModelCalled`` events name it."""
+        return CallSite(
+            task_id=self.task.task_id,
+            project_id=self.task.project_id,
+            context_id=self.context.id,
+            role=self.instance.role,
+            instance_id=self.instance.instance_id,
+            capability_id=self.card.capability_id,
+            correlation_id=self.message.context.correlation_id,
+        )
 
     def deadline(self, fallback_s: float) -> float:
         """When the call must be answered (clock s): the invoke's deadline, pushed back while
@@ -156,9 +192,51 @@ class ExecutionCall:
     # -- tools ----------------------------------------------------------------
     async def use_tool(self, tool: str, **args: Any) -> Any:
         """Use ``tool`` under the tool matrix (PRD §4.7): ``deny`` raises
-        AgentFailure(tool_denied); ``confirm`` waits for an operator (``waiting_user``)."""
+        AgentFailure(tool_denied); ``confirm`` waits for an operator (``waiting_user``).
+        Each use, done or failed, is a ``ToolUsed`` event with its start time.
+
+        Every use is recorded once in the context's ``input_context.messages`` as
+        ``{type: "tool", from, tool, mode, outcome, args, timestamp (ms)}``, ``outcome`` being
+        ``used``, ``denied`` (the matrix refused it), ``rejected`` (the operator did not
+        approve) or ``failed`` (the tool raised); the tool matrix's what-if counts these
+        (``monitoring.whatif``). A built-in tool's ``args`` leave out file ``content``; a tool
+        of an external source (``snapshot.tool_specs``, ``mcp:<source>/<tool>``, run on
+        ``port.external_tools``) is recorded with its arguments and its ``result`` or
+        ``error`` and ``duration_ms``, as JSON cut to MAX_RECORDED_TOOL_CHARS characters."""
+        started = self.port.clock.now()
         mode = self.snapshot.tool_mode(self.role, tool)
+        external = tool in self.snapshot.tool_specs
+        reference: dict[str, Any] = {
+            "type": "tool",
+            "from": self.role,
+            "tool": tool,
+            "mode": str(mode),
+            "outcome": "used",
+            "args": _recorded(args) if external else {k: v for k, v in args.items() if k != "content"},
+            "timestamp": self.port.clock.now_ms(),
+        }
+        error: dict[str, Any] | None = None
+        try:
+            return await self._run_tool(tool, mode, args, reference)
+        except AgentFailure as failure:
+            error = failure.error.as_dict()
+            raise
+        except BaseException as exc:  # a crashing tool, or the invoke's timeout stopping it
+            error = {"code": type(exc).__name__, "message": str(exc)[:300], "details": {}}
+            raise
+        finally:
+            if error is not None and reference["outcome"] == "used":
+                reference["outcome"] = "failed"
+            if external and error is not None:
+                reference["error"] = error
+            self.context.add_message(reference)
+            if external:
+                self.port.context_changed(self.context)
+            self.port.emit(ToolUsed, site=self.site, tool=tool, mode=str(mode), started_at=started, error=error)
+
+    async def _run_tool(self, tool: str, mode: ToolMode, args: dict[str, Any], reference: dict[str, Any]) -> Any:
         if mode == ToolMode.DENY:
+            reference["outcome"] = "denied"
             raise AgentFailure(
                 ErrorCode.TOOL_DENIED,
                 f"{self.role} may not use {tool} (tool permission matrix)",
@@ -168,12 +246,16 @@ class ExecutionCall:
         if mode == ToolMode.CONFIRM:
             approved = await self.port.request_confirmation(self, tool, args)
             if not approved:
+                reference["outcome"] = "rejected"
                 raise AgentFailure(
                     ErrorCode.TOOL_DENIED,
                     f"the operator did not approve {tool}",
                     {"tool": tool, "role": self.role},
                     retryable=False,
                 )
+        spec = self.snapshot.tool_specs.get(tool)
+        if spec is not None:
+            return await self._use_external(spec, args, reference)
         handler = self.port.tools.get(tool)
         if handler is None:
             raise AgentFailure(
@@ -190,10 +272,27 @@ class ExecutionCall:
         scope = self.snapshot.constraints_for(self.role).file_scope or "."
         root.mkdir(parents=True, exist_ok=True)
         scoped_root = scope_root(root, scope)
-        result = await handler(scoped_root, args)
-        self.context.add_message(
-            {"type": "tool", "tool": tool, "args": {k: v for k, v in args.items() if k != "content"}}
-        )
+        return await handler(scoped_root, args)
+
+    async def _use_external(self, spec: ToolSpec, args: dict[str, Any], reference: dict[str, Any]) -> Any:
+        """Run an external tool (MCP, issue 16) the matrix let through, within what is left of
+        the invoke's deadline (at most EXTERNAL_TOOL_TIMEOUT_S); its result and duration go in
+        ``reference`` (``use_tool`` records it, and the error when it fails)."""
+        runner = self.port.external_tools
+        if runner is None:
+            raise AgentFailure(
+                ErrorCode.EXECUTOR_ERROR,
+                f"tool {spec.name} has no implementation on this server",
+                {"tool": spec.name},
+                retryable=False,
+            )
+        now = self.port.clock.now()
+        timeout_s = max(1.0, min(EXTERNAL_TOOL_TIMEOUT_S, self.deadline(EXTERNAL_TOOL_TIMEOUT_S) - now))
+        try:
+            result = await runner.run(spec, args, timeout_s)
+        finally:
+            reference["duration_ms"] = round((self.port.clock.now() - now) * 1000, 1)
+        reference["result"] = _recorded(result)
         return result
 
     async def ask_operator(
@@ -215,17 +314,23 @@ class ExecutionCall:
         if task.tokens_used + expected_tokens > task.token_budget:
             self._budget_stop(expected_tokens)
 
-    def charge_tokens(self, input_tokens: int, output_tokens: int, *, estimated: bool = False) -> None:
-        """After a model call: add usage to the context and the task; raise
-        AgentFailure(budget_exceeded) once the task has spent more than its budget."""
+    def charge_tokens(
+        self, input_tokens: int, output_tokens: int, *, estimated: bool = False, enforce: bool = True
+    ) -> None:
+        """After a model call: add usage (tokens) to the context and the task; raise
+        AgentFailure(budget_exceeded) once the task has spent more than its budget (PRD §4.7).
+        ``estimated`` marks the counts as estimates; ``enforce`` False records them without
+        stopping the task: the offline brain calls no model and spends nothing, so its
+        estimates are reported (marked estimated) but never hold a task to the budget."""
         context = self.context
         context.input_tokens += max(0, int(input_tokens))
         context.output_tokens += max(0, int(output_tokens))
         context.api_calls += 1
         context.tokens_estimated = context.tokens_estimated or estimated
         self.task.tokens_used += max(0, int(input_tokens)) + max(0, int(output_tokens))
+        self.task.tokens_estimated = self.task.tokens_estimated or estimated
         self.port.context_changed(context)
-        if self.task.tokens_used > self.task.token_budget:
+        if enforce and self.task.tokens_used > self.task.token_budget:
             self._budget_stop(0)
 
     def _budget_stop(self, expected: int) -> None:
@@ -271,6 +376,7 @@ class ExecutionCall:
                 ErrorCode.EXECUTOR_ERROR, f"artifact {name} exceeds {MAX_ARTIFACT_BYTES} bytes", retryable=False
             )
         now = self.port.clock.now()
+        self.characters_written[f"artifact:{name}"] = len(content)
         self.task.artifacts[name] = Artifact(name, content, content_type, self.role, self.context.id, now)
         self.context.generated_artifacts = [a for a in self.context.generated_artifacts if a["name"] != name]
         self.context.generated_artifacts.append(
@@ -294,6 +400,7 @@ class ExecutionCall:
         artifact = self.task.artifacts.get(name)
         if artifact is None:
             return None
+        self.characters_read[f"artifact:{name}"] = len(artifact.content)
         if not any(a["name"] == name for a in self.context.artifacts):
             self.context.artifacts.append(
                 {"name": name, "content_type": artifact.content_type, "produced_by": artifact.role}
@@ -315,18 +422,38 @@ class ExecutionCall:
         return f"You are the {name} of this team. {role.description if role else ''}".strip()
 
     # -- knowledge ------------------------------------------------------------
+    def input_text(self) -> str:
+        """The call's input as text for retrieval: the params' strings (``query_text``), then
+        the content of each task artifact a ``*_artifact`` param names (the seed 002 reviewers
+        get ``requirement_artifact: requirement.md``, not the document), cut at
+        ``MAX_QUERY_CHARS``."""
+        parts = [query_text(self.params)]
+        for key, value in self.params.items():
+            artifact = self.task.artifacts.get(value) if key.endswith("_artifact") and isinstance(value, str) else None
+            if artifact is not None and isinstance(artifact.content, str):
+                parts.append(artifact.content.strip())
+        return "\n".join(p for p in parts if p)[:MAX_QUERY_CHARS]
+
     async def retrieve_knowledge(self, query: str | None = None, k: int = DEFAULT_K) -> list[KnowledgeHit]:
-        """The best ``k`` passages for ``query`` (default: the params' text) from the documents
-        of this role and the task's project (seed 003 KnowledgeContext), recorded in the
-        context's ``knowledge`` as ``{capability_id, query, chunks}``. Empty without a
+        """The best ``k`` passages for ``query`` (default: ``input_text``) from the documents
+        of this role, of the card's skill and of the task's project (seed 003
+        KnowledgeContext), recorded in the context's ``knowledge`` as ``{capability_id,
+        message_id, query, chunks}``. Asked once per call for the params: a second ask (the
+        offline executor, then a handler) answers from ``knowledge`` and records nothing more.
+        A retrieval that found passages is followed by an ``auto`` snapshot (trigger
+        ``knowledge for <capability>``), so replay shows them at that step. Empty without a
         retriever or a query; a retriever that fails is a recovered error in the context,
         never the call's failure."""
+        if query is None and self.knowledge is not None:
+            return self.knowledge
         retriever = self.port.knowledge_retriever
-        text = query_text(self.params) if query is None else query
+        text = self.input_text() if query is None else query
         if retriever is None or not text.strip():
             return []
         try:
-            hits = await retriever.retrieve(role=self.role, project_id=self.task.project_id, query=text, k=k)
+            hits = await retriever.retrieve(
+                role=self.role, project_id=self.task.project_id, skill_id=self.card.skill_id, query=text, k=k
+            )
         except Exception as exc:  # knowledge is an aid: the call goes on without it
             self.context.errors.append(
                 {
@@ -336,12 +463,30 @@ class ExecutionCall:
                 }
             )
             hits = []
+        self.characters_read["knowledge"] = self.characters_read.get("knowledge", 0) + sum(len(h.chunk) for h in hits)
         self.context.knowledge.append(
-            {"capability_id": self.card.capability_id, "query": text, "chunks": [h.state() for h in hits]}
+            {
+                "capability_id": self.card.capability_id,
+                "message_id": self.message.id,
+                "query": text,
+                "chunks": [h.state() for h in hits],
+            }
         )
         del self.context.knowledge[:-MAX_RECORDED]
+        if query is None:
+            self.knowledge = hits
         self.port.context_changed(self.context)
+        if hits:  # replay shows the state with exactly these passages at this step
+            self.port.snapshot(self.context, SnapshotType.AUTO, f"knowledge for {self.card.capability_id}")
         return hits
+
+
+def _recorded(value: Any) -> Any:
+    """``value`` as recorded: itself when its JSON fits MAX_RECORDED_TOOL_CHARS, else the cut JSON text."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= MAX_RECORDED_TOOL_CHARS:
+        return value
+    return text[: MAX_RECORDED_TOOL_CHARS - 40] + f"... [cut: {len(text):,} characters]"
 
 
 PromptRenderer = Callable[[ConfigSnapshot, str, TaskState, dict[str, Any]], str]
@@ -383,6 +528,10 @@ class AgentPort(Protocol):
     @property
     def tools(self) -> Mapping[str, ToolHandler]:
         """Tool implementations by name (``file_read``, ``file_write``...)."""
+
+    @property
+    def external_tools(self) -> ExternalTools | None:
+        """Runs the tools of external tool sources (MCP, issue 16); None when none are installed."""
 
     @property
     def prompt_renderer(self) -> PromptRenderer | None:

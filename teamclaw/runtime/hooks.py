@@ -29,7 +29,7 @@ from teamclaw.runtime.errors import AgentError, AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
 from teamclaw.runtime.executors import ExecutorRegistry
 from teamclaw.runtime.instance import AgentInstance
-from teamclaw.runtime.invocation import EventSubscription, HookAck, HookEvent, RoutingStrategy
+from teamclaw.runtime.invocation import DEFAULT_TIMEOUT_S, EventSubscription, HookAck, HookEvent, RoutingStrategy
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party, Priority, new_id
 from teamclaw.runtime.policy import check_params, check_policy, check_target_role
 from teamclaw.runtime.schemas import SchemaValidators
@@ -102,7 +102,7 @@ class Hooks:
         """
         snapshot = task.snapshot
         acks: list[HookAck] = []
-        for instance in self._receivers(snapshot, event, caller, task):
+        for instance in await self._receivers(snapshot, event, caller, task):
             refusal = self._refusal(snapshot, event, caller, instance, caller_skill)
             if refusal is not None:
                 refused = AgentMessage(
@@ -159,10 +159,12 @@ class Hooks:
             acks.append(HookAck(instance.instance_id, instance.role, "received"))
         return acks
 
-    def _receivers(
+    async def _receivers(
         self, snapshot: ConfigSnapshot, event: HookEvent, caller: Party, task: TaskState
     ) -> list[AgentInstance]:
-        """The instances ``event`` goes to: matching subscribers, or one per target role."""
+        """The instances ``event`` goes to: matching subscribers, or one per target role (a
+        new one takes its instance slot first, waiting for one at most the default invoke
+        timeout, ``InstanceWorkers.place``)."""
         pool = self.workers.pool
         if event.broadcast:
             wanted = {
@@ -174,7 +176,10 @@ class Hooks:
         targets = []
         for role in event.target_roles or ():
             check_target_role(snapshot, role)
-            targets.append(self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None))
+            target = self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None)
+            if target is None:
+                target, _ = await self.workers.place(snapshot, role, RoutingStrategy.BY_ROLE, None, DEFAULT_TIMEOUT_S)
+            targets.append(target)
         return targets
 
     @staticmethod

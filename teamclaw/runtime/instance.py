@@ -40,8 +40,17 @@ class AgentInstance:
     worker: asyncio.Task[None] | None = None
     executing: str | None = None
     """The correlation id of the invoke attempt whose executor is running right now, if any."""
+    serving_entry: bool = False
+    """True while the message it handles is an entry (an invoke from outside the team,
+    ``routing.is_entry``): it may hold the instance for a whole task."""
     waiting_operator: int = 0
     """How many of its calls wait for an operator right now (PRD §4.6 ``waiting_user``)."""
+    slot: int | None = None
+    """The index of the role's instance slot it holds (``teamclaw.runtime.slots``); None
+    when it holds none (spawned outside the limit, or it gave its slot up)."""
+    slot_given_up: bool = False
+    """True once it gave its slot up while an operator held it (not counted against the
+    limit, PRD §4.6 ``waiting_user``); with shared slots it is retired once idle again."""
 
     @property
     def load(self) -> int:

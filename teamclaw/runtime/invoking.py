@@ -53,6 +53,17 @@ if TYPE_CHECKING:
 CANCELLED_BY_TIMEOUT = "cancelled: the caller stopped waiting"
 
 
+def check_healthy(instance: AgentInstance) -> None:
+    """Raise AgentFailure(unavailable, reason ``heartbeat_lost``) when ``instance`` missed its
+    heartbeats (PRD §4.2)."""
+    if not instance.healthy:
+        raise AgentFailure(
+            ErrorCode.UNAVAILABLE,
+            f"instance {instance.instance_id} missed its heartbeats",
+            {"target_instance_id": instance.instance_id, "reason": "heartbeat_lost"},
+        )
+
+
 class Invoker:
     """Both sides of invoke for one runtime (see module docstring)."""
 
@@ -180,16 +191,28 @@ class Invoker:
             retries = constraints.max_retries
             check_policy(snapshot, card, target_role, caller, caller_skill, enforce_matrix=enforce_matrix)
             check_params(self.validators, card, params)
-            instance = self._instance_for(snapshot, target_role, instance, request, caller_instance)
+            timeout = min(request.timeout or DEFAULT_TIMEOUT_S, card.timeout_s, constraints.timeout_s)
+            if timeout_cap is not None:
+                timeout = min(request.timeout or timeout_cap, timeout_cap)
+            routed = self._instance_for(snapshot, target_role, instance, request, caller_instance)
+            if routed is None:  # a new instance: its slot first (waiting for one counts against the timeout)
+                strategy = request.routing or RoutingStrategy.BY_ROLE
+                routed, waited = await self.workers.place(
+                    snapshot, target_role, strategy, caller_instance, timeout, entry=caller_instance is None
+                )
+                timeout -= waited
+                check_healthy(routed)
+                if task.cancelled is not None:  # cancelled while it waited for the slot
+                    raise AgentFailure(
+                        task.cancelled.code, task.cancelled.message, task.cancelled.details, retryable=False
+                    )
+            instance = routed
         except AgentFailure as failure:
             self._record_refusal(
                 request, invoke_id, correlation_id, attempt, caller, task, target_role, instance, failure.error
             )
             return InvokeResult(False, error=failure.error), retries
 
-        timeout = min(request.timeout or DEFAULT_TIMEOUT_S, card.timeout_s, constraints.timeout_s)
-        if timeout_cap is not None:
-            timeout = min(request.timeout or timeout_cap, timeout_cap)
         message = AgentMessage(
             type=MessageType.INVOKE_REQUEST,
             sender=caller,
@@ -254,12 +277,17 @@ class Invoker:
         instance: AgentInstance | None,
         request: InvokeRequest,
         caller_instance: AgentInstance | None,
-    ) -> AgentInstance:
+    ) -> AgentInstance | None:
         """The healthy instance the attempt goes to: the one named, or one routed by the
-        request's strategy. Raises AgentFailure(unavailable): deadlock, heartbeat lost."""
+        request's strategy; None when routing wants a new instance (``InstanceWorkers.place``).
+        Raises AgentFailure(unavailable): deadlock, heartbeat lost."""
         if instance is None:
             strategy = request.routing or RoutingStrategy.BY_ROLE
-            instance = self.workers.route(snapshot, target_role, strategy, caller_instance)
+            instance = self.workers.route(
+                snapshot, target_role, strategy, caller_instance, entry=caller_instance is None
+            )
+            if instance is None:
+                return None
         elif self.workers.pool.would_deadlock(caller_instance, instance):
             raise AgentFailure(
                 ErrorCode.UNAVAILABLE,
@@ -267,12 +295,7 @@ class Invoker:
                 {"reason": "deadlock"},
                 retryable=False,
             )
-        if not instance.healthy:
-            raise AgentFailure(
-                ErrorCode.UNAVAILABLE,
-                f"instance {instance.instance_id} missed its heartbeats",
-                {"target_instance_id": instance.instance_id, "reason": "heartbeat_lost"},
-            )
+        check_healthy(instance)
         return instance
 
     def _time_out(self, pending: PendingCall) -> InvokeResult:

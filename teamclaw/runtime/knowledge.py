@@ -2,10 +2,12 @@
 
 The runtime holds no documents. A ``KnowledgeRetriever`` (the knowledge app's
 ``knowledge.retrieval.DatabaseRetriever``, given as ``Runtime(knowledge_retriever=...)``)
-answers ``retrieve``: the best passages for a query among the sources of the calling role
-and the task's project. ``ExecutionCall.retrieve_knowledge`` asks it once per model-backed
-capability call, with the call's params as the query (``query_text``), and records exactly
-what came back in the context's ``knowledge`` (so snapshots and the inspector show it);
+answers ``retrieve``: the best passages for a query among the sources of the calling role,
+the card's skill and the task's project. ``ExecutionCall.retrieve_knowledge`` asks it once
+per capability call (every executor: ``offline`` before its handler, ``openai`` before the
+first model request, the workflows' model handlers through ``ModelSession.system_prompt``),
+with the call's params as the query (``query_text``), and records exactly what came back in
+the context's ``knowledge`` (so snapshots, the inspector and replay show it per call);
 ``knowledge_text`` is what the system prompt gets (the ``knowledge`` template variable).
 """
 
@@ -39,9 +41,12 @@ class KnowledgeHit:
 class KnowledgeRetriever(Protocol):
     """Finds passages for a query (module docstring)."""
 
-    async def retrieve(self, *, role: str, project_id: str | None, query: str, k: int) -> list[KnowledgeHit]:
-        """The best ``k`` passages for ``query`` among the sources of ``role`` and of
-        ``project_id`` (None: no project), best first."""
+    async def retrieve(
+        self, *, role: str, project_id: str | None, query: str, k: int, skill_id: str | None = None
+    ) -> list[KnowledgeHit]:
+        """The best ``k`` passages for ``query`` among the sources of ``role``, of
+        ``skill_id`` (the card's skill; None: none) and of ``project_id`` (None: no
+        project), best first."""
 
 
 def query_text(params: Any) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from teamclaw.runtime.messages import AgentMessage, Priority
@@ -129,6 +129,11 @@ class Mailbox:
                         self._ready.clear()
                     return message
         return None
+
+    def queued(self) -> Iterator[AgentMessage]:
+        """The queued messages, highest priority first (left in place)."""
+        for level in _LEVELS:
+            yield from self._queues[level]
 
     def drain(self) -> list[AgentMessage]:
         """Remove and return everything queued, highest priority first (instance shutdown)."""

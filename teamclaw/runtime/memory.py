@@ -23,6 +23,14 @@ from typing import Any
 
 DEFAULT_MEMORY_TOKENS = 4000
 """Token budget (estimated, ~4 characters a token) of the history replayed to the model."""
+MIN_MEMORY_TOKENS = 100
+MAX_MEMORY_TOKENS = 1_000_000
+"""Bounds of a memory budget, the process's (``TEAMCLAW_MEMORY_TOKENS``) and a role's
+(``memory_tokens`` constraint, PRD §4.7) alike."""
+BUDGET_DEFAULT = "default"
+BUDGET_ROLE = "role"
+"""Where a memory's budget came from (``Memory.budget_source``): the process default, or the
+role's ``memory_tokens`` constraint."""
 MAX_STORED_TURNS = 200
 """Turns kept per memory (older ones are trimmed away for good)."""
 
@@ -79,9 +87,12 @@ def trim(history: list[dict[str, Any]], budget_tokens: int) -> list[dict[str, An
 @dataclass(slots=True)
 class Memory:
     """One instance's memory of one conversation (see module docstring). ``budget_tokens``
-    bounds what ``recall`` replays; ``trimmed`` counts turns left out of the last recall."""
+    bounds what ``recall`` replays; ``budget_source`` says where it came from
+    (``BUDGET_DEFAULT`` the process's, ``BUDGET_ROLE`` the role's ``memory_tokens``
+    constraint); ``trimmed`` counts turns left out of the last recall."""
 
     budget_tokens: int = DEFAULT_MEMORY_TOKENS
+    budget_source: str = BUDGET_DEFAULT
     history: list[dict[str, Any]] = field(default_factory=list)
     preferences: dict[str, Any] = field(default_factory=dict)
     session_state: dict[str, Any] = field(default_factory=dict)
@@ -101,12 +112,14 @@ class Memory:
             self.history = trim(self.history, sum(turn_tokens(t) for t in self.history[-MAX_STORED_TURNS:]))
 
     def state(self) -> dict[str, Any]:
-        """JSON shape: ``{history, preferences, session_state, budget_tokens, trimmed, tokens}``."""
+        """JSON shape: ``{history, preferences, session_state, budget_tokens, budget_source,
+        trimmed, tokens}``."""
         return {
             "history": [dict(t) for t in self.history],
             "preferences": dict(self.preferences),
             "session_state": dict(self.session_state),
             "budget_tokens": self.budget_tokens,
+            "budget_source": self.budget_source,
             "trimmed": self.trimmed,
             "tokens": sum(turn_tokens(t) for t in self.history),
         }

@@ -1,7 +1,10 @@
 """Where a message goes: the instance pool and the routing strategies (PRD §4.4 调用路由策略).
 
 ``by_role``: an idle healthy instance of the role, else a new one while the role is below
-its ``max_concurrent_instances`` (4 by default, PRD §4.7), else the least loaded.
+its ``max_concurrent_instances`` (4 by default, PRD §4.7), else the least loaded. "A new
+one" is None from ``choose``: the caller takes one of the role's instance slots first
+(``teamclaw.runtime.slots``, shared by every runtime worker), and when none is free goes to
+``nearest`` (the least loaded here) or waits (``worker.InstanceWorkers.place``).
 An instance held by an operator (waiting for an answer or a confirmation, itself or through
 the instances it waits on) is neither counted against that limit nor chosen: it could hold
 a new message for a day, and four tasks waiting for their operators must not stall the rest.
@@ -9,16 +12,24 @@ a new message for a day, and four tasks waiting for their operators must not sta
 ``least_busy``: the healthy instance with the fewest queued + in-flight messages, spawning
 only when the role has none. Instances that would close a wait cycle with the caller are
 never chosen, so an agent invoking itself or A -> B -> A cannot deadlock the runtime.
+A role that may invoke itself (main: every review's main asks main for
+``question_aggregation``) keeps its entries (calls from outside the team, each holding an
+instance for a whole task) and the calls made inside tasks apart: entries run on at most
+limit - 1 instances, and a call from inside a task never queues behind an instance running
+or holding an entry (``InstancePool._choose_self_invoking``); otherwise tasks each holding
+an instance and queued behind one another could close a ring and fail with "deadlock
+avoided".
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import RoutingStrategy
+from teamclaw.runtime.messages import AgentMessage, MessageType
 
 
 class InstancePool:
@@ -78,31 +89,134 @@ class InstancePool:
             stack.extend(self.by_id[i] for i in node.waiting_on if i in self.by_id)
         return False
 
+    def counted(self, role: str) -> int:
+        """The live instances of ``role`` counted against its limit (not held by an operator)."""
+        return sum(1 for i in self.alive(role) if not self.operator_held(i))
+
+    def entries_at_cap(self, role: str, limit: int, spawning: int) -> bool:
+        """True when the counted instances of ``role`` running or holding entries, with the
+        ``spawning`` in flight (each may be for one), fill ``limit - 1``: a new entry to a
+        role that may invoke itself then queues (``_choose_self_invoking``)."""
+        counted = [i for i in self.alive(role) if not self.operator_held(i)]
+        return sum(1 for i in counted if runs_entries(i)) + spawning >= limit - 1
+
     def choose(
         self,
         role: str,
         strategy: RoutingStrategy,
         limit: int,
         caller: AgentInstance | None,
-        spawn: Callable[[str], AgentInstance],
-    ) -> AgentInstance:
-        """The instance of ``role`` for the next message (see module docstring).
+        spawning: int = 0,
+        *,
+        self_invoking: bool = False,
+    ) -> AgentInstance | None:
+        """The instance of ``role`` for the next message (see module docstring), or None when
+        a new instance should be spawned or the call should wait for one (``worker.place``):
+        the role is under ``limit`` (its max concurrent instances) counting ``spawning``, the
+        spawns of it in flight here.
 
-        ``limit`` is the role's max concurrent instances; ``spawn(role)`` creates one.
+        ``self_invoking`` (``by_role`` to a role that may invoke itself, e.g. main): entries
+        (calls from outside the team, ``caller`` None) and the calls made inside tasks keep
+        apart (``_choose_self_invoking``).
+
         Raises AgentFailure(unavailable): retryable when no instance is healthy, not
-        retryable when every healthy one is waiting on the caller.
+        retryable when every healthy one is waiting on the caller at the limit, or when a
+        role limited to one instance calls itself (reason ``limit_too_low``).
         """
         alive = [i for i in self.alive(role) if not self.operator_held(i)]
         healthy = [i for i in alive if i.healthy]
         candidates = [i for i in healthy if not self.would_deadlock(caller, i)]
+        # With no instance here to count, spawn (or join the spawns in flight waiting for a slot).
+        room = not alive or len(alive) + spawning < limit
+        if self_invoking and caller is not None and caller.role == role and limit < 2:
+            raise AgentFailure(
+                ErrorCode.UNAVAILABLE,
+                f"{role}'s max_concurrent_instances is {limit}: a {role} agent cannot ask {role} for help "
+                "(the call needs a second instance); raise the limit to 2 or more",
+                {"target_role": role, "limit": limit, "reason": "limit_too_low"},
+                retryable=False,
+            )
+        if self_invoking and limit > 1:
+            return self._choose_self_invoking(role, limit, caller, alive, healthy, candidates, spawning, room)
         if strategy == RoutingStrategy.BY_ROLE:
             for instance in candidates:
                 if instance.idle:
                     return instance
-            if len(alive) < limit:
-                return spawn(role)
-        elif not candidates and len(alive) < limit:
-            return spawn(role)
+            if room:
+                return None
+        elif not candidates and room:
+            return None
+        if not candidates and len(alive) < limit:
+            # Every instance here waits on the caller, but the role is below its limit: the
+            # spawns in flight (other calls waiting for a slot) only fill it for a moment, so
+            # this call waits for a slot as well rather than fail (``worker.place``).
+            return None
+        return self._least_loaded(role, limit, candidates, healthy)
+
+    def _choose_self_invoking(
+        self,
+        role: str,
+        limit: int,
+        caller: AgentInstance | None,
+        alive: list[AgentInstance],
+        healthy: list[AgentInstance],
+        candidates: list[AgentInstance],
+        spawning: int,
+        room: bool,
+    ) -> AgentInstance | None:
+        """``by_role`` to a role whose agents ask the role itself for help (main's
+        ``question_aggregation`` inside every review). An entry holds its instance for the
+        whole task and may call the role again, so:
+
+        - entries run on at most ``limit - 1`` instances: past that an entry queues behind
+          the least loaded instance already running or holding entries (``runs_entries``),
+          so one instance always stays for the calls inside tasks;
+        - a call from inside a task never queues behind such an instance (it could wait for
+          a whole task that waits on it in turn): it takes an idle helper, a new instance, or
+          queues behind the least loaded helper, else waits (None) until one is free.
+        """
+        if caller is None:
+            runners = [i for i in candidates if runs_entries(i)]
+            if self.entries_at_cap(role, limit, spawning):
+                # None: the spawns in flight become the runners to queue behind (``place`` waits).
+                return min(runners, key=lambda i: i.load) if runners else None
+            for instance in candidates:
+                if instance.idle:
+                    return instance
+            if room:
+                return None
+            return self._least_loaded(role, limit, candidates, healthy)
+        helpers = [i for i in candidates if not runs_entries(i)]
+        for instance in helpers:
+            if instance.idle:
+                return instance
+        if room:
+            return None
+        if helpers:
+            return min(helpers, key=lambda i: i.load)
+        return None
+
+    def nearest(
+        self,
+        role: str,
+        strategy: RoutingStrategy,
+        limit: int,
+        caller: AgentInstance | None,
+        *,
+        self_invoking: bool = False,
+    ) -> AgentInstance | None:
+        """An instance of ``role`` here when no new one may be spawned (no slot is free
+        anywhere): ``choose`` with no room. None when this runtime has no instance of the role
+        it may count, or none fits yet (the call waits for a slot or a helper); raises
+        AgentFailure(unavailable) as ``choose`` does."""
+        if not self.counted(role):
+            return None
+        return self.choose(role, strategy, limit, caller, spawning=limit, self_invoking=self_invoking)
+
+    @staticmethod
+    def _least_loaded(
+        role: str, limit: int, candidates: list[AgentInstance], healthy: list[AgentInstance]
+    ) -> AgentInstance:
         if candidates:
             return min(candidates, key=lambda i: i.load)
         if healthy:
@@ -117,3 +231,14 @@ class InstancePool:
             f"no healthy {role} instance (heartbeat lost) and the limit of {limit} is reached",
             {"target_role": role, "reason": "no_healthy_instance"},
         )
+
+
+def runs_entries(instance: AgentInstance) -> bool:
+    """True when ``instance`` runs an entry (an invoke from outside the team: an operator's
+    task, the API) or has one queued: it may hold its instance for a whole task."""
+    return instance.serving_entry or any(is_entry(message) for message in instance.mailbox.queued())
+
+
+def is_entry(message: AgentMessage) -> bool:
+    """An invoke request from outside the team (its sender is no agent instance)."""
+    return message.type == MessageType.INVOKE_REQUEST and not message.sender.instance_id

@@ -51,13 +51,16 @@ from teamclaw.runtime.invocation import (
 )
 from teamclaw.runtime.invoking import Invoker
 from teamclaw.runtime.knowledge import KnowledgeRetriever
+from teamclaw.runtime.memory import DEFAULT_MEMORY_TOKENS
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party, Priority
+from teamclaw.runtime.overlay import ConfigOverlay
 from teamclaw.runtime.pending import PendingCalls
 from teamclaw.runtime.resume import ResumeJournal
 from teamclaw.runtime.routing import InstancePool
 from teamclaw.runtime.schemas import SchemaValidators
+from teamclaw.runtime.slots import InstanceSlots
 from teamclaw.runtime.tasks import TaskBook, TaskNotRunning
-from teamclaw.runtime.tools import BUILTIN_TOOLS, ToolHandler
+from teamclaw.runtime.tools import BUILTIN_TOOLS, ExternalTools, ToolHandler
 from teamclaw.runtime.transport import InProcessTransport, Transport
 from teamclaw.runtime.worker import InstanceWorkers
 
@@ -73,7 +76,13 @@ class Runtime:
     ``config_source(project_id) -> ConfigSnapshot`` is called (in a worker thread) when a
     task starts and the cached snapshot is older than the newest config version; tests may
     pass a fixed ``snapshot`` instead (ValueError without either). Durations are seconds;
-    ``mailbox_capacity`` is messages per instance (PRD §4.3).
+    ``mailbox_capacity`` is messages per instance (PRD §4.3). ``external_tools`` runs the
+    tools of external tool sources the snapshot lists (``ToolSpec``: MCP servers, issue 16).
+    ``memory_budget_tokens`` is the estimated tokens of history each context's memory replays
+    (seed 003 MemoryContext, ``TEAMCLAW_MEMORY_TOKENS``, 4,000 by default).
+    ``instance_slots`` is where an instance's slot is taken before it is spawned (PRD §4.7
+    4 instances per role; ``teamclaw.runtime.slots``): ``LocalSlots`` (this runtime's own
+    count) by default, a shared store to hold the limit across runtime workers.
     """
 
     def __init__(
@@ -95,7 +104,10 @@ class Runtime:
         transport: Transport | None = None,
         default_project_dir: str | Path | None = None,
         tools: dict[str, ToolHandler] | None = None,
+        external_tools: ExternalTools | None = None,
         auto_heartbeat: bool = True,
+        memory_budget_tokens: int = DEFAULT_MEMORY_TOKENS,
+        instance_slots: InstanceSlots | None = None,
     ) -> None:
         self.config = ConfigCache(config_source, snapshot)
         self._clock: Clock = clock or SystemClock()
@@ -105,13 +117,14 @@ class Runtime:
         self._executors = executors or ExecutorRegistry({"offline": OfflineExecutor()})
         self._validators = SchemaValidators()
         self._tools: dict[str, ToolHandler] = {**BUILTIN_TOOLS, **(tools or {})}
+        self._external_tools = external_tools
         self._prompt_renderer = prompt_renderer
         self._knowledge_retriever = knowledge_retriever
         self._default_project_dir = Path(default_project_dir) if default_project_dir else None
         self.task_timeout_s = task_timeout_s
         self.pool = InstancePool()
         self.emitter = Emitter(self.bus, self._clock, lambda task_id: self.book.project_of(task_id))
-        self.book = TaskBook(self.emitter, self._clock, self.config)
+        self.book = TaskBook(self.emitter, self._clock, self.config, memory_budget_tokens)
         self.pending = PendingCalls(self._clock)
         self.delivery = Delivery(transport or InProcessTransport(), self.emitter, self.pending, self.pool)
         self.workers = InstanceWorkers(
@@ -121,6 +134,7 @@ class Runtime:
             clock=self._clock,
             mailbox_capacity=mailbox_capacity,
             contexts_of=self.book.contexts_of,
+            slots=instance_slots,
         )
         shared: dict[str, Any] = {
             "port": self,
@@ -212,6 +226,10 @@ class Runtime:
         return self._tools
 
     @property
+    def external_tools(self) -> ExternalTools | None:
+        return self._external_tools
+
+    @property
     def prompt_renderer(self) -> PromptRenderer | None:
         return self._prompt_renderer
 
@@ -289,6 +307,7 @@ class Runtime:
             except asyncio.CancelledError:
                 pass
         self._background.clear()
+        self.workers.cancel_background()
         for instance in list(self.pool):
             if instance.alive:
                 self.workers.terminate(instance.instance_id, reason="runtime stopped")
@@ -346,11 +365,15 @@ class Runtime:
         entry_role: str = "main",
         prompt_enhancement: str = "",
         journal: ResumeJournal | None = None,
+        overlay: ConfigOverlay | None = None,
+        snapshot: ConfigSnapshot | None = None,
     ) -> InvokeResult:
         """Run a whole task: the operator hands it to ``entry_role`` (PRD §4.1 main:
         任务接收) which may invoke others. Bounded by ``task_timeout_s``, never retried.
         With ``journal`` it resumes an earlier attempt: recorded steps are answered from the
-        record (``teamclaw.runtime.resume``)."""
+        record (``teamclaw.runtime.resume``). ``overlay`` changes the task's pinned config for
+        it alone (a fork's overrides, ``teamclaw.runtime.overlay``); ``snapshot`` pins that
+        configuration instead of the current one (a resumed task's, PRD §4.8)."""
         async with self.book.run(
             task_id,
             project_id=project_id,
@@ -358,6 +381,8 @@ class Runtime:
             entry_role=entry_role,
             prompt_enhancement=prompt_enhancement,
             journal=journal,
+            overlay=overlay,
+            snapshot=snapshot,
         ) as run:
             request = InvokeRequest(capability_id, params, target_role=entry_role, timeout=self.task_timeout_s)
             result = await self.invoker.invoke(
@@ -439,9 +464,40 @@ class Runtime:
         return True
 
     # ------------------------------------------------------------------ instances and health
+    @property
+    def slots(self) -> InstanceSlots:
+        """Where this runtime takes its instances' slots (``teamclaw.runtime.slots``)."""
+        return self.workers.slots
+
     def spawn(self, role: str) -> AgentInstance:
-        """Create an instance of ``role`` with its mailbox and worker; it beats at once."""
+        """Create an instance of ``role`` with its mailbox and worker; it beats at once. It
+        holds no instance slot (outside the role's limit); ``spawn_in_slot`` takes one."""
         return self.workers.spawn(role)
+
+    async def spawn_in_slot(self, role: str, limit: int) -> AgentInstance | None:
+        """Spawn an instance of ``role`` in one of its ``limit`` slots; None when every slot
+        is held (``InstanceWorkers.spawn_in_slot``)."""
+        return await self.workers.spawn_in_slot(role, limit)
+
+    def settle_slots(self, lost: list[str], wanted: list[str]) -> list[str]:
+        """Terminate the instances whose slot was lost, retire idle ones whose slot another
+        runtime wants or whose slot is past their role's limit now
+        (``InstanceWorkers.settle_slots``); returns the ids terminated."""
+        return self.workers.settle_slots(lost, wanted, self.role_limits())
+
+    def role_limits(self) -> dict[str, int]:
+        """Each role's ``max_concurrent_instances`` in the current snapshots loaded here
+        (PRD §4.7): the largest when projects differ, so no project's tasks lose an instance
+        they may have. Snapshots older than the config's latest version are left out (they
+        hold limits since changed); with none current, every loaded one counts."""
+        cached = list(self.config.cached.values())
+        current = [s for s in cached if s.version >= self.config.latest_version] or cached
+        limits: dict[str, int] = {}
+        for snapshot in current:
+            for role in snapshot.roles:
+                limit = snapshot.constraints_for(role).max_concurrent_instances
+                limits[role] = max(limits.get(role, 0), limit)
+        return limits
 
     def terminate(self, instance_id: str, reason: str = "terminated by operator") -> AgentInstance:
         """Stop an instance (see ``InstanceWorkers.terminate``). KeyError if unknown."""

@@ -192,7 +192,47 @@ def schema_errors(validator: Any, instance: Any) -> list[dict[str, str]]:
 def non_finite_errors(value: Any, path: tuple[Any, ...] = ()) -> list[dict[str, str]]:
     """``{"pointer", "message", "keyword": "finite"}`` for every NaN or +-Infinity in ``value``
     (a JSON-like value): numbers JSON cannot carry, so a result holding one would break the
-    API's answer (HTTP 500) or be stored as ``null``."""
+    API's answer (HTTP 500) or be stored as ``null``. Every invoke checks its params and its
+    result: a value with none (nearly all) is walked once without building pointers."""
+    if not path and not _has_non_finite(value):
+        return []
+    return _non_finite_at(value, path)
+
+
+def _has_non_finite(value: Any) -> bool:
+    """True when ``value`` may hold a NaN or +-Infinity: it does, or it holds more than
+    ``WALK_BUDGET`` numbers and containers (a huge or cyclic value: the walk with pointers
+    then decides, and stops a cycle at the recursion limit, which ``schema_errors`` reports)."""
+    stack, budget = [value], WALK_BUDGET
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        budget -= 1
+        if budget < 0:
+            return True
+        if kind is int:
+            continue
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+WALK_BUDGET = 100_000
+"""Numbers and containers ``_has_non_finite`` looks at before leaving it to the full walk."""
+
+
+def _non_finite_at(value: Any, path: tuple[Any, ...]) -> list[dict[str, str]]:
     if isinstance(value, float):
         if math.isfinite(value):
             return []
@@ -200,10 +240,10 @@ def non_finite_errors(value: Any, path: tuple[Any, ...] = ()) -> list[dict[str, 
     errors: list[dict[str, str]] = []
     if isinstance(value, Mapping):
         for key, item in value.items():
-            errors += non_finite_errors(item, (*path, key))
+            errors += _non_finite_at(item, (*path, key))
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
-            errors += non_finite_errors(item, (*path, index))
+            errors += _non_finite_at(item, (*path, index))
     return errors
 
 

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from teamclaw.runtime.clock import Clock
+from teamclaw.runtime.config import ConfigSnapshot, Constraints
 from teamclaw.runtime.config_cache import ConfigCache
 from teamclaw.runtime.context import (
     FINAL_STATUSES,
@@ -29,7 +30,9 @@ from teamclaw.runtime.errors import AgentError, AgentFailure, ErrorCode
 from teamclaw.runtime.events import ArtifactWritten, TaskFinished, TaskStarted
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import InvokeResult
+from teamclaw.runtime.memory import BUDGET_DEFAULT, BUDGET_ROLE, DEFAULT_MEMORY_TOKENS, Memory
 from teamclaw.runtime.messages import new_id
+from teamclaw.runtime.overlay import ConfigOverlay
 from teamclaw.runtime.resume import ResumeJournal
 
 INTERNAL_ERROR = AgentError(ErrorCode.EXECUTOR_ERROR, "internal error")
@@ -67,10 +70,14 @@ class TaskRun:
 class TaskBook:
     """The running tasks (``tasks``) and the live contexts of their agents (``contexts``)."""
 
-    def __init__(self, emitter: Emitter, clock: Clock, config: ConfigCache) -> None:
+    def __init__(
+        self, emitter: Emitter, clock: Clock, config: ConfigCache, memory_budget_tokens: int = DEFAULT_MEMORY_TOKENS
+    ) -> None:
         self.emitter = emitter
         self.clock = clock
         self.config = config
+        self.memory_budget_tokens = memory_budget_tokens
+        """Estimated tokens of history each new context's memory replays (seed 003 MemoryContext)."""
         self.tasks: dict[str, TaskState] = {}
         self.contexts: dict[str, ExecutionContext] = {}
 
@@ -97,15 +104,23 @@ class TaskBook:
         prompt_enhancement: str = "",
         kind: str = "task",
         journal: ResumeJournal | None = None,
+        overlay: ConfigOverlay | None = None,
+        snapshot: ConfigSnapshot | None = None,
     ) -> TaskState:
         """Open a task: pin the current snapshot for its whole life (PRD §4.8) and set its
         token budget (tokens; the entry role's constraint unless given). ``kind`` is
         ``task``, or ``invoke`` / ``hook`` for the short task around an outside call.
         ``journal`` resumes a task an earlier attempt started (``teamclaw.runtime.resume``).
+        ``overlay`` changes the pinned snapshot for this task alone (a fork's overrides,
+        ``teamclaw.runtime.overlay``). ``snapshot`` pins that configuration instead of the
+        current one (a resumed task keeps the version it started on).
 
         Raises ValueError when ``task_id`` is already running; LookupError (no config).
         """
-        snapshot = await self.config.snapshot_for(project_id)
+        if snapshot is None:
+            snapshot = await self.config.snapshot_for(project_id)
+        if overlay:
+            snapshot = overlay.apply(snapshot)
         task_id = task_id or new_id()
         if task_id in self.tasks:
             raise ValueError(f"task {task_id} is already running")
@@ -172,6 +187,7 @@ class TaskBook:
                 context.status = final
                 if final == ContextStatus.COMPLETED:
                     context.progress = 100
+                self.emitter.final_snapshot(context)
                 self.emitter.context_changed(context)
             self.contexts.pop(context.id, None)
         self.emitter.emit(
@@ -183,6 +199,7 @@ class TaskBook:
             tokens_used=task.tokens_used,
             token_budget=task.token_budget,
             finished_at=self.clock.now(),
+            tokens_estimated=task.tokens_estimated,
         )
 
     @asynccontextmanager
@@ -196,6 +213,8 @@ class TaskBook:
         prompt_enhancement: str = "",
         kind: str = "task",
         journal: ResumeJournal | None = None,
+        overlay: ConfigOverlay | None = None,
+        snapshot: ConfigSnapshot | None = None,
     ) -> AsyncIterator[TaskRun]:
         """Open a task for the block (``begin``) and end it on the way out (module docstring):
         an ``AgentFailure`` escaping the block ends it with that error, anything else with
@@ -208,6 +227,8 @@ class TaskBook:
             prompt_enhancement=prompt_enhancement,
             kind=kind,
             journal=journal,
+            overlay=overlay,
+            snapshot=snapshot,
         )
         run = TaskRun(task)
         try:
@@ -234,6 +255,7 @@ class TaskBook:
                 project_id=task.project_id,
                 config_version=task.snapshot.version,
                 created_at=self.clock.now(),
+                memory=self.memory_for(task.snapshot.constraints_for(instance.role)),
             )
             task.contexts[instance.instance_id] = context
             self.contexts[context.id] = context
@@ -241,6 +263,14 @@ class TaskBook:
             self.emitter.context_changed(context)
             self.emitter.snapshot(context, SnapshotType.AUTO, "start")
         return context
+
+    def memory_for(self, constraints: Constraints) -> Memory:
+        """A new context's empty memory: its budget is the role's ``memory_tokens`` constraint
+        when set (PRD §4.7, seed 003 MemoryContext), else ``memory_budget_tokens``; the memory
+        records which (``budget_source``)."""
+        if constraints.memory_tokens is not None:
+            return Memory(budget_tokens=constraints.memory_tokens, budget_source=BUDGET_ROLE)
+        return Memory(budget_tokens=self.memory_budget_tokens, budget_source=BUDGET_DEFAULT)
 
     def contexts_of(self, instance_id: str) -> list[ExecutionContext]:
         """The contexts ``instance_id`` has in running tasks."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from teamclaw.runtime.config import ToolSpec
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 
 MAX_FILE_BYTES = 2_000_000
@@ -23,6 +24,15 @@ MAX_FILE_BYTES = 2_000_000
 
 ToolHandler = Callable[[Path, dict[str, Any]], Awaitable[Any]]
 """A tool implementation: ``(scope_root, args) -> result``; raises AgentFailure on bad input."""
+
+
+class ExternalTools(Protocol):
+    """Runs the tools of external tool sources (``ToolSpec``, issue 16: ``mcp_tools.McpTools``)
+    once the tool matrix let the call through (``ExecutionCall.use_tool``)."""
+
+    async def run(self, spec: ToolSpec, args: dict[str, Any], timeout_s: float) -> Any:
+        """The tool's result for ``args`` within ``timeout_s`` (s); raises AgentFailure
+        (``tool_denied``, ``timeout``, ``executor_error``) when there is none."""
 
 
 def confine(root: Path, relative: str) -> Path:

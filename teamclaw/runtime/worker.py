@@ -4,7 +4,9 @@ Each instance has one worker: an asyncio task that takes the next message from t
 instance's mailbox (highest priority first) and hands it to the handler of its type (an
 ``invoke_request`` to the invoke path, a ``hook_event`` to the hook path, anything else is
 noted in the receiver's context). ``run_capability`` is the one "run the executor, check its
-output" step both the invoke and the hook path use.
+output" step both the invoke and the hook path use. A routed spawn first takes one of the
+role's instance slots (``teamclaw.runtime.slots``; PRD §4.7 max instances across runtime
+workers) and the instance gives it back when it is terminated.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from teamclaw.runtime.clock import Clock
@@ -27,8 +30,9 @@ from teamclaw.runtime.instance import AgentInstance, InstanceStatus
 from teamclaw.runtime.invocation import RoutingStrategy
 from teamclaw.runtime.mailbox import Mailbox
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageType, Party
-from teamclaw.runtime.routing import InstancePool
+from teamclaw.runtime.routing import InstancePool, is_entry
 from teamclaw.runtime.schemas import SchemaValidators, schema_errors
+from teamclaw.runtime.slots import InstanceSlots, LocalSlots
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +99,9 @@ class InstanceWorkers:
     """Spawns, routes to and terminates the instances of ``pool``.
 
     ``handlers`` maps a message type to what runs it; ``other`` handles every other type.
-    ``contexts_of(instance_id)`` lists the instance's contexts in running tasks.
+    ``contexts_of(instance_id)`` lists the instance's contexts in running tasks. ``slots``
+    is where an instance's slot is taken before it is spawned (``teamclaw.runtime.slots``;
+    ``LocalSlots`` by default: the limit counts this runtime's instances only).
     """
 
     def __init__(
@@ -107,8 +113,14 @@ class InstanceWorkers:
         clock: Clock,
         mailbox_capacity: int,
         contexts_of: Callable[[str], list[ExecutionContext]],
+        slots: InstanceSlots | None = None,
     ) -> None:
         self.pool = pool
+        self.slots: InstanceSlots = slots or LocalSlots()
+        self.spawning: Counter[str] = Counter()
+        """Spawns in flight per role: slots being taken (they count against the limit)."""
+        self._spawns_for_held: set[str] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self.emitter = emitter
         self.delivery = delivery
         self.clock = clock
@@ -118,12 +130,174 @@ class InstanceWorkers:
         self.other: MessageHandler | None = None
 
     def route(
-        self, snapshot: ConfigSnapshot, role: str, strategy: RoutingStrategy, caller_instance: AgentInstance | None
-    ) -> AgentInstance:
-        """Pick the instance of ``role`` (``InstancePool.choose``, PRD §4.4), spawning one
-        while the role is under its ``max_concurrent_instances``. Raises AgentFailure."""
+        self,
+        snapshot: ConfigSnapshot,
+        role: str,
+        strategy: RoutingStrategy,
+        caller_instance: AgentInstance | None,
+        *,
+        entry: bool = False,
+    ) -> AgentInstance | None:
+        """Pick the instance of ``role`` (``InstancePool.choose``, PRD §4.4), or None when one
+        should be spawned (the role is under its ``max_concurrent_instances`` here): then
+        ``place`` takes a slot and spawns it. ``entry``: an invoke from outside the team (an
+        operator, the API). To a role that may invoke itself, entries and the calls inside
+        tasks keep apart (``InstancePool.choose``'s ``self_invoking``). Raises AgentFailure."""
         limit = snapshot.constraints_for(role).max_concurrent_instances
-        return self.pool.choose(role, strategy, limit, caller_instance, self.spawn)
+        return self.pool.choose(
+            role,
+            strategy,
+            limit,
+            caller_instance,
+            self.spawning[role],
+            self_invoking=self._self_invoking(snapshot, role, strategy, caller_instance, entry),
+        )
+
+    @staticmethod
+    def _self_invoking(
+        snapshot: ConfigSnapshot,
+        role: str,
+        strategy: RoutingStrategy,
+        caller_instance: AgentInstance | None,
+        entry: bool,
+    ) -> bool:
+        return (
+            strategy == RoutingStrategy.BY_ROLE
+            and (entry or caller_instance is not None)
+            and snapshot.can_invoke(role, role)
+        )
+
+    async def place(
+        self,
+        snapshot: ConfigSnapshot,
+        role: str,
+        strategy: RoutingStrategy,
+        caller_instance: AgentInstance | None,
+        wait_s: float,
+        *,
+        entry: bool = False,
+    ) -> tuple[AgentInstance, float]:
+        """The instance for a call ``route`` wants a new instance for: ``(instance, seconds
+        waited)``. It takes one of the role's slots and spawns an instance in it; when every
+        slot is held (by other runtime workers) the call goes to the least loaded instance of
+        the role here, as when the local limit is reached, or, with none here, waits for a
+        slot (polling every ``slots.retry_s``) for at most ``wait_s`` seconds. With
+        ``LocalSlots`` the slot is granted at once and nothing waits.
+
+        Raises AgentFailure: ``timeout`` (reason ``no_instance_slot``, not retried: the call
+        waited its whole timeout) when no slot came free in time; ``unavailable`` as
+        ``InstancePool.choose``."""
+        limit = snapshot.constraints_for(role).max_concurrent_instances
+        self_invoking = self._self_invoking(snapshot, role, strategy, caller_instance, entry)
+        started = self.clock.now()
+        while True:
+            # An entry to a role that may invoke itself spawns only below the entries' cap; at
+            # it, it waits for the spawns in flight and queues behind one of them.
+            held_back = (
+                self_invoking
+                and caller_instance is None
+                and limit > 1
+                and self.pool.entries_at_cap(role, limit, self.spawning[role])
+            )
+            instance = None if held_back else await self.spawn_in_slot(role, limit)
+            waited = self.clock.now() - started
+            if instance is not None:
+                return instance, waited
+            instance = self.pool.nearest(role, strategy, limit, caller_instance, self_invoking=self_invoking)
+            if instance is not None:
+                return instance, waited
+            if waited >= wait_s:
+                raise AgentFailure(
+                    ErrorCode.TIMEOUT,
+                    f"no instance of {role} came free within {wait_s:g} s: its {limit} instance(s) run on "
+                    "other runtime workers or serve tasks that wait on this call",
+                    {"target_role": role, "limit": limit, "timeout_s": wait_s, "reason": "no_instance_slot"},
+                    retryable=False,
+                )
+            await self.clock.sleep(min(self.slots.retry_s, wait_s - waited))
+            instance = self.route(snapshot, role, strategy, caller_instance, entry=entry)
+            if instance is not None:
+                return instance, self.clock.now() - started
+
+    async def spawn_in_slot(self, role: str, limit: int) -> AgentInstance | None:
+        """Take one of ``role``'s ``limit`` slots and spawn an instance in it; None when no
+        slot is free. Instances of the role an operator holds give their slots up first (they
+        are not counted against the limit, PRD §4.6)."""
+        if self.slots.shared:
+            self._give_up_held_slots(role)
+        elif self.pool.counted(role) + self.spawning[role] >= limit:
+            return None  # alone, the runtime's own count is the limit
+        instance_id = new_instance_id(role)
+        self.spawning[role] += 1
+        try:
+            slot = await self.slots.acquire(role, limit, instance_id)
+        finally:
+            self.spawning[role] -= 1
+        if slot is None:
+            return None
+        return self.spawn(role, instance_id=instance_id, slot=slot)
+
+    def _give_up_held_slots(self, role: str | None = None) -> None:
+        """Free the slots of the instances an operator holds (of ``role``, or of every role)."""
+        instances = self.pool.alive(role) if role is not None else [i for i in self.pool if i.alive]
+        for instance in instances:
+            if instance.slot is not None and self.pool.operator_held(instance):
+                self._release_slot(instance)
+                instance.slot_given_up = True
+
+    def _release_slot(self, instance: AgentInstance) -> None:
+        if instance.slot is not None:
+            instance.slot = None
+            self.slots.release(instance.instance_id)
+
+    def retirable(self, instance: AgentInstance) -> bool:
+        """True when ``instance`` may be retired without anyone noticing: alive, idle, not
+        held by an operator, and no context of it is open in a running task (its memory of
+        the task lives there)."""
+        if not instance.idle or self.pool.operator_held(instance):
+            return False
+        return all(context.status in FINAL_STATUSES for context in self._contexts_of(instance.instance_id))
+
+    def settle_slots(self, lost: list[str], wanted: list[str], limits: Mapping[str, int] | None = None) -> list[str]:
+        """Apply what the shared slot store said on a renewal (``runs.dispatch``): the
+        instances in ``lost`` lost their slot (this runtime was paused past its lease and
+        another took it) and are terminated; those in ``wanted`` hold a slot another runtime
+        waits for, and are retired when ``retirable`` (one an operator holds gives its slot
+        up instead). Instances that gave their slot up while held are retired once
+        retirable. ``limits`` (role -> ``max_concurrent_instances`` now, PRD §4.7): an
+        instance in a slot at or past its role's limit (an operator lowered it) is retired
+        once retirable, so the role shrinks to the new limit on every worker as its
+        instances finish what they do; a busy one is never stopped for it. Returns the ids
+        terminated."""
+        ended = []
+        for past in list(self.pool):
+            limit = (limits or {}).get(past.role)
+            if past.alive and past.slot is not None and limit is not None and past.slot >= limit:
+                if self.retirable(past):
+                    self.terminate(past.instance_id, f"idle, and its role's limit was lowered to {limit}")
+                    ended.append(past.instance_id)
+        for instance_id in lost:
+            instance = self.pool.get(instance_id)
+            # One that gave its slot up (an operator holds it) did not lose it: it keeps running.
+            if instance is not None and instance.alive and instance.slot is not None:
+                instance.slot = None  # no longer ours to give back
+                self.terminate(instance_id, "its instance slot was taken over by another runtime worker")
+                ended.append(instance_id)
+        for instance_id in wanted:
+            instance = self.pool.get(instance_id)
+            if instance is None or not instance.alive or instance.slot is None:
+                continue
+            if self.pool.operator_held(instance):
+                self._release_slot(instance)
+                instance.slot_given_up = True
+            elif self.retirable(instance):
+                self.terminate(instance_id, "idle, and another runtime worker waits for its slot")
+                ended.append(instance_id)
+        for instance in list(self.pool):
+            if instance.alive and instance.slot_given_up and instance.slot is None and self.retirable(instance):
+                self.terminate(instance.instance_id, "idle again after an operator held it, without a slot")
+                ended.append(instance.instance_id)
+        return ended
 
     def reroute_held(self) -> int:
         """Move invoke requests queued behind instances held by an operator (PRD §4.6
@@ -131,7 +305,14 @@ class InstanceWorkers:
         a request that arrived while its instance was still busy does not wait a day for an
         operator it has nothing to do with. Each moved request is recorded ``expired`` with
         the reason and sent again to the new instance as a new message (same invoke, same
-        correlation id). Returns how many were moved."""
+        correlation id). Returns how many were moved.
+
+        With shared slots the held instances give their slots up first, at once: another
+        instance may then be spawned in it while the operator thinks (the held one is not
+        counted, PRD §4.6), so when it goes on its task's calls to its own role still find a
+        slot for a helper (``InstancePool._choose_self_invoking``)."""
+        if self.slots.shared:
+            self._give_up_held_slots()
         moved = 0
         for instance in list(self.pool):
             if not instance.alive or not len(instance.mailbox) or not self.pool.operator_held(instance):
@@ -144,10 +325,18 @@ class InstanceWorkers:
                     continue
                 caller = self.pool.get(message.sender.instance_id or "")
                 try:
-                    target = self.route(pending.task.snapshot, instance.role, RoutingStrategy.BY_ROLE, caller)
+                    target = self.route(
+                        pending.task.snapshot, instance.role, RoutingStrategy.BY_ROLE, caller, entry=caller is None
+                    )
                 except AgentFailure:
                     kept.append(message)
                     continue
+                if target is None:  # a new instance is wanted
+                    if self.slots.shared:  # take its slot first (a database write), then move again
+                        self._spawn_for_held(pending.task.snapshot, instance.role)
+                        kept.append(message)
+                        continue
+                    target = self.spawn(instance.role, slot=0)
                 if target is instance or self.pool.operator_held(target):
                     kept.append(message)
                     continue
@@ -181,12 +370,38 @@ class InstanceWorkers:
                 instance.mailbox.put(message)
         return moved
 
-    def spawn(self, role: str) -> AgentInstance:
-        """Create an instance of ``role`` with its mailbox and worker; it beats at once."""
-        instance_id = f"{role}-{uuid.uuid4().hex[:12]}"  # spawning is rare: random is fine
+    def _spawn_for_held(self, snapshot: ConfigSnapshot, role: str) -> None:
+        """Spawn an instance of ``role`` in a free slot in the background (no waiting), then
+        move what waits behind held instances again (``reroute_held``)."""
+        if role in self._spawns_for_held:
+            return
+        self._spawns_for_held.add(role)
+        limit = snapshot.constraints_for(role).max_concurrent_instances
+
+        async def spawn_then_move() -> None:
+            try:
+                if await self.spawn_in_slot(role, limit) is not None:
+                    self.reroute_held()
+            finally:
+                self._spawns_for_held.discard(role)
+
+        task = asyncio.get_running_loop().create_task(spawn_then_move(), name=f"spawn-for-held-{role}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def cancel_background(self) -> None:
+        """Cancel the background spawns still taking a slot (the runtime stops)."""
+        for task in list(self._background):
+            task.cancel()
+
+    def spawn(self, role: str, *, instance_id: str | None = None, slot: int | None = None) -> AgentInstance:
+        """Create an instance of ``role`` with its mailbox and worker; it beats at once.
+        ``slot`` is the instance slot it holds (``spawn_in_slot``); without one it runs
+        outside the limit (an operator's or an alert rule's explicit spawn)."""
+        instance_id = instance_id or new_instance_id(role)
         now = self.clock.now()
         mailbox = Mailbox(self.mailbox_capacity, now_ms=self.clock.now_ms, on_expired=self.delivery.expired)
-        instance = AgentInstance(instance_id, role, mailbox, created_at=now, last_heartbeat=now)
+        instance = AgentInstance(instance_id, role, mailbox, created_at=now, last_heartbeat=now, slot=slot)
         self.pool.add(instance)
         instance.worker = asyncio.get_running_loop().create_task(self._work(instance), name=instance_id)
         self.emitter.instance_changed(instance)
@@ -204,9 +419,11 @@ class InstanceWorkers:
         for context in self._contexts_of(instance_id):
             if context.status not in FINAL_STATUSES:
                 context.status = ContextStatus.TERMINATED
+                self.emitter.final_snapshot(context)
                 self.emitter.context_changed(context)
         if instance.worker is not None:
             instance.worker.cancel()
+        self._release_slot(instance)
         self.pool.retire(instance)
         self.emitter.instance_changed(instance)
         return instance
@@ -215,6 +432,7 @@ class InstanceWorkers:
         while instance.alive:
             message = await instance.mailbox.get()
             instance.busy_with = message.id
+            instance.serving_entry = is_entry(message)
             instance.status = InstanceStatus.BUSY
             self.emitter.message_status(message, DeliveryStatus.DELIVERED)
             try:
@@ -230,9 +448,15 @@ class InstanceWorkers:
                 log.exception("instance %s failed on message %s", instance.instance_id, message.id)
             finally:
                 instance.busy_with = None
+                instance.serving_entry = False
                 instance.processed += 1
                 if instance.alive:
                     instance.status = InstanceStatus.IDLE
+
+
+def new_instance_id(role: str) -> str:
+    """A new instance id: ``<role>-<12 hex digits>`` (spawning is rare: random is fine)."""
+    return f"{role}-{uuid.uuid4().hex[:12]}"
 
 
 def absorb_cancel() -> None:

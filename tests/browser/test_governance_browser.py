@@ -89,6 +89,8 @@ def test_create_a_custom_role_and_find_it_in_the_matrix(logged_in_page, live_ser
     page = logged_in_page
     page.goto(f"{live_server.url}/roles/")
     page.click("#new-role")
+    page.wait_for_url("**/roles/new/")
+    page.wait_for_load_state()  # forms.js has bound the "start from" select's change handler
     page.select_option("#id_from", "coderB")
     page.wait_for_url("**/roles/new/?from=coderB")
     page.fill("#id_role", "codeReviewer")

@@ -6,10 +6,12 @@ Served by daphne (HTTP + websockets) in the test process; driven by Debian's Chr
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from playwright.sync_api import expect
 
-from monitoring.models import ExecutionContext, Task
+from monitoring.models import ExecutionContext, Message, Task
 from runs.tasks import start_task
 from tests.helpers import wait_for_task
 from tests.live_helpers import start_deploying_task, wait_for_confirmation
@@ -74,22 +76,22 @@ def test_stepping_through_a_replay(asgi_page, asgi_url, runtime_host, staff_user
     page = asgi_page
     page.goto(f"{asgi_url}/replay/{main.id}/?at=0")
     index = page.locator("#replay-index")
-    expect(index).to_have_text("0")
+    expect(index).to_have_text("1")  # steps are numbered from 1 on the page
     page.click('a[data-step="next"]')
-    expect(index).to_have_text("1")
+    expect(index).to_have_text("2")
     expect(page).to_have_url(re.compile(r"\?at=1$"))
     page.keyboard.press("ArrowRight")
-    expect(index).to_have_text("2")
+    expect(index).to_have_text("3")
     page.click('a[data-step="prev"]')
-    expect(index).to_have_text("1")
+    expect(index).to_have_text("2")
     last = page.locator('a[data-step="last"]')
     last.click()
     newest = main.snapshots.order_by("-sequence").first()
     expect(page.locator("#replay-point")).to_contain_text(f"as of snapshot #{newest.sequence} ({newest.trigger})")
     expect(page.locator("#replay-point")).to_contain_text(f"{newest.state['status']} {newest.state['progress']}%")
-    page.fill("[data-jump-number]", "0")
+    page.fill("[data-jump-number]", "1")
     page.click(".jump button")
-    expect(index).to_have_text("0")
+    expect(index).to_have_text("1")
     page.select_option("select[name=a]", index=0)
     page.click(".compare button")
     expect(page.locator("#snapshot-diff")).to_contain_text("field")
@@ -106,3 +108,58 @@ def test_logging_out_in_another_tab_stops_the_live_page(asgi_page, asgi_url, run
     expect(page.locator("[data-live-status]").first).to_have_text("signed out · reload to log in", timeout=10_000)
     page.reload()
     expect(page).to_have_url(re.compile(r"/login/\?next=/live/"))
+
+
+def test_a_chinese_operator_gets_the_pushed_cards_in_chinese(asgi_page, asgi_url, runtime_host, staff_user):
+    """Issue 17: after the switcher chose Chinese, what arrives over the socket (cards, task
+    chip, message rows) is Chinese too, not the server's default language."""
+    page = asgi_page
+    page.goto(f"{asgi_url}/live/")
+    page.select_option("#language-switcher", "zh-hans")  # submits itself (forms.js)
+    expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
+    expect(page.locator("[data-live-status]").first).to_have_text(re.compile("^实时"), timeout=20_000)
+    expect(page.locator("#context-cards")).to_contain_text("还没有智能体工作")
+    task = start_task(workflow="generic", task_description="Plan the sprint", user=staff_user)
+    expect(page.locator(f'#task-{task.id} [data-field="task-status"]')).to_have_text("completed", timeout=60_000)
+    wait_for_task(runtime_host, task.id)
+    for context in ExecutionContext.objects.filter(task=task):
+        card = page.locator(f"#ctx-{context.id}")
+        expect(card.locator("[data-inspect]")).to_have_text("查看")
+        expect(card.get_by_role("link", name="回放")).to_be_visible()
+        expect(card.locator('[data-field="status"]')).to_have_text("completed")  # an identifier, as it is
+    expect(page.locator("#message-log-rows")).to_contain_text("参数 {")
+    expect(page.locator("#message-log-rows")).not_to_contain_text("params {")
+
+
+def test_a_pushed_message_row_shows_the_time_in_the_browsers_zone(browser, asgi_url, runtime_host, staff_user):
+    """Issue 17: the server runs in UTC, Chromium in Shanghai; a message row the socket pushes
+    shows the recorded time + 8 h, as the page's own rows do (timezone.js's cookie)."""
+    from tests.conftest import PASSWORD
+
+    assert settings.TIME_ZONE == "UTC"
+    context = browser.new_context(locale="en-US", timezone_id="Asia/Shanghai")
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(f"{asgi_url}/login/")  # timezone.js stores the zone on this page already
+    page.fill("#id_username", staff_user.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{asgi_url}/")
+    page.goto(f"{asgi_url}/live/")
+    wait_live(page)
+    expect(page.locator("#message-log-rows")).to_contain_text("No messages yet")
+    expect(page.locator("thead")).to_contain_text("Time (Asia/Shanghai)")
+
+    task = start_task(workflow="generic", task_description="Plan the sprint", user=staff_user)
+    expect(page.locator(f'#task-{task.id} [data-field="task-status"]')).to_have_text("completed", timeout=60_000)
+    wait_for_task(runtime_host, task.id)
+    messages = list(Message.objects.filter(task_id=task.id).order_by("seq"))
+    assert messages
+    for message in messages[:5]:
+        at = datetime.fromtimestamp(message.timestamp_ms / 1000, tz=UTC)
+        shanghai = at + timedelta(hours=8)
+        shown = page.locator(f"#msg-{message.id} time")
+        expect(shown).to_have_text(shanghai.strftime("%H:%M:%S.") + f"{at.microsecond // 1000:03d}")
+        expect(shown).to_have_attribute("datetime", at.isoformat())
+        expect(shown).to_have_attribute("title", shanghai.strftime("%Y-%m-%dT%H:%M:%S.%f+08:00"))
+    context.close()

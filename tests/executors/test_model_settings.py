@@ -50,7 +50,7 @@ def test_malformed_endpoints_stop_start_up_naming_the_variable(monkeypatch, valu
 def run_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "TEAMCLAW_"))}
     script = (
-        "import django, json; django.setup(); from django.conf import settings as s; "
+        "import json; from django.conf import settings as s; "  # settings alone, no app loading
         "print(json.dumps({k: s.TEAMCLAW[k] for k in ('EXECUTOR', 'MODEL', 'MODEL_MAX_ROUNDS')}))"
     )
     return subprocess.run(

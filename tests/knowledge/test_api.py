@@ -46,7 +46,7 @@ def test_upload_list_search_delete(api, role):
     assert found.status_code == 200
     results = found.json()["results"]
     assert 1 <= len(results) <= 2
-    assert results[0]["source"] == {"id": body["id"], "name": "security.html"}
+    assert results[0]["source"] == {"id": body["id"], "name": "security.html", "path": ""}
     assert "72 hours" in results[0]["chunk"]["text"] and results[0]["score"] > 0
     assert "alert(" not in " ".join(r["chunk"]["text"] for r in results)
     zh = api.get("/api/v1/knowledge/search", {"q": "备份"}).json()["results"]

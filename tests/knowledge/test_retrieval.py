@@ -93,3 +93,32 @@ def test_the_inspector_shows_what_was_retrieved():
     html = render_to_string("monitoring/_context_state.html", {"state": context.state()})
     assert "Knowledge" in html and "1 retrieval" in html
     assert "operations.md" in html and "Databases" in html and "Kept 35 days." in html and "4.5" in html
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_with_no_source_at_all_a_call_retrieves_nothing_without_a_database_look(monkeypatch):
+    """Every capability call retrieves; with no source in the database the retriever notes it
+    and answers [] on the loop for PRESENCE_TTL_S, and a source saved here is retrieved from
+    the next call on (knowledge.retrieval)."""
+    from knowledge import retrieval
+
+    retrieval.SOURCE_PRESENCE.note(True)  # whatever an earlier test's look found: look again
+    looks: list[str] = []
+    real = retrieval.retrieve
+    monkeypatch.setattr(retrieval, "retrieve", lambda *args: looks.append(args[0]) or real(*args))
+    retriever = DatabaseRetriever()
+    ask = {"role": "pm", "project_id": None, "query": "staging backups retention", "k": 3}
+    assert await retriever.retrieve(**ask) == []
+    assert await retriever.retrieve(**ask) == []
+    assert looks == ["pm"]  # the second call did not leave the loop
+    await sync_to_async(add_source)(
+        Upload("pm-notes.md", "text/markdown", b"# Retention\n\nStaging backups are kept for 90 days."),
+        role="pm",
+        project=None,
+        load_level="basic",
+    )
+    hits = await retriever.retrieve(**ask)
+    assert [h.source for h in hits] == ["pm-notes.md"]
+    monkeypatch.setattr(retrieval, "PRESENCE_TTL_S", 0.0)  # another process's source: seen after the TTL
+    retrieval.SOURCE_PRESENCE.note(False)
+    assert [h.source for h in await retriever.retrieve(**ask)] == ["pm-notes.md"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import typing
 
 import pytest
@@ -17,13 +18,17 @@ from teamclaw.runtime import (
     CollectingSink,
     ConfigSnapshot,
     ExecutorRegistry,
+    ModelCalled,
     OfflineExecutor,
     Runtime,
     RuntimeEvent,
     ToolMode,
 )
+from teamclaw.runtime.executors.chat import ModelEndpoint, ModelSettings
+from teamclaw.runtime.executors.model import OpenAIExecutor
 from teamclaw.workflows import register_offline_handlers
-from tests.factories import builtin_snapshot
+from tests.factories import builtin_snapshot, echo_card, small_snapshot
+from tests.model_server import Completion, Failure, ModelServer
 
 
 def field_problems(value: object, path: str) -> list[str]:
@@ -96,7 +101,30 @@ async def test_every_event_of_a_demo_run_matches_its_type(demo_events):
 
 
 async def test_a_demo_run_emits_every_kind_of_event(demo_events):
-    assert {type(event) for event in demo_events} == set(EVENT_TYPES)
+    # The offline demo asks no model: ModelCalled is checked on a model run below.
+    assert {type(event) for event in demo_events} == set(EVENT_TYPES) - {ModelCalled}
+
+
+async def test_every_model_call_event_matches_its_type():
+    reply = Completion(json.dumps({"text": "hi"}), usage=(12, 3), finish_reason="stop")
+    with ModelServer([reply, Failure(400, "no such model")]) as server:
+        settings = ModelSettings(endpoints={"default": ModelEndpoint("default", server.url, "k")}, stream=False)
+        card = dataclasses.replace(echo_card("echo", owners=("a",)), executor="openai")
+        sink = CollectingSink()
+        runtime = Runtime(
+            snapshot=small_snapshot(cards=[card], roles=["a"]),
+            sinks=[sink],
+            executors=ExecutorRegistry({"offline": OfflineExecutor(), "openai": OpenAIExecutor(settings)}),
+        )
+        try:
+            first = await runtime.run_task(capability_id="echo", params={"text": "hi"}, entry_role="a")
+            second = await runtime.run_task(capability_id="echo", params={"text": "hi"}, entry_role="a")
+        finally:
+            await runtime.stop()
+    assert first.success and not second.success
+    calls = sink.of(ModelCalled)
+    assert [(c.input_tokens, c.output_tokens, c.error is None) for c in calls] == [(12, 3, True), (0, 0, False)]
+    assert [p for event in calls for p in field_problems(event, "ModelCalled")] == []
 
 
 async def test_event_order_numbers_only_grow(demo_events):

@@ -115,3 +115,103 @@ async def test_terminating_an_instance_releases_its_queued_callers(harness_facto
     await settle()
     assert (await second).error.code == ErrorCode.UNAVAILABLE
     first.cancel()
+
+
+async def test_entries_to_a_self_invoking_role_leave_one_instance_for_the_calls_inside_them(harness_factory):
+    """Four tasks enter a role that asks itself for help (main's question_aggregation) while
+    each holds its instance: were all four instances running entries, the fourth helper call
+    would find every instance waiting on it (a deadlock refused). The last instance is kept
+    for the calls inside the tasks, so the fourth entry queues and every task completes."""
+    h = harness_factory(small_snapshot(allowed=[("a", "b"), ("b", "b")]))  # limit 4 (PRD §4.7)
+    gate = asyncio.Event()
+    inner_results = []
+
+    async def entry_then_help(call):
+        if call.params["text"] == "help":
+            return {"text": "helped"}
+        await gate.wait()
+        inner = await call.invoke("echo", {"text": "help"}, target_role="b")
+        inner_results.append(inner)
+        return {"text": "done"}
+
+    h.handle("echo", entry_then_help)
+    tasks = [
+        asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": f"task {n}"}), from_role="a"))
+        for n in range(4)
+    ]
+    await settle()
+    instances = h.runtime.pool.alive("b")
+    assert len(instances) == 3  # the fourth entry waits behind one of them
+    assert sorted(i.load for i in instances) == [1, 1, 2]
+    gate.set()
+    results = await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert all(r.success for r in results), [r.error for r in results]
+    assert all(r.success for r in inner_results), [r.error for r in inner_results]
+    assert len(h.runtime.pool.alive("b")) <= 4
+
+
+async def test_entries_to_a_role_that_never_invokes_itself_use_every_instance(harness_factory):
+    h = harness_factory(small_snapshot())  # b may not invoke b: nothing to keep an instance for
+    gate = gated(h)
+    tasks = [
+        asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": str(i)}), from_role="a")) for i in range(4)
+    ]
+    await settle()
+    assert len(h.runtime.pool.alive("b")) == 4
+    gate.set()
+    await asyncio.gather(*tasks)
+
+
+async def test_a_role_limited_to_one_instance_that_asks_itself_for_help_is_told_why_at_once(harness_factory):
+    h = harness_factory(
+        small_snapshot(allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_concurrent_instances=1))
+    )
+    inner_results = []
+
+    async def entry_then_help(call):
+        if call.params["text"] == "help":
+            return {"text": "helped"}
+        inner_results.append(await call.invoke("echo", {"text": "help"}, target_role="b"))
+        return {"text": "done"}
+
+    h.handle("echo", entry_then_help)
+    result = await asyncio.wait_for(h.runtime.invoke(InvokeRequest("echo", {"text": "task"}), from_role="a"), 5)
+    assert result.success
+    [inner] = inner_results
+    assert inner.error.code == ErrorCode.UNAVAILABLE and inner.error.details["reason"] == "limit_too_low"
+    assert "raise the limit to 2" in inner.error.message and inner.attempts == 1
+
+
+async def test_a_call_inside_a_task_never_queues_behind_an_instance_running_an_entry(harness_factory):
+    """b may invoke b, limit 3: two entries run, a helper serves a help call; a second help
+    call queues behind the helper (or a new instance), never behind the other entry, whose
+    task could wait on it in turn."""
+    h = harness_factory(
+        small_snapshot(allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_concurrent_instances=3))
+    )
+    entries_go, help_go = asyncio.Event(), asyncio.Event()
+    served_by: dict[str, str] = {}
+
+    async def handler(call):
+        text = call.params["text"]
+        if text.startswith("help"):
+            await help_go.wait()
+            served_by[text] = call.instance.instance_id
+            return {"text": "helped"}
+        await entries_go.wait()
+        inner = await call.invoke("echo", {"text": f"help {text}"}, target_role="b")
+        return {"text": inner.data["text"] if inner.success else inner.error.message}
+
+    h.handle("echo", handler)
+    tasks = [
+        asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": t}), from_role="a")) for t in ("t1", "t2")
+    ]
+    await settle()
+    entry_instances = {i.instance_id for i in h.runtime.pool.alive("b")}
+    assert len(entry_instances) == 2
+    entries_go.set()
+    await settle()
+    help_go.set()
+    results = await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert [r.data for r in results] == [{"text": "helped"}] * 2
+    assert not set(served_by.values()) & entry_instances, served_by

@@ -87,3 +87,24 @@ def test_a_ref_that_recurses_one_level_deeper_each_time_is_a_tree_and_fine():
     }
     assert validate_card(card(schema)) == {}
     assert validate_card(card({**object_with(self={"$ref": "#"})})) == {}
+
+
+def test_non_finite_numbers_are_found_at_their_pointers_however_the_value_is_built():
+    from teamclaw.runtime import schemas
+    from teamclaw.runtime.schemas import compile_schema, non_finite_errors, schema_errors
+
+    class Ratio(float):
+        pass
+
+    value = {"a": [1, float("nan"), {"b": float("-inf")}], "c": (1.5, Ratio("inf")), "d": "nan", "e": None}
+    assert [e["pointer"] for e in non_finite_errors(value)] == ["/a/1", "/a/2/b", "/c/1"]
+    assert non_finite_errors({"table": "users", "rows": 3, "ok": True, "score": 0.5}) == []
+    shared = [0.5]
+    assert non_finite_errors({"x": shared, "y": shared}) == []  # shared, not a cycle
+    looped: dict = {}
+    looped["self"] = looped
+    assert schema_errors(compile_schema({"type": "object"}), looped)[0]["keyword"] == "invalid"
+    many = {"items": [{"n": i, "w": 0.25} for i in range(schemas.WALK_BUDGET)]}  # past the quick walk
+    assert non_finite_errors(many) == []
+    many["items"][-1]["w"] = float("nan")
+    assert [e["pointer"] for e in non_finite_errors(many)] == [f"/items/{schemas.WALK_BUDGET - 1}/w"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from teamclaw.runtime import Constraints, EventKind, InvokeRequest
+from teamclaw.runtime import Constraints, EventKind, InvokeRequest, TaskStatus
 from tests.factories import echo_card, small_snapshot
 
 
@@ -33,8 +33,10 @@ async def test_an_agent_calling_another_snapshots_start_and_both_sides_of_the_in
         ("auto", "before invoke inner"),
         ("auto", "start"),
         ("auto", "after invoke inner"),
+        ("auto", "completed"),
+        ("auto", "completed"),
     ]
-    after = h.sink.of(EventKind.SNAPSHOT)[-1].snapshot.as_dict()
+    after = h.sink.of(EventKind.SNAPSHOT)[3].snapshot.as_dict()
     assert after["label"] == "ok"
     assert after["state"]["input_context"]["messages"]
 
@@ -60,3 +62,26 @@ async def test_errors_and_user_instructions_and_manual_requests_are_snapshotted(
     assert manual["label"] == "before release"
     assert manual["state"]["input_context"]["user_instructions"] == ["use PostgreSQL"]
     assert manual["state"]["output_state"]["errors"][0]["code"] == "executor_error"
+
+
+async def test_a_context_that_ends_is_snapshotted_in_its_final_state(harness_factory):
+    """Issue 17: with no snapshot at completion the replay's last step showed the agent at 90 %."""
+    h = harness_factory(small_snapshot(constraints=Constraints(max_retries=0)))
+
+    async def slow(call):
+        call.progress(90, "almost")
+        return {"text": "ok"}
+
+    h.handle("echo", slow)
+    task = await h.runtime.begin_task(entry_role="a")
+    await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=task.task_id)
+    h.runtime.end_task(task.task_id, TaskStatus.COMPLETED)
+    final = h.sink.of(EventKind.SNAPSHOT)[-1].snapshot.as_dict()
+    assert (final["type"], final["trigger"], final["label"]) == ("auto", "completed", "final state")
+    assert (final["state"]["status"], final["state"]["progress"]) == ("completed", 100)
+    failing = await h.runtime.begin_task(entry_role="a")
+    await h.runtime.invoke(InvokeRequest("echo", {"text": "y"}), from_role="a", task_id=failing.task_id)
+    h.runtime.end_task(failing.task_id, TaskStatus.FAILED)
+    failed = h.sink.of(EventKind.SNAPSHOT)[-1].snapshot.as_dict()
+    assert (failed["trigger"], failed["state"]["status"]) == ("failed", "failed")
+    assert [e.snapshot.trigger for e in h.sink.of(EventKind.SNAPSHOT)].count("completed") == 1  # once per context

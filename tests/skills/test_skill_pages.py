@@ -4,6 +4,8 @@ dependency graph as SVG, workflows and alerts; login, staff and CSRF everywhere.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -210,11 +212,44 @@ def test_the_dashboard_shows_active_entry_points(page_client, api, builtin):
 
 def test_the_detail_page_renders_while_the_runtime_has_not_loaded_a_new_card(page_client, api, builtin, monkeypatch):
     bring_up(api, skill_yaml("fresh", "lookup"))
-    monkeypatch.setattr("runs.health.capability_status", lambda host, capability_id: None)
+    monkeypatch.setattr("web.pages.skills.capability_status_here", lambda capability_id, timeout_s: None)
     response = page_client.get("/skills/fresh/")
     assert response.status_code == 200
     assert "UNKNOWN" in response.content.decode()
     assert "not loaded" in response.content.decode()
+
+
+def test_a_runtime_that_does_not_answer_delays_the_page_once_not_per_capability(page_client, api, builtin, monkeypatch):
+    """The page's capabilities share one wait (HEALTH_WAIT_S) for the runtime's health."""
+    bring_up(api, skill_yaml("slow", "lookup", "search"))
+    waits: list[float] = []
+
+    def no_answer(capability_id, timeout_s):
+        waits.append(timeout_s)
+        time.sleep(timeout_s)
+        raise TimeoutError
+
+    monkeypatch.setattr("web.pages.skills.HEALTH_WAIT_S", 0.3)
+    monkeypatch.setattr("web.pages.skills.capability_status_here", no_answer)
+    html = page_client.get("/skills/slow/").content.decode()
+    assert "the runtime did not answer within 0.3 s" in html
+    assert len(waits) == 2 and waits[0] <= 0.3 and waits[1] <= 0.1  # the second gets what is left
+    zh = page_client.get("/skills/slow/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "运行时在 0.3 秒内没有应答" in zh
+
+
+def test_a_web_process_without_agents_shows_the_workers_health(page_client, api, builtin, settings):
+    """TEAMCLAW_RUNTIME=remote: the page reads health from the workers' rows (none alive here)
+    and starts no runtime of its own (runs.health_here)."""
+    from runs.host import current_host
+    from runs.models import RuntimeWorker
+
+    bring_up(api, skill_yaml("far", "lookup"))
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "RUNTIME": "remote"}
+    RuntimeWorker.objects.all().delete()  # no worker alive here, whatever earlier tests left
+    html = page_client.get("/skills/far/").content.decode()
+    assert "UNHEALTHY" in html and "no runtime worker is alive" in html
+    assert current_host() is None
 
 
 def error_box(response) -> str:
@@ -232,3 +267,45 @@ def test_a_refused_action_states_each_reason_once(page_client, api, builtin):
     ghost = error_box(page_client.post("/skills/once/activate/", {"role": "ghost"}))
     assert '<strong class="error">there is no role &#x27;ghost&#x27;</strong>' in ghost
     assert ghost.count("there is no role") == 1
+
+
+def test_the_activate_form_requires_a_role_offers_only_fitting_ones_and_says_why(page_client, api, builtin):
+    """Issue 17: the form let an operator submit no role and wrote a permanent FAILED entry."""
+    from capabilities.models import AgentRole, InvokePermission
+    from capabilities.skill_models import SkillOperation
+
+    AgentRole.objects.filter(role="dba").update(enabled=False)
+    InvokePermission.objects.filter(target__role="main", project__isnull=True).delete()  # nobody may invoke main
+    upload(api, skill_yaml("fitted", "lookup"))  # an EXPOSED capability
+    api.post("/api/v1/skills/fitted/install", {}, format="json")
+    html = page_client.get("/skills/fitted/activate/").content.decode()
+    select = html.split('<select id="id_role"')[1].split("</select>")[0]
+    assert select.startswith(' name="role" required>')
+    assert 'value="devops"' in select
+    assert 'value="dba"' not in select and 'value="main"' not in select
+    fit = html.split('id="roles-that-fit"')[1].split("</ul>")[0]
+    assert 'data-role="devops"' in fit and "can be invoked by" in fit
+    unfit = html.split('id="roles-that-do-not-fit"')[1].split("</ul>")[0]
+    assert 'data-role="dba"' in unfit and "disabled" in unfit
+    assert 'data-role="main"' in unfit and "no role may invoke it" in unfit
+    before = SkillOperation.objects.count()
+    for role in ("", "main", "dba", "ghost"):
+        response = page_client.post("/skills/fitted/activate/", {"role": role})
+        assert response.status_code == 400, role
+    assert SkillOperation.objects.count() == before  # refused without writing anything
+    assert Skill.objects.get(skill_id="fitted").status == "INSTALLED"
+    assert "does not fit" in error_box(page_client.post("/skills/fitted/activate/", {"role": "main"}))
+    assert page_client.post("/skills/fitted/activate/", {"role": "devops"}).status_code == 302
+    assert Skill.objects.get(skill_id="fitted").status == "ACTIVATED"
+
+
+def test_the_api_refuses_activation_without_a_role_without_writing_history(api, builtin):
+    from capabilities.skill_models import SkillOperation
+
+    upload(api, skill_yaml("nohist", "x"))
+    api.post("/api/v1/skills/nohist/install", {}, format="json")
+    before = SkillOperation.objects.count()
+    response = api.post("/api/v1/skills/nohist/activate", {"role": ""}, format="json")
+    assert response.status_code == 400
+    assert "activationId" not in response.json()
+    assert SkillOperation.objects.count() == before

@@ -265,3 +265,51 @@ def test_a_workflow_runs_the_same_when_main_thinks_with_a_model(api, runtime_hos
     save(api, FLOW)
     run = _run(api, runtime_host, {"intent": "smalltalk", "query": "hello"})
     assert run["task"].status == "completed", run["task"].error
+
+
+CHAT_FLOW = """\
+orchestration:
+  id: chat-flow
+  name: Chat flow
+  steps:
+    - id: answer
+      capability: cap://assistant/chat
+      input:
+        query: hello
+"""
+
+
+def test_a_workflow_run_s_page_shows_what_ran_and_says_why_there_are_no_artifacts(
+    api, runtime_host, assistant, page_client
+):
+    """Issue 17: the run showed ``{}`` as its input document and "No artifacts yet" for ever."""
+    assert save(api, CHAT_FLOW).status_code == 201
+    empty = page_client.get("/workflows/chat-flow/").content.decode()
+    assert 'id="no-runs"' in empty and "▶ Run" in empty.split('id="no-runs"')[1]
+    assert "Run demo" not in empty.split('id="no-runs"')[1].split("</div>")[0]
+    response = api.post("/api/v1/workflows/chat-flow/run", {"input": {}}, format="json")
+    task = wait_for_task(runtime_host, response.json()["task_id"])
+    runtime_host.recorder.flush()
+    assert task.status == "completed", task.error
+    html = page_client.get(f"/tasks/{task.id}/").content.decode()
+    panel = html.split('id="workflow-run-result"')[1].split("</section>")[0]
+    assert 'data-step="answer"' in panel and "assistant__chat" in panel
+    assert 'class="badge completed">completed' in panel
+    assert 'id="run-output"' in panel or 'id="run-output-empty"' in panel
+    assert "This run produced no artifacts" in html.split('id="no-artifacts"')[1].split("</div>")[0]
+    assert "No artifacts yet" not in html
+    assert "The run was started with an empty input ({})." in html
+    assert "<summary>Input document</summary>" not in html
+    runs = page_client.get("/workflows/chat-flow/").content.decode()
+    assert 'id="no-runs"' not in runs and task.id in runs
+
+
+def test_a_failed_workflow_run_s_page_names_the_step_and_the_invokes_it_made(api, runtime_host, assistant, page_client):
+    save(api, FLOW)
+    api.post("/api/v1/skills/assistant/deactivate", {}, format="json")
+    task = _run(api, runtime_host, {"intent": "weather", "location": "x", "query": "q"})["task"]
+    runtime_host.recorder.flush()
+    html = page_client.get(f"/tasks/{task.id}/").content.decode()
+    panel = html.split('id="workflow-run-result"')[1].split("</section>")[0]
+    assert "<code>capability_disabled</code> at step intent-recognition" in panel
+    assert "assistant__classify_intent" in panel and 'id="run-output' not in panel

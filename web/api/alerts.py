@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
-from rest_framework.pagination import PageNumberPagination
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,6 +13,7 @@ from rest_framework.views import APIView
 
 from monitoring.alerts import filter_alerts
 from monitoring.models import Alert
+from teamclaw.api_query import StrictPagination, query_parameters
 
 
 def alert_document(alert: Alert) -> dict[str, object]:
@@ -40,8 +40,15 @@ class AlertListView(APIView):
     """``GET /alerts`` (``?status=open|resolved&severity=&kind=&capability=``), newest first."""
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
+    @query_parameters(
+        OpenApiParameter("status", str, enum=["open", "resolved"]),
+        OpenApiParameter("severity", str),
+        OpenApiParameter("kind", str),
+        OpenApiParameter("capability", str, description="capability id"),
+        paginated=True,
+    )
     def get(self, request: Request) -> Response:
-        paginator = PageNumberPagination()
+        paginator = StrictPagination()
         page = paginator.paginate_queryset(filter_alerts(request.query_params), request, view=self)
         return paginator.get_paginated_response([alert_document(a) for a in page or []])
 

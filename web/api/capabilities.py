@@ -19,6 +19,7 @@ from capabilities.models import CapabilityCard
 from capabilities.registration import register_capability
 from capabilities.registry import card_document, filter_capabilities
 from teamclaw import api_fields
+from teamclaw.api_query import query_parameters
 from teamclaw.runtime.config import CATEGORIES, CapabilityType
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
 from web.scope import project_scope, scoped_snapshot
@@ -45,26 +46,19 @@ class CapabilityListView(RefusalAudit):
 
     refusal_types = {"POST": "capability"}
 
-    @extend_schema(
-        operation_id="capabilities_list",
-        parameters=[
-            PROJECT_PARAM,
-            OpenApiParameter("role", str),
-            OpenApiParameter("category", str, enum=list(CATEGORIES)),
-            OpenApiParameter("q", str, description="Keyword in id, name, description or tags."),
-            OpenApiParameter("skillId", str),
-            OpenApiParameter("type", str, enum=[t.value for t in CapabilityType]),
-        ],
-        responses=OpenApiTypes.OBJECT,
+    @extend_schema(operation_id="capabilities_list", responses=OpenApiTypes.OBJECT)
+    @query_parameters(
+        PROJECT_PARAM,
+        OpenApiParameter("role", str),
+        OpenApiParameter("category", str, enum=list(CATEGORIES)),
+        OpenApiParameter("q", str, description="Keyword in id, name, description or tags."),
+        OpenApiParameter("skillId", str),
+        OpenApiParameter("type", str, enum=[t.value for t in CapabilityType]),
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
         category = params.get("category", "")
-        if category and category not in CATEGORIES:
-            raise ValidationError({"category": [f"must be one of {', '.join(CATEGORIES)}"]})
         capability_type = params.get("type", "")
-        if capability_type and capability_type not in {t.value for t in CapabilityType}:
-            raise ValidationError({"type": ["must be ENTRY, EXPOSED or INTERNAL"]})
         snapshot = scoped_snapshot(request)
         cards = filter_capabilities(
             snapshot,

@@ -11,24 +11,24 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from capabilities.audit import change_document, filter_changes
+from capabilities.audit import CONFIG_TYPES, OUTCOMES, change_document, filter_changes
 from capabilities.safe_yaml import guess_format, load_document, max_config_bytes
 from team.config_export import dump, export_document
 from team.config_import import import_config
 from team.config_schema import config_document_schema
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
+from teamclaw.api_query import StrictPagination, flag, query_parameters
 from web.api.governance import PROJECT_PARAM, GovernanceView
 from web.scope import project_scope
 
 
-class ChangePagination(PageNumberPagination):
+class ChangePagination(StrictPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
@@ -39,34 +39,22 @@ class ConfigChangeListView(GovernanceView):
     old -> new version, changed fields, ``changes {field: {old, new}}`` and the note.
     Filters: ``config_type``, ``project``, ``role``, ``actor``, ``since_version``."""
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("config_type", str),
-            OpenApiParameter("project", str, description="Project slug, or 'global' for global changes only."),
-            OpenApiParameter("role", str),
-            OpenApiParameter("actor", str, description="Username"),
-            OpenApiParameter("since_version", int, description="Only changes with a newer version."),
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int),
-        ],
-        responses=OpenApiTypes.OBJECT,
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @query_parameters(
+        OpenApiParameter("outcome", str, enum=list(OUTCOMES)),
+        OpenApiParameter("config_type", str, enum=list(CONFIG_TYPES)),
+        OpenApiParameter("project", str, description="Project slug, or 'global' for global changes only."),
+        OpenApiParameter("role", str),
+        OpenApiParameter("actor", str, description="Username"),
+        OpenApiParameter("since_version", int, description="Only changes with a newer version."),
+        OpenApiParameter("q", str, description="Text in the note or the changed fields."),
+        paginated=True,
     )
     def get(self, request: Request) -> Response:
         rows = filter_changes(request.query_params)
         paginator = ChangePagination()
         page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response([change_document(c) for c in page or []])
-
-
-def _flag(request: Request, name: str, default: bool) -> bool:
-    raw = (request.query_params.get(name) or "").strip().lower()
-    if not raw:
-        return default
-    if raw in {"true", "1", "yes"}:
-        return True
-    if raw in {"false", "0", "no"}:
-        return False
-    raise ValidationError({name: ["must be true or false"]})
 
 
 class DocumentFormatNegotiation(DefaultContentNegotiation):
@@ -96,19 +84,18 @@ class ConfigExportView(APIView):
     content_negotiation_class = DocumentFormatNegotiation
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("format", str, enum=["yaml", "json"], description="default yaml"),
-            PROJECT_PARAM,
-            OpenApiParameter("history", bool, description="include every prompt version"),
-        ],
-        responses={(200, "application/yaml"): OpenApiTypes.STR, (200, "application/json"): OpenApiTypes.OBJECT},
+        # the YAML document is the same object as the JSON one (clients and fuzzers parse it)
+        responses={(200, "application/yaml"): OpenApiTypes.OBJECT, (200, "application/json"): OpenApiTypes.OBJECT},
+    )
+    @query_parameters(
+        OpenApiParameter("format", str, enum=["yaml", "json"], description="default yaml"),
+        PROJECT_PARAM,
+        OpenApiParameter("history", bool, description="include every prompt version"),
     )
     def get(self, request: Request) -> HttpResponse:
         fmt = request.query_params.get("format") or "yaml"
-        if fmt not in {"yaml", "json"}:
-            raise ValidationError({"format": ["must be yaml or json"]})
         project = project_scope(request)
-        document = export_document(project, history=_flag(request, "history", False))
+        document = export_document(project, history=flag(request.query_params, "history", False))
         name = f"teamclaw-config{'-' + project.slug if project else ''}-v{document['config_version']}.{fmt}"
         response = HttpResponse(
             dump(document, fmt),
@@ -134,24 +121,20 @@ class ConfigImportView(GovernanceView):
     content_negotiation_class = DocumentFormatNegotiation
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("dry_run", bool, description="default false"),
-            OpenApiParameter("format", str, enum=["yaml", "json"]),
-            OpenApiParameter("expected_version", int),
-            OpenApiParameter("note", str),
-        ],
         request={"application/yaml": OpenApiTypes.STR, "application/json": OpenApiTypes.OBJECT},
         responses=OpenApiTypes.OBJECT,
     )
+    @query_parameters(
+        OpenApiParameter("dry_run", bool, description="default false"),
+        OpenApiParameter("format", str, enum=["yaml", "json"]),
+        OpenApiParameter("expected_version", int),
+        OpenApiParameter("note", str),
+    )
     def post(self, request: Request) -> Response:
         params = request.query_params
-        dry_run = _flag(request, "dry_run", False)
+        dry_run = flag(params, "dry_run", False)
         fmt = params.get("format") or ""
-        if fmt and fmt not in {"yaml", "json"}:
-            raise ValidationError({"format": ["must be yaml or json"]})
         expected = params.get("expected_version")
-        if expected is not None and not expected.isdigit():
-            raise ValidationError({"expected_version": ["must be a whole number"]})
         note = params.get("note") or ""
         if len(note) > api_fields.NOTE_MAX:
             raise ValidationError({"note": [f"must be at most {api_fields.NOTE_MAX} characters"]})

@@ -6,7 +6,6 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +14,7 @@ from rest_framework.views import APIView
 from monitoring.access import visible_tasks
 from runs.confirmations import confirmation_dict, decide, list_confirmations
 from teamclaw import api_fields
+from teamclaw.api_query import StrictPagination, query_parameters
 
 
 class ConfirmationDecisionSerializer(api_fields.StrictSerializer):
@@ -39,18 +39,16 @@ class ConfirmationListView(APIView):
     """``GET /confirmations?task_id=&status=``: confirmations newest first (paginated), of the
     tasks the caller may see; ``status`` is pending, approved, rejected or expired."""
 
-    @extend_schema(
-        operation_id="confirmations_list",
-        parameters=[
-            OpenApiParameter("task_id", str, description="only this task's"),
-            OpenApiParameter("status", str, enum=["pending", "approved", "rejected", "expired"]),
-        ],
-        responses=OpenApiTypes.OBJECT,
+    @extend_schema(operation_id="confirmations_list", responses=OpenApiTypes.OBJECT)
+    @query_parameters(
+        OpenApiParameter("task_id", str, description="only this task's"),
+        OpenApiParameter("status", str, enum=["pending", "approved", "rejected", "expired"]),
+        paginated=True,
     )
     def get(self, request: Request) -> Response:
         rows = list_confirmations(
             task_id=request.query_params.get("task_id"), status=request.query_params.get("status")
         ).filter(task_id__in=visible_tasks(request.user).values("pk"))
-        paginator = PageNumberPagination()
+        paginator = StrictPagination()
         page = paginator.paginate_queryset(rows, request, view=self)
         return paginator.get_paginated_response([confirmation_dict(row) for row in page or []])

@@ -8,7 +8,6 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,15 +16,21 @@ from monitoring.access import visible_contexts
 from monitoring.live_items import from_epoch
 from monitoring.models import ExecutionContext, Snapshot
 from runs import context_actions
+from runs.context_actions import empty_memory
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
+from teamclaw.api_query import StrictPagination, query_parameters
 from teamclaw.runtime.context import ContextStatus
 
 STATUSES = tuple(str(s) for s in ContextStatus)
 
 
 def context_document(row: ExecutionContext) -> dict[str, Any]:
-    """An AgentExecutionContext (PRD §4.6) as the API returns it; tokens in tokens."""
+    """An AgentExecutionContext (PRD §4.6) as the API returns it; tokens in tokens. ``memory``
+    is what the agent remembers (seed 003 MemoryContext: ``{history, preferences,
+    session_state, budget_tokens, trimmed, tokens}``, token counts estimated), ``knowledge``
+    what each of its calls retrieved (seed 003 KnowledgeContext: ``[{capability_id,
+    message_id, query, chunks: [{source, heading, chunk, score}]}]``)."""
     usage = row.resource_usage or {}
     return {
         "id": row.id,
@@ -48,6 +53,8 @@ def context_document(row: ExecutionContext) -> dict[str, Any]:
             "api_calls": row.api_calls,
             "estimated": bool(usage.get("estimated", row.tokens_estimated)),
         },
+        "memory": row.memory or empty_memory(),
+        "knowledge": row.knowledge or [],
         "created_at": row.created_at,
         "updated_at": row.updated_at,
     }
@@ -90,28 +97,23 @@ class ContextListView(APIView):
     """Execution contexts the caller may see, newest first, paginated; filter by
     ``task_id``, ``role`` and ``status`` (an AgentStatus of PRD §4.6)."""
 
-    @extend_schema(
-        operation_id="contexts_list",
-        parameters=[
-            OpenApiParameter("task_id", str),
-            OpenApiParameter("role", str),
-            OpenApiParameter("status", str, enum=STATUSES),
-        ],
-        responses=OpenApiTypes.OBJECT,
+    @extend_schema(operation_id="contexts_list", responses=OpenApiTypes.OBJECT)
+    @query_parameters(
+        OpenApiParameter("task_id", str),
+        OpenApiParameter("role", str),
+        OpenApiParameter("status", str, enum=STATUSES),
+        paginated=True,
     )
     def get(self, request: Request) -> Response:
         queryset = visible_contexts(request.user).order_by("-created_at", "id")
         params = request.query_params
         if params.get("status"):
-            if params["status"] not in STATUSES:
-                reason = f"must be one of {', '.join(STATUSES)}"
-                return error_response(f"status: {reason}", {"status": [reason]})
             queryset = queryset.filter(status=params["status"])
         if params.get("task_id"):
             queryset = queryset.filter(task_id=params["task_id"])
         if params.get("role"):
             queryset = queryset.filter(role=params["role"])
-        paginator = PageNumberPagination()
+        paginator = StrictPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response([context_document(row) for row in page or []])
 
@@ -141,11 +143,12 @@ class SnapshotListView(APIView):
     ``manual`` snapshot ``{label}`` (PRD §4.6 用户手动触发), live or from the recorded state."""
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
+    @query_parameters(paginated=True)
     def get(self, request: Request, context_id: str) -> Response:
         row = _context(request, context_id)
         if row is None:
             return _not_found(context_id)
-        paginator = PageNumberPagination()
+        paginator = StrictPagination()
         page = paginator.paginate_queryset(row.snapshots.order_by("sequence", "created_at"), request, view=self)
         return paginator.get_paginated_response([snapshot_document(s) for s in page or []])
 

@@ -15,9 +15,7 @@ from rest_framework.views import APIView
 from capabilities.models import CapabilityCard, Project
 from capabilities.skill_index import parse_duration
 from monitoring.metrics import capability_metrics
-from runs.health import capability_health, capability_status
-from runs.host import get_host
-from team.snapshot import build_snapshot
+from runs.health_here import capability_health_here, capability_status_here
 from teamclaw.api_errors import error_response
 
 
@@ -31,7 +29,7 @@ class CapabilityHealthView(APIView):
             raise NotFound(f"project '{project}' does not exist")
 
         try:
-            return Response(capability_health(get_host(), build_snapshot(project), capability_id))
+            return Response(capability_health_here(project, capability_id))
         except KeyError:
             raise NotFound(f"capability '{capability_id}' does not exist") from None
 
@@ -48,7 +46,7 @@ class HealthView(APIView):
     def get(self, request: Request, capability_id: str) -> Response:
         if not CapabilityCard.objects.filter(capability_id=capability_id).exists():
             return _not_found(capability_id)
-        health = capability_status(get_host(), capability_id)
+        health = capability_status_here(capability_id)
         if health is None:  # registered after the runtime's last config load and gone since
             return _not_found(capability_id)
         return Response(health)

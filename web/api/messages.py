@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import ValidationError
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from monitoring.message_log import visible_messages
 from monitoring.models import Message
+from teamclaw.api_query import StrictPagination, query_parameters
 
 MESSAGE_STATUSES = ["queued", "delivered", "dropped", "expired", "denied"]
 
@@ -31,7 +30,7 @@ MESSAGE_TYPES = [
 ]
 
 
-class MessagePagination(PageNumberPagination):
+class MessagePagination(StrictPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 500
@@ -65,31 +64,20 @@ class MessageListView(APIView):
     """The message log, newest first (``order=asc`` for send order), filtered by ``task_id``,
     ``conversation_id``, ``from_role``, ``to_role``, ``type`` and ``status``; paginated."""
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("task_id", str),
-            OpenApiParameter("conversation_id", str),
-            OpenApiParameter("from_role", str),
-            OpenApiParameter("to_role", str),
-            OpenApiParameter("type", str, enum=MESSAGE_TYPES),
-            OpenApiParameter("status", str, enum=MESSAGE_STATUSES),
-            OpenApiParameter("order", str, enum=["desc", "asc"]),
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int),
-        ],
-        responses=OpenApiTypes.OBJECT,
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @query_parameters(
+        OpenApiParameter("task_id", str),
+        OpenApiParameter("conversation_id", str),
+        OpenApiParameter("from_role", str),
+        OpenApiParameter("to_role", str),
+        OpenApiParameter("type", str, enum=MESSAGE_TYPES),
+        OpenApiParameter("status", str, enum=MESSAGE_STATUSES),
+        OpenApiParameter("order", str, enum=["desc", "asc"]),
+        paginated=True,
+        max_page_size=500,
     )
     def get(self, request: Request) -> Response:
         params = request.query_params
-        errors: dict[str, list[str]] = {}
-        if params.get("type") and params["type"] not in MESSAGE_TYPES:
-            errors["type"] = [f"must be one of {', '.join(MESSAGE_TYPES)}"]
-        if params.get("status") and params["status"] not in MESSAGE_STATUSES:
-            errors["status"] = [f"must be one of {', '.join(MESSAGE_STATUSES)}"]
-        if params.get("order", "desc") not in ("asc", "desc"):
-            errors["order"] = ["must be asc or desc"]
-        if errors:
-            raise ValidationError(errors)
         queryset = visible_messages(request.user)  # monitoring.access: only tasks the caller may see
         for name in ("task_id", "conversation_id", "from_role", "to_role", "type", "status"):
             if params.get(name):

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, parse_cells, role_slugs, save_matrix
 from monitoring.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
 from teamclaw import api_fields
+from teamclaw.api_query import integer, query_parameters
 from web.api.governance import PROJECT_PARAM, GovernanceView
 from web.scope import project_scope
 
@@ -113,16 +114,13 @@ class WhatIfView(GovernanceView):
     permission_classes = [IsAuthenticated]
     kind: MatrixKind = INVOKE
 
-    @extend_schema(
-        parameters=[PROJECT_PARAM, OpenApiParameter("days", int, description="1..90, default 7")],
-        request=WhatIfSerializer,
-        responses=OpenApiTypes.OBJECT,
-    )
+    @extend_schema(request=WhatIfSerializer, responses=OpenApiTypes.OBJECT)
+    @query_parameters(PROJECT_PARAM, OpenApiParameter("days", integer(1, MAX_DAYS), description="1..90, default 7"))
     def post(self, request: Request) -> Response:
         project = project_scope(request)
         days = days_param(request)
         data = api_fields.read_body(WhatIfSerializer, request.data)
-        cells = parse_cells(self.kind, data["matrix"], role_slugs(), allow_null=project is not None)
+        cells = parse_cells(self.kind, data["matrix"], role_slugs(), allow_null=project is not None, project=project)
         return Response(what_if(self.kind, project, cells, days, viewer=request.user))
 
 

@@ -8,7 +8,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import parsers, serializers, status
 from rest_framework.exceptions import NotFound
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,6 +36,7 @@ from team.prompt_preview import preview_role
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
+from teamclaw.api_query import StrictPagination, query_parameters
 from web.api.governance import RefusalAudit
 
 PROJECT_PARAM = OpenApiParameter(
@@ -192,12 +192,13 @@ class PromptVersionsView(RefusalAudit):
     permission_classes = [CanEditPrompts]
     parser_classes = PARSERS
 
-    @extend_schema(operation_id="prompts_versions_list", parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(operation_id="prompts_versions_list", responses=OpenApiTypes.OBJECT)
+    @query_parameters(PROJECT_PARAM, paginated=True)
     def get(self, request: Request, role: str, template_type: str) -> Response:
         obj = _lookup(role, template_type)
         project = _project(request.query_params.get("project"), query=True)
         template = find_template(obj, template_type, project)
-        paginator = PageNumberPagination()
+        paginator = StrictPagination()
         page = paginator.paginate_queryset(versions_of(template), request, view=self)
         return paginator.get_paginated_response([version_document(v) for v in page or []])
 

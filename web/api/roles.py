@@ -8,7 +8,7 @@ from typing import Any
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
@@ -20,10 +20,17 @@ from capabilities.executors import model_status, role_executor, role_kinds, set_
 from capabilities.models import AgentRole, Project, RoleExecutor
 from capabilities.registry import role_definition
 from capabilities.roles import delete_role
+from team.config_schema import constraint_fields_schema, openapi_schema
 from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
 from web.scope import project_scope, scoped_snapshot
+
+
+@extend_schema_field(openapi_schema(constraint_fields_schema(project=False)))
+class NewRoleConstraintsField(api_fields.PassThroughField):
+    """A new role's constraint values ``{field: value}`` (PRD §4.7), checked by
+    ``capabilities.roles.check_new_role`` (400 naming ``constraints.<field>``)."""
 
 
 class RoleCreateSerializer(api_fields.DocumentSerializer):
@@ -39,7 +46,11 @@ class RoleCreateSerializer(api_fields.DocumentSerializer):
     permissions = api_fields.PassThroughField(
         required=False, help_text="can_invoke, can_be_invoked_by, allowed/denied/requires_user_confirmation tools"
     )
-    constraints = api_fields.PassThroughField(required=False)
+    constraints = NewRoleConstraintsField(
+        required=False,
+        help_text="PRD §4.7 constraint fields; the defaults for the rest (memory_tokens null = the process "
+        "default TEAMCLAW_MEMORY_TOKENS)",
+    )
     copy_prompts_from = api_fields.PassThroughField(required=False, help_text="A role whose prompts to copy")
     note = api_fields.ChangeNoteField()
 

@@ -30,12 +30,17 @@ from capabilities.models import Skill
 from capabilities.published_schemas import load_schema
 from capabilities.skill_documents import skill_document
 from capabilities.skill_index import MAX_SKILL_INDEX_BYTES
+from capabilities.skill_models import SkillStatus
 from monitoring.skill_contexts import running_contexts
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
+from teamclaw.api_query import query_parameters
 from teamclaw.json_types import json_type_name
 from web.api.governance import RefusalAudit
+
+SKILL_STATES = [str(state) for state in SkillStatus]
+"""The lifecycle states a skill can be in (seed 003)."""
 
 
 class YamlParser(BaseParser):
@@ -152,9 +157,8 @@ class SkillListView(RefusalAudit):
     permission_classes = [StaffForChanges]
     parser_classes = PARSERS
 
-    @extend_schema(
-        operation_id="skills_list", parameters=[OpenApiParameter("status", str)], responses=OpenApiTypes.OBJECT
-    )
+    @extend_schema(operation_id="skills_list", responses=OpenApiTypes.OBJECT)
+    @query_parameters(OpenApiParameter("status", str, enum=[*SKILL_STATES, *(state.lower() for state in SKILL_STATES)]))
     def get(self, request: Request) -> Response:
         skills = Skill.objects.all()
         if wanted := request.query_params.get("status"):

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from monitoring import token_stats
 from teamclaw.api_errors import error_response
+from teamclaw.api_query import query_parameters
 
 
 class TokenStatsView(APIView):
@@ -18,12 +19,10 @@ class TokenStatsView(APIView):
     input_tokens, output_tokens, total_tokens, api_calls, contexts, estimated_contexts,
     estimated}], totals}``. ``estimated`` rows include offline-executor estimates."""
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("group_by", str, enum=token_stats.GROUP_BY),
-            OpenApiParameter("since", str, description="ISO 8601 date or datetime (UTC when no zone)"),
-        ],
-        responses=OpenApiTypes.OBJECT,
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @query_parameters(
+        OpenApiParameter("group_by", str, enum=list(token_stats.GROUP_BY)),
+        OpenApiParameter("since", str, description="ISO 8601 date or datetime (UTC when no zone)"),
     )
     def get(self, request: Request) -> Response:
         errors: dict[str, list[str]] = {}

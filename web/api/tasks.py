@@ -9,7 +9,6 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, status
-from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -22,6 +21,7 @@ from runs.compare import compare_artifacts
 from runs.operator_inputs import give, task_inputs
 from runs.tasks import DECISION_MODES, START_POINTS, cancel_task, fork_task, start_task
 from teamclaw import api_fields
+from teamclaw.api_query import StrictPagination, query_parameters
 from teamclaw.errors import InvalidField, NotFound
 from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
@@ -138,13 +138,18 @@ class TaskListView(APIView):
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="tasks_list", responses=OpenApiTypes.OBJECT)
+    @query_parameters(
+        OpenApiParameter("status", str, enum=[value for value, _ in Task.STATUSES]),
+        OpenApiParameter("kind", str),
+        paginated=True,
+    )
     def get(self, request: Request) -> Response:
         queryset = visible_tasks(request.user).select_related("project")
         if status_filter := request.query_params.get("status"):
             queryset = queryset.filter(status=status_filter)
         if kind := request.query_params.get("kind"):
             queryset = queryset.filter(kind=kind)
-        paginator = PageNumberPagination()
+        paginator = StrictPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return paginator.get_paginated_response([task_document(t, full=False) for t in page or []])
 
@@ -176,7 +181,10 @@ class TaskCancelView(APIView):
 
 class TaskForkSerializer(api_fields.StrictSerializer):
     from_step = api_fields.PassThroughField(help_text="completed steps taken from the record (0..steps)")
-    overrides = api_fields.PassThroughField(required=False, help_text='{"prompt_enhancement": "..."}')
+    overrides = api_fields.PassThroughField(
+        required=False,
+        help_text='{"prompt_enhancement"?, "prompt_versions"?, "tool_modes"?, "invoke"?, "executors"?}',
+    )
 
 
 class TaskForkView(APIView):

@@ -13,7 +13,8 @@ from runs.workers import worker_rows
 
 class WorkerListView(APIView):
     """``GET /workers``: live workers first, then recently stopped or silent ones, each with
-    ``state`` (``alive``, ``silent``, ``stopped``) and how many tasks it ``running``."""
+    ``state`` (``alive``, ``silent``, ``stopped``), how many tasks it ``running`` and the
+    instance ``slots`` it holds per role (PRD §4.7, ``runs.instance_slots``)."""
 
     @extend_schema(operation_id="workers_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:

@@ -8,6 +8,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from monitoring.alerts import filter_alerts
@@ -42,12 +43,12 @@ def alert_list(request: HttpRequest) -> HttpResponse:
 def alert_resolve(request: HttpRequest, alert_id: int) -> HttpResponse:
     """An operator resolves an open alert (staff only)."""
     if not request.user.is_staff:
-        messages.error(request, "Resolving alerts needs a staff account.")
+        messages.error(request, _("Resolving alerts needs a staff account."))
         return redirect("alerts")
     alert = get_object_or_404(Alert, pk=alert_id)
     if alert.resolved_at is None:
         alert.resolved_at = timezone.now()
         alert.details = {**alert.details, "resolved_by": request.user.get_username()}
         alert.save(update_fields=["resolved_at", "details"])
-        messages.success(request, f"Alert {alert.pk} resolved.")
+        messages.success(request, _("Alert %(id)s resolved.") % {"id": alert.pk})
     return safe_next(request, "alerts")

@@ -9,6 +9,8 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods
 
 from capabilities.access import can_change, require_change
@@ -110,10 +112,14 @@ def config_transfer(request: HttpRequest) -> HttpResponse:
             if apply:
                 if result.applied:
                     count = len(result.changes)
-                    changes = f"{count} change{'' if count == 1 else 's'}"
-                    messages.success(request, f"Imported {changes} as config version {result.config_version}.")
+                    text = ngettext(
+                        "Imported %(count)d change as config version %(version)s.",
+                        "Imported %(count)d changes as config version %(version)s.",
+                        count,
+                    )
+                    messages.success(request, text % {"count": count, "version": result.config_version})
                 else:
-                    messages.info(request, "Nothing to import: the configuration already matches the document.")
+                    messages.info(request, _("Nothing to import: the configuration already matches the document."))
                 return redirect("config-transfer")
             context["result"] = result
             context["version"] = result.config_version

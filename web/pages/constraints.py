@@ -1,21 +1,23 @@
 """Pages: each role's constraints (PRD §4.7 约束): timeout, retries, file scope, token budget,
-concurrency; globally or per project."""
+concurrency, memory budget (seed 003 MemoryContext); globally or per project."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from capabilities.access import can_change, require_change
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.models import AgentRole, Project
 from capabilities.role_constraints import LABELS, UNITS, constraints_document, save_constraints
-from capabilities.snapshot import CONSTRAINT_FIELDS
-from web.forms import form_note, form_version
+from capabilities.snapshot import CONSTRAINT_FIELDS, DEFAULT_WHEN_NULL
+from web.forms import form_integer, form_note, form_version, note_refusal
 from web.scope import project_scope, scoped_url
 
 
@@ -47,6 +49,7 @@ def constraints_overview(request: HttpRequest) -> HttpResponse:
             "rows": rows,
             "labels": [LABELS[n] for n in CONSTRAINT_FIELDS],
             "units": UNITS,
+            "memory_default": settings.TEAMCLAW["MEMORY_TOKENS"],
             "project": project,
             "projects": Project.objects.all(),
         },
@@ -73,16 +76,20 @@ def constraints_edit(request: HttpRequest, role: str) -> HttpResponse:
                     obj, project=project, version=form_version(request), values=values, note=note, actor=request.user
                 )
             except StaleVersion as exc:
+                note_refusal(request, exc)
                 conflict, status = exc, 409
             except ConfigInvalid as exc:
+                note_refusal(request, exc)
                 errors, status = exc.errors, 400
             else:
                 if result.change:
                     messages.success(
-                        request, f"Saved the constraints of {obj.role} as config version {result.change.new_version}."
+                        request,
+                        _("Saved the constraints of %(role)s as config version %(version)s.")
+                        % {"role": obj.role, "version": result.change.new_version},
                     )
                 else:
-                    messages.info(request, "Nothing changed.")
+                    messages.info(request, _("Nothing changed."))
                 return redirect(scoped_url("constraints-edit", project, role=obj.role))
         else:
             status = 400
@@ -99,6 +106,7 @@ def constraints_edit(request: HttpRequest, role: str) -> HttpResponse:
                 "unit": UNITS[name],
                 "value": "" if shown is None else shown,
                 "inherit": project is not None and shown is None,
+                "process_default": name in DEFAULT_WHEN_NULL,
                 "global": doc["global"][name],
                 "bounds": doc["bounds"][name],
                 "errors": errors.get(f"constraints.{name}", []),
@@ -117,6 +125,7 @@ def constraints_edit(request: HttpRequest, role: str) -> HttpResponse:
             "errors": {k: v for k, v in errors.items() if not k.startswith("constraints.")},
             "note": note,
             "can_edit": can_change(request.user, "constraints"),
+            "memory_default": settings.TEAMCLAW["MEMORY_TOKENS"],
             "action": scoped_url("constraints-edit", project, role=obj.role),
         },
         status=status,
@@ -124,18 +133,19 @@ def constraints_edit(request: HttpRequest, role: str) -> HttpResponse:
 
 
 def _constraint_form(request: HttpRequest, project: Project | None) -> tuple[dict[str, Any], dict[str, list[str]]]:
-    """Form text -> typed values (``None`` where a project field inherits)."""
+    """Form text -> typed values (``None`` where a project field inherits, or where a global
+    ``DEFAULT_WHEN_NULL`` field is left to the process default)."""
     values: dict[str, Any] = {}
     errors: dict[str, list[str]] = {}
     for name in CONSTRAINT_FIELDS:
         raw = (request.POST.get(name) or "").strip()
-        if project is not None and not raw:
+        if (project is not None or name in DEFAULT_WHEN_NULL) and not raw:
             values[name] = None
             continue
         if name == "file_scope":
             values[name] = raw
-        elif raw.lstrip("-").isdigit():
-            values[name] = int(raw)
+        elif (number := form_integer(raw)) is not None:
+            values[name] = number
         else:
-            errors[f"constraints.{name}"] = ["must be a whole number"]
+            errors[f"constraints.{name}"] = [_("must be a whole number")]
     return values, errors

@@ -12,6 +12,8 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capabilities.access import can_change, require_change
@@ -20,7 +22,7 @@ from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, sav
 from capabilities.matrix_forms import INHERIT, base_json, grid, nested, staged_cells
 from capabilities.models import AgentRole, Project, ProjectRoleOverride
 from monitoring.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
-from web.forms import form_note, form_version
+from web.forms import form_note, form_version, note_refusal
 from web.scope import project_scope, scoped_url
 
 KINDS = {"invoke": INVOKE, "tools": TOOL}
@@ -113,23 +115,31 @@ def matrix_editor(request: HttpRequest, which: str) -> HttpResponse:
         return _editor(request, kind, project, errors=exc.errors, note=note, status=400)
     desired = {cell: desired[cell] for cell in staged}  # only what the operator changed survives a refusal
     if not staged:
-        messages.info(request, "Nothing to save: no cell was changed.")
+        messages.info(request, _("Nothing to save: no cell was changed."))
         return redirect(scoped_url("matrix-editor", project, which=which))
     try:
         result = save_matrix(
             kind, project=project, version=form_version(request), matrix=nested(staged), note=note, actor=request.user
         )
     except StaleVersion as exc:
+        note_refusal(request, exc)
         return _editor(request, kind, project, desired=desired, resets=resets, conflict=exc, note=note, status=409)
     except ConfigInvalid as exc:
+        note_refusal(request, exc)
         return _editor(request, kind, project, desired=desired, resets=resets, errors=exc.errors, note=note, status=400)
     count = len(result.change.changed_fields) if result.change else 0
     if result.change:
         messages.success(
-            request, f"Saved {count} cell change{'s' * (count != 1)} as config version {result.change.new_version}."
+            request,
+            ngettext(
+                "Saved %(count)d cell change as config version %(version)s.",
+                "Saved %(count)d cell changes as config version %(version)s.",
+                count,
+            )
+            % {"count": count, "version": result.change.new_version},
         )
     else:
-        messages.info(request, "Nothing changed: the cells already had those values.")
+        messages.info(request, _("Nothing changed: the cells already had those values."))
     return redirect(scoped_url("matrix-editor", project, which=which))
 
 

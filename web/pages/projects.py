@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from capabilities.access import can_change, require_change
@@ -12,7 +13,7 @@ from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.models import AgentRole, CapabilityCard, Project, ProjectCapabilityOverride, ProjectRoleOverride
 from capabilities.versions import document_version
 from team.projects import create_project, project_document, update_project
-from web.forms import form_note, form_version
+from web.forms import form_note, form_version, note_refusal
 
 # --------------------------------------------------------------------------- projects
 PROJECT_FIELDS = ("slug", "name", "description", "tech_stack", "working_directory")
@@ -30,9 +31,10 @@ def project_list(request: HttpRequest) -> HttpResponse:
         try:
             result = create_project(form, note=form_note(request), actor=request.user)
         except ConfigInvalid as exc:
+            note_refusal(request, exc)
             errors, status = exc.errors, 400
         else:
-            messages.success(request, f"Project {result.document['name']} created.")
+            messages.success(request, _("Project %(name)s created.") % {"name": result.document["name"]})
             return redirect("project-detail", slug=result.document["slug"])
     projects = [project_document(p) for p in Project.objects.all()]
     return render(
@@ -68,14 +70,20 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
                 actor=request.user,
             )
         except ConfigInvalid as exc:
+            note_refusal(request, exc)
             errors, status = exc.errors, 400
         except StaleVersion as exc:
+            note_refusal(request, exc)
             conflict, status = exc, 409
         else:
             if result.change:
-                messages.success(request, f"Saved project {project.name} (config version {result.change.new_version}).")
+                messages.success(
+                    request,
+                    _("Saved project %(name)s (config version %(version)s).")
+                    % {"name": project.name, "version": result.change.new_version},
+                )
             else:
-                messages.info(request, "Nothing changed.")
+                messages.info(request, _("Nothing changed."))
             return redirect("project-detail", slug=project.slug)
     role_overrides = {o.role_id: o.enabled for o in ProjectRoleOverride.objects.filter(project=project)}
     card_overrides = {o.card_id: o.enabled for o in ProjectCapabilityOverride.objects.filter(project=project)}

@@ -16,6 +16,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import AgentRole, Project
@@ -202,8 +203,12 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
         except PromptChangeError as exc:
             errors[exc.field] = exc.reason
         else:
-            state = "active" if result.version.is_active else "saved as a draft"
-            messages.success(request, f"{template_type} {result.version.version} is {state}.")
+            text = (
+                _("%(type)s %(version)s is active.")
+                if result.version.is_active
+                else _("%(type)s %(version)s is saved as a draft.")
+            )
+            messages.success(request, text % {"type": template_type, "version": result.version.version})
             for warning in result.warnings:
                 messages.warning(request, warning)
             return redirect(_template_url(scope))
@@ -307,7 +312,10 @@ def _confirm_change(request: HttpRequest, role: str, template_type: str, version
                     base_version=request.POST.get("base_version", ""),
                     actor=request.user,
                 )
-                messages.success(request, f"Rolled back to {version}: {result.version.version} is active.")
+                messages.success(
+                    request,
+                    _("Rolled back to %(old)s: %(new)s is active.") % {"old": version, "new": result.version.version},
+                )
             else:
                 result = activate(
                     role=scope["role"],
@@ -317,7 +325,7 @@ def _confirm_change(request: HttpRequest, role: str, template_type: str, version
                     note=request.POST.get("note"),
                     actor=request.user,
                 )
-                messages.success(request, f"{result.version.version} is active.")
+                messages.success(request, _("%(version)s is active.") % {"version": result.version.version})
         except PromptChangeError as exc:
             error = exc.reason
         else:

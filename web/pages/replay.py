@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET
 
 from monitoring import replay
@@ -19,7 +20,8 @@ from web.pages.contexts import visible_context
 def replay_page(request: HttpRequest, context_id: str) -> HttpResponse:
     """``/replay/<context_id>/``: step through a context's snapshots and messages (US-08).
 
-    ``?at=<step>`` (default: the last step), ``?snapshot=<id>`` jumps to a snapshot,
+    ``?at=<index>`` (0-based; default: the last step), ``?step=<number>`` (1-based, what
+    the page shows and its jump box sends), ``?snapshot=<id>`` jumps to a snapshot,
     ``?a=<id>&b=<id>`` compares two snapshots.
     """
     row = visible_context(request, context_id)
@@ -29,7 +31,12 @@ def replay_page(request: HttpRequest, context_id: str) -> HttpResponse:
     if request.GET.get("snapshot"):
         index = timeline.index_of("snapshot", request.GET["snapshot"])
         if index is None:
-            errors["snapshot"] = "that snapshot is not part of this context (it may have been pruned)"
+            errors["snapshot"] = gettext("that snapshot is not part of this context (it may have been pruned)")
+    if index is None and request.GET.get("step"):
+        try:
+            index = replay.step_index(request.GET["step"], timeline)
+        except ValueError as exc:
+            errors["step"] = str(exc)
     if index is None:
         try:
             index = replay.clamp_index(request.GET.get("at"), timeline)

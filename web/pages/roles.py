@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capabilities.access import can_change, require_change
@@ -16,13 +18,14 @@ from capabilities.executors import model_status, role_executor
 from capabilities.matrices import INVOKE, TOOL, layers
 from capabilities.models import AgentRole, CapabilityCard, Project, ProjectRoleOverride
 from capabilities.registry import card_document, role_definition
+from capabilities.role_constraints import bounds
 from capabilities.roles import DEFAULT_TOOLS, delete_role
 from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
 from capabilities.versions import document_version
 from team.roles import create_role, update_role
 from team.snapshot import build_snapshot
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
-from web.forms import apply_switch, form_note, form_version, show_refusal
+from web.forms import apply_switch, form_integer, form_note, form_version, show_refusal
 
 
 def role_list(request: HttpRequest) -> HttpResponse:
@@ -51,6 +54,7 @@ def role_detail(request: HttpRequest, role: str) -> HttpResponse:
             "tools": TOOLS,
             "executor": executor,
             "model": model_status(),
+            "memory_default": settings.TEAMCLAW["MEMORY_TOKENS"],
             **role_governance(request, obj),
         },
     )
@@ -86,8 +90,8 @@ def role_switch(request: HttpRequest, role: str) -> HttpResponse:
         request,
         obj,
         save=update_role,
-        subject=f"role {obj.role}",
-        sentence_start=f"Role {obj.role}",
+        subject=_("role %(role)s") % {"role": obj.role},
+        sentence_start=_("Role %(role)s") % {"role": obj.role},
         fallback=reverse("role-detail", args=[obj.role]),
     )
 
@@ -112,9 +116,13 @@ def role_edit(request: HttpRequest, role: str) -> HttpResponse:
         show_refusal(request, exc)
     else:
         if result.change:
-            messages.success(request, f"Saved {obj.role} as config version {result.change.new_version}.")
+            messages.success(
+                request,
+                _("Saved %(role)s as config version %(version)s.")
+                % {"role": obj.role, "version": result.change.new_version},
+            )
         else:
-            messages.info(request, "Nothing changed.")
+            messages.info(request, _("Nothing changed."))
     return redirect("role-detail", role=obj.role)
 
 
@@ -128,7 +136,7 @@ def role_delete(request: HttpRequest, role: str) -> HttpResponse:
     except (StaleVersion, ConfigInvalid) as exc:
         show_refusal(request, exc)
         return redirect("role-detail", role=obj.role)
-    messages.success(request, f"Role {role} was deleted.")
+    messages.success(request, _("Role %(role)s was deleted.") % {"role": role})
     return redirect("roles")
 
 
@@ -151,8 +159,8 @@ def _role_form_defaults(source: AgentRole | None) -> dict[str, Any]:
         "from": source.role if source else "",
     }
     if source is not None:
-        invoke, _ = layers(INVOKE, None)
-        tools, _ = layers(TOOL, None)
+        invoke, _invoke_projects = layers(INVOKE, None)
+        tools, _tool_projects = layers(TOOL, None)
         form["can_invoke"] = sorted(t for (c, t), allowed in invoke.items() if c == source.role and allowed)
         form["can_be_invoked_by"] = sorted(c for (c, t), allowed in invoke.items() if t == source.role and allowed)
         form["tools"] = {tool: tools.get((source.role, tool), ToolMode.DENY.value) for tool in TOOLS}
@@ -167,7 +175,8 @@ def _role_form_data(post: Any) -> dict[str, Any]:
     for name in CONSTRAINT_FIELDS:
         raw = (post.get(f"constraint_{name}") or "").strip()
         if raw:
-            constraints[name] = raw if name == "file_scope" else int(raw) if raw.lstrip("-").isdigit() else raw
+            number = None if name == "file_scope" else form_integer(raw)
+            constraints[name] = raw if number is None else number  # not a number: the API names the field
     return {
         "role": post.get("role", "").strip(),
         "display_name": post.get("display_name", ""),
@@ -218,8 +227,12 @@ def role_new(request: HttpRequest) -> HttpResponse:
                 }
             )
         else:
-            version = f" (config version {result.change.new_version})" if result.change else ""
-            messages.success(request, f"Role {result.document['role']} created{version}.")
+            if result.change:
+                text = _("Role %(role)s created (config version %(version)s).")
+            else:
+                text = _("Role %(role)s created.")
+            created = {"role": result.document["role"], "version": result.change.new_version if result.change else ""}
+            messages.success(request, text % created)
             return redirect("role-detail", role=result.document["role"])
     return render(
         request,
@@ -233,6 +246,8 @@ def role_new(request: HttpRequest) -> HttpResponse:
             "tool_rows": [(tool, form["tools"].get(tool, "deny")) for tool in TOOLS],
             "modes": ("allow", "confirm", "deny"),
             "can_create": can_change(request.user, "role_create"),
+            "memory_default": settings.TEAMCLAW["MEMORY_TOKENS"],
+            "memory_bounds": bounds()["memory_tokens"],
         },
         status=status,
     )

@@ -4,6 +4,7 @@ with confirmation) and the capability dependency graph. Changing skills needs st
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from django.contrib import messages
@@ -12,6 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext
 from django.views.decorators.http import require_http_methods
 
 from capabilities.graph_svg import render_svg, skill_graph
@@ -21,6 +23,7 @@ from capabilities.lifecycle import (
     deactivate_skill,
     discover_skill,
     install_skill,
+    owner_role_fit,
     skill_dependents,
     uninstall_skill,
 )
@@ -31,11 +34,12 @@ from capabilities.skill_models import SkillStatus
 from monitoring.metrics import capability_metrics
 from monitoring.models import Alert
 from monitoring.skill_contexts import running_contexts
-from runs.health import capability_status
-from runs.host import get_host
+from runs.health_here import capability_status_here
 from team.snapshot import build_snapshot
 
 ACTIONS = ("install", "activate", "deactivate", "uninstall")
+HEALTH_WAIT_S = 5.0
+"""How long (s) the skill page waits, for all its capabilities together, for the runtime's health."""
 
 
 def require_staff(request: HttpRequest) -> None:
@@ -79,14 +83,18 @@ def skill_upload(request: HttpRequest) -> HttpResponse:
         text = request.POST.get("yaml", "") if not upload else ""
         try:
             downgrade = request.POST.get("allow_downgrade") == "true"
-            skill, _, created = discover_skill(raw, actor=request.user, allow_downgrade=downgrade)
+            skill, _operation, created = discover_skill(raw, actor=request.user, allow_downgrade=downgrade)
         except SkillIndexError as exc:
             problems = exc.problems
         except LifecycleError as exc:
             error = exc.message
         else:
-            verb = "discovered" if created else "replaced"
-            messages.success(request, f"Skill {skill.skill_id} {verb}: {skill.status}. Install it next.")
+            told = (
+                gettext("Skill %(id)s discovered: %(status)s. Install it next.")
+                if created
+                else gettext("Skill %(id)s replaced: %(status)s. Install it next.")
+            )
+            messages.success(request, told % {"id": skill.skill_id, "status": skill.status})
             return redirect("skill-detail", skill_id=skill.skill_id)
     return render(
         request,
@@ -103,11 +111,15 @@ def skill_detail(request: HttpRequest, skill_id: str) -> HttpResponse:
     skill = get_object_or_404(Skill, skill_id=skill_id)
     document = skill_document(skill)
     live: dict[str, Any] = {}
+    deadline = time.monotonic() + HEALTH_WAIT_S
     for row in document["capabilities"]:
         if not row["registered"]:
             continue
         try:
-            health = capability_status(get_host(), row["capabilityId"])
+            health = capability_status_here(row["capabilityId"], timeout_s=max(0.1, deadline - time.monotonic()))
+        except TimeoutError:  # a busy runtime delays the page by HEALTH_WAIT_S at most, not per capability
+            late = gettext("the runtime did not answer within %(seconds)s s") % {"seconds": f"{HEALTH_WAIT_S:g}"}
+            health = {"status": "UNKNOWN", "message": late, "providers": []}
         except Exception as exc:  # the page must render even when the runtime is not reachable
             health = {"status": "UNKNOWN", "message": f"runtime not reachable: {exc}", "providers": []}
         if health is None:  # registered a moment ago: the runtime has not reloaded its config yet
@@ -153,6 +165,8 @@ def skill_action(request: HttpRequest, skill_id: str, action: str) -> HttpRespon
             force=request.POST.get("force") == "on",
         )
         try:
+            if action == "activate":
+                _check_owner_fits(skill, str(form["role"]))
             operation = _perform(action, skill_id, form, request.user)
         except ValueError as exc:
             error, status = str(exc), 400
@@ -178,9 +192,21 @@ def skill_action(request: HttpRequest, skill_id: str, action: str) -> HttpRespon
             "errors": errors,
             "form": form,
             "roles": AgentRole.objects.filter(enabled=True),
+            "owner_fit": owner_role_fit(skill) if action == "activate" else None,
         },
         status=status,
     )
+
+
+def _check_owner_fits(skill: Skill, role: str) -> None:
+    """The activate form offers only the roles that fit (``owner_role_fit``); one that does
+    not (a hand-made POST, or the matrix changed since the page was shown) is refused with
+    its reasons before anything is written. A missing or unknown role is left to
+    ``activate_skill``'s own refusal."""
+    fit = next((f for f in owner_role_fit(skill) if f.role == role), None)
+    if fit is not None and not fit.fits:
+        reason = gettext("role %(role)s does not fit: %(reasons)s") % {"role": role, "reasons": "; ".join(fit.reasons)}
+        raise LifecycleError("invalid", reason, {"role": [reason]})
 
 
 def _details(message: str, errors: dict[str, list[str]]) -> dict[str, list[str]]:

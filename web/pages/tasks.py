@@ -13,6 +13,8 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import Project
@@ -91,7 +93,7 @@ def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
     with what happened (a refusal says why: ended already, not allowed, no worker answered)."""
     task = attempt(request, lambda: cancel_task(request.user, task_id, request.POST.get("reason", "")))
     if task is not None:
-        messages.success(request, f"Task cancelled: it is {task.status}.")
+        messages.success(request, _("Task cancelled: it is %(status)s.") % {"status": task.status})
     return redirect("task-detail", task_id=task_id)
 
 
@@ -107,7 +109,9 @@ def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
     forked = attempt(request, lambda: fork_task(request.user, task_id, from_step, overrides))
     if forked is None:
         return redirect("task-detail", task_id=task_id)
-    messages.success(request, f"Forked at step {from_step}: the steps before it come from the record.")
+    messages.success(
+        request, _("Forked at step %(step)s: the steps before it come from the record.") % {"step": from_step}
+    )
     return redirect("task-detail", task_id=forked.id)
 
 
@@ -129,9 +133,9 @@ KEPT_DRAFT = "kept-draft:"
 """Session key prefix of an edited draft whose save was refused (shown again on the page)."""
 
 ANSWERED = {
-    "answers": "Answers sent; the interview goes on.",
-    "decisions": "All points decided; the consolidator applies your decisions.",
-    "next": "Sent: the team goes on.",
+    "answers": gettext_lazy("Answers sent; the interview goes on."),
+    "decisions": gettext_lazy("All points decided; the consolidator applies your decisions."),
+    "next": gettext_lazy("Sent: the team goes on."),
 }
 
 
@@ -145,7 +149,7 @@ def task_input(request: HttpRequest, task_id: str, section: str) -> HttpResponse
     try:
         part = _input_part(request, section)
     except RequestDataTooBig:
-        messages.error(request, "Not saved: what you sent is larger than the server takes from a form. Use the API.")
+        messages.error(request, _("Not saved: what you sent is larger than the server takes from a form. Use the API."))
         return redirect("task-detail", task_id=task_id)
     input_id = request.POST.get("input_id") or None
     result = attempt(request, lambda: give(request.user, task_id, section, part, input_id=input_id))
@@ -156,7 +160,7 @@ def task_input(request: HttpRequest, task_id: str, section: str) -> HttpResponse
         if result["status"] == "answered":
             messages.success(request, ANSWERED[section])
         else:
-            messages.info(request, f"Saved. Still to decide: {len(result['missing'])}.")
+            messages.info(request, _("Saved. Still to decide: %(count)d.") % {"count": len(result["missing"])})
             if section == "decisions" and result["missing"]:
                 # Back where the operator is: the next point still to decide.
                 return redirect(reverse("task-detail", args=[task_id]) + f"#decision-{result['missing'][0]}")
@@ -237,9 +241,9 @@ def task_new(request: HttpRequest) -> HttpResponse:
             error = exc.reason
         else:
             started = (
-                "The interview started: answer its questions below."
+                _("The interview started: answer its questions below.")
                 if form["mode"] == "idea"
-                else ("Review started; the experts are on it.")
+                else _("Review started; the experts are on it.")
             )
             messages.success(request, started)
             return redirect("task-detail", task_id=task.id)
@@ -269,7 +273,7 @@ def run_demo(request: HttpRequest) -> HttpResponse:
         user=request.user,
         think_time_ms=int(settings.TEAMCLAW["DEMO_THINK_MS"]),
     )
-    messages.success(request, "Demo started: four experts are reviewing the sample requirement.")
+    messages.success(request, _("Demo started: four experts are reviewing the sample requirement."))
     return redirect("task-detail", task_id=task.id)
 
 

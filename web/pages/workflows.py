@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capabilities.skill_documents import workflow_document
@@ -43,7 +44,10 @@ def workflow_edit(request: HttpRequest, workflow_id: str | None = None) -> HttpR
         except WorkflowConflict as exc:
             error = exc.message
         else:
-            messages.success(request, f"Workflow {saved.workflow_id} saved (version {saved.version}).")
+            messages.success(
+                request,
+                _("Workflow %(id)s saved (version %(version)s).") % {"id": saved.workflow_id, "version": saved.version},
+            )
             return redirect("workflow-detail", workflow_id=saved.workflow_id)
     return render(
         request,
@@ -69,7 +73,7 @@ def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
         except RunInputError as exc:
             error = exc.reason
         else:
-            messages.success(request, f"Workflow {workflow_id} started.")
+            messages.success(request, _("Workflow %(id)s started.") % {"id": workflow_id})
             return redirect("task-detail", task_id=task.id)
     runs = Task.objects.filter(workflow=workflow_id).order_by("-created_at")[:20]
     return render(
@@ -92,5 +96,5 @@ def workflow_delete(request: HttpRequest, workflow_id: str) -> HttpResponse:
     """Delete a workflow (its runs stay as tasks); staff only."""
     require_staff(request)
     delete_workflow(get_object_or_404(Workflow, workflow_id=workflow_id), actor=request.user)
-    messages.success(request, f"Workflow {workflow_id} deleted.")
+    messages.success(request, _("Workflow %(id)s deleted.") % {"id": workflow_id})
     return redirect("workflows")

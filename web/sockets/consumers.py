@@ -1,4 +1,11 @@
-"""The live sockets (PRD §4.6): ``/ws/live/`` and ``/ws/tasks/<id>/``."""
+"""The live sockets (PRD §4.6): ``/ws/live/`` and ``/ws/tasks/<id>/``.
+
+Each socket speaks its operator's language and shows times in its operator's zone
+(``web.sockets.languages``), both chosen once at the handshake as a page's are: its state
+frames are rendered under ``translation.override`` and ``timezone.override``; it sends the
+text of each pushed event in that language (the sink renders each event once per language in
+use, ``monitoring.live_sink``, in the server's zone) with the fragment's times reworded in its
+zone when that is another (``monitoring.live_times.in_zone``)."""
 
 from __future__ import annotations
 
@@ -6,21 +13,27 @@ import asyncio
 import json
 import logging
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
+from zoneinfo import ZoneInfo
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils import timezone, translation
 
-from monitoring import live_state
+from monitoring import live_state, live_times
 from monitoring.access import Viewer, can_view_task
 from monitoring.live_events import LiveEvent, unpack
 from monitoring.live_filters import FilterError, LiveFilters
 from monitoring.live_sink import LIVE_GROUP, get_live_sink, project_group, task_group
 from monitoring.models import Task
+from web.sockets.languages import socket_language, socket_time_zone
 from web.sockets.outbox import Outbox
 
 log = logging.getLogger(__name__)
+
+Result = TypeVar("Result")
 
 
 CLOSE_UNAUTHENTICATED = 4401
@@ -81,8 +94,19 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
     session_group: str | None = None
     user_group: str | None = None
     viewer: Viewer | None = None
+    language: str = ""
+    """The code (``settings.LANGUAGES``) this socket renders and sends its fragments in."""
+    time_zone: ZoneInfo | None = None
+    """The zone this socket shows times in (None: ``settings.TIME_ZONE``)."""
+    push_zone: ZoneInfo | None = None
+    """``time_zone`` when it is not ``settings.TIME_ZONE``, the zone pushed fragments are
+    rendered in: their times are then reworded for it; else None."""
 
     async def connect(self) -> None:
+        self.language = socket_language(self.scope)
+        self.time_zone = socket_time_zone(self.scope)
+        if self.time_zone is not None and self.time_zone.key != timezone.get_default_timezone_name():
+            self.push_zone = self.time_zone
         self.outbox = Outbox(**self.outbox_options)
         self.last_numbers: dict[Any, Any] = {}
         self.joined = False
@@ -103,7 +127,7 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
         await self.channel_layer.group_add(self.user_group, self.channel_name)
         sink = get_live_sink()
         sink.bind_loop(asyncio.get_running_loop())
-        sink.client_connected()
+        sink.client_connected(self.language)
         self.counted = True
         assert self.group is not None
         await self.channel_layer.group_add(self.group, self.channel_name)
@@ -136,8 +160,14 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
             await self.channel_layer.group_discard(self.group, self.channel_name)
             self.joined = False
         if getattr(self, "counted", False):
-            get_live_sink().client_disconnected()
+            get_live_sink().client_disconnected(self.language)
             self.counted = False
+
+    def in_language(self, render: Callable[..., Result], *args: Any) -> Result:
+        """``render(*args)`` with this socket's language and time zone active (call it from a
+        sync thread, e.g. through ``database_sync_to_async``: the activation is that thread's)."""
+        with translation.override(self.language), timezone.override(self.time_zone):
+            return render(*args)
 
     async def send_state(self, *, resync: bool) -> None:
         fills = await self.fills()
@@ -176,7 +206,13 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
         fell_behind = False
         for event in events:
             if self.in_group(event) and self.wants(event):
-                fell_behind = self.outbox.push(event.key, event.text) or fell_behind
+                text = event.texts.get(self.language)
+                if text is None:  # rendered before this socket's language was in use
+                    await self.live_resync(message)
+                    return
+                if self.push_zone is not None:
+                    text = live_times.in_zone(text, self.push_zone, self.language)
+                fell_behind = self.outbox.push(event.key, text) or fell_behind
         if fell_behind:
             await self.send(text_data=self.outbox.behind_frame())
         await self.pump()
@@ -232,7 +268,7 @@ class LiveConsumer(LiveSocket):
 
     async def fills(self) -> list[dict[str, str]]:
         user = self.scope["user"]
-        return await database_sync_to_async(live_state.live_fills)(user, self.filters)
+        return await database_sync_to_async(self.in_language)(live_state.live_fills, user, self.filters)
 
     def wants(self, event: LiveEvent) -> bool:
         if not super().wants(event):
@@ -260,7 +296,7 @@ class TaskConsumer(LiveSocket):
         # Read the task again: a resync after the task finished must show its final status,
         # not the one it had when the socket connected.
         await database_sync_to_async(self.task.refresh_from_db)()
-        return await database_sync_to_async(live_state.task_fills)(self.scope["user"], self.task)
+        return await database_sync_to_async(self.in_language)(live_state.task_fills, self.scope["user"], self.task)
 
     def wants(self, event: LiveEvent) -> bool:
         return super().wants(event) and event.kind not in ("alert", "config_change")

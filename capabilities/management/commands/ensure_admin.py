@@ -7,11 +7,11 @@ is never changed, so re-running never resets anything.
 
 import os
 import secrets
-from pathlib import Path
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
+
+from capabilities.admin_password import ENVIRONMENT_VARIABLE, admin_password_file
 
 
 class Command(BaseCommand):
@@ -22,11 +22,11 @@ class Command(BaseCommand):
         if users.objects.filter(username="admin").exists():
             self.stdout.write("The admin user exists; its password is unchanged.")
             return
-        password = os.environ.get("TEAMCLAW_ADMIN_PASSWORD", "").strip()
-        source = "TEAMCLAW_ADMIN_PASSWORD"
+        password = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
+        source = ENVIRONMENT_VARIABLE
         if not password:
             password = secrets.token_urlsafe(12)
-            path = Path(settings.DATA_DIR) / "admin_password"
+            path = admin_password_file()
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as handle:
                 handle.write(password + "\n")
@@ -34,7 +34,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"Created user 'admin' with password: {password}"))
             self.stdout.write(f"(shown once; it is also kept in {path})")
         users.objects.create_superuser("admin", "", password)
-        if source == "TEAMCLAW_ADMIN_PASSWORD":
+        if source == ENVIRONMENT_VARIABLE:
             self.stdout.write(
                 self.style.SUCCESS("Created user 'admin' with the password from TEAMCLAW_ADMIN_PASSWORD.")
             )

@@ -18,11 +18,15 @@ compatible endpoints work), and on every request it
   unless the endpoint has ``structured_output`` off or refused it before in this process; a
   server refusing it gets the request once more without it (``structured``);
 - caps what it reads (``MAX_RESPONSE_BYTES``, ``MAX_ANSWER_CHARS``) and never lets an API
-  key reach an error message, a log line or a recorded event.
+  key reach an error message, a log line or a recorded event;
+- emits a ``ModelCalled`` event per request (its retries included): start time, model, the
+  endpoint's public URL, usage (``estimated`` when the server reported none) or the error,
+  which the OpenTelemetry traces turn into a ``chat`` span (``monitoring.tracing``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
@@ -37,6 +41,7 @@ import openai
 
 from teamclaw.runtime.articles import with_article
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
+from teamclaw.runtime.events import ModelCalled
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.executors.structured import StructuredSupport, refuses_response_format
 
@@ -403,17 +408,15 @@ class ModelChat:
         ):
             request["response_format"] = dict(response_format)
         self.call.progress(percent, step)
+        started = self.call.clock.now()
         try:
-            reply = await self._with_retries(request, percent, step)
-        except ResponseFormatRefused as refused:
-            del request["response_format"]
-            try:
-                reply = await self._with_retries(request, percent, step)
-            except AgentFailure as failure:
-                if failure.error.details.get("status") != refused.status:  # else: not about response_format
-                    self._note_refusal(refused, with_tools)
-                raise
-            self._note_refusal(refused, with_tools)
+            reply = await self._send(request, with_tools, percent, step)
+        except AgentFailure as failure:
+            self._called(started, None, failure.error.as_dict())
+            raise
+        except asyncio.CancelledError:  # the invoke's timeout stopped the request
+            self._called(started, None, {"code": "CancelledError", "message": "stopped while waiting", "details": {}})
+            raise
         if "response_format" in request:
             strict = bool(request["response_format"].get("json_schema", {}).get("strict"))
             reply.answer_format = "json_schema_strict" if strict else "json_schema"
@@ -423,10 +426,49 @@ class ModelChat:
             reply.input_tokens = prompt_estimate
             reply.output_tokens = estimate_tokens(reply.content + "".join(c.arguments for c in reply.tool_calls))
             reply.estimated = True
+        self._called(started, reply, None)
         self.call.charge_tokens(reply.input_tokens, reply.output_tokens, estimated=estimated)
         if reply.finish_reason == "length" and limited:
             self._budget_cut(limit)
         return reply
+
+    async def _send(self, request: dict[str, Any], with_tools: bool, percent: int, step: str) -> ChatReply:
+        """``request`` with retries; sent once more without ``response_format`` when the
+        server refuses it (see ``complete``)."""
+        try:
+            return await self._with_retries(request, percent, step)
+        except ResponseFormatRefused as refused:
+            del request["response_format"]
+            try:
+                reply = await self._with_retries(request, percent, step)
+            except AgentFailure as failure:
+                if failure.error.details.get("status") != refused.status:  # else: not about response_format
+                    self._note_refusal(refused, with_tools)
+                raise
+            self._note_refusal(refused, with_tools)
+            return reply
+
+    def _called(self, started: float, reply: ChatReply | None, error: dict[str, Any] | None) -> None:
+        """Emit the ``ModelCalled`` event of one request that began at ``started`` (clock s)."""
+        fields: dict[str, Any] = {"error": error}
+        if reply is not None:
+            fields = {
+                "input_tokens": reply.input_tokens,
+                "output_tokens": reply.output_tokens,
+                "estimated": reply.estimated,
+                "finish_reason": reply.finish_reason,
+                "answer_format": reply.answer_format,
+                "tool_calls": tuple(c.name for c in reply.tool_calls),
+            }
+        self.call.port.emit(
+            ModelCalled,
+            site=self.call.site,
+            model=self.options.model,
+            endpoint=self.options.endpoint.label,
+            round=self.rounds if reply is not None else self.rounds + 1,
+            started_at=started,
+            **fields,
+        )
 
     def _note_refusal(self, refused: ResponseFormatRefused, with_tools: bool) -> None:
         """Remember that this endpoint refuses ``response_format`` and say so."""

@@ -9,7 +9,11 @@ What a role's model is offered for one capability call:
   The capability being executed is not offered back to the same role (no self-recursion);
 - the file tools the capability's card requires (``required_tools``), when the role's tool
   matrix cell is not ``deny`` and the server implements them (``confirm`` still waits for
-  an operator, PRD §4.7 ⚠️).
+  an operator, PRD §4.7 ⚠️);
+- every external tool of the task's snapshot (MCP tool sources, issue 16: ``mcp:<source>/<tool>``)
+  whose cell for the role is ``allow`` or ``confirm``, as ``mcp__<source>__<tool>`` with the
+  server's ``inputSchema`` as parameters. One the role may not use is not offered; a model
+  that calls it anyway is refused by the runtime (``tool_denied``, recorded) and told so.
 
 Function names follow the OpenAI pattern ``^[a-zA-Z0-9_-]{1,64}$``: a capability owned by
 one permitted role keeps its id; one offered by several roles becomes ``<id>__<role>``;
@@ -93,6 +97,8 @@ class FunctionTools:
         self.targets: dict[str, FunctionTarget] = {}
         self._specs: list[dict[str, Any]] = []
         self.malformed_seen = 0
+        self.external: dict[str, str] = {}
+        """Function name -> external tool (``mcp:<source>/<tool>``), offered or not."""
         self._collect()
 
     # -- offering ---------------------------------------------------------------
@@ -130,6 +136,20 @@ class FunctionTools:
                         f"Tool {tool} inside the project directory (PRD §4.7).{note}",
                         FILE_TOOL_PARAMETERS[tool],
                     )
+        for name in sorted(snapshot.tool_specs):
+            tool_spec = snapshot.tool_specs[name]
+            function = self._name(external_function_name(name))
+            self.external[function] = name
+            mode = snapshot.tool_mode(me, name)
+            if mode == ToolMode.DENY:
+                continue
+            note = " An operator must approve each use." if mode == ToolMode.CONFIRM else ""
+            self._offer(
+                FunctionTarget(function, tool=name),
+                f"{tool_spec.description} (tool {tool_spec.remote_name} of the MCP tool source "
+                f"{tool_spec.source}, through TeamClaw, PRD §4.7).{note}",
+                tool_spec.input_schema,
+            )
         offered: list[tuple[str, str]] = []
         for capability_id in sorted(snapshot.cards):
             other = snapshot.cards[capability_id]
@@ -168,6 +188,8 @@ class FunctionTools:
         target = self.targets.get(name)
         if target is not None:
             return target
+        if name in self.external:
+            return FunctionTarget(name, tool=self.external[name])
         if name in self.call.snapshot.cards and name != self.call.card.capability_id:
             return FunctionTarget(name, capability_id=name)
         return None
@@ -207,6 +229,17 @@ class FunctionTools:
             return None, self._malformed(request, "the arguments must be a JSON object")
         return value, None
 
+    def _told(self, tool: str, failure: AgentFailure) -> None:
+        """Record in the context's errors that an external tool was refused or failed and the
+        model was given the reason as the function's result (it may go on without it)."""
+        self.call.context.errors.append(
+            {
+                "code": str(failure.error.code),
+                "message": f"{tool}: {failure.error.message}; the model was told",
+                "details": {**failure.error.details, "reason": "tool_refused", "recovered": True},
+            }
+        )
+
     def _malformed(self, request: ToolCallRequest, reason: str) -> str:
         self.malformed_seen += 1
         if self.malformed_seen > 1:
@@ -241,7 +274,7 @@ class FunctionTools:
                 },
             }
         if target.tool is not None:
-            allowed = set(FILE_TOOL_PARAMETERS[target.tool]["properties"])
+            allowed = set(FILE_TOOL_PARAMETERS.get(target.tool, {}).get("properties", arguments))
             unexpected = sorted(set(arguments) - allowed)
             if unexpected:
                 return {
@@ -255,6 +288,8 @@ class FunctionTools:
             try:
                 data = await self.call.use_tool(target.tool, **arguments)
             except AgentFailure as failure:
+                if target.tool in self.call.snapshot.tool_specs:
+                    self._told(target.tool, failure)
                 return {"success": False, "error": failure.error.as_dict()}
             return {"success": True, "data": data}
         assert target.capability_id is not None
@@ -263,6 +298,13 @@ class FunctionTools:
             return {"success": True, "data": result.data}
         assert result.error is not None
         return {"success": False, "error": result.error.as_dict()}
+
+
+def external_function_name(tool: str) -> str:
+    """The function name an external tool is offered under: ``mcp:time/get_current_time`` ->
+    ``mcp__time__get_current_time`` (then made unique and valid by ``FunctionTools._name``)."""
+    head, _, rest = tool.partition(":")
+    return f"{head}__{rest.replace('/', '__', 1)}".replace(".", "_")
 
 
 def _cut(text: str) -> str:

@@ -4,8 +4,9 @@ is the agent's brain (docs/architecture.md §8; PRD §4.5 prompts, §4.7 permiss
 For a capability call without a workflow handler the conversation is:
 
 1. ``system``: the role's rendered, layered prompt (all six template types, PRD §4.5) with
-   the passages retrieved from the role's and the project's documents for the call's params
-   (seed 003 KnowledgeContext, ``ExecutionCall.retrieve_knowledge``);
+   the passages retrieved from the role's, the skill's and the project's documents for the
+   call's params (seed 003 KnowledgeContext, ``ExecutionCall.retrieve_knowledge``: the
+   ``knowledge`` template variable, appended when no template places it);
    ``user``: the capability, its params, the operator's instructions (PRD §4.6) and the
    ``output_schema`` the answer must match;
 2. the functions the role may call are offered as tools (``function_tools``); each call the
@@ -26,7 +27,8 @@ Each ``model_call`` message records the ``answer_format`` used.
 
 Workflow capabilities may register a ``ModelHandler`` instead (the requirement reviewers of
 seed 002 do): it gets a ``ModelSession`` and asks the model for structured answers through
-the same budget, retry, repair and recording rules. An answer that is a list of independent
+the same budget, retry, repair and recording rules; its ``session.system_prompt()`` carries
+the same retrieved passages (retrieved once, before the handler runs). An answer that is a list of independent
 items (``ModelSession.answer_items``) keeps its valid items when some are still invalid after
 the repair attempt; each dropped item is a recorded warning (seed 002 point 7).
 """
@@ -100,6 +102,14 @@ class ModelSession:
         self._options: ModelOptions | None = None
         self._chat: ModelChat | None = None
         self._validators: dict[str, Any] = {}
+        self.knowledge = ""
+        """The retrieved passages as the prompt's ``knowledge`` section (``gather_knowledge``)."""
+
+    async def gather_knowledge(self) -> str:
+        """Retrieve this call's passages (``ExecutionCall.retrieve_knowledge``, recorded in
+        the context) for every ``system_prompt`` of the session; the section's text."""
+        self.knowledge = knowledge_text(await self.call.retrieve_knowledge())
+        return self.knowledge
 
     @property
     def options(self) -> ModelOptions:
@@ -119,10 +129,17 @@ class ModelSession:
             self._chat = None
 
     def system_prompt(self, **variables: Any) -> str:
-        """The role's rendered prompt (PRD §4.5) with extra template ``variables``;
+        """The role's rendered prompt (PRD §4.5) with extra template ``variables``; the
+        ``knowledge`` variable is the session's retrieved passages (seed 003
+        KnowledgeContext), appended after the prompt when no template placed them.
         AgentFailure(executor_error) when a template cannot be rendered."""
+        variables.setdefault("knowledge", self.knowledge)
+        knowledge = variables["knowledge"]
         try:
-            return self.call.system_prompt(**variables)
+            system = self.call.system_prompt(**variables)
+            if knowledge and knowledge not in system:
+                system = f"{system}\n\n{knowledge}" if system else knowledge
+            return system
         except ValueError as exc:  # prompts.render.PromptRenderError
             raise AgentFailure(
                 ErrorCode.EXECUTOR_ERROR,
@@ -304,13 +321,9 @@ class ModelSession:
         call = self.call
         tools = FunctionTools(call) if self.options.functions else None
         memory = call.context.memory
-        # The passages of the role's and the project's documents for this call's input
-        # (seed 003 KnowledgeContext): the ``knowledge`` template variable, and appended
-        # to the prompt when no template placed them.
-        knowledge = knowledge_text(await call.retrieve_knowledge())
-        system = self.system_prompt(knowledge=knowledge)
-        if knowledge and knowledge not in system:
-            system = f"{system}\n\n{knowledge}" if system else knowledge
+        # The passages of the role's, the skill's and the project's documents for this
+        # call's input (seed 003 KnowledgeContext), as the executor gathered them.
+        system = self.system_prompt()
         if memory.preferences or memory.session_state:
             system += "\n\n" + remembered_text(memory.preferences, memory.session_state)
         recalled = memory.recall()
@@ -454,6 +467,7 @@ class OpenAIExecutor:
         other error of the client becomes ``executor_error`` with keys redacted."""
         session = ModelSession(call, self.settings, self.structured)
         try:
+            await session.gather_knowledge()
             handler = self.handlers.get(call.card.capability_id)
             if handler is not None:
                 return await handler(call, session)

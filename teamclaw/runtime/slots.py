@@ -1,0 +1,55 @@
+"""Instance slots: the role concurrency limit shared by every runtime of a deployment
+(PRD §4.7 约束: 4 instances per role; issue 13).
+
+Before a runtime spawns an instance of a role it takes one of the role's
+``max_concurrent_instances`` slots; the instance holds it until it is terminated. Where the
+slots live is the ``InstanceSlots`` given to the ``Runtime``:
+
+- ``LocalSlots`` (the default, a runtime on its own): every slot is granted at once, so the
+  limit is what the runtime counts of its own instances (``routing.InstancePool.choose``),
+  exactly as before slots existed, with no suspension on the spawn path.
+- a shared store (``runs.instance_slots.DatabaseSlots``: a row per role and slot index,
+  leased like a task) bounds the instances of a role over every runtime worker. When none
+  is free the call goes to a local instance of the role if there is one (its mailbox, as
+  when the local limit is reached), else waits for a slot until its timeout
+  (``worker.InstanceWorkers.place``).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class InstanceSlots(Protocol):
+    """Where a runtime takes and gives back the slots of its instances."""
+
+    @property
+    def shared(self) -> bool:
+        """True when other runtimes take slots from the same store (then idle instances give
+        their slot up when another runtime wants it: ``InstanceWorkers.settle_slots``)."""
+
+    @property
+    def retry_s(self) -> float:
+        """Seconds between two attempts to take a slot while a call waits for one."""
+
+    async def acquire(self, role: str, limit: int, instance_id: str) -> int | None:
+        """Take one of ``role``'s ``limit`` slots for the instance ``instance_id`` (not
+        spawned yet): the slot's index (0 .. limit-1), or None when every one is held.
+        Never raises: a store that cannot answer grants nothing (None)."""
+
+    def release(self, instance_id: str) -> None:
+        """Give back the slot of ``instance_id`` (no-op when it holds none); never blocks."""
+
+
+class LocalSlots:
+    """Slots of a runtime that shares none: every request is granted (module docstring)."""
+
+    shared = False
+    retry_s = 0.25
+
+    async def acquire(self, role: str, limit: int, instance_id: str) -> int | None:
+        """Always slot 0: the runtime's own count of its instances is the limit."""
+        return 0
+
+    def release(self, instance_id: str) -> None:
+        """Nothing to give back."""

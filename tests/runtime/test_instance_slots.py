@@ -1,0 +1,338 @@
+"""Instance slots shared by runtimes (PRD §4.7 max instances per role; issue 13;
+``teamclaw.runtime.slots``, ``InstanceWorkers.place`` and ``settle_slots``).
+
+Two runtimes on ManualClocks share one in-memory slot table (what ``runs.instance_slots``
+keeps in the database, without the database: the database version is tested in
+``tests/test_instance_slots.py``). A call whose role has no free slot anywhere goes to an
+instance of the role in its own runtime, else waits for one and times out with ``timeout``
+(``no_instance_slot``); a slot given back while it waits is taken; an idle instance whose
+slot is wanted is retired unless it has a context open in a running task; an instance
+whose slot was lost is terminated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from teamclaw.runtime import Constraints, ErrorCode, InvokeRequest
+from tests.factories import small_snapshot
+from tests.runtime.conftest import settle
+
+
+class SlotTable:
+    """The slots of every runtime: (role, index) -> (owner, instance id)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, int], tuple[str, str]] = {}
+        self.wanted: list[str] = []
+
+    def held(self, role: str) -> int:
+        return sum(1 for (r, _) in self.rows if r == role)
+
+
+class TableSlots:
+    """One runtime's view of a ``SlotTable`` (an ``InstanceSlots``)."""
+
+    shared = True
+    retry_s = 1.0
+
+    def __init__(self, table: SlotTable, owner: str) -> None:
+        self.table = table
+        self.owner = owner
+
+    async def acquire(self, role: str, limit: int, instance_id: str) -> int | None:
+        await asyncio.sleep(0)  # a store answers on a later loop step
+        for index in range(limit):
+            if (role, index) not in self.table.rows:
+                self.table.rows[(role, index)] = (self.owner, instance_id)
+                return index
+        self.table.wanted.append(role)
+        return None
+
+    def release(self, instance_id: str) -> None:
+        for key, (owner, held_by) in list(self.table.rows.items()):
+            if owner == self.owner and held_by == instance_id:
+                del self.table.rows[key]
+
+
+def one_instance_of_b(limit: int = 1):
+    return small_snapshot(constraints=Constraints(max_concurrent_instances=limit))
+
+
+def gated(h):
+    gate = asyncio.Event()
+
+    async def wait_gate(call):
+        await gate.wait()
+        return {"text": call.instance.instance_id}
+
+    h.handle("echo", wait_gate)
+    return gate
+
+
+def pair(harness_factory, limit: int = 1):
+    table = SlotTable()
+    first = harness_factory(one_instance_of_b(limit), instance_slots=TableSlots(table, "first"))
+    second = harness_factory(one_instance_of_b(limit), instance_slots=TableSlots(table, "second"))
+    return table, first, second
+
+
+def call(h, text: str, timeout: float | None = None) -> asyncio.Task:
+    request = InvokeRequest("echo", {"text": text}, timeout=timeout)
+    return asyncio.create_task(h.runtime.invoke(request, from_role="a"))
+
+
+def live(*harnesses) -> int:
+    return sum(len(h.runtime.pool.alive("b")) for h in harnesses)
+
+
+async def test_a_call_waits_for_a_slot_held_elsewhere_then_times_out_without_retrying(harness_factory):
+    table, first, second = pair(harness_factory)
+    gate = gated(first)
+    gated(second)
+    holding = call(first, "one")
+    await settle()
+    assert live(first, second) == 1 and table.held("b") == 1
+    waiting = call(second, "two", timeout=5)
+    for _ in range(7):
+        await second.advance(1)
+        assert live(first, second) == 1
+    result = await waiting
+    assert not result.success
+    assert result.error.code == ErrorCode.TIMEOUT
+    assert result.error.details["reason"] == "no_instance_slot"
+    assert result.attempts == 1  # it waited its whole timeout: not retried
+    assert "second" not in {owner for owner, _ in table.rows.values()}
+    assert "b" in table.wanted  # the holder was told another runtime waits
+    gate.set()
+    assert (await holding).success
+
+
+async def test_a_slot_given_back_while_a_call_waits_is_taken(harness_factory):
+    table, first, second = pair(harness_factory)
+    gate = gated(first)
+    gate_second = gated(second)
+    gate_second.set()
+    holding = call(first, "one")
+    await settle()
+    waiting = call(second, "two", timeout=30)
+    await second.advance(2)
+    assert not waiting.done()
+    gate.set()
+    assert (await holding).success
+    held_by = first.runtime.pool.alive("b")[0]
+    # The holder's renewal says the slot is wanted: its idle instance is retired.
+    assert first.runtime.settle_slots([], [held_by.instance_id]) == [held_by.instance_id]
+    assert live(first, second) == 0 and table.held("b") == 0
+    await second.advance(1)
+    result = await waiting
+    assert result.success, result.error
+    assert result.from_instance in second.runtime.instances
+    assert live(first, second) == 1
+    assert table.rows[("b", 0)] == ("second", result.from_instance)
+
+
+async def test_an_instance_with_a_context_open_in_a_running_task_is_kept(harness_factory):
+    _, first, _ = pair(harness_factory)
+    gated(first).set()
+    task = await first.runtime.begin_task(entry_role="a")
+    result = await first.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=task.task_id)
+    assert result.success
+    assert first.runtime.settle_slots([], [result.from_instance]) == []  # its context in the task stays
+    assert first.runtime.instances[result.from_instance].alive
+    first.runtime.end_task(task.task_id, "completed")
+    assert first.runtime.settle_slots([], [result.from_instance]) == [result.from_instance]
+
+
+async def test_an_instance_whose_slot_was_lost_is_terminated(harness_factory):
+    table, first, _ = pair(harness_factory)
+    gated(first).set()
+    result = await first.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a")
+    table.rows[("b", 0)] = ("another", "b-elsewhere")  # taken over while this runtime was paused
+    assert first.runtime.settle_slots([result.from_instance], []) == [result.from_instance]
+    assert not first.runtime.instances[result.from_instance].alive
+    assert table.rows[("b", 0)] == ("another", "b-elsewhere")  # not freed: it was not this runtime's
+
+
+async def test_with_every_slot_held_a_call_queues_on_an_instance_of_its_own_runtime(harness_factory):
+    table, first, second = pair(harness_factory, limit=2)
+    gate_first, gate_second = gated(first), gated(second)
+    calls = [call(first, "one"), call(second, "two")]
+    await settle()
+    assert table.held("b") == 2
+    third = call(second, "three", timeout=30)  # its runtime is under 2 here, but no slot is free
+    await settle()
+    assert live(first, second) == 2
+    own = second.runtime.pool.alive("b")[0]
+    assert own.load == 2  # queued behind the call it runs, not waiting for a slot
+    gate_first.set()
+    gate_second.set()
+    results = await asyncio.gather(*calls, third)
+    assert all(r.success for r in results)
+    assert results[2].from_instance == own.instance_id
+
+
+def held_team(harness_factory, table: SlotTable):
+    """b limited to one instance on shared slots; ``ask`` waits for an operator once ``gate`` is set."""
+    h = harness_factory(
+        small_snapshot(constraints=Constraints(max_retries=0, max_concurrent_instances=1)),
+        instance_slots=TableSlots(table, "one"),
+    )
+    gate = asyncio.Event()
+
+    async def echo(call):
+        if call.params["text"] == "ask":
+            await gate.wait()
+            answer = await call.ask_operator(
+                "interview",
+                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
+                timeout_s=3600,
+                question="Answer q",
+            )
+            return {"text": answer.values["answers"]["q"] if answer else "none"}
+        return {"text": call.params["text"]}
+
+    h.handle("echo", echo)
+    return h, gate
+
+
+async def test_an_instance_held_by_an_operator_gives_its_slot_up_and_is_retired_once_idle(harness_factory):
+    # PRD §4.6 waiting_user: a held instance is not counted against the limit, with shared slots too.
+    table = SlotTable()
+    h, gate = held_team(harness_factory, table)
+    gate.set()
+    asking = call(h, "ask")
+    await settle()
+    [held] = h.runtime.pool.alive("b")
+    assert held.waiting_operator and held.slot is None and held.slot_given_up  # given up once held
+    assert table.held("b") == 0
+    result = await asyncio.wait_for(call(h, "hi"), 5)
+    assert result.success and result.from_instance != held.instance_id  # in the slot it gave up
+    assert table.rows[("b", 0)] == ("one", result.from_instance)
+    [confirmation] = h.runtime.confirmations.values()
+    h.runtime.resolve_confirmation(confirmation.id, True, "ops", {"answers": {"q": "yes"}})
+    assert (await asyncio.wait_for(asking, 5)).data == {"text": "yes"}
+    assert h.runtime.settle_slots([], []) == [held.instance_id]  # idle again, without a slot
+    assert [i.instance_id for i in h.runtime.pool.alive("b")] == [result.from_instance]
+
+
+async def test_a_request_queued_behind_a_held_instance_moves_to_one_spawned_in_the_freed_slot(harness_factory):
+    table = SlotTable()
+    h, gate = held_team(harness_factory, table)
+    asking = call(h, "ask")
+    await settle()
+    other = call(h, "hello")  # queued behind the busy only instance (limit 1)
+    await settle()
+    assert not other.done()
+    gate.set()  # now it waits for an operator: the request moves, to an instance in its slot
+    result = await asyncio.wait_for(other, 5)
+    assert result.success and result.data == {"text": "hello"}
+    assert table.rows[("b", 0)] == ("one", result.from_instance)
+    [confirmation] = h.runtime.confirmations.values()
+    h.runtime.resolve_confirmation(confirmation.id, True, "ops", {"answers": {"q": "yes"}})
+    assert (await asyncio.wait_for(asking, 5)).data == {"text": "yes"}
+
+
+async def test_a_lowered_limit_retires_the_instances_past_it_once_they_are_idle(harness_factory):
+    """An operator lowers b's limit from 3 to 1 while three instances run (PRD §4.7): the
+    renewal after it retires the idle ones in slots 1 and 2, keeps the busy one until it
+    finishes, and never touches the instance in slot 0."""
+    table, first, _ = pair(harness_factory, limit=3)
+    gate = gated(first)
+    calls = [call(first, str(n)) for n in range(3)]
+    await settle()
+    by_slot = {i.slot: i for i in first.runtime.pool.alive("b")}
+    assert sorted(by_slot) == [0, 1, 2]
+    stale = small_snapshot(version=1, constraints=Constraints(max_concurrent_instances=3))
+    first.runtime.set_snapshot(dataclasses.replace(stale, project_id="p1"))  # a project's, loaded before
+    first.runtime.set_snapshot(small_snapshot(version=2, constraints=Constraints(max_concurrent_instances=1)))
+    assert first.runtime.role_limits()["b"] == 1  # the project's snapshot predates the change
+    assert first.runtime.settle_slots([], []) == []  # all three are busy: none is stopped
+    gate.set()
+    assert all(r.success for r in await asyncio.gather(*calls))
+    busy = asyncio.Event()
+
+    async def hold(call_):
+        await busy.wait()
+        return {"text": "held"}
+
+    first.handle("echo", hold)
+    held = asyncio.create_task(
+        first.runtime.invoke(
+            InvokeRequest("echo", {"text": "x"}, target_instance_id=by_slot[2].instance_id), from_role="a"
+        )
+    )
+    await settle()
+    assert first.runtime.settle_slots([], []) == [by_slot[1].instance_id]  # slot 2 is busy again
+    assert by_slot[0].alive and by_slot[2].alive and table.held("b") == 2
+    busy.set()
+    assert (await held).success
+    assert first.runtime.settle_slots([], []) == [by_slot[2].instance_id]
+    assert [i.instance_id for i in first.runtime.pool.alive("b")] == [by_slot[0].instance_id]
+    assert table.rows == {("b", 0): ("first", by_slot[0].instance_id)}
+
+
+async def test_a_task_back_from_its_operator_still_finds_a_slot_for_the_help_it_asks_of_its_role(harness_factory):
+    """b may invoke b (as main does), limit 2, shared slots. A task's instance waits for its
+    operator; meanwhile another task takes the other instance. When the operator answers,
+    the first task asks b for help: the held instance gave its slot up as soon as it was held,
+    so a helper is spawned in it instead of the call waiting for a slot that never frees."""
+    table = SlotTable()
+    h = harness_factory(
+        small_snapshot(
+            allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_retries=0, max_concurrent_instances=2)
+        ),
+        instance_slots=TableSlots(table, "one"),
+    )
+    gate = asyncio.Event()
+
+    async def echo(call):
+        text = call.params["text"]
+        if text == "help":
+            return {"text": "helped"}
+        if text == "ask":
+            await call.ask_operator(
+                "interview",
+                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
+                timeout_s=3600,
+                question="Answer q",
+            )
+            inner = await call.invoke("echo", {"text": "help"}, target_role="b", timeout=5)
+            return {"text": inner.data["text"] if inner.success else inner.error.message}
+        await gate.wait()
+        return {"text": "worked"}
+
+    h.handle("echo", echo)
+    asking = call(h, "ask")
+    await settle()
+    [held] = h.runtime.pool.alive("b")
+    assert held.waiting_operator and held.slot is None and held.slot_given_up  # given up at once
+    working = call(h, "work")  # another task, on the other instance
+    await settle()
+    [confirmation] = h.runtime.confirmations.values()
+    h.runtime.resolve_confirmation(confirmation.id, True, "ops", {"answers": {"q": "yes"}})
+    await settle()
+    await h.advance(6)
+    result = await asyncio.wait_for(asking, 5)
+    assert result.data == {"text": "helped"}, result
+    gate.set()
+    assert (await working).data == {"text": "worked"}
+    assert table.held("b") <= 2
+
+
+async def test_a_held_instance_whose_given_up_row_a_renewal_missed_is_not_taken_for_lost(harness_factory):
+    """A renewal that read the rows just after a held instance gave its row back reports it
+    missing; the instance is not terminated for it (its operator's answer would find nobody)."""
+    table = SlotTable()
+    h, gate = held_team(harness_factory, table)
+    gate.set()
+    asking = call(h, "ask")
+    await settle()
+    [held] = h.runtime.pool.alive("b")
+    assert held.slot is None and held.slot_given_up
+    assert h.runtime.settle_slots([held.instance_id], []) == []
+    assert held.alive
+    [confirmation] = h.runtime.confirmations.values()
+    h.runtime.resolve_confirmation(confirmation.id, True, "ops", {"answers": {"q": "yes"}})
+    assert (await asyncio.wait_for(asking, 5)).data == {"text": "yes"}

@@ -1,0 +1,170 @@
+"""Role concurrency limits that hold across runtime workers (PRD §4.7: at most
+``max_concurrent_instances`` instances per role; issue 13; ``runs.instance_slots``).
+
+- Two runtime workers in this process (two ``RuntimeHost``s on this test's database), a role
+  limited to one instance, calls to it through both at once: sampled all along, the two
+  runtimes never hold more than one live instance of the role between them, every call is
+  answered, and both workers served some (the slot moved from one to the other).
+- A ``runtime_worker`` OS process holding the role's only slot is killed (``kill -9``): a
+  worker in this process waits for the slot, takes it once the dead worker's lease has
+  expired, never before, and its call is answered.
+
+The tests use no SQL of their own, so they run on PostgreSQL as on SQLite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future
+
+import pytest
+from django.utils import timezone
+
+from capabilities.models import RoleConstraint
+from monitoring.models import AgentInstance
+from runs.host import RuntimeHost
+from runs.models import InstanceSlot, RuntimeCommand, RuntimeWorker
+from runs.workers import worker_rows
+from teamclaw.runtime import ExecutorRegistry, InvokeRequest, InvokeResult, OfflineExecutor
+from teamclaw.runtime.executors.offline import synthesise
+from tests.processes import manage, process_env, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ROLE = "dba"
+CALLS_PER_WORKER = 6
+
+
+@pytest.fixture
+def one_dba(builtin, settings):
+    """dba may run one instance at a time; leases as short as the child processes' (2 s)."""
+    RoleConstraint.objects.filter(project=None, role__role=ROLE).update(max_concurrent_instances=1)
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "LEASE_S": 2, "WORKER_HEARTBEAT_S": 1}
+
+
+def slow_brain() -> ExecutorRegistry:
+    """The offline brain with a ``schema_query`` that takes a moment, so calls overlap."""
+
+    async def schema_query(call):
+        await asyncio.sleep(0.05)
+        return synthesise(call.card.output_schema, call.params, call.card.capability_id)
+
+    return ExecutorRegistry({"offline": OfflineExecutor({"schema_query": schema_query})})
+
+
+def invoke_dba(host: RuntimeHost, table: str) -> Future[InvokeResult]:
+    runtime = host.runtime
+    assert runtime is not None
+    request = InvokeRequest("schema_query", {"table": table}, target_role=ROLE)
+    return host.submit(runtime.invoke(request, from_role="coderA"))
+
+
+def live_instances(host: RuntimeHost) -> int:
+    runtime = host.runtime
+    return 0 if runtime is None else len(runtime.pool.alive(ROLE))
+
+
+@pytest.fixture
+def two_workers(one_dba) -> Iterator[tuple[RuntimeHost, RuntimeHost]]:
+    hosts = [RuntimeHost(name, worker="worker", executors=slow_brain()).start() for name in ("slots-a", "slots-b")]
+    try:
+        yield hosts[0], hosts[1]
+    finally:
+        for host in hosts:
+            host.stop()
+
+
+def test_two_workers_never_run_more_instances_of_a_role_than_its_limit(two_workers):
+    first, second = two_workers
+    samples: list[int] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            samples.append(live_instances(first) + live_instances(second))
+            done.wait(0.002)
+
+    sampler = threading.Thread(target=sample, name="sample-instances")
+    sampler.start()
+    try:
+        calls = [invoke_dba(host, f"t{i}") for i in range(CALLS_PER_WORKER) for host in (first, second)]
+        results = [call.result(120) for call in calls]
+    finally:
+        done.set()
+        sampler.join(10)
+    assert all(result.success for result in results), [r.error for r in results if not r.success]
+    assert len(samples) > 100  # sampled all along the calls
+    assert max(samples) == 1, f"{max(samples)} live {ROLE} instances at once across both workers"
+    # The slot went from one worker to the other: each answered calls of its own.
+    served = {result.from_instance for result in results}
+    for host in (first, second):
+        assert host.runtime is not None
+        assert served & set(host.runtime.instances), f"{host.name} never got the {ROLE} slot"
+    slots = InstanceSlot.objects.filter(role=ROLE)
+    assert [row.index for row in slots] == [0]  # one row for a limit of one
+    assert slots.get().owner in {first.worker_id, second.worker_id, ""}
+    # What was recorded: every instance that answered, from both workers.
+    assert set(AgentInstance.objects.filter(role=ROLE).values_list("instance_id", flat=True)) >= served
+
+
+def test_a_killed_workers_slot_is_taken_again_once_its_lease_expired(one_dba, tmp_path):
+    worker = manage("runtime_worker", "--concurrency", "2", env=process_env(), log=tmp_path / "worker.log")
+    host: RuntimeHost | None = None
+    try:
+        dead = wait_until(
+            lambda: RuntimeWorker.objects.filter(pid=worker.process.pid).first(), 60, f"the worker\n{worker.output()}"
+        )
+        # An outside invoke (no task: any worker with room takes it) makes it spawn the dba.
+        command = RuntimeCommand.objects.create(
+            task_id="",
+            kind="invoke",
+            payload={"capability": "schema_query", "from_role": "coderA", "params": {"table": "users"}},
+        )
+        wait_until(lambda: RuntimeCommand.objects.filter(pk=command.pk, status="done").exists(), 60, worker.output)
+        assert RuntimeCommand.objects.get(pk=command.pk).result["success"]
+        held = InstanceSlot.objects.get(role=ROLE)
+        assert held.owner == dead.id and held.instance_id
+        worker.kill()
+        held.refresh_from_db()
+        assert held.owner == dead.id  # nobody freed it: the process died
+        dead_lease = held.lease_expires_at
+        assert dead_lease is not None
+
+        host = RuntimeHost("slots-survivor", worker="worker", executors=slow_brain()).start()
+        result = invoke_dba(host, "orders").result(60)
+        assert result.success, result.error
+        taken = InstanceSlot.objects.get(role=ROLE)
+        assert (taken.owner, taken.instance_id) == (host.worker_id, result.from_instance)
+        assert taken.acquired_at is not None
+        assert taken.acquired_at >= dead_lease  # never while the dead worker's lease ran
+        assert taken.acquired_at <= timezone.now()
+        # The workers' list (dashboard, GET /api/v1/workers) says who holds the role's slot.
+        slots = {row["id"]: row["slots"] for row in worker_rows()}
+        assert slots[host.worker_id] == {ROLE: 1}
+        assert slots[dead.id] == {}  # its lease expired
+    finally:
+        worker.stop()
+        if host is not None:
+            host.stop()
+    assert InstanceSlot.objects.get(role=ROLE).owner == ""  # a clean stop frees its slots
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_renewal_reports_a_row_taken_over_as_lost_but_not_one_given_back():
+    from runs.instance_slots import DatabaseSlots
+
+    slots = DatabaseSlots("w-renew", lease_s=10, retry_s=0.1)
+    try:
+        assert slots._take("dba", 2, "dba-kept") == 0
+        assert slots._take("dba", 2, "dba-given") == 1
+        assert slots._take("dba", 2, "dba-lost") is None  # both rows held
+        InstanceSlot.objects.filter(instance_id="dba-kept").update(owner="w-other", instance_id="dba-elsewhere")
+        slots.release("dba-given")  # leaves ``held`` at once, the row is freed on the slots' thread
+        slots.close()
+        renewal = slots.renew()
+        assert renewal.lost == ["dba-kept"]  # taken over while this worker was paused
+        assert slots.held == {}
+    finally:
+        slots.close()

@@ -1,0 +1,271 @@
+"""The knowledge page (seed 003 KnowledgeContext): every source per role, skill and project
+with its size, chunks, load level and indexed time; each indexed project folder with what
+changed in it since (new, changed, removed files) and "Re-index changed files"; uploading a
+document, indexing a project's folder, re-indexing and removing a source (staff); and a search box that runs the
+search the agents' retrieval runs (``knowledge.search``), showing the top-k chunks with their
+source."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from capabilities.models import AgentRole, Project, Skill
+from knowledge import embeddings
+from knowledge.folder_changes import folder_changes, refresh_project_folder
+from knowledge.models import LOAD_LIMITS, KnowledgeSource, LoadLevel, Origin
+from knowledge.search import search_in
+from knowledge.sources import (
+    FOLDER_EXTENSIONS,
+    MAX_FOLDER_BYTES,
+    MAX_FOLDER_ENTRIES,
+    MAX_FOLDER_FILES,
+    MAX_SOURCE_BYTES,
+    Upload,
+    add_source,
+    index_project_folder,
+    reindex_source,
+)
+from teamclaw.errors import DomainError, InvalidField
+from web.forms import show_refusal
+
+MAX_K = 20
+"""Most results the page's search shows."""
+KINDS = ("role", "skill", "project")
+
+
+def owner_of(value: str) -> dict[str, str | None]:
+    """``role:pm`` / ``skill:weather`` / ``project:shop`` (the page's owner choices) as
+    ``{role, skill, project}``; blank: no owner. InvalidField on ``owner`` otherwise."""
+    owner: dict[str, str | None] = dict.fromkeys(KINDS)
+    if not value:
+        return owner
+    kind, _sep, name = value.partition(":")
+    if kind not in KINDS or not name:
+        raise InvalidField(_("choose a role, a skill or a project"), "owner")
+    owner[kind] = name
+    return owner
+
+
+def _owners() -> list[dict[str, Any]]:
+    """The owner choices, grouped: ``[{kind, label, options: [(value, name)]}]``."""
+    return [
+        {
+            "kind": "role",
+            "label": _("Roles"),
+            "options": [(f"role:{r.role}", r.display_name) for r in AgentRole.objects.all()],
+        },
+        {
+            "kind": "skill",
+            "label": _("Skills"),
+            "options": [(f"skill:{s.skill_id}", s.name) for s in Skill.objects.all()],
+        },
+        {
+            "kind": "project",
+            "label": _("Projects"),
+            "options": [(f"project:{p.slug}", p.name) for p in Project.objects.all()],
+        },
+    ]
+
+
+def _groups(sources: list[KnowledgeSource]) -> list[dict[str, Any]]:
+    """Sources grouped by owner, roles first: ``[{kind, name, sources}]``."""
+    groups: dict[tuple[int, str], dict[str, Any]] = {}
+    for source in sources:
+        if source.role is not None:
+            key, kind, name = (0, source.role.role), "role", source.role.role
+        elif source.skill is not None:
+            key, kind, name = (1, source.skill.skill_id), "skill", source.skill.skill_id
+        else:
+            assert source.project is not None
+            key, kind, name = (2, source.project.slug), "project", source.project.slug
+        groups.setdefault(key, {"kind": kind, "name": name, "sources": []})["sources"].append(source)
+    return [groups[key] for key in sorted(groups)]
+
+
+def _folders(sources: list[KnowledgeSource]) -> list[dict[str, Any]]:
+    """For each project with folder sources, what changed in its folder since indexing:
+    ``[{project, changes: FolderChanges}]`` by slug; sets ``file_state`` on each of
+    ``sources`` that is a folder source (``unchanged``, ``changed`` or ``removed``)."""
+    projects = {s.project.slug: s.project for s in sources if s.origin == Origin.FOLDER and s.project is not None}
+    changes = {slug: folder_changes(project) for slug, project in projects.items()}
+    for source in sources:
+        if source.origin == Origin.FOLDER and source.project is not None:
+            source.file_state = changes[source.project.slug].file_state(source.path)  # type: ignore[attr-defined]
+    return [{"project": projects[slug], "changes": changes[slug]} for slug in sorted(changes)]
+
+
+@require_GET
+def knowledge_page(request: HttpRequest) -> HttpResponse:
+    """``/knowledge/``: the sources, the forms, and ``?q=&owner=&k=`` the search."""
+    sources = list(KnowledgeSource.objects.select_related("role", "skill", "project", "uploaded_by").defer("document"))
+    folders = _folders(sources)
+    query = request.GET.get("q", "").strip()[:2000]
+    scope = request.GET.get("owner", "")
+    results = None
+    ranked = None
+    errors: dict[str, list[str]] = {}
+    status = 200
+    try:
+        k = min(MAX_K, max(1, int(request.GET.get("k") or 5)))
+    except ValueError:
+        k, errors, status = 5, {"k": [_("must be a whole number")]}, 400
+    if query and not errors:
+        try:
+            owner = owner_of(scope)
+        except InvalidField as refused:
+            errors, status = refused.errors, 400
+        else:
+            ranked = search_in(query, role=owner["role"], skill=owner["skill"], project=owner["project"], k=k)
+            results = [{"hit": hit, "source": hit.chunk.source} for hit in ranked.hits]
+    context = {
+        "nav": "knowledge",
+        "groups": _groups(sources),
+        "folders": folders,
+        "source_count": len(sources),
+        "chunk_count": sum(s.chunk_count for s in sources),
+        "owners": _owners(),
+        "projects": Project.objects.all(),
+        "levels": [(level.value, level.label, LOAD_LIMITS[level]) for level in LoadLevel],
+        "query": query,
+        "scope": scope,
+        "k": k,
+        "results": results,
+        "ranking": ranked.ranking if ranked else None,
+        "unembedded": ranked.unembedded if ranked else 0,
+        "embeddings_active": embeddings.active(),
+        "errors": errors,
+        "can_change": bool(request.user.is_staff),
+        "max_bytes": MAX_SOURCE_BYTES,
+        "max_folder_files": MAX_FOLDER_FILES,
+        "max_folder_entries": MAX_FOLDER_ENTRIES,
+        "max_folder_bytes": MAX_FOLDER_BYTES,
+        "accept": ",".join(sorted(FOLDER_EXTENSIONS)),
+    }
+    return render(request, "knowledge/knowledge.html", context, status=status)
+
+
+def _require_staff(request: HttpRequest) -> None:
+    """Writes need staff, as the knowledge API's do (PermissionDenied: 403)."""
+    if not request.user.is_staff:
+        raise PermissionDenied(_("changing knowledge sources needs a staff account"))
+
+
+@require_POST
+def knowledge_upload(request: HttpRequest) -> HttpResponse:
+    """Add the uploaded ``file`` as a source of ``owner`` at ``load_level``."""
+    _require_staff(request)
+    upload = request.FILES.get("file")
+    try:
+        owner = owner_of(request.POST.get("owner", ""))
+        source = add_source(
+            None
+            if upload is None
+            else Upload(upload.name or "", upload.content_type or "", upload.read(MAX_SOURCE_BYTES + 1)),
+            role=owner["role"],
+            skill=owner["skill"],
+            project=owner["project"],
+            load_level=request.POST.get("load_level") or None,
+            name=request.POST.get("name") or None,
+            user=request.user,
+        )
+    except DomainError as refused:
+        show_refusal(request, refused)
+    else:
+        messages.success(
+            request,
+            _("%(name)s indexed: %(chunks)d of %(total)d chunks.")
+            % {"name": source.name, "chunks": source.chunk_count, "total": source.total_chunks},
+        )
+    return redirect("knowledge")
+
+
+@require_POST
+def knowledge_folder(request: HttpRequest) -> HttpResponse:
+    """Index the files of the chosen ``project``'s folder at ``load_level``."""
+    _require_staff(request)
+    try:
+        done = index_project_folder(
+            request.POST.get("project") or None, request.POST.get("load_level") or None, request.user
+        )
+    except DomainError as refused:
+        show_refusal(request, refused)
+    else:
+        messages.success(
+            request, _("%(count)d files indexed from %(folder)s.") % {"count": len(done.sources), "folder": done.folder}
+        )
+        if done.skipped:
+            listed = "; ".join(f"{s['path']}: {s['reason']}" for s in done.skipped[:20])
+            more = len(done.skipped) - 20
+            messages.warning(
+                request,
+                _("Skipped: %(listed)s") % {"listed": listed}
+                + (_(" …and %(more)d more.") % {"more": more} if more > 0 else ""),
+            )
+    return redirect("knowledge")
+
+
+@require_POST
+def knowledge_folder_refresh(request: HttpRequest, slug: str) -> HttpResponse:
+    """Re-index only the new and changed files of project ``slug``'s folder and drop the
+    sources of removed ones (``knowledge.folder_changes.refresh_project_folder``)."""
+    _require_staff(request)
+    try:
+        done = refresh_project_folder(slug, request.POST.get("load_level") or None, request.user)
+    except DomainError as refused:
+        show_refusal(request, refused)
+    else:
+        messages.success(
+            request,
+            _("%(folder)s: %(added)d new, %(updated)d changed and %(removed)d removed files re-indexed.")
+            % {
+                "folder": done.folder,
+                "added": len(done.added),
+                "updated": len(done.updated),
+                "removed": len(done.removed),
+            },
+        )
+        if done.skipped:
+            listed = "; ".join(f"{s['path']}: {s['reason']}" for s in done.skipped[:20])
+            more = len(done.skipped) - 20
+            messages.warning(
+                request,
+                _("Skipped: %(listed)s") % {"listed": listed}
+                + (_(" …and %(more)d more.") % {"more": more} if more > 0 else ""),
+            )
+    return redirect("knowledge")
+
+
+@require_POST
+def knowledge_reindex(request: HttpRequest, source_id: int) -> HttpResponse:
+    """Cut source ``source_id`` again at the ``load_level`` chosen (its own when blank)."""
+    _require_staff(request)
+    source = get_object_or_404(KnowledgeSource.objects.select_related("project"), pk=source_id)
+    try:
+        reindex_source(source, request.POST.get("load_level") or None)
+    except DomainError as refused:
+        show_refusal(request, refused)
+    else:
+        messages.success(
+            request,
+            _("%(name)s re-indexed: %(chunks)d of %(total)d chunks.")
+            % {"name": source.name, "chunks": source.chunk_count, "total": source.total_chunks},
+        )
+    return redirect("knowledge")
+
+
+@require_POST
+def knowledge_delete(request: HttpRequest, source_id: int) -> HttpResponse:
+    """Remove source ``source_id`` with its chunks."""
+    _require_staff(request)
+    source = get_object_or_404(KnowledgeSource, pk=source_id)
+    name = source.name
+    source.delete()
+    messages.success(request, _("%(name)s removed.") % {"name": name})
+    return redirect("knowledge")
