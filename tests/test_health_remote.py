@@ -14,6 +14,11 @@ from django.utils import timezone
 from runs.host import current_host
 from runs.models import InstanceSlot, RuntimeWorker
 
+pytestmark = pytest.mark.django_db(transaction=True)
+"""Transactional, so that a runtime host an earlier test of this process left running is
+stopped first (``tests/conftest.py::no_runtime_left_running``) and ``current_host() is None``
+below says this process started none."""
+
 
 @pytest.fixture
 def remote(settings, builtin):

@@ -238,6 +238,7 @@ def test_a_runtime_that_does_not_answer_delays_the_page_once_not_per_capability(
     assert "运行时在 0.3 秒内没有应答" in zh
 
 
+@pytest.mark.django_db(transaction=True)  # stops a host an earlier test left, so the last line means something
 def test_a_web_process_without_agents_shows_the_workers_health(page_client, api, builtin, settings):
     """TEAMCLAW_RUNTIME=remote: the page reads health from the workers' rows (none alive here)
     and starts no runtime of its own (runs.health_here)."""
