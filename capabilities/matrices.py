@@ -18,14 +18,16 @@ and one ConfigChangeEvent after commit (PRD §4.8); see ``capabilities.versions`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from capabilities.errors import ConfigInvalid
 from capabilities.models import AgentRole, ConfigChange, InvokePermission, Project, ToolPermission
+from capabilities.snapshot import effective_constraints
 from capabilities.tool_catalogue import matrix_tools
 from capabilities.versions import commit_change, document_version, expect_version, lock_config, single_role
 from teamclaw.runtime.config import ToolMode
@@ -230,6 +232,60 @@ def apply_cells(
     return changes
 
 
+@dataclass(frozen=True)
+class SelfInvocationConflict:
+    """A role allowed to invoke itself (its own invoke matrix cell) with fewer than two
+    instances, in ``project`` (None = global): every such call would find its only instance
+    busy with the caller and fail (``limit_too_low``, ``teamclaw.runtime.routing``)."""
+
+    role: str
+    project: str | None
+    limit: int
+
+    def reason(self) -> str:
+        """The refusal, in the operator's language."""
+        values = {"role": self.role, "project": self.project, "limit": self.limit}
+        if self.project:
+            text = _(
+                "%(role)s may invoke itself (invoke matrix %(role)s -> %(role)s) in project '%(project)s', and "
+                "a call to itself needs a second instance: max_concurrent_instances %(limit)s would make every "
+                "such call fail; set 2 or more, or deny %(role)s -> %(role)s first"
+            )
+        else:
+            text = _(
+                "%(role)s may invoke itself (invoke matrix %(role)s -> %(role)s) globally, and a call to "
+                "itself needs a second instance: max_concurrent_instances %(limit)s would make every such "
+                "call fail; set 2 or more, or deny %(role)s -> %(role)s first"
+            )
+        return text % values
+
+
+def self_invocation_conflicts(roles: Iterable[str], project: Project | None) -> list[SelfInvocationConflict]:
+    """Conflicts (``SelfInvocationConflict``) of ``roles`` as stored now, in ``project``'s
+    effective configuration, or for a global change (``project`` None) globally and in every
+    project, since a project inherits what it does not override (PRD §4.7: the invoke matrix
+    and ``max_concurrent_instances``). Call inside the save's transaction, after writing, so a
+    conflict rolls the save back."""
+    wanted = set(roles)
+    if not wanted:
+        return []
+    scopes: list[Project | None] = [project] if project is not None else [None, *Project.objects.order_by("slug")]
+    global_cells = _load_invoke(None)
+    role_rows = {r.role: r for r in AgentRole.objects.filter(role__in=wanted).prefetch_related("constraints")}
+    conflicts = []
+    for scope in scopes:
+        overrides = _load_invoke(scope) if scope is not None else {}
+        for slug in sorted(wanted):
+            cell = (slug, slug)
+            allowed = overrides.get(cell, global_cells.get(cell, INVOKE.default))
+            if not allowed or slug not in role_rows:
+                continue
+            limit = effective_constraints(role_rows[slug], scope).max_concurrent_instances
+            if limit < 2:
+                conflicts.append(SelfInvocationConflict(slug, scope.slug if scope else None, limit))
+    return conflicts
+
+
 def save_matrix(
     kind: MatrixKind,
     *,
@@ -241,8 +297,9 @@ def save_matrix(
 ) -> SaveResult:
     """Save the cells in ``matrix`` as one change (PRD §4.7, §4.8).
 
-    Raises ConfigInvalid (every bad cell listed, nothing saved) or StaleVersion when
-    ``version`` is not the document's current version (nothing saved).
+    Raises ConfigInvalid (every bad cell listed, nothing saved; allowing a role to invoke
+    itself while it may run only one instance, ``self_invocation_conflicts``) or StaleVersion
+    when ``version`` is not the document's current version (nothing saved).
     """
     with transaction.atomic():
         lock_config()
@@ -250,6 +307,10 @@ def save_matrix(
         roles = {r.role: r for r in AgentRole.objects.all()}
         cells = parse_cells(kind, matrix, list(roles), allow_null=project is not None, project=project)
         changes = apply_cells(kind, project, cells, roles)
+        if kind is INVOKE:
+            self_cells = [row for (row, col), value in cells.items() if row == col and value is not False]
+            if conflicts := self_invocation_conflicts(self_cells, project):
+                raise ConfigInvalid({f"matrix.{c.role}.{c.role}": [c.reason()] for c in conflicts})
         change = commit_change(
             kind.config_type,
             documents=[kind.name],

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.utils.translation import gettext_lazy
 
 from capabilities.errors import ConfigInvalid, Problems
-from capabilities.matrices import SaveResult
+from capabilities.matrices import SaveResult, self_invocation_conflicts
 from capabilities.models import AgentRole, Project, RoleConstraint
 from capabilities.snapshot import CONSTRAINT_FIELDS, DEFAULT_WHEN_NULL, effective_constraints
 from capabilities.versions import commit_change, document_version, expect_version, lock_config
@@ -190,7 +190,9 @@ def save_constraints(
 ) -> SaveResult:
     """Save some or all constraint fields of ``role`` as one change (PRD §4.7, §4.8).
 
-    Raises ConfigInvalid (every bad field, nothing saved) or StaleVersion.
+    Raises ConfigInvalid (every bad field, nothing saved; a ``max_concurrent_instances``
+    below 2 for a role allowed to invoke itself, here or in a project inheriting it,
+    ``matrices.self_invocation_conflicts``) or StaleVersion.
     """
     clean = check_values(values, allow_null=project is not None)
     name = f"constraints:{role.role}"
@@ -200,6 +202,8 @@ def save_constraints(
         if not AgentRole.objects.filter(pk=role.pk).exists():
             raise ConfigInvalid({"role": [f"role {role.role!r} no longer exists"]})
         changes = apply_values(role, project, clean)
+        if "max_concurrent_instances" in clean and (conflicts := self_invocation_conflicts([role.role], project)):
+            raise ConfigInvalid({"constraints.max_concurrent_instances": [c.reason() for c in conflicts]})
         change = commit_change(
             "constraint", documents=[name], changes=changes, project=project, role=role.role, note=note, actor=actor
         )

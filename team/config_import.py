@@ -27,7 +27,7 @@ from django.db.models import Max
 from capabilities.audit import change_document
 from capabilities.config import current_version
 from capabilities.errors import ConfigInvalid, Problems, StaleVersion
-from capabilities.matrices import INVOKE, TOOL, apply_cells
+from capabilities.matrices import INVOKE, TOOL, apply_cells, self_invocation_conflicts
 from capabilities.models import (
     AgentRole,
     CapabilityCard,
@@ -289,12 +289,24 @@ class _Importer:
         for role, values in (doc.get("constraints") or {}).items():
             clean = {name: (value.strip() if isinstance(value, str) else value) for name, value in values.items()}
             self.changes.update(apply_values(self.roles[role], self.project, clean))
+        self._check_self_invocation()
         self._apply_prompts()
         for slug in self.new_roles:
             given = set((doc.get("prompts") or {}).get(slug, {}))
             self.changes.update(seed_prompts(self.roles[slug], actor=self.actor, skip=given))
         self.problems.raise_if_any()
         return self.changes
+
+    def _check_self_invocation(self) -> None:
+        """A role the document lets invoke itself, or whose instance limit it sets, needs two
+        instances where it may invoke itself (``matrices.self_invocation_conflicts``)."""
+        doc = self.data
+        touched = {role for role, values in (doc.get("invoke_matrix") or {}).items() if values.get(role)}
+        touched |= {
+            role for role, values in (doc.get("constraints") or {}).items() if "max_concurrent_instances" in values
+        }
+        for conflict in self_invocation_conflicts(touched, self.project):
+            self.add(["constraints", conflict.role, "max_concurrent_instances"], conflict.reason())
 
     def _apply_project_block(self) -> None:
         block = dict(self.data["project"])
