@@ -13,6 +13,13 @@ loop, against a throw-away SQLite database in a temporary data folder:
   autogen agent and the bare queue below.
 - ``teamclaw_p50_us_conc64`` / ``teamclaw_p99_us_conc64``: per-invoke latency with 64
   concurrent callers (same path), and their throughput.
+- ``teamclaw_open_p50_us`` / ``teamclaw_open_p99_us`` (and ``autogen_open_*``): latency with
+  64 callers under an offered load of ``--open-rate`` invokes/s in all (default 2,000/s,
+  below both runtimes' capacity here), each caller sending on its own fixed schedule and
+  each latency counted from the moment the schedule said to send (so a late send counts as
+  late). The closed-loop figures above keep 64 calls always in flight, so their mean latency
+  is 64 / throughput by Little's law (3 ms would need over 21,000 invokes/s); these say
+  what one invoke costs a caller when the runtime is busy but not saturated.
 - ``teamclaw_spawn_in_slot_p50_us``: taking an instance slot row in the database and
   spawning in it (then retiring the instance, which frees the row): what the first call of a
   role pays once per instance for the role limit across runtime workers (issue 13).
@@ -29,7 +36,8 @@ each ratio is against the same autogen-core run. The runtime asks the knowledge 
 ``--no-knowledge`` leaves it out, to see the recording alone.
 
 Targets (issue 3, issue 13 item 5): teamclaw >= 2x autogen with recording flushed, p99 <= 3 ms
-at 64 callers, nothing lost. The process runs under the server's collector policy
+at 64 callers, nothing lost (both the closed-loop and the open-loop p99 are printed). The
+process runs under the server's collector policy
 (``teamclaw.heap.settle_heap``) unless ``--default-gc``.
 """
 
@@ -117,11 +125,40 @@ def child_cpu_s(recorder) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+async def open_loop(send, callers: int, rate_per_s: float, count: int) -> list[float]:
+    """Latencies (s) of ``count`` awaited ``send()`` calls from ``callers`` callers offering
+    ``rate_per_s`` calls/s in all: caller i sends at ``start + (i + k * callers) / rate``
+    (k = 0, 1, ...), or at once when it is already late, and each latency runs from that
+    planned time to the answer."""
+    latencies: list[float] = []
+    start = time.perf_counter() + 0.01
+
+    async def caller(i: int) -> None:
+        for k in range(max(1, count // callers)):
+            planned = start + (i + k * callers) / rate_per_s
+            delay = planned - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await send()
+            latencies.append(time.perf_counter() - planned)
+
+    await asyncio.gather(*(caller(i) for i in range(callers)))
+    latencies.sort()
+    return latencies
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """The ``fraction`` (0..1) percentile of ascending ``sorted_values``."""
+    return sorted_values[max(0, int(len(sorted_values) * fraction) - 1)]
+
+
 def report(name: str, value: float) -> None:
     print(f"{name} {value:.1f}" if isinstance(value, float) else f"{name} {value}", flush=True)
 
 
-async def teamclaw_figures(n: int, callers: int, profile: bool, mode: str, knowledge: bool) -> dict[str, float]:
+async def teamclaw_figures(
+    n: int, callers: int, profile: bool, mode: str, knowledge: bool, open_rate: float
+) -> dict[str, float]:
     from django.conf import settings
 
     from monitoring.models import Message
@@ -197,8 +234,19 @@ async def teamclaw_figures(n: int, callers: int, profile: bool, mode: str, knowl
         latencies.sort()
         figures["teamclaw_invoke_per_s_conc64"] = len(latencies) / elapsed
         figures["teamclaw_p50_us_conc64"] = statistics.median(latencies) * 1e6
-        figures["teamclaw_p99_us_conc64"] = latencies[int(len(latencies) * 0.99) - 1] * 1e6
+        figures["teamclaw_p99_us_conc64"] = percentile(latencies, 0.99) * 1e6
         figures["teamclaw_instances_dba"] = float(len(runtime.pool.alive("dba")))
+
+        async def send_one() -> None:
+            result = await runtime.invoke(request, from_role="coderA", task_id=task.task_id)
+            if not result.success:
+                raise SystemExit(f"invoke failed: {result.error}")
+
+        await asyncio.to_thread(recorder.flush)
+        opened = await open_loop(send_one, callers, open_rate, max(callers, n // 4))
+        await asyncio.to_thread(recorder.flush)
+        figures["teamclaw_open_p50_us"] = statistics.median(opened) * 1e6
+        figures["teamclaw_open_p99_us"] = percentile(opened, 0.99) * 1e6
 
         # What a spawn pays for its slot row (runs.instance_slots): take one, spawn, retire.
         spawn_times = []
@@ -229,7 +277,7 @@ async def teamclaw_figures(n: int, callers: int, profile: bool, mode: str, knowl
     return figures
 
 
-async def autogen_figures(n: int, callers: int) -> dict[str, float]:
+async def autogen_figures(n: int, callers: int, open_rate: float) -> dict[str, float]:
     runtime = SingleThreadedAgentRuntime()
     await Dba.register(runtime, "dba", Dba)
     runtime.start()
@@ -254,12 +302,19 @@ async def autogen_figures(n: int, callers: int) -> dict[str, float]:
     await asyncio.gather(*(caller(max(1, n // callers)) for _ in range(callers)))
     concurrent = len(latencies) / (time.perf_counter() - started)
     latencies.sort()
+
+    async def send_one() -> None:
+        await runtime.send_message(SchemaQuery("users"), target)
+
+    opened = await open_loop(send_one, callers, open_rate, max(callers, n // 4))
     await runtime.stop()
     return {
         "autogen_send_message_per_s": sequential,
         "autogen_cpu_us_per_send": cpu_us,
         "autogen_send_message_per_s_conc64": concurrent,
-        "autogen_p99_us_conc64": latencies[int(len(latencies) * 0.99) - 1] * 1e6,
+        "autogen_p99_us_conc64": percentile(latencies, 0.99) * 1e6,
+        "autogen_open_p50_us": statistics.median(opened) * 1e6,
+        "autogen_open_p99_us": percentile(opened, 0.99) * 1e6,
     }
 
 
@@ -283,15 +338,16 @@ async def bare_figures(n: int) -> dict[str, float]:
     return {"bare_asyncio_invoke_per_s": rate}
 
 
-async def main(n: int, callers: int, profile: bool, modes: list[str], knowledge: bool) -> None:
+async def main(n: int, callers: int, profile: bool, modes: list[str], knowledge: bool, open_rate: float) -> None:
     figures: dict[str, float] = {}
     runs: dict[str, dict[str, float]] = {}
     for mode in modes:
-        runs[mode] = await teamclaw_figures(n, callers, profile, mode, knowledge)
-    figures.update(await autogen_figures(n, callers))
+        runs[mode] = await teamclaw_figures(n, callers, profile, mode, knowledge, open_rate)
+    figures.update(await autogen_figures(n, callers, open_rate))
     figures.update(await bare_figures(n))
     report("invokes", n)
     report("knowledge_retrieval", "on" if knowledge else "off")
+    report("open_rate_per_s", open_rate)
     for mode, own in runs.items():
         own["ratio_teamclaw_vs_autogen"] = own["teamclaw_invoke_per_s"] / figures["autogen_send_message_per_s"]
         own["ratio_teamclaw_vs_autogen_conc64"] = (
@@ -312,6 +368,12 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=20_000, help="invokes per measurement (default 20000)")
     parser.add_argument("--callers", type=int, default=64)
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the sequential run")
+    parser.add_argument(
+        "--open-rate",
+        type=float,
+        default=2000.0,
+        help="invokes/s offered in all by the callers of the open-loop latency figures (default 2000)",
+    )
     parser.add_argument(
         "--gc-threshold",
         type=int,
@@ -355,4 +417,4 @@ if __name__ == "__main__":
 
             gc.set_threshold(*args.gc_threshold)
         modes = ["thread", "process"] if args.recorder == "both" else [args.recorder]
-        asyncio.run(main(args.n, args.callers, args.profile, modes, not args.no_knowledge))
+        asyncio.run(main(args.n, args.callers, args.profile, modes, not args.no_knowledge, args.open_rate))
