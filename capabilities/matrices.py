@@ -260,12 +260,19 @@ class SelfInvocationConflict:
         return text % values
 
 
-def self_invocation_conflicts(roles: Iterable[str], project: Project | None) -> list[SelfInvocationConflict]:
+def self_invocation_conflicts(
+    roles: Iterable[str], project: Project | None, *, excluding: Iterable[SelfInvocationConflict] = ()
+) -> list[SelfInvocationConflict]:
     """Conflicts (``SelfInvocationConflict``) of ``roles`` as stored now, in ``project``'s
     effective configuration, or for a global change (``project`` None) globally and in every
     project, since a project inherits what it does not override (PRD §4.7: the invoke matrix
-    and ``max_concurrent_instances``). Call inside the save's transaction, after writing, so a
-    conflict rolls the save back."""
+    and ``max_concurrent_instances``).
+
+    A save calls it twice inside its transaction: before writing, then after with
+    ``excluding`` the first answer, so that only the conflicts the save introduces refuse it
+    (a conflict stored before this check existed does not block unrelated saves, such as
+    re-importing an export) and the refusal rolls the save back."""
+    known = {(c.role, c.project) for c in excluding}
     wanted = set(roles)
     if not wanted:
         return []
@@ -281,7 +288,7 @@ def self_invocation_conflicts(roles: Iterable[str], project: Project | None) -> 
             if not allowed or slug not in role_rows:
                 continue
             limit = effective_constraints(role_rows[slug], scope).max_concurrent_instances
-            if limit < 2:
+            if limit < 2 and (slug, scope.slug if scope else None) not in known:
                 conflicts.append(SelfInvocationConflict(slug, scope.slug if scope else None, limit))
     return conflicts
 
@@ -306,11 +313,13 @@ def save_matrix(
         expect_version(kind.name, project, version)
         roles = {r.role: r for r in AgentRole.objects.all()}
         cells = parse_cells(kind, matrix, list(roles), allow_null=project is not None, project=project)
+        self_cells = [
+            row for (row, col), value in cells.items() if kind is INVOKE and row == col and value is not False
+        ]
+        before = self_invocation_conflicts(self_cells, project)
         changes = apply_cells(kind, project, cells, roles)
-        if kind is INVOKE:
-            self_cells = [row for (row, col), value in cells.items() if row == col and value is not False]
-            if conflicts := self_invocation_conflicts(self_cells, project):
-                raise ConfigInvalid({f"matrix.{c.role}.{c.role}": [c.reason()] for c in conflicts})
+        if conflicts := self_invocation_conflicts(self_cells, project, excluding=before):
+            raise ConfigInvalid({f"matrix.{c.role}.{c.role}": [c.reason()] for c in conflicts})
         change = commit_change(
             kind.config_type,
             documents=[kind.name],

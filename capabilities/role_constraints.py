@@ -201,8 +201,10 @@ def save_constraints(
         expect_version(name, project, version)
         if not AgentRole.objects.filter(pk=role.pk).exists():
             raise ConfigInvalid({"role": [f"role {role.role!r} no longer exists"]})
+        limited = [role.role] if "max_concurrent_instances" in clean else []
+        before = self_invocation_conflicts(limited, project)
         changes = apply_values(role, project, clean)
-        if "max_concurrent_instances" in clean and (conflicts := self_invocation_conflicts([role.role], project)):
+        if conflicts := self_invocation_conflicts(limited, project, excluding=before):
             raise ConfigInvalid({"constraints.max_concurrent_instances": [c.reason() for c in conflicts]})
         change = commit_change(
             "constraint", documents=[name], changes=changes, project=project, role=role.role, note=note, actor=actor

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from capabilities.errors import ConfigInvalid, Problems
+from capabilities.matrices import SelfInvocationConflict
 from capabilities.models import (
     ROLE_SLUG,
     AgentRole,
@@ -207,7 +208,9 @@ def check_new_role(data: Any) -> dict[str, Any]:
     ``can_be_invoked_by`` (default ``[main]``), ``allowed_tools``, ``denied_tools``,
     ``requires_user_confirmation``, ``max_concurrent_instances``), ``constraints``
     (PRD §4.7 fields; defaults for the rest), ``copy_prompts_from`` (a role whose active
-    prompt templates are copied; default: the standard templates). Raises ConfigInvalid.
+    prompt templates are copied; default: the standard templates). Raises ConfigInvalid,
+    also for a role that may invoke itself with one instance (``matrices.
+    SelfInvocationConflict``).
     """
     if not isinstance(data, dict):
         raise ConfigInvalid({"non_field_errors": ["expected an object"]})
@@ -243,6 +246,10 @@ def check_new_role(data: Any) -> dict[str, Any]:
         for path, reasons in exc.errors.items():
             for reason in reasons:
                 problems.add(path, reason)
+    limit = spec.get("constraints", {}).get("max_concurrent_instances")
+    if isinstance(slug, str) and slug in spec["can_invoke"] and isinstance(limit, int) and limit < 2:
+        given = "permissions" if "max_concurrent_instances" in permissions else "constraints"
+        problems.add(f"{given}.max_concurrent_instances", SelfInvocationConflict(slug, None, limit).reason())
     source = data.get("copy_prompts_from") or None
     if source is not None and (not isinstance(source, str) or source not in known - {slug}):
         problems.add("copy_prompts_from", f"unknown role {source!r}")

@@ -27,7 +27,7 @@ from django.db.models import Max
 from capabilities.audit import change_document
 from capabilities.config import current_version
 from capabilities.errors import ConfigInvalid, Problems, StaleVersion
-from capabilities.matrices import INVOKE, TOOL, apply_cells, self_invocation_conflicts
+from capabilities.matrices import INVOKE, TOOL, SelfInvocationConflict, apply_cells, self_invocation_conflicts
 from capabilities.models import (
     AgentRole,
     CapabilityCard,
@@ -280,6 +280,7 @@ class _Importer:
         else:
             self._apply_roles()
             self._apply_cards()
+        before = self_invocation_conflicts(self._self_invocation_roles(), self.project)
         for kind in (INVOKE, TOOL):
             cells = {
                 (row, col): value for row, values in (doc.get(kind.name) or {}).items() for col, value in values.items()
@@ -289,7 +290,7 @@ class _Importer:
         for role, values in (doc.get("constraints") or {}).items():
             clean = {name: (value.strip() if isinstance(value, str) else value) for name, value in values.items()}
             self.changes.update(apply_values(self.roles[role], self.project, clean))
-        self._check_self_invocation()
+        self._check_self_invocation(before)
         self._apply_prompts()
         for slug in self.new_roles:
             given = set((doc.get("prompts") or {}).get(slug, {}))
@@ -297,16 +298,30 @@ class _Importer:
         self.problems.raise_if_any()
         return self.changes
 
-    def _check_self_invocation(self) -> None:
-        """A role the document lets invoke itself, or whose instance limit it sets, needs two
-        instances where it may invoke itself (``matrices.self_invocation_conflicts``)."""
+    def _self_invocation_roles(self) -> set[str]:
+        """Roles the document may let invoke themselves (their own invoke cell set to true,
+        or to null: inherit, in a project) or whose instance limit it sets."""
         doc = self.data
-        touched = {role for role, values in (doc.get("invoke_matrix") or {}).items() if values.get(role)}
-        touched |= {
+        allowing = {
+            role for role, values in (doc.get("invoke_matrix") or {}).items() if values.get(role, False) is not False
+        }
+        limiting = {
             role for role, values in (doc.get("constraints") or {}).items() if "max_concurrent_instances" in values
         }
-        for conflict in self_invocation_conflicts(touched, self.project):
-            self.add(["constraints", conflict.role, "max_concurrent_instances"], conflict.reason())
+        return allowing | limiting
+
+    def _check_self_invocation(self, before: list[SelfInvocationConflict]) -> None:
+        """A role that may invoke itself needs two instances (``matrices.
+        self_invocation_conflicts``); each conflict this import introduces is named where the
+        document caused it: the role's own invoke cell, its limit, or both."""
+        doc = self.data
+        for conflict in self_invocation_conflicts(self._self_invocation_roles(), self.project, excluding=before):
+            role = conflict.role
+            cells = (doc.get("invoke_matrix") or {}).get(role) or {}
+            if role in cells and cells[role] is not False:
+                self.add(["invoke_matrix", role, role], conflict.reason())
+            if "max_concurrent_instances" in ((doc.get("constraints") or {}).get(role) or {}):
+                self.add(["constraints", role, "max_concurrent_instances"], conflict.reason())
 
     def _apply_project_block(self) -> None:
         block = dict(self.data["project"])

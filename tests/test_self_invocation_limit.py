@@ -98,3 +98,67 @@ def test_the_constraints_page_refuses_it_in_the_operators_language(page_client, 
     assert refused.status_code == 400
     assert words in html.unescape(refused.content.decode())
     assert build_snapshot(None).roles["main"].constraints.max_concurrent_instances == 4
+
+
+def import_document(api, document):
+    return api.post("/api/v1/config/import", json.dumps(document), content_type="application/json")
+
+
+def project_document(**sections):
+    return {"format": "teamclaw-config/1", "scope": "project", "project": {"slug": "shop", "name": "Shop"}, **sections}
+
+
+def test_a_project_import_resetting_the_self_call_to_inherit_is_checked(api, builtin, shop):
+    """The project denies main -> main and keeps one main instance; an import that sets the
+    cell back to null (inherit the global allow) would let main ask itself with one."""
+    assert put_invoke(api, {"main": {"main": False}}, project="shop").status_code == 200
+    assert put_constraints(api, "main", {"max_concurrent_instances": 1}, project="shop").status_code == 200
+    response = import_document(api, project_document(invoke_matrix={"main": {"main": None}}))
+    assert response.status_code == 400, response.content
+    errors = response.json()["errors"]
+    assert "in project 'shop'" in errors["/invoke_matrix/main/main"][0]
+    assert "/constraints/main/max_concurrent_instances" not in errors  # the document did not set the limit
+    assert InvokePermission.objects.filter(project=shop, caller__role="main", target__role="main").exists()
+
+
+def test_an_import_names_the_invoke_cell_when_the_cell_causes_it(api, builtin):
+    assert put_invoke(api, {"main": {"main": False}}).status_code == 200
+    assert put_constraints(api, "main", {"max_concurrent_instances": 1}).status_code == 200
+    response = import_document(api, project_document(invoke_matrix={"main": {"main": True}}))
+    assert response.status_code == 400, response.content
+    assert list(response.json()["errors"]) == ["/invoke_matrix/main/main"]
+    assert not Project.objects.filter(slug="shop").exists()  # the new project went with the refusal
+
+
+@pytest.mark.parametrize("where", ["permissions", "constraints"])
+def test_a_custom_role_that_may_invoke_itself_needs_two_instances(api, builtin, where):
+    body = {"role": "selfy", "display_name": "Selfy", "permissions": {"can_invoke": ["selfy"]}}
+    body.setdefault(where, {})["max_concurrent_instances"] = 1
+    response = api.post("/api/v1/roles", body, format="json")
+    assert response.status_code == 400, response.content
+    assert "selfy may invoke itself" in response.json()["errors"][f"{where}.max_concurrent_instances"][0]
+    body[where]["max_concurrent_instances"] = 2
+    assert api.post("/api/v1/roles", body, format="json").status_code == 201
+
+
+def test_a_conflict_stored_before_the_check_does_not_block_other_saves(api, builtin, shop):
+    """Rows written before this rule (or outside the product) keep main at 1 with main ->
+    main allowed in shop: saves that do not introduce a conflict still go through, and
+    re-importing the export changes nothing."""
+    RoleConstraint.objects.update_or_create(
+        project=shop, role=builtin_role("main"), defaults={"max_concurrent_instances": 1}
+    )
+    assert put_constraints(api, "main", {"max_concurrent_instances": 3}).status_code == 200  # global, shop unchanged
+    assert put_constraints(api, "main", {"timeout_s": 90}, project="shop").status_code == 200
+    exported = yaml.safe_load(api.get("/api/v1/config/export", {"project": "shop"}).content)
+    assert import_document(api, exported).status_code == 200
+    assert put_constraints(api, "main", {"max_concurrent_instances": 1}, project="shop").status_code == 200  # still 1
+    refused = put_constraints(api, "main", {"max_concurrent_instances": 1})  # a new one: globally
+    assert refused.status_code == 400
+    assert "globally" in refused.json()["errors"]["constraints.max_concurrent_instances"][0]
+
+
+def builtin_role(slug):
+    from capabilities.models import AgentRole
+
+    return AgentRole.objects.get(role=slug)

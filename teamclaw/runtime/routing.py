@@ -165,7 +165,7 @@ class InstancePool:
         room: bool,
     ) -> AgentInstance | None:
         """``by_role`` to a role whose agents ask the role itself for help (main's
-        ``question_aggregation`` inside every review). An entry holds its instance for the
+        ``question_aggregation`` inside every interview). An entry holds its instance for the
         whole task and may call the role again, so:
 
         - entries run on at most ``limit - 1`` instances: past that an entry queues behind
