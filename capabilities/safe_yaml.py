@@ -26,7 +26,7 @@ from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from teamclaw.errors import DomainError
-from teamclaw.strict_json import refuse_constant, refuse_duplicate_keys
+from teamclaw.strict_json import finite_float, refuse_constant, refuse_duplicate_keys
 
 MAX_EXPANDED_NODES = 250_000
 """Most YAML nodes a document may have once every alias is expanded."""
@@ -174,7 +174,9 @@ def load_yaml(text: str) -> Any:
 def load_json(text: str) -> Any:
     """Parse JSON refusing duplicate keys and NaN/Infinity. Raises DocumentError."""
     try:
-        return json.loads(text, object_pairs_hook=refuse_duplicate_keys, parse_constant=refuse_constant)
+        return json.loads(
+            text, object_pairs_hook=refuse_duplicate_keys, parse_constant=refuse_constant, parse_float=finite_float
+        )
     except json.JSONDecodeError as exc:
         raise DocumentError({f"line {exc.lineno}, column {exc.colno}": [exc.msg]}) from None
     except RecursionError:

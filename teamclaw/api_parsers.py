@@ -10,7 +10,7 @@ from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
 
-from teamclaw.strict_json import DuplicateKey, refuse_constant, refuse_duplicate_keys
+from teamclaw.strict_json import DuplicateKey, finite_float, refuse_constant, refuse_duplicate_keys
 
 
 class SafeJSONParser(parsers.JSONParser):
@@ -29,6 +29,7 @@ class SafeJSONParser(parsers.JSONParser):
                 codecs.getreader(encoding)(stream),
                 object_pairs_hook=refuse_duplicate_keys,
                 parse_constant=refuse_constant,
+                parse_float=finite_float,
             )
         except DuplicateKey as exc:
             reason = f"JSON parse error - duplicate key {exc.key!r}: an object may name a key only once"

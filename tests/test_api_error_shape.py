@@ -35,6 +35,22 @@ def test_malformed_json_is_a_400_in_the_error_shape(api, builtin):
     assert body["errors"] == {}
 
 
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1.5e309"])
+def test_a_number_too_large_for_a_float_is_a_parse_error_saying_so(api, builtin, number):
+    """Python reads 1e400 as infinity, which no field can take and JSON cannot write back:
+    refused at parsing, like NaN, instead of a field's "Value must be valid JSON"."""
+    body = b'{"version": 0, "constraints": {"max_concurrent_instances": ' + number.encode() + b"}}"
+    response = api.put("/api/v1/constraints/coderA", data=body, content_type="application/json")
+    detail = error_body(response, 400)["detail"]
+    assert f"{number} is too large for a JSON number" in detail
+    config = api.post(
+        "/api/v1/config/import",
+        data=b'{"format": "teamclaw-config/1", "x": ' + number.encode() + b"}",
+        content_type="application/json",
+    )
+    assert config.status_code == 400 and "too large for a JSON number" in config.json()["errors"]["document"][0]
+
+
 def test_a_stale_matrix_save_is_a_409_in_the_error_shape_with_its_conflict_keys(api, builtin):
     loaded = api.get(INVOKE_MATRIX).json()
     first = api.put(INVOKE_MATRIX, {"version": loaded["version"], "matrix": {"coderA": {"dba": False}}}, format="json")

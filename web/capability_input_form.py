@@ -26,7 +26,7 @@ from typing import Any
 from django.utils.translation import gettext
 from jsonschema import Draft202012Validator
 
-from teamclaw.strict_json import refuse_constant, refuse_duplicate_keys
+from teamclaw.strict_json import finite_float, refuse_constant, refuse_duplicate_keys
 
 FIELD_PREFIX = "param:"
 """Posted field names are ``param:<property>`` so they never clash with the form's own."""
@@ -91,7 +91,9 @@ WHOLE_PARAMS = "params"
 def loads_strict(text: str) -> Any:
     """``json.loads`` refusing duplicate keys and NaN / Infinity (``teamclaw.strict_json``);
     ValueError on bad JSON."""
-    return json.loads(text, object_pairs_hook=refuse_duplicate_keys, parse_constant=refuse_constant)
+    return json.loads(
+        text, object_pairs_hook=refuse_duplicate_keys, parse_constant=refuse_constant, parse_float=finite_float
+    )
 
 
 def _parse(field: InputField, raw: str, errors: dict[str, list[str]]) -> tuple[bool, Any]:
