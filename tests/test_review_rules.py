@@ -146,3 +146,36 @@ def test_quality_check_flags_leftover_undecided_wording_and_missing_criteria():
     assert not by_name["closure"]["passed"]
     assert not by_name["completeness"]["passed"]
     assert by_name["structure"]["passed"]
+
+
+EXPORT = """# Requirement: CSV export of orders
+
+## Scope
+- Admins export the orders of a month as a CSV file.
+- The file lists order number, date, customer name, customer email and total.
+- Only admins may export; staff may not.
+- The export could include refunds.
+"""
+
+
+def findings(text: str, perspective: str) -> list[dict]:
+    return review(parse_document(text), perspective)
+
+
+def test_an_email_column_is_data_not_a_notification():
+    """A list of fields naming "customer email" sends nothing: no delivery-failure or consent
+    finding about notifications; a sentence that sends one still gets them."""
+    every = {issue["rule"] for p in ("dev", "pm", "domain", "ai") for issue in findings(EXPORT, p)}
+    assert not {"notification_failure_undefined", "notification_without_consent"} & every
+    sending = EXPORT + "- The system sends an email to the customer when the export is ready.\n"
+    sent = {(issue["rule"], issue["location"]["line"]) for issue in findings(sending, "dev")}
+    assert ("notification_failure_undefined", line_of(sending, "sends an email")) in sent
+
+
+def test_may_granting_a_permission_is_not_made_a_duty():
+    """A "may" that grants or refuses a right ("only admins may export; staff may not"):
+    proposing "must" would make exporting an admin's duty. "could" there is still weak."""
+    weak = [issue for issue in findings(EXPORT, "pm") if issue["rule"] == "weak_wording"]
+    assert [issue["location"]["line"] for issue in weak] == [line_of(EXPORT, "could include refunds")]
+    optional = "# Requirement: Reports\n\n## Scope\n- The report may include a chart.\n"
+    assert [i["rule"] for i in findings(optional, "pm") if i["rule"] == "weak_wording"] == ["weak_wording"]

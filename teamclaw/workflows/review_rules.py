@@ -761,8 +761,7 @@ def _wording(document: RequirementDocument, statement: Statement) -> list[Findin
                 },
             )
         )
-    elif SHOULD.search(statement.text) and not CONTRACT.search(statement.text):
-        word = SHOULD.search(statement.text).group(0)  # type: ignore[union-attr]
+    elif (word := _weak_word(statement)) is not None:
         findings.append(
             Finding(
                 "weak_wording",
@@ -812,6 +811,26 @@ def _wording(document: RequirementDocument, statement: Statement) -> list[Findin
             )
         )
     return findings
+
+
+GRANT = re.compile(r"(?<![A-Za-z])(?:only|not|cannot|allowed|permitted)(?![A-Za-z])", re.IGNORECASE)
+"""Words beside "may" that make it grant or refuse a permission ("only admins may export,
+staff may not") rather than leave a duty optional."""
+
+
+def _weak_word(statement: Statement) -> str | None:
+    """The first word of ``statement`` that leaves open whether it is required ("should",
+    "could", "may" ...), or None: none, the statement also says "must" (``CONTRACT``), or the
+    word is a "may" that grants a permission, where "must" would turn the right into a duty."""
+    if CONTRACT.search(statement.text):
+        return None
+    permission_section = any(h in statement.section.lower() for h in PERMISSION_HEADINGS)
+    for match in SHOULD.finditer(statement.text):
+        word = match.group(0)
+        if word.lower() == "may" and (permission_section or GRANT.search(statement.text)):
+            continue
+        return word
+    return None
 
 
 def _goal_stated(document: RequirementDocument) -> bool:

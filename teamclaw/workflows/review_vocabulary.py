@@ -552,21 +552,16 @@ COMMON_ACRONYMS = {
 }
 CONTRACT = _words("must", "shall", "required", "requires", "need to", "needs to", "will", "必须", "需要", "应")
 
-NOTIFICATION = _words(
-    "notification",
-    "notifications",
-    "notify",
-    "notified",
-    "reminder",
-    "reminders",
-    "email",
-    "e-mail",
-    "SMS",
-    "push",
-    "通知",
-    "提醒",
-    "短信",
-    "推送",
+NOTIFICATION = re.compile(
+    _words(
+        "notification", "notifications", "notify", "notified", "reminder", "reminders", "通知", "提醒", "短信", "推送"
+    ).pattern
+    # An e-mail address, a phone number for SMS or a push token in a list of fields is data,
+    # not a message sent: only sending them counts ("sends an email", "by SMS", "emailed").
+    + r"|(?<![A-Za-z0-9])(?:(?:send|sends|sent|sending|receive|receives|received|gets?)\s+(?:an?\s+|the\s+)?"
+    r"(?:e-?mails?|SMS|texts?|push(?:\s+messages?)?)|(?:by|via)\s+(?:e-?mail|SMS|text|push)|e-?mailed|texted"
+    r"|push\s+(?:messages?|alerts?))(?![A-Za-z0-9])",
+    re.IGNORECASE,
 )
 ROLE_HEADINGS = ("user", "role", "persona", "actor", "用户", "角色", "人员")
 PERMISSION_HEADINGS = ("permission", "access", "authori", "权限")
