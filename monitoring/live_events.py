@@ -45,6 +45,7 @@ from teamclaw.runtime.events import (
     RuntimeEvent,
     SnapshotTaken,
     TaskFinished,
+    TaskProgress,
     TaskStarted,
 )
 
@@ -189,9 +190,10 @@ def extract(batch: Iterable[RuntimeEvent]) -> list[LiveItem]:
                 change = live_items.config_change_item(dict(change_event), live_items.from_epoch(event.at))
                 key = f"config_change:{change['new_version']}"
                 out[key] = LiveItem("config_change", key, change)
-            case TaskStarted() | TaskFinished():
+            case TaskStarted() | TaskProgress() | TaskFinished():
                 key = f"task:{event.task_id}"
-                tasks.setdefault(key, {}).update(event.as_dict())
+                # A progress event says no status: it comes only while the task runs.
+                tasks.setdefault(key, {"status": "running"}).update(event.as_dict())
                 out.setdefault(key, LiveItem("task", key, {}))
             case ArtifactWritten():
                 key = f"artifact:{event.task_id}:{event.name}"

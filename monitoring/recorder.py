@@ -59,6 +59,7 @@ from teamclaw.runtime.events import (
     RuntimeEvent,
     SnapshotTaken,
     TaskFinished,
+    TaskProgress,
     TaskStarted,
 )
 from teamclaw.runtime.messages import AgentMessage, Priority
@@ -238,7 +239,7 @@ class BatchRows:
                 self.contexts[context.id] = context
             case SnapshotTaken(snapshot=snap):
                 self.take_snapshot(event.seq, *snapshot_fields(snap))
-            case TaskStarted() | TaskFinished():
+            case TaskStarted() | TaskProgress() | TaskFinished():
                 self.tasks.setdefault(event.task_id, {}).update(event.as_dict())
             case InstanceChanged(instance=instance):
                 self.instances[instance.instance_id] = instance
@@ -478,7 +479,7 @@ class BatchWriter:
     @staticmethod
     def _write_tasks(tasks: dict[str, dict[str, Any]]) -> None:
         for task_id, info in tasks.items():
-            fields: dict[str, Any] = {"status": info["status"]}
+            fields: dict[str, Any] = {"status": info["status"]} if "status" in info else {}
             for key in ("config_version", "token_budget", "tokens_used"):
                 if key in info and info[key] is not None:
                     fields[key] = info[key]
@@ -487,7 +488,7 @@ class BatchWriter:
             if info.get("finished_at"):
                 fields["finished_at"] = _dt(info["finished_at"])
             updated = Task.objects.filter(pk=task_id).update(**fields)
-            if not updated:
+            if not updated and "status" in info:  # a TaskProgress alone never makes a row
                 Task.objects.create(
                     id=task_id,
                     kind=info.get("kind", "task"),

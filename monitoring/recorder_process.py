@@ -78,6 +78,7 @@ from teamclaw.runtime.events import (
     RuntimeEvent,
     SnapshotTaken,
     TaskFinished,
+    TaskProgress,
     TaskStarted,
 )
 
@@ -107,7 +108,15 @@ WIRE_KINDS = {
     WIRE_CONTEXT: "context",
     WIRE_SNAPSHOT: "snapshot",
 }
-RECORDED_AS_IS = (TaskStarted, TaskFinished, InstanceChanged, ArtifactWritten, ConfirmationChanged, AlertRaised)
+RECORDED_AS_IS = (
+    TaskStarted,
+    TaskProgress,
+    TaskFinished,
+    InstanceChanged,
+    ArtifactWritten,
+    ConfirmationChanged,
+    AlertRaised,
+)
 """Event classes the recorder stores that travel pickled as they are (few of them)."""
 
 FRAME = "frame"

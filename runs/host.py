@@ -45,6 +45,7 @@ from teamclaw.runtime.events import (
     RuntimeEvent,
     SnapshotTaken,
     TaskFinished,
+    TaskProgress,
     TaskStarted,
     ToolUsed,
 )
@@ -158,7 +159,7 @@ def event_task_id(event: RuntimeEvent) -> str | None:
             return snapshot.task_id
         case ConfirmationChanged(confirmation=confirmation):
             return confirmation.task_id
-        case TaskStarted() | TaskFinished() | ArtifactWritten():
+        case TaskStarted() | TaskProgress() | TaskFinished() | ArtifactWritten():
             return event.task_id
         case ToolUsed(site=site) | ModelCalled(site=site):
             return site.task_id

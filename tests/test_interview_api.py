@@ -375,3 +375,30 @@ def test_a_refused_edit_on_the_page_is_kept_for_the_operator(page_client, runtim
     again = page_client.get(f"/tasks/{task_id}/").content.decode()
     assert "Your edit was not saved" not in again  # shown once
     page_client.post(f"/api/v1/tasks/{task_id}/cancel", {})
+
+
+def test_a_task_waiting_for_its_operator_shows_the_tokens_it_spent_so_far(api, runtime_host, page_client):
+    """TaskProgress: a running task's count reaches the record (and the task page) while it
+    runs, at most a second late, instead of 0 until it ends (walkthrough: the header read
+    0 / 50,000 through the whole interview while the agents' cards counted thousands)."""
+    from django.db.models import Sum
+
+    from monitoring.models import ExecutionContext
+
+    task_id = start(api, description=IDEA_EN)
+    wait_for(api, runtime_host, task_id, "interview")
+    deadline = time.monotonic() + 10
+    while True:
+        runtime_host.recorder.flush()
+        task = Task.objects.get(pk=task_id)
+        spent = ExecutionContext.objects.filter(task_id=task_id).aggregate(
+            total=Sum("input_tokens") + Sum("output_tokens")
+        )["total"]
+        if (task.tokens_used and task.tokens_used == spent) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert task.status == "running"
+    assert task.tokens_used > 0 and task.tokens_used == spent, (task.tokens_used, spent)
+    page = page_client.get(f"/tasks/{task_id}/").content.decode()
+    assert f"{task.tokens_used:,} / {task.token_budget:,} tokens" in page
+    assert api.get(f"/api/v1/tasks/{task_id}").json()["tokens_used"] == task.tokens_used

@@ -39,6 +39,7 @@ from teamclaw.runtime.events import (
     RuntimeEvent,
     SnapshotTaken,
     TaskFinished,
+    TaskProgress,
     TaskStarted,
     ToolUsed,
 )
@@ -109,6 +110,7 @@ __all__ = [
     "SystemClock",
     "TaskFinished",
     "TaskNotRunning",
+    "TaskProgress",
     "TaskStarted",
     "TaskState",
     "TaskStatus",

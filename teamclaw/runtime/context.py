@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from teamclaw.runtime.config import ConfigSnapshot
 from teamclaw.runtime.errors import AgentError
@@ -171,6 +171,9 @@ class TaskState:
     ``token_budget`` constraint (PRD §4.7, 50,000 by default) unless given explicitly.
     """
 
+    TOKEN_PROGRESS_S: ClassVar[float] = 1.0
+    """At most one ``TaskProgress`` event a second per task (s)."""
+
     task_id: str
     project_id: str | None
     description: str
@@ -192,6 +195,10 @@ class TaskState:
     """Set when the task was cancelled: every later invoke in it is refused with this error."""
     journal: ResumeJournal | None = None
     """For a resumed task: what its earlier attempt completed (``teamclaw.runtime.resume``)."""
+    tokens_reported_at: float = float("-inf")
+    """Clock seconds of the last ``TaskProgress`` event (``execution.report_tokens``)."""
+    tokens_report_pending: bool = False
+    """True while a ``TaskProgress`` waits for the end of its second."""
     think_time_s: float = 0.0
     """Demo pacing (s): the offline executor waits this long before each call it runs, so a
     person watching the live page sees the team at work (0: no wait; set by main)."""

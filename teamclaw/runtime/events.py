@@ -204,6 +204,33 @@ class TaskStarted(RuntimeEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class TaskProgress(RuntimeEvent):
+    """A running task's token count moved (tokens; at most one a second per task,
+    ``TaskState.TOKEN_PROGRESS_S``, and never for the implicit task around a standalone
+    invoke): the pages show what it has spent so far instead of 0 until it ends, and the
+    record keeps it should the process stop first. ``TaskFinished`` carries the final count."""
+
+    kind: ClassVar[EventKind] = EventKind.TASK
+    task_id: str
+    project_id: str | None
+    description: str
+    tokens_used: int
+    token_budget: int
+    tokens_estimated: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        """The task fields this event sets (no ``status``: a progress event never changes it)."""
+        return {
+            "task_id": self.task_id,
+            "project_id": self.project_id,
+            "description": self.description,
+            "tokens_used": self.tokens_used,
+            "token_budget": self.token_budget,
+            "tokens_estimated": self.tokens_estimated,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class TaskFinished(RuntimeEvent):
     """A task ended ``completed`` or ``failed`` (``error`` is an AgentError's JSON shape)."""
 
@@ -405,6 +432,7 @@ EVENT_TYPES: tuple[type[RuntimeEvent], ...] = (
     SnapshotTaken,
     InstanceChanged,
     TaskStarted,
+    TaskProgress,
     TaskFinished,
     ArtifactWritten,
     ConfirmationChanged,

@@ -9,6 +9,7 @@ the runtime only through ``AgentPort`` (below), which the runtime implements.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -17,9 +18,9 @@ from typing import Any, Protocol
 
 from teamclaw.runtime.clock import Clock
 from teamclaw.runtime.config import CardSpec, ConfigSnapshot, ToolMode, ToolSpec
-from teamclaw.runtime.context import Artifact, ContextStatus, ExecutionContext, SnapshotType, TaskState
+from teamclaw.runtime.context import Artifact, ContextStatus, ExecutionContext, SnapshotType, TaskState, TaskStatus
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
-from teamclaw.runtime.events import ArtifactWritten, CallSite, ContextSnapshot, RuntimeEvent, ToolUsed
+from teamclaw.runtime.events import ArtifactWritten, CallSite, ContextSnapshot, RuntimeEvent, TaskProgress, ToolUsed
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.invocation import HookAck, HookEvent, InvokeRequest, InvokeResult, OperatorAnswer, RoutingStrategy
 from teamclaw.runtime.knowledge import (
@@ -327,10 +328,13 @@ class ExecutionCall:
         context.output_tokens += max(0, int(output_tokens))
         context.api_calls += 1
         context.tokens_estimated = context.tokens_estimated or estimated
-        self.task.tokens_used += max(0, int(input_tokens)) + max(0, int(output_tokens))
-        self.task.tokens_estimated = self.task.tokens_estimated or estimated
+        task = self.task
+        task.tokens_used += max(0, int(input_tokens)) + max(0, int(output_tokens))
+        task.tokens_estimated = task.tokens_estimated or estimated
         self.port.context_changed(context)
-        if enforce and self.task.tokens_used > self.task.token_budget:
+        if not task.ephemeral:
+            report_tokens(self.port, task)
+        if enforce and task.tokens_used > task.token_budget:
             self._budget_stop(0)
 
     def _budget_stop(self, expected: int) -> None:
@@ -508,6 +512,36 @@ class ExecutorLookup(Protocol):
 
     def get(self, kind: str) -> Executor | None:
         """The executor of ``kind``, None when none is installed."""
+
+
+def report_tokens(port: AgentPort, task: TaskState) -> None:
+    """Emit ``TaskProgress`` for ``task`` now, or, within ``TaskState.TOKEN_PROGRESS_S`` of
+    the last one, once that second is over (a burst of calls ends in one event with its
+    final count, so a task that then waits for its operator shows what it spent)."""
+    if task.tokens_report_pending:
+        return
+    wait_s = task.tokens_reported_at + task.TOKEN_PROGRESS_S - port.clock.now()
+    if wait_s > 0:
+        task.tokens_report_pending = True
+        asyncio.get_running_loop().call_later(wait_s, _emit_tokens, port, task)
+        return
+    _emit_tokens(port, task)
+
+
+def _emit_tokens(port: AgentPort, task: TaskState) -> None:
+    task.tokens_report_pending = False
+    if task.status != TaskStatus.RUNNING:
+        return  # TaskFinished carries the final count
+    task.tokens_reported_at = port.clock.now()
+    port.emit(
+        TaskProgress,
+        task_id=task.task_id,
+        project_id=task.project_id,
+        description=task.description,
+        tokens_used=task.tokens_used,
+        token_budget=task.token_budget,
+        tokens_estimated=task.tokens_estimated,
+    )
 
 
 class AgentPort(Protocol):
