@@ -37,6 +37,16 @@ UNITS = {
     "max_concurrent_instances": "instances",
     "memory_tokens": "tokens",
 }
+UNIT_LABELS = {
+    "timeout_s": gettext_lazy("s"),
+    "max_retries": gettext_lazy("retries"),
+    "file_scope": "",
+    "token_budget": gettext_lazy("tokens"),
+    "max_concurrent_instances": gettext_lazy("instances"),
+    "memory_tokens": gettext_lazy("tokens"),
+}
+"""``UNITS`` as the constraints page shows them, in the page's language (the API's
+messages keep ``UNITS``)."""
 LABELS = {
     "timeout_s": gettext_lazy("Timeout"),
     "max_retries": gettext_lazy("Retries"),

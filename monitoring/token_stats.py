@@ -18,7 +18,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_lazy
 from pygal.style import Style
 
 from monitoring.access import visible_contexts
@@ -27,6 +27,8 @@ from monitoring.role_labels import role_labels
 from teamclaw.errors import InvalidField
 
 GROUP_BY = ("role", "task", "project")
+GROUP_LABELS = {"role": gettext_lazy("role"), "task": gettext_lazy("task"), "project": gettext_lazy("project")}
+"""How each ``GROUP_BY`` value reads on the page (the API keeps the values)."""
 SERIES_KEYS = 8
 """Groups drawn separately in the time series; the rest are summed as 'other'."""
 
@@ -201,7 +203,7 @@ def usage_chart(stats: TokenStats, limit: int = 15) -> str:
     """Stacked bars of input and output tokens per group (the largest ``limit``), as SVG, its
     title and series named in the active language."""
     chart = pygal.StackedBar(**_config(x_label_rotation=20 if len(stats.rows) > 6 else 0))
-    chart.title = gettext("Tokens by %(group_by)s") % {"group_by": stats.group_by}
+    chart.title = gettext("Tokens by %(group_by)s") % {"group_by": GROUP_LABELS[stats.group_by]}
     rows = stats.rows[:limit]
     chart.x_labels = [r["label"] for r in rows]
     chart.add(gettext("input tokens"), [r["input_tokens"] for r in rows])

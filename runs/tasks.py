@@ -244,9 +244,12 @@ def project_types() -> list[str]:
     return list(load_project_types())
 
 
-def project_type_labels() -> list[tuple[str, str]]:
-    """``(type, English label)`` of every project type, for the new-task form."""
-    return [(t.type, t.label["en"]) for t in load_project_types().values()]
+def project_type_labels(language: str = "en") -> list[tuple[str, str]]:
+    """``(type, label)`` of every project type for the new-task form, in ``language`` (a
+    Django language code such as ``en`` or ``zh-hans``: its first part picks the label,
+    English when the type has none in that language)."""
+    short = (language or "en").split("-")[0].lower()
+    return [(t.type, t.label.get(short) or t.label["en"]) for t in load_project_types().values()]
 
 
 def run_spec(

@@ -273,6 +273,28 @@ def test_error_pages_and_messages_are_translated(page_client, builtin):
     assert re.search(r"没有变化：角色 dba 已经是已启用。|角色 dba 现在为已启用", html)
 
 
+def test_labels_that_pages_build_from_identifiers_read_in_chinese(page_client, builtin):
+    """Found by a walkthrough on the Chinese pages: the project types, the constraints'
+    units, the token chart's grouping, byte sizes and a review's phase and checks."""
+    from django.template import Context, Template
+    from django.utils import translation
+
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+    new_task = page_client.get("/tasks/new/", **zh).content.decode()
+    assert "智能体（Agent）开发" in new_task and "AI agent development" not in new_task
+    assert "1,000,000 字节" in new_task and "bytes)" not in new_task
+    assert "AI agent development" in page_client.get("/tasks/new/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    constraints = page_client.get("/constraints/main/", **zh).content.decode()
+    assert "0 – 10 次重试" in constraints and "1 – 64 个实例" in constraints and " retries" not in constraints
+    stats = page_client.get("/stats/tokens/?group_by=task", **zh).content.decode()
+    assert "selected>任务</option>" in stats and ">task</option>" not in stats
+    with translation.override("zh-hans"):
+        shown = Template(
+            "{% load outcome_labels %}{{ 'done'|phase_label }}|{{ checks|check_labels }}|{{ 'odd'|phase_label }}"
+        ).render(Context({"checks": ["closure", "unresolved"]}))
+    assert shown == "阶段：已完成|闭环, 未解决的要点|阶段： odd"
+
+
 def test_the_scripts_catalog_is_served_locally_in_the_page_language(page_client, builtin):
     html = page_client.get("/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert '<script src="/i18n/js/" defer></script>' in html

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import template
+from django.utils.translation import ngettext
 
 register = template.Library()
 
@@ -12,12 +13,13 @@ _UNITS = ((1_000_000_000, "GB"), (1_000_000, "MB"), (1_000, "kB"))
 @register.filter
 def decimal_size(value: int) -> str:
     """``value`` bytes in the largest decimal unit, to one decimal, with the exact count:
-    1,000,000 -> ``"1 MB (1,000,000 bytes)"``; under 1 kB only the count (``"999 bytes"``).
+    1,000,000 -> ``"1 MB (1,000,000 bytes)"``; under 1 kB only the count (``"999 bytes"``),
+    "bytes" in the page's language.
 
     Django's ``filesizeformat`` divides by 1,024 and showed a 1,000,000-byte limit as
     "976.6 KB" next to errors saying "the limit is 1,000,000 bytes"."""
     size = int(value)
-    exact = f"{size:,} byte{'' if size == 1 else 's'}"
+    exact = ngettext("%(count)s byte", "%(count)s bytes", size) % {"count": f"{size:,}"}
     for factor, unit in _UNITS:
         if size >= factor:
             amount = f"{size / factor:.1f}".removesuffix(".0")

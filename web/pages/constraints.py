@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods
 from capabilities.access import can_change, require_change
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.models import AgentRole, Project
-from capabilities.role_constraints import LABELS, UNITS, constraints_document, save_constraints
+from capabilities.role_constraints import LABELS, UNIT_LABELS, constraints_document, save_constraints
 from capabilities.snapshot import CONSTRAINT_FIELDS, DEFAULT_WHEN_NULL
 from web.forms import form_integer, form_note, form_version, note_refusal
 from web.scope import project_scope, scoped_url
@@ -48,7 +48,7 @@ def constraints_overview(request: HttpRequest) -> HttpResponse:
             "nav": "constraints",
             "rows": rows,
             "labels": [LABELS[n] for n in CONSTRAINT_FIELDS],
-            "units": UNITS,
+            "units": UNIT_LABELS,
             "memory_default": settings.TEAMCLAW["MEMORY_TOKENS"],
             "project": project,
             "projects": Project.objects.all(),
@@ -103,7 +103,7 @@ def constraints_edit(request: HttpRequest, role: str) -> HttpResponse:
             {
                 "name": name,
                 "label": LABELS[name],
-                "unit": UNITS[name],
+                "unit": UNIT_LABELS[name],
                 "value": "" if shown is None else shown,
                 "inherit": project is not None and shown is None,
                 "process_default": name in DEFAULT_WHEN_NULL,

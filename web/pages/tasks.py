@@ -13,8 +13,8 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import Project
@@ -133,7 +133,7 @@ KEPT_DRAFT = "kept-draft:"
 """Session key prefix of an edited draft whose save was refused (shown again on the page)."""
 
 ANSWERED = {
-    "answers": gettext_lazy("Answers sent; the interview goes on."),
+    "answers": gettext_lazy("Answers sent: the team reads them, then asks its next questions or writes the draft."),
     "decisions": gettext_lazy("All points decided; the consolidator applies your decisions."),
     "next": gettext_lazy("Sent: the team goes on."),
 }
@@ -255,7 +255,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
             "form": form,
             "error": error,
             "projects": Project.objects.all(),
-            "project_types": project_type_labels(),
+            "project_types": project_type_labels(get_language()),
             "limit": max_document_bytes(),
         },
         status=400 if error else 200,

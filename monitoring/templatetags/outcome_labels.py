@@ -1,0 +1,43 @@
+"""How a requirement review's phase and quality checks read on a page, in its language; the
+API and the artifacts keep the identifiers (``monitoring.outcome.task_phase``, the quality
+check of ``teamclaw.workflows.consolidation``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django import template
+from django.utils.translation import gettext, gettext_lazy
+
+register = template.Library()
+
+PHASE_LABELS = {
+    "interview": gettext_lazy("phase: interview"),
+    "draft": gettext_lazy("phase: draft"),
+    "review": gettext_lazy("phase: review"),
+    "decisions": gettext_lazy("phase: decisions"),
+    "done": gettext_lazy("phase: done"),
+    "ended": gettext_lazy("phase: ended"),
+}
+"""Whole badges ("phase: done"), not bare words: a catalog entry "done" would also turn the
+identifiers that pages show as they are (a progress step, a capability tag) into Chinese."""
+CHECK_LABELS = {
+    "structure": gettext_lazy("structure"),
+    "objectivity": gettext_lazy("objectivity"),
+    "consistency": gettext_lazy("consistency"),
+    "closure": gettext_lazy("closure"),
+    "completeness": gettext_lazy("completeness"),
+    "unresolved": gettext_lazy("unresolved points"),
+}
+
+
+@register.filter
+def phase_label(phase: str) -> str:
+    """``done`` -> "phase: done" / "阶段：已完成"; an unknown phase after "phase:"."""
+    return str(PHASE_LABELS.get(phase) or f"{gettext('phase:')} {phase}")
+
+
+@register.filter
+def check_labels(names: Iterable[str]) -> str:
+    """Quality check names, translated and joined with commas."""
+    return ", ".join(str(CHECK_LABELS.get(name, name)) for name in names or ())
