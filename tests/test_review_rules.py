@@ -6,7 +6,8 @@ from __future__ import annotations
 from teamclaw.workflows.consolidation import consolidate, decide, quality_check
 from teamclaw.workflows.debate import consensus, evaluate, respond
 from teamclaw.workflows.document import parse_document
-from teamclaw.workflows.review_rules import review
+from teamclaw.workflows.review_rules import acceptance_criterion, review
+from teamclaw.workflows.review_text import PROPOSED
 from tests.documents import BOOKSTORE, CLINIC, PLAIN_TOOL
 
 
@@ -179,3 +180,49 @@ def test_may_granting_a_permission_is_not_made_a_duty():
     assert [issue["location"]["line"] for issue in weak] == [line_of(EXPORT, "could include refunds")]
     optional = "# Requirement: Reports\n\n## Scope\n- The report may include a chart.\n"
     assert [i["rule"] for i in findings(optional, "pm") if i["rule"] == "weak_wording"] == ["weak_wording"]
+
+
+def test_lines_the_review_adds_are_marked_as_the_teams_in_either_language():
+    """A section the review appends, or bullets it puts into the user's section, never read as
+    the requester's words; the open points (questions) carry no mark."""
+    for original, mark in (
+        ("# T\n\n## Requirements\n- The page must load.\n", " _(added by the review)_"),
+        ("# 订单\n\n## 需求\n- 页面必须加载。\n", "（评审补充）"),
+    ):
+        new_section = issue(
+            category="reliability",
+            action="append_section",
+            level="unanimous",
+            section="Error handling",
+            lines=["Errors are shown."],
+        )
+        into_theirs = issue(
+            category="reliability",
+            action="append_section",
+            level="unanimous",
+            section="Requirements",
+            lines=["It is logged."],
+        )
+        into_theirs["id"] = "dev-9"
+        question = issue(category="goals", action="open_point", level="unanimous", question="Who pays?")
+        responses = {"dev": {"final_issues": [new_section, into_theirs, question]}}
+        final, _ = consolidate(original, responses, [])
+        assert f"- Errors are shown.{mark}" in final, final
+        assert f"- It is logged.{mark}" in final or "需求" in original, final
+        assert "- Who pays?" in final and f"Who pays?{mark}" not in final
+        assert original.splitlines()[3] in final.splitlines()  # the user's line, unmarked
+
+
+def test_a_criterion_the_rules_cannot_build_is_a_proposal_not_a_pass():
+    """A requirement with no actor and action ("Exports in CSV.") gets no made-up result
+    ("the observed result matches it"): the result to expect is a proposal awaiting
+    confirmation, so the quality check reports it unresolved."""
+    for text, language in (("Exports in CSV", "en"), ("导出为CSV格式", "zh")):
+        criterion = acceptance_criterion(text, language)
+        assert PROPOSED.search(criterion), criterion
+        assert "matches it" not in criterion and "一致" not in criterion
+    final = "# T\n\n## Requirements\n- Exports in CSV.\n\n## Acceptance criteria\n- " + acceptance_criterion(
+        "Exports in CSV", "en"
+    )
+    result = quality_check(final + "\n", "# T\n\n## Requirements\n- Exports in CSV.\n")
+    assert not {c["name"]: c for c in result["checks"]}["unresolved"]["passed"]

@@ -142,22 +142,33 @@ def _find_section(lines: list[str], key: str, language: str) -> int | None:
     return None
 
 
+def added_by_review(language: str) -> str:
+    """The mark after each line the review adds to the document (a new section's bullets, or
+    bullets put into one of the user's sections), so that what the team wrote never reads as
+    the requester's words (seed 002 principle 4: the user's requirement is the baseline).
+    Open points (the operator's questions) and proposals (marked already) carry none."""
+    return say(language, " _(added by the review)_", "（评审补充）")
+
+
 def _append_sections(lines: list[str], additions: dict[str, list[str]], language: str) -> list[str]:
     out = list(lines)
     tail: list[str] = []
+    mark = added_by_review(language)
     for section, bullets in additions.items():
         if not bullets:
             continue
+        # A proposal ("proposed, to be confirmed: ...") says whose it is already.
+        items = [f"- {b}" if section == "Open points" or PROPOSED.search(b) else f"- {b}{mark}" for b in bullets]
         index = _find_section(out, section, language)
         if index is None:
-            tail += ["", f"## {section_title(section, language)}", "", *[f"- {b}" for b in bullets]]
+            tail += ["", f"## {section_title(section, language)}", "", *items]
             continue
         end = index + 1
         while end < len(out) and not re.match(r"^#+\s", out[end]):
             end += 1
         while end > index + 1 and not out[end - 1].strip():
             end -= 1
-        out[end:end] = [f"- {b}" for b in bullets]
+        out[end:end] = items
     while out and not out[-1].strip():
         out.pop()
     return out + tail

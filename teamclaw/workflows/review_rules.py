@@ -461,7 +461,11 @@ def acceptance_criterion(text: str, language: str) -> str:
             if marks:
                 result = "达到" + marks[0] + "，且操作无报错完成"
             return f"给定{who}，当{who}在测试环境中{what}时，预期：{result}。"
-        return f"在测试环境中执行“{clip(text, 80)}”时，预期：观察到的结果与该需求一致，测试记录为通过。"
+        # No actor or action to build a result from: the result to expect is asked for, marked
+        # as a proposal (the quality check then does not pass), never made up.
+        return (
+            f"在测试环境中执行“{clip(text, 80)}”时，预期：{proposed('zh', '应观察到的结果；需求中没有写明').strip()}。"
+        )
     match = _EN_MODAL.match(text)
     if match:
         who, what = match.group("who").strip(), match.group("what").strip()
@@ -473,9 +477,8 @@ def acceptance_criterion(text: str, language: str) -> str:
         if marks:
             result = "the target" + marks[0] + " is met in every run"
         return f"Given {who[:1].lower() + who[1:]}, when they {what} in the test environment, then {result}."
-    return (
-        f'When the test exercises "{clip(text, 80)}", then the observed result matches it and the test records a pass.'
-    )
+    expected = proposed("en", "the result to expect, which the requirement does not say").strip()
+    return f'When the test exercises "{clip(text, 80)}", then {expected}.'
 
 
 def _role_name(text: str) -> str:
