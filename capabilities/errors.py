@@ -39,11 +39,19 @@ class StaleVersion(DomainError):
         self.changes = changes
         who = sorted({c["actor"] or "an import or the system" for c in changes})
         by = f" by {', '.join(who)}" if who else ""
-        super().__init__(
-            f"{document} was changed{by} since you loaded it (your version {expected}, now {current}); "
-            "review the difference and save again",
-            extra={"current_version": current, "your_version": expected, "changes": changes},
-        )
+        if expected > current:
+            # A version this document never had: often the config version (from a "saved as
+            # config version N" message) sent for the document's own.
+            message = (
+                f"{document} is at version {current}, not {expected}: send the version of the document "
+                "you loaded (its 'version' field), not the config version; nothing was saved"
+            )
+        else:
+            message = (
+                f"{document} changed{by} since you loaded it (your version {expected}, now {current}); "
+                "review the difference and save again"
+            )
+        super().__init__(message, extra={"current_version": current, "your_version": expected, "changes": changes})
 
 
 class Problems:

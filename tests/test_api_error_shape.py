@@ -121,3 +121,23 @@ def test_server_errors_and_lockouts_under_api_are_in_the_error_shape():
     request = RequestFactory().get("/api/v1/roles")
     assert error_body(server_error(request), 500)["errors"] == {}
     assert error_body(lockout_response(RequestFactory().post("/api/v1/auth/token")), 429)["errors"] == {}
+
+
+def test_a_version_the_document_never_had_is_told_apart_from_a_stale_one(api, builtin):
+    """The config version (from "saved as config version N") sent for a document's own: a
+    409 that says which number to send, not "changed since you loaded it" with no changes."""
+    doc = api.get("/api/v1/constraints/dba").json()
+    ahead = api.put(
+        "/api/v1/constraints/dba", {"version": doc["version"] + 7, "constraints": {"max_retries": 2}}, format="json"
+    )
+    body = error_body(ahead, 409)
+    assert f"is at version {doc['version']}, not {doc['version'] + 7}" in body["detail"]
+    assert "not the config version; nothing was saved" in body["detail"]
+    saved = api.put(
+        "/api/v1/constraints/dba", {"version": doc["version"], "constraints": {"max_retries": 2}}, format="json"
+    )
+    assert saved.status_code == 200
+    stale = api.put(
+        "/api/v1/constraints/dba", {"version": doc["version"], "constraints": {"max_retries": 1}}, format="json"
+    )
+    assert "the constraints of dba changed by " in error_body(stale, 409)["detail"]
