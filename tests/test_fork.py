@@ -151,6 +151,11 @@ def test_the_task_page_forks_and_the_compare_page_shows_the_difference(page_clie
     compare = page_client.get(f"/tasks/{source.id}/compare/", {"with": forked.id}).content.decode()
     assert "review_dev.json</code> · changed" in compare
     assert "(strict)" in compare
+    pick = page_client.get(f"/tasks/{source.id}/compare/")  # no ?with=: which task, not a 404
+    assert pick.status_code == 200
+    assert f'<option value="{forked.id}">' in pick.content.decode()
+    assert f'<option value="{source.id}">' not in pick.content.decode()
+    assert page_client.get(f"/tasks/{source.id}/compare/", {"with": "nope"}).status_code == 404
     refused = page_client.post(f"/tasks/{source.id}/fork", {"from_step": "999"}, follow=True).content.decode()
     assert "from_step: must be a whole number from 0 to" in refused
 

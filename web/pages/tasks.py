@@ -169,10 +169,21 @@ def task_input(request: HttpRequest, task_id: str, section: str) -> HttpResponse
 
 @require_GET
 def task_compare(request: HttpRequest, task_id: str) -> HttpResponse:
-    """Two tasks' artifacts side by side (``?with=<task id>``): same, changed (a diff), missing."""
+    """Two tasks' artifacts side by side (``?with=<task id>``): same, changed (a diff), missing.
+    Without ``with``, a page to pick the second task (the 50 newest of the same workflow)."""
     tasks = visible_tasks(request.user).prefetch_related("artifacts")
     left = get_object_or_404(tasks, pk=task_id)
-    right = get_object_or_404(tasks, pk=request.GET.get("with", ""))
+    other = request.GET.get("with", "").strip()
+    if not other:  # ask which task, rather than a bare 404
+        choices = visible_tasks(request.user).exclude(pk=left.pk).order_by("-created_at")
+        if left.workflow:
+            choices = choices.filter(workflow=left.workflow)
+        return render(
+            request,
+            "monitoring/task_compare_pick.html",
+            {"nav": "tasks", "left": left, "choices": list(choices[:50])},
+        )
+    right = get_object_or_404(tasks, pk=other)
     return render(
         request,
         "monitoring/task_compare.html",
