@@ -97,6 +97,8 @@ def test_the_constraints_page_refuses_it_in_the_operators_language(page_client, 
     )
     assert refused.status_code == 400
     assert words in html.unescape(refused.content.decode())
+    banner = {"en": "<strong>Not saved.</strong> Fix the fields marked below", "zh-hans": "<strong>未保存。</strong>"}
+    assert banner[language] in refused.content.decode()  # said at the top too, not only under the field
     assert build_snapshot(None).roles["main"].constraints.max_concurrent_instances == 4
 
 

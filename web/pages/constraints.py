@@ -123,6 +123,7 @@ def constraints_edit(request: HttpRequest, role: str) -> HttpResponse:
             "project": project,
             "conflict": conflict,
             "errors": {k: v for k, v in errors.items() if not k.startswith("constraints.")},
+            "field_errors": any(k.startswith("constraints.") for k in errors),
             "note": note,
             "can_edit": can_change(request.user, "constraints"),
             "memory_default": settings.TEAMCLAW["MEMORY_TOKENS"],
