@@ -9,10 +9,21 @@ from unittest import mock
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client, TransactionTestCase
+from django.utils import translation
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 PASSWORD = "correct-horse-battery-staple"
+
+
+@pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """Each test starts in the default language (English): a request through the test client
+    leaves the language it asked for (``Accept-Language: zh-hans``) active in this thread, so
+    code called directly afterwards would answer in Chinese depending on test order."""
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)
