@@ -9,7 +9,7 @@ import pytest
 
 from monitoring.live_events import extract
 from teamclaw.runtime.context import ContextStatus, ExecutionContext
-from teamclaw.runtime.events import ContextChanged, MessageSent, MessageStatusChanged
+from teamclaw.runtime.events import ContextChanged, MessageSent, MessageStatusChanged, TaskFinished, TaskProgress
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party
 from web.sockets.outbox import Outbox
 
@@ -118,6 +118,22 @@ def test_a_batch_coalesces_to_one_item_per_live_thing_with_its_latest_state():
     assert items[1].item["progress"] == 70
     assert items[1].item["status"] == "executing"
     assert items[0].item["summary"] == "params {requirement}"
+
+
+def test_a_task_chip_keeps_its_title_and_status_through_progress_and_its_end():
+    """A TaskProgress says no status (the task runs) and both it and TaskFinished carry the
+    description, so the chip neither loses its title nor shows an empty badge."""
+    progress = TaskProgress("t1", None, "Plan the checkout", 1200, 50_000, True, at=1.0)
+    [running] = extract([progress])
+    assert running.item["title"] == "Plan the checkout" and running.item["status"] == "running"
+    assert running.item["tokens_used"] == 1200 and running.item["tokens_estimated"]
+    finished = TaskFinished("t1", "completed", None, None, 4000, 50_000, 2.0, True, "Plan the checkout", at=2.0)
+    [done] = extract([progress, finished])
+    assert (done.item["title"], done.item["status"], done.item["tokens_used"]) == (
+        "Plan the checkout",
+        "completed",
+        4000,
+    )
 
 
 def test_merging_queued_batches_keeps_first_positions_and_latest_fields():

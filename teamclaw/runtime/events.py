@@ -244,11 +244,14 @@ class TaskFinished(RuntimeEvent):
     finished_at: float
     tokens_estimated: bool = False
     """Whether any of ``tokens_used`` is an estimate (pages mark it "est.")."""
+    description: str = ""
+    """The task's description, so a page that shows the event keeps the task's title."""
 
     def as_dict(self) -> dict[str, Any]:
         """The task fields this event sets: ``{task_id, status, error, tokens_used, ...}``."""
         return {
             "task_id": self.task_id,
+            "description": self.description,
             "status": self.status,
             "project_id": self.project_id,
             "error": dict(self.error) if self.error is not None else None,

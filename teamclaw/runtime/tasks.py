@@ -200,6 +200,7 @@ class TaskBook:
             token_budget=task.token_budget,
             finished_at=self.clock.now(),
             tokens_estimated=task.tokens_estimated,
+            description=task.description,
         )
 
     @asynccontextmanager
