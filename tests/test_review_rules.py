@@ -7,6 +7,7 @@ from teamclaw.workflows.consolidation import consolidate, decide, quality_check
 from teamclaw.workflows.debate import consensus, evaluate, respond
 from teamclaw.workflows.document import parse_document
 from teamclaw.workflows.review_rules import acceptance_criterion, review
+from teamclaw.workflows.review_rules import testable as is_testable
 from teamclaw.workflows.review_text import PROPOSED
 from tests.documents import BOOKSTORE, CLINIC, PLAIN_TOOL
 
@@ -226,3 +227,12 @@ def test_a_criterion_the_rules_cannot_build_is_a_proposal_not_a_pass():
     )
     result = quality_check(final + "\n", "# T\n\n## Requirements\n- Exports in CSV.\n")
     assert not {c["name"]: c for c in result["checks"]}["unresolved"]["passed"]
+
+
+def test_a_criterion_with_a_condition_and_an_observable_result_is_testable():
+    """Found by a second walkthrough: "a CSV ... is downloaded" is a result a tester sees."""
+    assert is_testable(
+        "When an admin presses Export on a list of 3 orders, a CSV with 3 rows and 4 columns is downloaded."
+    )
+    assert is_testable("当管理员在 3 个订单的列表上点击导出时，下载一个包含 3 行和 4 列的 CSV。")
+    assert not is_testable("When an admin presses Export, it works well.")

@@ -461,11 +461,10 @@ def acceptance_criterion(text: str, language: str) -> str:
             if marks:
                 result = "达到" + marks[0] + "，且操作无报错完成"
             return f"给定{who}，当{who}在测试环境中{what}时，预期：{result}。"
-        # No actor or action to build a result from: the result to expect is asked for, marked
-        # as a proposal (the quality check then does not pass), never made up.
-        return (
-            f"在测试环境中执行“{clip(text, 80)}”时，预期：{proposed('zh', '应观察到的结果；需求中没有写明').strip()}。"
-        )
+        # No actor and action the rules can build a result from: the result to expect is asked
+        # for, marked as a proposal (the quality check then does not pass), never made up.
+        expected = proposed("zh", "应观察到的结果，评审无法从这一行推出").strip()
+        return f"在测试环境中执行“{clip(text, 80)}”时，预期：{expected}。"
     match = _EN_MODAL.match(text)
     if match:
         who, what = match.group("who").strip(), match.group("what").strip()
@@ -477,7 +476,7 @@ def acceptance_criterion(text: str, language: str) -> str:
         if marks:
             result = "the target" + marks[0] + " is met in every run"
         return f"Given {who[:1].lower() + who[1:]}, when they {what} in the test environment, then {result}."
-    expected = proposed("en", "the result to expect, which the requirement does not say").strip()
+    expected = proposed("en", "the result to expect, which the review could not derive from this line").strip()
     return f'When the test exercises "{clip(text, 80)}", then {expected}.'
 
 

@@ -661,6 +661,21 @@ RESULT = _words(
     "receives",
     "is rejected",
     "appears",
+    # what a tester observes after the condition: a file, a row, a message
+    "is downloaded",
+    "are downloaded",
+    "downloads",
+    "is displayed",
+    "are displayed",
+    "displays",
+    "shows",
+    "is saved",
+    "is stored",
+    "is created",
+    "is sent",
+    "is exported",
+    "contains",
+    "lists",
     "预期",
     "则",
     "显示",
@@ -668,6 +683,11 @@ RESULT = _words(
     "收到",
     "被拒绝",
     "出现",
+    "下载",
+    "提示",
+    "生成",
+    "包含",
+    "看到",
 )
 UNTESTABLE = _words(
     "works well", "happy", "satisfied", "good", "nice", "满意", "良好", "顺利", "正常运行", "运行稳定", "用户满意"
