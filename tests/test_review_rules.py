@@ -236,3 +236,13 @@ def test_a_criterion_with_a_condition_and_an_observable_result_is_testable():
     )
     assert is_testable("当管理员在 3 个订单的列表上点击导出时，下载一个包含 3 行和 4 列的 CSV。")
     assert not is_testable("When an admin presses Export, it works well.")
+
+
+def test_pressing_export_to_get_a_file_is_no_integration():
+    """ "press Export to get a CSV" names no other system: no retry section about one (second
+    walkthrough: it added "When an external system named in ... is slow")."""
+    text = EXPORT + "- Filter the order list, then press Export to get a CSV.\n"
+    assert "integration_failure_undefined" not in {i["rule"] for i in findings(text, "dev")}
+    synced = EXPORT + "- Orders are imported from Shopify every hour.\n- We export to Salesforce nightly.\n"
+    lines = {i["location"]["line"] for i in findings(synced, "dev") if i["rule"] == "integration_failure_undefined"}
+    assert lines == {line_of(synced, "export to Salesforce")}

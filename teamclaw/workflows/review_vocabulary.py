@@ -182,28 +182,33 @@ ERROR_HANDLING = _words(
     "超时",
     "回滚",
 )
-INTEGRATION = _words(
-    "third-party",
-    "third party",
-    "external",
-    "integrate",
-    "integration",
-    "integrates",
-    "webhook",
-    "payment gateway",
-    "sync",
-    "synced",
-    "synchronize",
-    "synchronized",
-    "synchronise",
-    "synchronised",
-    "import from",
-    "export to",
-    "API of",
-    "第三方",
-    "对接",
-    "同步",
-    "集成",
+INTEGRATION = re.compile(
+    _words(
+        "third-party",
+        "third party",
+        "external",
+        "integrate",
+        "integration",
+        "integrates",
+        "webhook",
+        "payment gateway",
+        "sync",
+        "synced",
+        "synchronize",
+        "synchronized",
+        "synchronise",
+        "synchronised",
+        "API of",
+        "第三方",
+        "对接",
+        "同步",
+        "集成",
+    ).pattern
+    # "import from Shopify", "export to SAP": another system; not "press Export to get a CSV".
+    + r"|(?<![A-Za-z0-9])(?:import from|export to)\s+"
+    r"(?!(?:get|see|download|make|create|have|do|let|allow|keep|a|an|the|their|his|her|its|my|your|our|it|them)"
+    r"(?![A-Za-z]))[A-Za-z]",
+    re.IGNORECASE,
 )
 OPEN_ENDED = _words("etc", "and so on", "and more", "等等", "等")
 ACCEPTANCE_HEADINGS = ("acceptance", "验收", "done when", "definition of done", "success criteria")
