@@ -246,3 +246,17 @@ def test_pressing_export_to_get_a_file_is_no_integration():
     synced = EXPORT + "- Orders are imported from Shopify every hour.\n- We export to Salesforce nightly.\n"
     lines = {i["location"]["line"] for i in findings(synced, "dev") if i["rule"] == "integration_failure_undefined"}
     assert lines == {line_of(synced, "export to Salesforce")}
+
+
+def test_an_email_column_is_personal_data_in_either_language():
+    """The same export in English and in Chinese gets the same privacy finding (second
+    walkthrough: "客户邮箱" got none while "customer email" did)."""
+    english = (
+        "# Order export\n\n## Scope\n- Admins export a month of orders.\n"
+        "- The file lists order number, date, customer email and total.\n"
+    )
+    chinese = "# 订单导出\n\n## 需求\n- 管理员导出一个月的订单。\n- 文件列出订单号、日期、客户邮箱和金额。\n"
+    rules_en = {i["rule"] for p in ("dev", "pm", "domain") for i in findings(english, p)}
+    rules_zh = {i["rule"] for p in ("dev", "pm", "domain") for i in findings(chinese, p)}
+    privacy = {rule for rule in rules_en if "privacy" in rule or "personal" in rule}
+    assert privacy and privacy <= rules_zh, (privacy, rules_zh)
