@@ -402,3 +402,6 @@ def test_a_task_waiting_for_its_operator_shows_the_tokens_it_spent_so_far(api, r
     page = page_client.get(f"/tasks/{task_id}/").content.decode()
     assert f"{task.tokens_used:,} / {task.token_budget:,} tokens" in page
     assert api.get(f"/api/v1/tasks/{task_id}").json()["tokens_used"] == task.tokens_used
+    # The phase badge alone, as the page reads it again when what the task waits for changes.
+    badge = page_client.get(f"/tasks/{task_id}/?part=phase", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-phase="interview"' in badge and "<html" not in badge

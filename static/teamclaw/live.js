@@ -215,6 +215,13 @@
       // operator is typing somewhere.
       if (!dirty(document.body)) soon("reload", 800, function () { window.location.reload(); });
     }
+    if ((ev.kind === "confirmation" || ev.kind === "artifact") && root.dataset.taskId && ev.data.task_id === root.dataset.taskId) {
+      // What the task waits for, or what it wrote, moves its phase: the badge reads it again.
+      soon("phase", 500, function () {
+        const phase = document.getElementById("task-phase");
+        if (phase && window.htmx) window.htmx.trigger(phase, "tc-phase");
+      });
+    }
     if (ev.kind === "artifact" && ev.data.name === "outcome.json") {
       // The task's outcome was written: its panel reads it again (the task page).
       const outcome = document.getElementById("task-outcome");

@@ -67,6 +67,9 @@ def test_an_operator_turns_a_chinese_idea_into_a_reviewed_requirement_in_the_bro
     card.locator("button[type=submit]").click()  # two questions left empty: open points, not invented
 
     card = waiting_form(page, "next_action")
+    # The phase badge follows what the task waits for, live (it read "interview" until a reload).
+    expect(page.locator("#task-phase .badge.phase")).to_have_attribute("data-phase", "draft")
+    expect(page.locator("#task-phase")).to_contain_text("phase: draft")  # the page is in English
     artifacts = page.locator("#artifacts")
     expect(artifacts).to_contain_text("requirement.md")
     draft = Artifact.objects.get(task=task, name="requirement.md").content

@@ -70,8 +70,9 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         **task_page_context(request.user, task),
         "kept_draft": request.session.pop(f"{KEPT_DRAFT}{task_id}", ""),
     }
-    if request.GET.get("part") == "outcome":  # the outcome panel, read again when outcome.json is written
-        return fragment_or_page(request, "monitoring/task_detail.html", "outcome", context)
+    part = request.GET.get("part")
+    if part in ("outcome", "phase"):  # read again when outcome.json is written / the task waits anew
+        return fragment_or_page(request, "monitoring/task_detail.html", part, context)
     return render(request, "monitoring/task_detail.html", context)
 
 
