@@ -43,8 +43,8 @@ class StaleVersion(DomainError):
             # A version this document never had: often the config version (from a "saved as
             # config version N" message) sent for the document's own.
             message = (
-                f"{document} is at version {current}, not {expected}: send the version of the document "
-                "you loaded (its 'version' field), not the config version; nothing was saved"
+                f"{document}: the document is at version {current}, not {expected}; send the version of "
+                "the document you loaded (its 'version' field), not the config version; nothing was saved"
             )
         else:
             message = (

@@ -37,5 +37,5 @@ def finite_float(text: str) -> float:
     to be one (``1e400`` would be infinity, which JSON cannot spell back)."""
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"{text} is too large for a JSON number (at most about 1.8e308)")
+        raise ValueError(f"{text} is too large in magnitude for a JSON number (at most about 1.8e308)")
     return value

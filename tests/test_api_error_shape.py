@@ -42,13 +42,16 @@ def test_a_number_too_large_for_a_float_is_a_parse_error_saying_so(api, builtin,
     body = b'{"version": 0, "constraints": {"max_concurrent_instances": ' + number.encode() + b"}}"
     response = api.put("/api/v1/constraints/coderA", data=body, content_type="application/json")
     detail = error_body(response, 400)["detail"]
-    assert f"{number} is too large for a JSON number" in detail
+    assert f"{number} is too large in magnitude for a JSON number" in detail
     config = api.post(
         "/api/v1/config/import",
         data=b'{"format": "teamclaw-config/1", "x": ' + number.encode() + b"}",
         content_type="application/json",
     )
-    assert config.status_code == 400 and "too large for a JSON number" in config.json()["errors"]["document"][0]
+    assert (
+        config.status_code == 400
+        and "too large in magnitude for a JSON number" in config.json()["errors"]["document"][0]
+    )
 
 
 def test_a_stale_matrix_save_is_a_409_in_the_error_shape_with_its_conflict_keys(api, builtin):
@@ -131,7 +134,7 @@ def test_a_version_the_document_never_had_is_told_apart_from_a_stale_one(api, bu
         "/api/v1/constraints/dba", {"version": doc["version"] + 7, "constraints": {"max_retries": 2}}, format="json"
     )
     body = error_body(ahead, 409)
-    assert f"is at version {doc['version']}, not {doc['version'] + 7}" in body["detail"]
+    assert f"the document is at version {doc['version']}, not {doc['version'] + 7}" in body["detail"]
     assert "not the config version; nothing was saved" in body["detail"]
     saved = api.put(
         "/api/v1/constraints/dba", {"version": doc["version"], "constraints": {"max_retries": 2}}, format="json"
@@ -141,3 +144,20 @@ def test_a_version_the_document_never_had_is_told_apart_from_a_stale_one(api, bu
         "/api/v1/constraints/dba", {"version": doc["version"], "constraints": {"max_retries": 1}}, format="json"
     )
     assert "the constraints of dba changed by " in error_body(stale, 409)["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [
+        ("/api/v1/constraints/nosuchrole", "role 'nosuchrole' does not exist"),
+        ("/api/v1/roles/nosuchrole", "role 'nosuchrole' does not exist"),
+        ("/api/v1/projects/nowhere", "project 'nowhere' does not exist"),
+        ("/api/v1/tasks/nosuchtask", "task 'nosuchtask' does not exist"),
+    ],
+)
+def test_a_missing_thing_is_named_not_its_model_class(api, builtin, path, words):
+    body = error_body(api.get(path), 404)
+    assert body["detail"] == words
+    assert "matches the given query" not in body["detail"]
+    if path.startswith("/api/v1/constraints/"):
+        assert error_body(api.put(path, {"version": 0, "constraints": {}}, format="json"), 404)["detail"] == words

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -14,6 +13,7 @@ from rest_framework.views import APIView
 from monitoring.alerts import filter_alerts
 from monitoring.models import Alert
 from teamclaw.api_query import StrictPagination, query_parameters
+from web.api.lookup import found
 
 
 def alert_document(alert: Alert) -> dict[str, object]:
@@ -60,7 +60,7 @@ class AlertResolveView(APIView):
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, alert_id: int) -> Response:
-        alert = get_object_or_404(Alert, pk=alert_id)
+        alert = found(Alert, "alert", pk=alert_id)
         if alert.resolved_at is None:
             alert.resolved_at = timezone.now()
             alert.details = {**alert.details, "resolved_by": request.user.get_username()}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -22,6 +21,7 @@ from teamclaw import api_fields
 from teamclaw.api_query import query_parameters
 from teamclaw.runtime.config import CATEGORIES, CapabilityType
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
+from web.api.lookup import found
 from web.scope import project_scope, scoped_snapshot
 
 
@@ -102,7 +102,7 @@ class CapabilityDetailView(RefusalAudit):
 
 def capability_get(request: Request, capability_id: str, document: dict[str, Any]) -> dict[str, Any]:
     """The card plus its ``document_version`` and enabled layers."""
-    card = get_object_or_404(CapabilityCard, capability_id=capability_id)
+    card = found(CapabilityCard, "capability", capability_id=capability_id)
     return capability_document(card, project_scope(request), document)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework.request import Request
@@ -15,6 +14,7 @@ from capabilities.role_constraints import constraints_document, save_constraints
 from team.config_schema import constraint_fields_schema, openapi_schema
 from teamclaw import api_fields
 from web.api.governance import PROJECT_PARAM, GovernanceView
+from web.api.lookup import found
 from web.scope import project_scope
 
 
@@ -50,11 +50,11 @@ class ConstraintsView(GovernanceView):
     config_actions = {"PUT": "constraints"}
 
     def current_document(self, request: Request) -> dict[str, Any] | None:
-        return constraints_document(get_object_or_404(AgentRole, role=self.kwargs["role"]), project_scope(request))
+        return constraints_document(found(AgentRole, "role", role=self.kwargs["role"]), project_scope(request))
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str) -> Response:
-        return Response(constraints_document(get_object_or_404(AgentRole, role=role), project_scope(request)))
+        return Response(constraints_document(found(AgentRole, "role", role=role), project_scope(request)))
 
     @extend_schema(
         parameters=[PROJECT_PARAM],
@@ -62,7 +62,7 @@ class ConstraintsView(GovernanceView):
         responses=OpenApiTypes.OBJECT,
     )
     def put(self, request: Request, role: str) -> Response:
-        obj = get_object_or_404(AgentRole, role=role)
+        obj = found(AgentRole, "role", role=role)
         project = project_scope(request)
         data = api_fields.read_body(ConstraintsSaveSerializer, request.data)
         result = save_constraints(

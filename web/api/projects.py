@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -15,6 +14,7 @@ from capabilities.models import Project
 from team.projects import create_project, project_document, update_project
 from teamclaw import api_fields
 from web.api.governance import GovernanceView
+from web.api.lookup import found
 
 
 class ProjectCreateSerializer(api_fields.DocumentSerializer):
@@ -65,15 +65,15 @@ class ProjectDetailView(GovernanceView):
     config_actions = {"PATCH": "project"}
 
     def current_document(self, request: Request) -> dict[str, Any] | None:
-        return project_document(get_object_or_404(Project, slug=self.kwargs["slug"]))
+        return project_document(found(Project, "project", slug=self.kwargs["slug"]))
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, slug: str) -> Response:
-        return Response(project_document(get_object_or_404(Project, slug=slug)))
+        return Response(project_document(found(Project, "project", slug=slug)))
 
     @extend_schema(request=ProjectEditSerializer, responses=OpenApiTypes.OBJECT)
     def patch(self, request: Request, slug: str) -> Response:
-        project = get_object_or_404(Project, slug=slug)
+        project = found(Project, "project", slug=slug)
         data = api_fields.read_body(ProjectEditSerializer, request.data)
         result = update_project(
             project, version=data["version"], data=data["document"], note=data["note"], actor=request.user

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import QueryDict
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import status
@@ -24,6 +23,7 @@ from team.config_schema import constraint_fields_schema, openapi_schema
 from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
+from web.api.lookup import found
 from web.scope import project_scope, scoped_snapshot
 
 
@@ -108,7 +108,7 @@ class RoleDetailView(RefusalAudit):
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str) -> Response:
-        obj = get_object_or_404(AgentRole, role=role)
+        obj = found(AgentRole, "role", role=role)
         return Response(role_get(request, obj, role_definition(scoped_snapshot(request), obj)))
 
     @extend_schema(parameters=[PROJECT_PARAM], request=RoleEditSerializer, responses=OpenApiTypes.OBJECT)
@@ -147,13 +147,13 @@ class RoleExecutorView(RefusalAudit):
 
     @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, role: str) -> Response:
-        return Response(_executor_body(get_object_or_404(AgentRole, role=role), request))
+        return Response(_executor_body(found(AgentRole, "role", role=role), request))
 
     @extend_schema(parameters=[PROJECT_PARAM], request=RoleExecutorSerializer, responses=OpenApiTypes.OBJECT)
     def put(self, request: Request, role: str) -> Response:
         if not request.user.is_staff:
             raise PermissionDenied("changing the configuration needs staff permission")
-        obj = get_object_or_404(AgentRole, role=role)
+        obj = found(AgentRole, "role", role=role)
         slug = request.query_params.get("project") or None
         project = Project.objects.filter(slug=slug).first() if slug else None
         if slug and project is None:
@@ -182,7 +182,7 @@ def role_post(request: Request) -> Response:
 
 def role_patch(request: Request, role: str) -> Response:
     """``PATCH /api/v1/roles/{role}?project=``: edit a role or switch it for a project."""
-    obj = get_object_or_404(AgentRole, role=role)
+    obj = found(AgentRole, "role", role=role)
     project = project_scope(request)
     data = api_fields.read_body(RoleEditSerializer, request.data)
     try:
@@ -201,7 +201,7 @@ def role_patch(request: Request, role: str) -> Response:
 
 def role_delete(request: Request, role: str) -> Response:
     """``DELETE /api/v1/roles/{role}?version=``: delete a custom role (built-in: 400)."""
-    obj = get_object_or_404(AgentRole, role=role)
+    obj = found(AgentRole, "role", role=role)
     if request.query_params.get("project"):
         raise ValidationError({"project": ["roles are deleted globally; disable the role for a project instead"]})
     # The body (JSON or a form, whose csrfmiddlewaretoken stays allowed) with ``?version=``

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers, status
@@ -25,6 +24,7 @@ from teamclaw.api_query import StrictPagination, query_parameters
 from teamclaw.errors import InvalidField, NotFound
 from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
+from web.api.lookup import found
 
 
 class DocumentField(api_fields.StrictCharField):
@@ -159,7 +159,7 @@ class TaskDetailView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, task_id: str) -> Response:
-        task = get_object_or_404(visible_tasks(request.user).prefetch_related("contexts", "artifacts"), pk=task_id)
+        task = found(visible_tasks(request.user).prefetch_related("contexts", "artifacts"), "task", pk=task_id)
         return Response(task_document(task))
 
 
