@@ -155,7 +155,10 @@ def test_the_task_page_forks_and_the_compare_page_shows_the_difference(page_clie
     assert pick.status_code == 200
     assert f'<option value="{forked.id}">' in pick.content.decode()
     assert f'<option value="{source.id}">' not in pick.content.decode()
-    assert page_client.get(f"/tasks/{source.id}/compare/", {"with": "nope"}).status_code == 404
+    junk = page_client.get(f"/tasks/{source.id}/compare/", {"with": "nope"})
+    assert junk.status_code == 404
+    assert "There is no task nope that you can see." in junk.content.decode()
+    assert f'<option value="{forked.id}">' in junk.content.decode()  # and the choice again
     refused = page_client.post(f"/tasks/{source.id}/fork", {"from_step": "999"}, follow=True).content.decode()
     assert "from_step: must be a whole number from 0 to" in refused
 

@@ -175,16 +175,17 @@ def task_compare(request: HttpRequest, task_id: str) -> HttpResponse:
     tasks = visible_tasks(request.user).prefetch_related("artifacts")
     left = get_object_or_404(tasks, pk=task_id)
     other = request.GET.get("with", "").strip()
-    if not other:  # ask which task, rather than a bare 404
+    right = tasks.filter(pk=other).first() if other else None
+    if right is None:  # ask which task (saying why when one was named), rather than a bare 404
         choices = visible_tasks(request.user).exclude(pk=left.pk).order_by("-created_at")
         if left.workflow:
             choices = choices.filter(workflow=left.workflow)
         return render(
             request,
             "monitoring/task_compare_pick.html",
-            {"nav": "tasks", "left": left, "choices": list(choices[:50])},
+            {"nav": "tasks", "left": left, "choices": list(choices[:50]), "missing": other[:80]},
+            status=404 if other else 200,
         )
-    right = get_object_or_404(tasks, pk=other)
     return render(
         request,
         "monitoring/task_compare.html",
