@@ -200,15 +200,26 @@ def knowledge_folder(request: HttpRequest) -> HttpResponse:
         messages.success(
             request, _("%(count)d files indexed from %(folder)s.") % {"count": len(done.sources), "folder": done.folder}
         )
-        if done.skipped:
-            listed = "; ".join(f"{s['path']}: {s['reason']}" for s in done.skipped[:20])
-            more = len(done.skipped) - 20
-            messages.warning(
-                request,
-                _("Skipped: %(listed)s") % {"listed": listed}
-                + (_(" …and %(more)d more.") % {"more": more} if more > 0 else ""),
-            )
+        _warn_skipped(request, done.skipped)
     return redirect("knowledge")
+
+
+SKIPPED_SHOWN = 20
+"""Files a folder look skipped that the warning names; the rest are counted."""
+
+
+def _warn_skipped(request: HttpRequest, skipped: list[dict[str, str]]) -> None:
+    """Warn about the files a folder look skipped (``[{path, reason}]``), the first
+    ``SKIPPED_SHOWN`` by name and the rest as a count; nothing when none was."""
+    if not skipped:
+        return
+    listed = "; ".join(f"{s['path']}: {s['reason']}" for s in skipped[:SKIPPED_SHOWN])
+    more = len(skipped) - SKIPPED_SHOWN
+    messages.warning(
+        request,
+        _("Skipped: %(listed)s") % {"listed": listed}
+        + (_(" …and %(more)d more.") % {"more": more} if more > 0 else ""),
+    )
 
 
 @require_POST
@@ -231,14 +242,7 @@ def knowledge_folder_refresh(request: HttpRequest, slug: str) -> HttpResponse:
                 "removed": len(done.removed),
             },
         )
-        if done.skipped:
-            listed = "; ".join(f"{s['path']}: {s['reason']}" for s in done.skipped[:20])
-            more = len(done.skipped) - 20
-            messages.warning(
-                request,
-                _("Skipped: %(listed)s") % {"listed": listed}
-                + (_(" …and %(more)d more.") % {"more": more} if more > 0 else ""),
-            )
+        _warn_skipped(request, done.skipped)
     return redirect("knowledge")
 
 
