@@ -54,9 +54,15 @@ def test_a_refused_upload_is_a_message_and_stores_nothing(staff_client):
 def test_a_folder_indexed_from_the_page(staff_client, tmp_path: Path):
     (tmp_path / "README.md").write_text("# Shop\n\nThe shop sells quokka plushies.")
     Project.objects.create(slug="shop", name="Shop", working_directory=str(tmp_path))
+    (tmp_path / "logo.md").write_bytes(b"\x89PNG\x00\x00")  # binary: skipped, and said so
     response = staff_client.post("/knowledge/folder", {"project": "shop", "load_level": "full"}, follow=True)
     assert "1 files indexed from" in response.content.decode()
+    assert "Skipped: logo.md:" in response.content.decode()
     assert KnowledgeSource.objects.get().path == "README.md"
+    (tmp_path / "more.md").write_text("# More\n\nQuokkas ship worldwide.")
+    refreshed = staff_client.post("/knowledge/folder/shop/refresh", {"load_level": "full"}, follow=True)
+    assert "1 new, 0 changed and 0 removed files re-indexed" in refreshed.content.decode()
+    assert "Skipped: logo.md:" in refreshed.content.decode()
 
 
 def test_writes_need_staff(client, viewer_user):
