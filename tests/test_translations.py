@@ -283,6 +283,7 @@ def test_labels_that_pages_build_from_identifiers_read_in_chinese(page_client, b
     new_task = page_client.get("/tasks/new/", **zh).content.decode()
     assert "智能体（Agent）开发" in new_task and "AI agent development" not in new_task
     assert "1,000,000 字节" in new_task and "bytes)" not in new_task
+    assert 'placeholder="# 我的功能&#10;- 用户必须能够……"' in new_task
     assert "AI agent development" in page_client.get("/tasks/new/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     constraints = page_client.get("/constraints/main/", **zh).content.decode()
     assert "0 – 10 次重试" in constraints and "1 – 64 个实例" in constraints and " retries" not in constraints
