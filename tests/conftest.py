@@ -61,6 +61,12 @@ def django_db_setup(django_db_setup, django_db_blocker):
         PRISTINE.capture()
     with mock.patch.object(TransactionTestCase, "_fixture_teardown", restore_instead_of_flush):
         yield
+    # A host a page test started lazily would otherwise poll on after the session, into a
+    # database pytest already closed ("the runtime worker's poll failed" at exit).
+    from runs import host as host_module
+
+    with django_db_blocker.unblock():
+        host_module.reset_host()
     PRISTINE.close()
 
 
