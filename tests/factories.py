@@ -89,6 +89,21 @@ def echo_card(
     )
 
 
+def plan_card(owners: tuple[str, ...] = ("b",), input_field: str = "goal", **extra: Any) -> CardSpec:
+    """A ``plan`` card taking ``{<input_field>}`` and returning ``{summary}`` (strings)."""
+    return CardSpec(
+        "plan",
+        "Plan",
+        "Make a plan",
+        "analysis",
+        object_schema(**{input_field: {"type": "string"}}),
+        object_schema(summary={"type": "string"}),
+        "1.0.0",
+        owners,
+        **extra,
+    )
+
+
 PLUGIN = {
     "id": "invoice_total",
     "name": "Invoice total",

@@ -238,6 +238,18 @@ async def test_a_batch_larger_than_one_insert_statement_is_stored_whole_and_in_o
     assert recorder.written_events == count
 
 
+async def record_one(recorder, event) -> list[str]:
+    """Start ``recorder``, publish ``event``, flush (it must succeed), stop; the stored
+    message ids."""
+    recorder.start()
+    try:
+        recorder.publish(event)
+        assert await asyncio.to_thread(recorder.flush)
+    finally:
+        await asyncio.to_thread(recorder.stop)
+    return await asyncio.to_thread(lambda: list(Message.objects.values_list("id", flat=True)))
+
+
 async def test_a_batch_that_failed_is_written_again_on_a_fresh_connection(monkeypatch):
     from django.db import OperationalError, connection
 
@@ -255,13 +267,7 @@ async def test_a_batch_that_failed_is_written_again_on_a_fresh_connection(monkey
 
     monkeypatch.setattr(Recorder, "write", flaky_write)
     event = status_update(0, {"text": "after a restart"})
-    recorder.start()
-    try:
-        recorder.publish(event)
-        assert await asyncio.to_thread(recorder.flush)
-    finally:
-        await asyncio.to_thread(recorder.stop)
-    stored = await asyncio.to_thread(lambda: list(Message.objects.values_list("id", flat=True)))
+    stored = await record_one(recorder, event)
     assert stored == [event.message.id]
     assert recorder.failed_batches == 1
     assert recorder.lost_events == 0
@@ -273,13 +279,7 @@ async def test_the_recorder_process_writes_a_batch_that_failed_again():
     failed batches reaches the runtime's process with the acknowledgement."""
     recorder = RecorderProcess(batch_wait_s=0.001, writer="tests.recorder_writers.FailsOnceWriter")
     event = status_update(0, {"text": "after a restart"})
-    recorder.start()
-    try:
-        recorder.publish(event)
-        assert await asyncio.to_thread(recorder.flush)
-    finally:
-        await asyncio.to_thread(recorder.stop)
-    stored = await asyncio.to_thread(lambda: list(Message.objects.values_list("id", flat=True)))
+    stored = await record_one(recorder, event)
     assert stored == [event.message.id]
     assert recorder.failed_batches == 1
     assert recorder.lost_events == 0

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 
-from teamclaw.runtime import CardSpec, CollectingSink, EventKind, ExecutorRegistry, OfflineExecutor, Runtime
+from teamclaw.runtime import CollectingSink, EventKind, ExecutorRegistry, OfflineExecutor, Runtime
 from teamclaw.runtime.executors.chat import ModelEndpoint, ModelSettings
 from teamclaw.runtime.executors.model import ModelSession, OpenAIExecutor
 from teamclaw.runtime.knowledge import KnowledgeHit, knowledge_text, query_text
-from tests.factories import echo_card, object_schema, small_snapshot
+from tests.factories import echo_card, plan_card, small_snapshot
 from tests.model_server import Completion, ModelServer
 
 
@@ -29,22 +29,8 @@ class FakeRetriever:
         return [KnowledgeHit("Ops handbook", "Backups are kept for 35 days.", 3.2, "Databases")]
 
 
-def plan_card() -> CardSpec:
-    return CardSpec(
-        "plan",
-        "Plan",
-        "Make a plan",
-        "analysis",
-        object_schema(goal={"type": "string"}),
-        object_schema(summary={"type": "string"}),
-        "1.0.0",
-        ("b",),
-        executor="openai",
-    )
-
-
 async def run_plan(retriever: FakeRetriever):
-    snapshot = small_snapshot(cards=[plan_card()], allowed=[("a", "b")])
+    snapshot = small_snapshot(cards=[plan_card(executor="openai")], allowed=[("a", "b")])
     with ModelServer([Completion(json.dumps({"summary": "done"}))]) as server:
         settings_ = ModelSettings(
             endpoints={"default": ModelEndpoint("default", server.url, "sk-test")}, model="m", stream=False
@@ -114,17 +100,7 @@ async def test_an_offline_call_retrieves_too_and_its_handler_reads_the_passages(
         return {"summary": "done"}
 
     retriever = FakeRetriever()
-    card = CardSpec(
-        "plan",
-        "Plan",
-        "Make a plan",
-        "analysis",
-        object_schema(goal={"type": "string"}),
-        object_schema(summary={"type": "string"}),
-        "1.0.0",
-        ("b",),
-        skill_id="planning",
-    )
+    card = plan_card(skill_id="planning")
     snapshot = small_snapshot(cards=[card], allowed=[("a", "b")])
     sink = CollectingSink()
     registry = ExecutorRegistry({"offline": OfflineExecutor({"plan": handler})})
@@ -152,7 +128,7 @@ async def test_a_workflow_model_handler_gets_the_passages_in_its_system_prompt()
         return await session.answer(messages, call.card.output_schema)
 
     retriever = FakeRetriever()
-    snapshot = small_snapshot(cards=[plan_card()], allowed=[("a", "b")])
+    snapshot = small_snapshot(cards=[plan_card(executor="openai")], allowed=[("a", "b")])
     with ModelServer([Completion(json.dumps({"summary": "done"}))]) as server:
         settings_ = ModelSettings(
             endpoints={"default": ModelEndpoint("default", server.url, "sk-test")}, model="m", stream=False
@@ -182,16 +158,7 @@ async def test_an_artifact_named_in_the_params_is_part_of_the_query():
         return {"summary": "done"}
 
     retriever = FakeRetriever()
-    card = CardSpec(
-        "plan",
-        "Plan",
-        "Make a plan",
-        "analysis",
-        object_schema(requirement_artifact={"type": "string"}),
-        object_schema(summary={"type": "string"}),
-        "1.0.0",
-        ("b",),
-    )
+    card = plan_card(input_field="requirement_artifact")
     snapshot = small_snapshot(cards=[card, echo_card("start", owners=("a",))], allowed=[("a", "b")])
     offline = OfflineExecutor({"plan": plan, "start": write_then_ask})
     runtime = Runtime(

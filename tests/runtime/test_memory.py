@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from teamclaw.runtime import (
-    CardSpec,
     CollectingSink,
     EventKind,
     ExecutorRegistry,
@@ -23,7 +22,7 @@ from teamclaw.runtime.config import ConfigSnapshot
 from teamclaw.runtime.executors.chat import ModelEndpoint, ModelSettings
 from teamclaw.runtime.executors.model import OpenAIExecutor
 from teamclaw.runtime.memory import Memory, trim, turn_tokens
-from tests.factories import echo_card, object_schema, small_snapshot
+from tests.factories import echo_card, plan_card, small_snapshot
 from tests.model_server import Completion, ModelServer
 
 
@@ -75,17 +74,7 @@ def test_memory_state_is_json_and_counts_what_was_left_out():
 async def run_twice(**runtime_options: Any):
     """Agent ``a`` asks ``b`` (on a model) to plan twice in one task: the model server's
     requests, the run's result and its events."""
-    plan = CardSpec(
-        "plan",
-        "Plan",
-        "Make a plan",
-        "analysis",
-        object_schema(goal={"type": "string"}),
-        object_schema(summary={"type": "string"}),
-        "1.0.0",
-        ("b",),
-        executor="openai",
-    )
+    plan = plan_card(executor="openai")
     snapshot = small_snapshot(cards=[plan, echo_card("twice", owners=("a",))], allowed=[("a", "b")])
     offline = OfflineExecutor()
 
@@ -143,17 +132,7 @@ async def test_two_roles_with_different_memory_budgets_trim_differently():
     (100 tokens, the smallest a governed constraint allows) cannot fit the first call's long
     request and replays only its short answer, and ``d`` (no constraint) keeps the runtime's default. Each context's
     memory says the budget that applied and where it came from."""
-    plan = CardSpec(
-        "plan",
-        "Plan",
-        "Make a plan",
-        "analysis",
-        object_schema(goal={"type": "string"}),
-        object_schema(summary={"type": "string"}),
-        "1.0.0",
-        ("b", "c", "d"),
-        executor="openai",
-    )
+    plan = plan_card(("b", "c", "d"), executor="openai")
     base = small_snapshot(
         cards=[plan, echo_card("twice", owners=("a",))],
         roles=["a", "b", "c", "d"],
