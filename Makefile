@@ -44,7 +44,7 @@ lint: install
 
 # PostgreSQL for the database-portability run (CI has one; skipped when none answers).
 PG_TEST_URL ?= postgres://127.0.0.1:5432/test
-PG_TESTS := tests/test_workers_scaled.py tests/test_resume.py tests/test_interview_api.py tests/test_interview_processes.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py tests/knowledge/test_search_postgresql.py tests/test_self_invocation_limit.py
+PG_TESTS := tests/test_workers_scaled.py tests/test_resume.py tests/test_interview_api.py tests/test_interview_processes.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py tests/knowledge/test_search_postgresql.py tests/test_self_invocation_limit.py tests/test_instance_slots.py
 
 test: install
 	$(BIN)/pytest

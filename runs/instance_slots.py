@@ -10,6 +10,10 @@ the runtime spawns an instance of the role it takes a row:
   their worker stopped), then ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL and a
   compare-and-swap ``UPDATE`` on (owner, lease) as read, the same claim as a task's
   (``runs.dispatch.claim_tasks``): two workers never hold the same row.
+- **Entries.** An instance spawned for an entry to a role that may invoke itself takes only
+  the rows below ``limit - 1`` (``for_entry``): the last row stays for the calls inside
+  tasks, so over every worker together at most ``limit - 1`` instances hold entries
+  (``teamclaw.runtime.slots``).
 - **Holding.** The row is leased like a task (``LEASE_S``, 10 s) and renewed by the worker's
   heartbeat (``Dispatcher.heartbeat``, every ``WORKER_HEARTBEAT_S`` while it holds a slot), so
   the slots of a worker that died free themselves when their lease expires. A worker that
@@ -60,17 +64,28 @@ def free_slots() -> Q:
 
 
 def take_slot(
-    owner: str, role: str, limit: int, instance_id: str, lease_s: float, *, create: bool = True
+    owner: str,
+    role: str,
+    limit: int,
+    instance_id: str,
+    lease_s: float,
+    *,
+    create: bool = True,
+    for_entry: bool = False,
 ) -> int | None:
     """Take one of ``role``'s ``limit`` rows for ``instance_id`` as worker ``owner`` (module
     docstring): its index, or None when every row is held; then the rows held by other
     workers are stamped ``wanted_at``. ``create`` False skips making sure the rows exist (this
-    worker did already). Raises DatabaseError."""
+    worker did already). ``for_entry``: only the rows below ``limit - 1`` may be taken (the
+    last is kept for the calls inside tasks, ``teamclaw.runtime.slots``). Raises
+    DatabaseError."""
     rows = InstanceSlot.objects.filter(role=role, index__lt=limit)
     if create and rows.count() < limit:
         InstanceSlot.objects.bulk_create(
             [InstanceSlot(role=role, index=index) for index in range(limit)], ignore_conflicts=True
         )
+    if for_entry and limit > 1:
+        rows = rows.filter(index__lt=limit - 1)
     # A plain read first: a full role takes no write lock until it says it waits.
     candidates = list(rows.filter(free_slots()).order_by("index").values_list("pk", flat=True))
     if candidates:
@@ -111,15 +126,18 @@ class DatabaseSlots:
         # one thread, jobs in order; each job closes its connection (runs.connection_closing)
         self._thread = ConnectionClosingExecutor(max_workers=1, thread_name_prefix=f"teamclaw-slots-{owner[-8:]}")
 
-    async def acquire(self, role: str, limit: int, instance_id: str) -> int | None:
-        """Take a row for ``instance_id`` (``take_slot``) on the slots' thread: its index, or
-        None when all ``limit`` are held or the database failed (logged)."""
-        return await asyncio.get_running_loop().run_in_executor(self._thread, self._take, role, limit, instance_id)
+    async def acquire(self, role: str, limit: int, instance_id: str, *, for_entry: bool = False) -> int | None:
+        """Take a row for ``instance_id`` (``take_slot``, ``for_entry`` as there) on the slots'
+        thread: its index, or None when every row it may take is held or the database failed
+        (logged)."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._thread, self._take, role, limit, instance_id, for_entry
+        )
 
-    def _take(self, role: str, limit: int, instance_id: str) -> int | None:
+    def _take(self, role: str, limit: int, instance_id: str, for_entry: bool = False) -> int | None:
         try:
             create = (role, limit) not in self._created
-            index = take_slot(self.owner, role, limit, instance_id, self.lease_s, create=create)
+            index = take_slot(self.owner, role, limit, instance_id, self.lease_s, create=create, for_entry=for_entry)
             self._created.add((role, limit))
         except DatabaseError:
             log.warning("could not take an instance slot of %s; trying again", role, exc_info=True)

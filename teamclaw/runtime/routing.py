@@ -170,12 +170,15 @@ class InstancePool:
 
         - entries run on at most ``limit - 1`` instances: past that an entry queues behind
           the least loaded instance already running or holding entries (``runs_entries``),
-          so one instance always stays for the calls inside tasks;
+          so one instance always stays for the calls inside tasks. With shared slots the
+          instance in the role's last slot takes no entry (``in_helpers_slot``): the slots
+          below it bound the entries over every worker (``teamclaw.runtime.slots``);
         - a call from inside a task never queues behind such an instance (it could wait for
           a whole task that waits on it in turn): it takes an idle helper, a new instance, or
           queues behind the least loaded helper, else waits (None) until one is free.
         """
         if caller is None:
+            candidates = [i for i in candidates if not in_helpers_slot(i, limit)]
             runners = [i for i in candidates if runs_entries(i)]
             if self.entries_at_cap(role, limit, spawning):
                 # None: the spawns in flight become the runners to queue behind (``place`` waits).
@@ -183,7 +186,8 @@ class InstancePool:
             for instance in candidates:
                 if instance.idle:
                     return instance
-            if room:
+            if room or not candidates:
+                # None: spawn, or (only the helpers' slot's instance is here) wait for a slot.
                 return None
             return self._least_loaded(role, limit, candidates, healthy)
         helpers = [i for i in candidates if not runs_entries(i)]
@@ -231,6 +235,14 @@ class InstancePool:
             f"no healthy {role} instance (heartbeat lost) and the limit of {limit} is reached",
             {"target_role": role, "reason": "no_healthy_instance"},
         )
+
+
+def in_helpers_slot(instance: AgentInstance, limit: int) -> bool:
+    """True when ``instance`` holds its role's last instance slot (index ``limit - 1`` or
+    past it), kept for the calls inside tasks to a role that may invoke itself
+    (``teamclaw.runtime.slots``). A runtime that shares no slots gives every instance slot 0,
+    so with a limit of 2 or more none of its instances is in it."""
+    return instance.slot is not None and instance.slot >= limit - 1
 
 
 def runs_entries(instance: AgentInstance) -> bool:

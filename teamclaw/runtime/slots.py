@@ -13,6 +13,15 @@ slots live is the ``InstanceSlots`` given to the ``Runtime``:
   is free the call goes to a local instance of the role if there is one (its mailbox, as
   when the local limit is reached), else waits for a slot until its timeout
   (``worker.InstanceWorkers.place``).
+
+A role that may invoke itself (main's ``question_aggregation`` inside every interview) keeps
+its last slot (index ``limit - 1``) for the calls made inside tasks: an instance spawned for
+an entry (a call from outside the team, which holds its instance for a whole task) takes
+only the slots below it (``for_entry``), and an instance in the last slot is never given an
+entry (``routing.InstancePool._choose_self_invoking``). So entries hold at most
+``limit - 1`` instances over every worker together, and a task's call to its own role
+always finds the last slot free or held by a helper that finishes without waiting on a
+task.
 """
 
 from __future__ import annotations
@@ -32,9 +41,11 @@ class InstanceSlots(Protocol):
     def retry_s(self) -> float:
         """Seconds between two attempts to take a slot while a call waits for one."""
 
-    async def acquire(self, role: str, limit: int, instance_id: str) -> int | None:
+    async def acquire(self, role: str, limit: int, instance_id: str, *, for_entry: bool = False) -> int | None:
         """Take one of ``role``'s ``limit`` slots for the instance ``instance_id`` (not
         spawned yet): the slot's index (0 .. limit-1), or None when every one is held.
+        ``for_entry``: the instance is spawned for an entry to a role that may invoke itself,
+        so only the slots below ``limit - 1`` may be taken (module docstring).
         Never raises: a store that cannot answer grants nothing (None)."""
 
     def release(self, instance_id: str) -> None:
@@ -47,7 +58,7 @@ class LocalSlots:
     shared = False
     retry_s = 0.25
 
-    async def acquire(self, role: str, limit: int, instance_id: str) -> int | None:
+    async def acquire(self, role: str, limit: int, instance_id: str, *, for_entry: bool = False) -> int | None:
         """Always slot 0: the runtime's own count of its instances is the limit."""
         return 0
 

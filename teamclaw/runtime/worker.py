@@ -199,7 +199,8 @@ class InstanceWorkers:
                 and limit > 1
                 and self.pool.entries_at_cap(role, limit, self.spawning[role])
             )
-            instance = None if held_back else await self.spawn_in_slot(role, limit)
+            for_entry = self_invoking and caller_instance is None and limit > 1
+            instance = None if held_back else await self.spawn_in_slot(role, limit, for_entry=for_entry)
             waited = self.clock.now() - started
             if instance is not None:
                 return instance, waited
@@ -219,10 +220,12 @@ class InstanceWorkers:
             if instance is not None:
                 return instance, self.clock.now() - started
 
-    async def spawn_in_slot(self, role: str, limit: int) -> AgentInstance | None:
+    async def spawn_in_slot(self, role: str, limit: int, *, for_entry: bool = False) -> AgentInstance | None:
         """Take one of ``role``'s ``limit`` slots and spawn an instance in it; None when no
-        slot is free. Instances of the role an operator holds give their slots up first (they
-        are not counted against the limit, PRD §4.6)."""
+        slot is free. ``for_entry``: it is spawned for an entry to a role that may invoke
+        itself, so it may not take the role's last slot (``InstanceSlots.acquire``).
+        Instances of the role an operator holds give their slots up first (they are not
+        counted against the limit, PRD §4.6)."""
         if self.slots.shared:
             self._give_up_held_slots(role)
         elif self.pool.counted(role) + self.spawning[role] >= limit:
@@ -230,7 +233,7 @@ class InstanceWorkers:
         instance_id = new_instance_id(role)
         self.spawning[role] += 1
         try:
-            slot = await self.slots.acquire(role, limit, instance_id)
+            slot = await self.slots.acquire(role, limit, instance_id, for_entry=for_entry)
         finally:
             self.spawning[role] -= 1
         if slot is None:

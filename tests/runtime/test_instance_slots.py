@@ -41,9 +41,9 @@ class TableSlots:
         self.table = table
         self.owner = owner
 
-    async def acquire(self, role: str, limit: int, instance_id: str) -> int | None:
+    async def acquire(self, role: str, limit: int, instance_id: str, *, for_entry: bool = False) -> int | None:
         await asyncio.sleep(0)  # a store answers on a later loop step
-        for index in range(limit):
+        for index in range(limit - 1 if for_entry and limit > 1 else limit):
             if (role, index) not in self.table.rows:
                 self.table.rows[(role, index)] = (self.owner, instance_id)
                 return index
@@ -336,3 +336,67 @@ async def test_a_held_instance_whose_given_up_row_a_renewal_missed_is_not_taken_
     [confirmation] = h.runtime.confirmations.values()
     h.runtime.resolve_confirmation(confirmation.id, True, "ops", {"answers": {"q": "yes"}})
     assert (await asyncio.wait_for(asking, 5)).data == {"text": "yes"}
+
+
+async def test_entries_on_two_runtimes_leave_the_last_slot_to_the_help_a_task_asks_of_its_role(harness_factory):
+    """b may invoke b (as main does), limit 2, two runtimes sharing the slots. An entry
+    arrives at each at once. Only the slot below the last may hold an entry, so the second
+    entry waits, and the first task's call to b for help takes the last slot and is answered.
+    Before, the second entry took the last slot, and the help call waited for a slot until
+    its timeout (``no_instance_slot``) while both tasks held their instances."""
+    table = SlotTable()
+    snapshot = small_snapshot(
+        allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_retries=0, max_concurrent_instances=2)
+    )
+    first = harness_factory(snapshot, instance_slots=TableSlots(table, "first"))
+    second = harness_factory(snapshot, instance_slots=TableSlots(table, "second"))
+    gate = asyncio.Event()
+
+    async def echo(call):
+        if call.params["text"] == "help":
+            return {"text": f"helped by {call.instance.instance_id}"}
+        await gate.wait()
+        inner = await call.invoke("echo", {"text": "help"}, target_role="b", timeout=5)
+        return {"text": inner.data["text"] if inner.success else inner.error.details.get("reason", "")}
+
+    first.handle("echo", echo)
+    second.handle("echo", echo)
+    one = call(first, "task one")
+    await settle()
+    two = call(second, "task two", timeout=60)
+    await settle()
+    await second.advance(2)
+    assert table.held("b") == 1 and ("b", 1) not in table.rows, table.rows  # the last slot stays free
+    assert not two.done()
+    gate.set()
+    result = await asyncio.wait_for(one, 5)
+    assert result.success and result.data["text"].startswith("helped by b-"), result
+    assert table.rows[("b", 1)][0] == "first"  # the help ran in the last slot
+    # The waiting runtime's stamp reaches the holder on its renewal: its idle instances go.
+    idle = [i.instance_id for i in first.runtime.pool.alive("b")]
+    assert sorted(first.runtime.settle_slots([], idle)) == sorted(idle)
+    await second.advance(2)
+    result = await asyncio.wait_for(two, 5)
+    assert result.success and result.data["text"].startswith("helped by b-"), result
+    assert table.held("b") <= 2
+
+
+async def test_an_entry_is_not_given_the_idle_instance_in_the_last_slot(harness_factory):
+    """b may invoke b, limit 2, shared slots: the idle instance spawned for a task's help in
+    the last slot does not take the next entry (it would hold it for a whole task); the
+    entry gets an instance of its own in the slot below."""
+    table = SlotTable()
+    h = harness_factory(
+        small_snapshot(allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_concurrent_instances=2)),
+        instance_slots=TableSlots(table, "one"),
+    )
+
+    async def echo(call):
+        return {"text": call.instance.instance_id}
+
+    h.handle("echo", echo)
+    helper = h.runtime.workers.spawn("b", slot=1)
+    result = await asyncio.wait_for(call(h, "entry"), 5)
+    assert result.success, result.error
+    assert result.from_instance != helper.instance_id
+    assert h.runtime.pool.get(result.from_instance).slot == 0
