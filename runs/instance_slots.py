@@ -11,7 +11,8 @@ the runtime spawns an instance of the role it takes a row:
   compare-and-swap ``UPDATE`` on (owner, lease) as read, the same claim as a task's
   (``runs.dispatch.claim_tasks``): two workers never hold the same row.
 - **Entries.** An instance spawned for an entry to a role that may invoke itself takes only
-  the rows below ``limit - 1`` (``for_entry``): the last row stays for the calls inside
+  the rows below ``limit - 1``, and one spawned for a call inside a task tries the last row
+  first (``teamclaw.runtime.slots.SlotUse``): the last row stays for the calls inside
   tasks, so over every worker together at most ``limit - 1`` instances hold entries
   (``teamclaw.runtime.slots``).
 - **Holding.** The row is leased like a task (``LEASE_S``, 10 s) and renewed by the worker's
@@ -45,6 +46,7 @@ from django.utils import timezone
 
 from runs.connection_closing import ConnectionClosingExecutor
 from runs.models import InstanceSlot
+from teamclaw.runtime.slots import SlotUse, slot_order
 
 log = logging.getLogger(__name__)
 
@@ -71,27 +73,28 @@ def take_slot(
     lease_s: float,
     *,
     create: bool = True,
-    for_entry: bool = False,
+    use: SlotUse = SlotUse.ANY,
 ) -> int | None:
     """Take one of ``role``'s ``limit`` rows for ``instance_id`` as worker ``owner`` (module
     docstring): its index, or None when every row is held; then the rows held by other
     workers are stamped ``wanted_at``. ``create`` False skips making sure the rows exist (this
-    worker did already). ``for_entry``: only the rows below ``limit - 1`` may be taken (the
-    last is kept for the calls inside tasks, ``teamclaw.runtime.slots``). Raises
-    DatabaseError."""
+    worker did already). ``use`` says which rows may be taken and in which order
+    (``teamclaw.runtime.slots.slot_order``). Raises DatabaseError."""
     rows = InstanceSlot.objects.filter(role=role, index__lt=limit)
     if create and rows.count() < limit:
         InstanceSlot.objects.bulk_create(
             [InstanceSlot(role=role, index=index) for index in range(limit)], ignore_conflicts=True
         )
-    if for_entry and limit > 1:
-        rows = rows.filter(index__lt=limit - 1)
+    order = slot_order(limit, use)
+    if len(order) < limit:
+        rows = rows.filter(index__in=order)
     # A plain read first: a full role takes no write lock until it says it waits.
-    candidates = list(rows.filter(free_slots()).order_by("index").values_list("pk", flat=True))
+    ordering = "-index" if use == SlotUse.HELPER else "index"
+    candidates = list(rows.filter(free_slots()).order_by(ordering).values_list("pk", flat=True))
     if candidates:
         with transaction.atomic():
             locked = InstanceSlot.objects.select_for_update(skip_locked=True).filter(free_slots(), pk__in=candidates)
-            for row in locked.order_by("index"):
+            for row in locked.order_by(ordering):
                 now = timezone.now()
                 # Compare and swap: nobody took this row between the read and the write.
                 taken = InstanceSlot.objects.filter(
@@ -126,18 +129,16 @@ class DatabaseSlots:
         # one thread, jobs in order; each job closes its connection (runs.connection_closing)
         self._thread = ConnectionClosingExecutor(max_workers=1, thread_name_prefix=f"teamclaw-slots-{owner[-8:]}")
 
-    async def acquire(self, role: str, limit: int, instance_id: str, *, for_entry: bool = False) -> int | None:
-        """Take a row for ``instance_id`` (``take_slot``, ``for_entry`` as there) on the slots'
+    async def acquire(self, role: str, limit: int, instance_id: str, *, use: SlotUse = SlotUse.ANY) -> int | None:
+        """Take a row for ``instance_id`` (``take_slot``, ``use`` as there) on the slots'
         thread: its index, or None when every row it may take is held or the database failed
         (logged)."""
-        return await asyncio.get_running_loop().run_in_executor(
-            self._thread, self._take, role, limit, instance_id, for_entry
-        )
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._take, role, limit, instance_id, use)
 
-    def _take(self, role: str, limit: int, instance_id: str, for_entry: bool = False) -> int | None:
+    def _take(self, role: str, limit: int, instance_id: str, use: SlotUse = SlotUse.ANY) -> int | None:
         try:
             create = (role, limit) not in self._created
-            index = take_slot(self.owner, role, limit, instance_id, self.lease_s, create=create, for_entry=for_entry)
+            index = take_slot(self.owner, role, limit, instance_id, self.lease_s, create=create, use=use)
             self._created.add((role, limit))
         except DatabaseError:
             log.warning("could not take an instance slot of %s; trying again", role, exc_info=True)

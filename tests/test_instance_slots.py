@@ -173,16 +173,19 @@ def test_a_renewal_reports_a_row_taken_over_as_lost_but_not_one_given_back():
 @pytest.mark.django_db(transaction=True)
 def test_an_entry_takes_only_the_rows_below_the_last_and_stamps_only_those():
     """A role that may invoke itself keeps its last row for the calls inside tasks
-    (``take_slot(for_entry=True)``): two workers' entries hold at most ``limit - 1`` rows
+    (``take_slot(use=SlotUse.ENTRY)``): two workers' entries hold at most ``limit - 1`` rows
     between them, the waiting one stamps only the rows it could take, and a call inside a
-    task still gets the last row."""
+    task takes the last row first (``SlotUse.HELPER``), leaving the entries' rows free."""
     from runs.instance_slots import take_slot
+    from teamclaw.runtime.slots import SlotUse
 
-    assert take_slot("w-a", "main", 2, "main-entry-a", 10, for_entry=True) == 0
-    assert take_slot("w-b", "main", 2, "main-entry-b", 10, for_entry=True) is None
+    assert take_slot("w-a", "main", 2, "main-entry-a", 10, use=SlotUse.ENTRY) == 0
+    assert take_slot("w-b", "main", 2, "main-entry-b", 10, use=SlotUse.ENTRY) is None
     rows = {row.index: row for row in InstanceSlot.objects.filter(role="main")}
     assert rows[0].wanted_at is not None and rows[1].wanted_at is None and rows[1].owner == ""
-    assert take_slot("w-b", "main", 2, "main-helper-b", 10) == 1
-    # The limit raised to 3: rows 0 and 1 are held, and the new last row is a helper's again.
-    assert take_slot("w-b", "main", 3, "main-entry-b", 10, for_entry=True) is None
-    assert take_slot("w-b", "main", 3, "main-helper-b2", 10) == 2
+    assert take_slot("w-b", "main", 2, "main-helper-b", 10, use=SlotUse.HELPER) == 1
+    # The limit raised to 4: a helper takes the new last row, not the free row 1 an entry may use.
+    assert take_slot("w-b", "main", 4, "main-helper-b2", 10, use=SlotUse.HELPER) == 3
+    assert take_slot("w-b", "main", 4, "main-entry-b", 10, use=SlotUse.ENTRY) == 2
+    assert take_slot("w-a", "main", 4, "main-entry-c", 10, use=SlotUse.ENTRY) is None
+    assert take_slot("w-a", "main", 4, "main-any", 10) is None  # every row held

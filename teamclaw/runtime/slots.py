@@ -17,8 +17,9 @@ slots live is the ``InstanceSlots`` given to the ``Runtime``:
 A role that may invoke itself (main's ``question_aggregation`` inside every interview) keeps
 its last slot (index ``limit - 1``) for the calls made inside tasks: an instance spawned for
 an entry (a call from outside the team, which holds its instance for a whole task) takes
-only the slots below it (``for_entry``), and an instance in the last slot is never given an
-entry (``routing.InstancePool._choose_self_invoking``). So entries hold at most
+only the slots below it (``SlotUse.ENTRY``), an instance spawned for a call inside a task
+takes the last slot first (``SlotUse.HELPER``), and an instance in the last slot is never
+given an entry (``routing.InstancePool._choose_self_invoking``). So entries hold at most
 ``limit - 1`` instances over every worker together, and a task's call to its own role
 always finds the last slot free or held by a helper that finishes without waiting on a
 task.
@@ -26,7 +27,28 @@ task.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Protocol
+
+
+class SlotUse(StrEnum):
+    """What a slot is taken for (module docstring): ``any`` (the lowest free slot),
+    ``entry`` (an entry to a role that may invoke itself: the slots below ``limit - 1``,
+    lowest first) or ``helper`` (a call inside a task to such a role: the last slot first,
+    then downwards, so the slots entries may take stay free for them)."""
+
+    ANY = "any"
+    ENTRY = "entry"
+    HELPER = "helper"
+
+
+def slot_order(limit: int, use: SlotUse) -> list[int]:
+    """The slot indexes ``use`` may take, in the order they are tried (see ``SlotUse``)."""
+    if use == SlotUse.ENTRY and limit > 1:
+        return list(range(limit - 1))
+    if use == SlotUse.HELPER:
+        return list(range(limit - 1, -1, -1))
+    return list(range(limit))
 
 
 class InstanceSlots(Protocol):
@@ -41,11 +63,11 @@ class InstanceSlots(Protocol):
     def retry_s(self) -> float:
         """Seconds between two attempts to take a slot while a call waits for one."""
 
-    async def acquire(self, role: str, limit: int, instance_id: str, *, for_entry: bool = False) -> int | None:
+    async def acquire(self, role: str, limit: int, instance_id: str, *, use: SlotUse = SlotUse.ANY) -> int | None:
         """Take one of ``role``'s ``limit`` slots for the instance ``instance_id`` (not
-        spawned yet): the slot's index (0 .. limit-1), or None when every one is held.
-        ``for_entry``: the instance is spawned for an entry to a role that may invoke itself,
-        so only the slots below ``limit - 1`` may be taken (module docstring).
+        spawned yet): the slot's index (0 .. limit-1), or None when every one ``use`` may
+        take is held (``slot_order``: an entry to a role that may invoke itself may not take
+        the last one; a helper of such a role tries the last one first).
         Never raises: a store that cannot answer grants nothing (None)."""
 
     def release(self, instance_id: str) -> None:
@@ -58,7 +80,7 @@ class LocalSlots:
     shared = False
     retry_s = 0.25
 
-    async def acquire(self, role: str, limit: int, instance_id: str, *, for_entry: bool = False) -> int | None:
+    async def acquire(self, role: str, limit: int, instance_id: str, *, use: SlotUse = SlotUse.ANY) -> int | None:
         """Always slot 0: the runtime's own count of its instances is the limit."""
         return 0
 

@@ -32,7 +32,7 @@ from teamclaw.runtime.mailbox import Mailbox
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageType, Party
 from teamclaw.runtime.routing import InstancePool, is_entry
 from teamclaw.runtime.schemas import SchemaValidators, schema_errors
-from teamclaw.runtime.slots import InstanceSlots, LocalSlots
+from teamclaw.runtime.slots import InstanceSlots, LocalSlots, SlotUse
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +199,8 @@ class InstanceWorkers:
                 and limit > 1
                 and self.pool.entries_at_cap(role, limit, self.spawning[role])
             )
-            for_entry = self_invoking and caller_instance is None and limit > 1
-            instance = None if held_back else await self.spawn_in_slot(role, limit, for_entry=for_entry)
+            use = SlotUse.ANY if not self_invoking else SlotUse.ENTRY if caller_instance is None else SlotUse.HELPER
+            instance = None if held_back else await self.spawn_in_slot(role, limit, use=use)
             waited = self.clock.now() - started
             if instance is not None:
                 return instance, waited
@@ -220,10 +220,10 @@ class InstanceWorkers:
             if instance is not None:
                 return instance, self.clock.now() - started
 
-    async def spawn_in_slot(self, role: str, limit: int, *, for_entry: bool = False) -> AgentInstance | None:
+    async def spawn_in_slot(self, role: str, limit: int, *, use: SlotUse = SlotUse.ANY) -> AgentInstance | None:
         """Take one of ``role``'s ``limit`` slots and spawn an instance in it; None when no
-        slot is free. ``for_entry``: it is spawned for an entry to a role that may invoke
-        itself, so it may not take the role's last slot (``InstanceSlots.acquire``).
+        slot ``use`` may take is free (``teamclaw.runtime.slots.SlotUse``: an entry to a role that
+        may invoke itself may not take the role's last slot, a helper of it tries that first).
         Instances of the role an operator holds give their slots up first (they are not
         counted against the limit, PRD §4.6)."""
         if self.slots.shared:
@@ -233,7 +233,7 @@ class InstanceWorkers:
         instance_id = new_instance_id(role)
         self.spawning[role] += 1
         try:
-            slot = await self.slots.acquire(role, limit, instance_id, for_entry=for_entry)
+            slot = await self.slots.acquire(role, limit, instance_id, use=use)
         finally:
             self.spawning[role] -= 1
         if slot is None:

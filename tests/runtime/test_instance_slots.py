@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 
 from teamclaw.runtime import Constraints, ErrorCode, InvokeRequest
+from teamclaw.runtime.slots import SlotUse, slot_order
 from tests.factories import small_snapshot
 from tests.runtime.conftest import settle
 
@@ -41,9 +42,9 @@ class TableSlots:
         self.table = table
         self.owner = owner
 
-    async def acquire(self, role: str, limit: int, instance_id: str, *, for_entry: bool = False) -> int | None:
+    async def acquire(self, role: str, limit: int, instance_id: str, *, use: SlotUse = SlotUse.ANY) -> int | None:
         await asyncio.sleep(0)  # a store answers on a later loop step
-        for index in range(limit - 1 if for_entry and limit > 1 else limit):
+        for index in slot_order(limit, use):
             if (role, index) not in self.table.rows:
                 self.table.rows[(role, index)] = (self.owner, instance_id)
                 return index
@@ -400,3 +401,26 @@ async def test_an_entry_is_not_given_the_idle_instance_in_the_last_slot(harness_
     assert result.success, result.error
     assert result.from_instance != helper.instance_id
     assert h.runtime.pool.get(result.from_instance).slot == 0
+
+
+async def test_a_tasks_help_call_takes_the_last_slot_and_leaves_the_entries_slots_free(harness_factory):
+    """b may invoke b, limit 3, shared slots: the entry takes slot 0 and its call to b for
+    help takes slot 2 (the last), not slot 1, which stays free for an entry on any worker."""
+    table = SlotTable()
+    h = harness_factory(
+        small_snapshot(allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_concurrent_instances=3)),
+        instance_slots=TableSlots(table, "one"),
+    )
+
+    async def echo(call):
+        if call.params["text"] == "help":
+            return {"text": call.instance.instance_id}
+        inner = await call.invoke("echo", {"text": "help"}, target_role="b", timeout=5)
+        return {"text": inner.data["text"] if inner.success else inner.error.message}
+
+    h.handle("echo", echo)
+    result = await asyncio.wait_for(call(h, "entry"), 5)
+    assert result.success, result.error
+    assert table.rows[("b", 0)] == ("one", result.from_instance)
+    assert table.rows[("b", 2)] == ("one", result.data["text"])
+    assert ("b", 1) not in table.rows
