@@ -178,18 +178,18 @@ class InstancePool:
           queues behind the least loaded helper, else waits (None) until one is free.
         """
         if caller is None:
-            candidates = [i for i in candidates if not in_helpers_slot(i, limit)]
-            runners = [i for i in candidates if runs_entries(i)]
+            for_entries = [i for i in candidates if not in_helpers_slot(i, limit)]
+            runners = [i for i in for_entries if runs_entries(i)]
             if self.entries_at_cap(role, limit, spawning):
                 # None: the spawns in flight become the runners to queue behind (``place`` waits).
                 return min(runners, key=lambda i: i.load) if runners else None
-            for instance in candidates:
+            for instance in for_entries:
                 if instance.idle:
                     return instance
-            if room or not candidates:
+            if room or (candidates and not for_entries):
                 # None: spawn, or (only the helpers' slot's instance is here) wait for a slot.
                 return None
-            return self._least_loaded(role, limit, candidates, healthy)
+            return self._least_loaded(role, limit, for_entries, healthy)
         helpers = [i for i in candidates if not runs_entries(i)]
         for instance in helpers:
             if instance.idle:
