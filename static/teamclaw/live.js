@@ -77,11 +77,13 @@
   }
 
   function fromHTML(html, containerTag) {
-    // <tr> must be parsed inside a table context to survive.
+    // <tr> must be parsed inside a table context to survive. Only a row is looked for in
+    // one: any other fragment is its own first element, even when it holds a table (a
+    // review point's positions), whose first row must not replace it.
     const tpl = document.createElement("template");
-    tpl.innerHTML = containerTag === "TBODY" || html.trim().startsWith("<tr") ? "<table><tbody>" + html + "</tbody></table>" : html;
-    const node = tpl.content.querySelector("tbody > tr") || tpl.content.firstElementChild;
-    return node;
+    const row = containerTag === "TBODY" || html.trim().startsWith("<tr");
+    tpl.innerHTML = row ? "<table><tbody>" + html + "</tbody></table>" : html;
+    return row ? tpl.content.querySelector("tbody > tr") : tpl.content.firstElementChild;
   }
 
   function fill(f) {

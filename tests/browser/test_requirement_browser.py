@@ -135,3 +135,44 @@ def test_an_operator_decides_the_reviews_points_one_by_one_in_confirm_mode(asgi_
     row = ToolConfirmation.objects.get(task_id=task.id, kind="input", tool="decisions")
     assert row.status == "answered" and row.decided_by == "operator"
     assert sorted(row.answer["decisions"].values()).count("reject") == 1
+
+
+def test_a_pushed_update_of_a_decisions_card_already_on_the_page_keeps_the_card(asgi_page, asgi_url, runtime_host):
+    """The decisions card is on the page when it loads (rendered by the server), then an
+    update of it is pushed: the page replaces the card with the pushed one. Before, the
+    script took the first row of the card's positions table for the fragment, so the card
+    became a bare table row in the list and the operator lost the points and their buttons
+    (seen once in CI as "decisions never showed")."""
+    from monitoring.live_events import LiveItem
+    from monitoring.live_items import confirmation_item
+    from monitoring.live_sink import get_live_sink
+    from tests.processes import wait_until
+
+    page = asgi_page
+    page.goto(f"{asgi_url}/tasks/new/")
+    page.fill(
+        "#id_input_markdown",
+        "# Shop\n\n## Requirements\n\n- Pages must load fast.\n- Customers can export their orders.\n",
+    )
+    page.check('#review-a-document input[name="decision_mode"][value="confirm"]')
+    page.click("#review-a-document button[type=submit]")
+    task = Task.objects.get()
+
+    def pending_decisions():
+        runtime_host.recorder.flush()
+        return ToolConfirmation.objects.filter(task_id=task.id, tool="decisions", status="pending").first()
+
+    row = wait_until(pending_decisions, 60, lambda: f"no decisions asked:\n{task_state()}")
+    page.goto(f"{asgi_url}/tasks/{task.id}/")  # the card is rendered with the page now
+    expect(page.locator("[data-live-status]").first).to_have_text(re.compile("^live"), timeout=20_000)
+    card = waiting_form(page, "decisions")
+    expect(card.locator("table.positions").first).to_be_visible()
+    card.evaluate("el => { el.dataset.loaded = 'with the page'; }")
+
+    get_live_sink().publish_items([LiveItem("confirmation", f"confirmation:{row.id}", confirmation_item(row))])
+
+    pushed = page.locator('li.operator-input[data-what="decisions"][data-status="pending"]:not([data-loaded])')
+    expect(pushed).to_be_visible(timeout=20_000)
+    expect(pushed.locator("li.decision").first).to_be_visible()
+    expect(pushed.locator("table.positions").first).to_contain_text("review")
+    assert page.locator("ul > tr").count() == 0
