@@ -23,8 +23,9 @@ the runtime spawns an instance of the role it takes a row:
   its rows. Idle instances are not retired on a timer: when a worker finds no free row it
   stamps ``wanted_at`` on the role's rows held elsewhere, and each holder, on its next
   renewal, retires the instance of a wanted row once it is idle with no context open in a
-  running task (``InstanceWorkers.settle_slots``). A worker alone never retires anything
-  for that. A role whose limit was lowered: each renewal retires the idle instances in rows
+  running task; if none of the role's wanted instances is, it hands over one that is idle
+  with contexts open (they end ``completed``; ``InstanceWorkers.settle_slots``). A worker
+  alone never retires anything for that. A role whose limit was lowered: each renewal retires the idle instances in rows
   at or past the new limit (``Runtime.role_limits``), busy ones once they are done.
 
 All database work runs on one thread of its own, in order (a release before the next take).

@@ -23,7 +23,7 @@ import pytest
 from django.utils import timezone
 
 from capabilities.models import RoleConstraint
-from monitoring.models import AgentInstance
+from monitoring.models import AgentInstance, ExecutionContext
 from runs.host import RuntimeHost
 from runs.models import InstanceSlot, RuntimeCommand, RuntimeWorker
 from runs.workers import worker_rows
@@ -149,6 +149,37 @@ def test_a_killed_workers_slot_is_taken_again_once_its_lease_expired(one_dba, tm
         if host is not None:
             host.stop()
     assert InstanceSlot.objects.get(role=ROLE).owner == ""  # a clean stop frees its slots
+
+
+def test_a_task_helper_that_answered_hands_its_slot_to_a_call_waiting_on_another_worker(two_workers):
+    """dba limit 1 over two workers. A task on the first asks dba and goes on running, so its
+    dba instance is idle with a context open in that task. A call on the second worker waits
+    for the slot; the first worker's heartbeat (1 s here) hands it over: the waiting call is
+    answered, and the first task's dba context is recorded ``completed``. Before, the slot
+    stayed with the idle instance until its task ended, and the call timed out."""
+    first, second = two_workers
+    assert first.runtime is not None
+    task = first.call(first.runtime.begin_task(entry_role="coderA", description="holds a dba helper"), 10)
+    request = InvokeRequest("schema_query", {"table": "kept"}, target_role=ROLE)
+    kept = first.call(first.runtime.invoke(request, from_role="coderA", task_id=task.task_id), 30)
+    assert kept.success, kept.error
+    waiting = invoke_dba(second, "waits")
+    result = waiting.result(30)
+    assert result.success, result.error
+    assert second.runtime is not None and result.from_instance in second.runtime.instances
+    context = first.runtime.tasks[task.task_id].contexts[kept.from_instance]
+    assert context.status == "completed"
+    wait_until(
+        lambda: ExecutionContext.objects.filter(id=context.id, status="completed").exists(),
+        10,
+        "the handed-over context recorded completed",
+    )
+    runtime = first.runtime
+
+    async def end_task() -> None:
+        runtime.end_task(task.task_id, "completed")
+
+    first.call(end_task(), 10)
 
 
 @pytest.mark.django_db(transaction=True)

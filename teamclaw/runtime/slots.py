@@ -21,8 +21,9 @@ only the slots below it (``SlotUse.ENTRY``), an instance spawned for a call insi
 takes the last slot first (``SlotUse.HELPER``), and an instance in the last slot is never
 given an entry (``routing.InstancePool._choose_self_invoking``). So entries hold at most
 ``limit - 1`` instances over every worker together, and a task's call to its own role
-always finds the last slot free or held by a helper that finishes without waiting on a
-task.
+always finds the last slot free or held by a helper, which finishes without waiting on a
+task and, once idle, hands the slot over when another runtime wants it
+(``InstanceWorkers.hand_over``).
 """
 
 from __future__ import annotations

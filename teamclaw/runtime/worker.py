@@ -261,17 +261,43 @@ class InstanceWorkers:
             return False
         return all(context.status in FINAL_STATUSES for context in self._contexts_of(instance.instance_id))
 
+    def _only_ready_in_tasks(self, instance: AgentInstance) -> bool:
+        """True when each context of ``instance`` open in a running task is ``ready``
+        (waits for nothing: not for a response, not for an operator)."""
+        return all(
+            context.status in FINAL_STATUSES or context.status == ContextStatus.READY
+            for context in self._contexts_of(instance.instance_id)
+        )
+
+    def hand_over(self, instance: AgentInstance) -> None:
+        """Give the slot of an idle ``instance`` that still has contexts open in running tasks
+        to the runtime that waits for it (``settle_slots``): those contexts end ``completed``
+        (PRD §4.6: it finished every call it was given; each gets its final snapshot), then
+        the instance is terminated and its slot freed. A later call of such a task to the
+        role gets another instance, with a new context and an empty memory. Without this a
+        task's helper that answered kept its slot until its task ended, and a call from a
+        task on another runtime waited out its timeout (``no_instance_slot``) while the slot
+        sat idle."""
+        for context in self._contexts_of(instance.instance_id):
+            if context.status not in FINAL_STATUSES:
+                context.status = ContextStatus.COMPLETED
+                self.emitter.final_snapshot(context)
+                self.emitter.context_changed(context)
+        self.terminate(instance.instance_id, "idle, and another runtime worker waits for its slot")
+
     def settle_slots(self, lost: list[str], wanted: list[str], limits: Mapping[str, int] | None = None) -> list[str]:
         """Apply what the shared slot store said on a renewal (``runs.dispatch``): the
         instances in ``lost`` lost their slot (this runtime was paused past its lease and
         another took it) and are terminated; those in ``wanted`` hold a slot another runtime
         waits for, and are retired when ``retirable`` (one an operator holds gives its slot
-        up instead). Instances that gave their slot up while held are retired once
-        retirable. ``limits`` (role -> ``max_concurrent_instances`` now, PRD §4.7): an
-        instance in a slot at or past its role's limit (an operator lowered it) is retired
-        once retirable, so the role shrinks to the new limit on every worker as its
-        instances finish what they do; a busy one is never stopped for it. Returns the ids
-        terminated."""
+        up instead). When none of a role's wanted instances could go that way, one that is
+        idle but has a context open in a running task is handed over (``hand_over``): at
+        most one per role and renewal, since the waiting runtime may need only one. Instances
+        that gave their slot up while held are retired once retirable. ``limits`` (role ->
+        ``max_concurrent_instances`` now, PRD §4.7): an instance in a slot at or past its
+        role's limit (an operator lowered it) is retired once retirable, so the role shrinks
+        to the new limit on every worker as its instances finish what they do; a busy one is
+        never stopped for it. Returns the ids terminated."""
         ended = []
         for past in list(self.pool):
             limit = (limits or {}).get(past.role)
@@ -286,6 +312,8 @@ class InstanceWorkers:
                 instance.slot = None  # no longer ours to give back
                 self.terminate(instance_id, "its instance slot was taken over by another runtime worker")
                 ended.append(instance_id)
+        freed_roles: set[str] = set()
+        in_tasks: list[AgentInstance] = []  # idle, but with a context open in a running task
         for instance_id in wanted:
             instance = self.pool.get(instance_id)
             if instance is None or not instance.alive or instance.slot is None:
@@ -293,9 +321,18 @@ class InstanceWorkers:
             if self.pool.operator_held(instance):
                 self._release_slot(instance)
                 instance.slot_given_up = True
+                freed_roles.add(instance.role)
             elif self.retirable(instance):
                 self.terminate(instance_id, "idle, and another runtime worker waits for its slot")
                 ended.append(instance_id)
+                freed_roles.add(instance.role)
+            elif instance.idle and self._only_ready_in_tasks(instance):
+                in_tasks.append(instance)
+        for instance in in_tasks:
+            if instance.role not in freed_roles:  # one hand-over per role and renewal
+                self.hand_over(instance)
+                ended.append(instance.instance_id)
+                freed_roles.add(instance.role)
         for instance in list(self.pool):
             if instance.alive and instance.slot_given_up and instance.slot is None and self.retirable(instance):
                 self.terminate(instance.instance_id, "idle again after an operator held it, without a slot")

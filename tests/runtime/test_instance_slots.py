@@ -6,8 +6,8 @@ keeps in the database, without the database: the database version is tested in
 ``tests/test_instance_slots.py``). A call whose role has no free slot anywhere goes to an
 instance of the role in its own runtime, else waits for one and times out with ``timeout``
 (``no_instance_slot``); a slot given back while it waits is taken; an idle instance whose
-slot is wanted is retired unless it has a context open in a running task; an instance
-whose slot was lost is terminated.
+slot is wanted is retired, or, with a context open in a running task, hands it over (its
+context ends completed); an instance whose slot was lost is terminated.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 
 from teamclaw.runtime import Constraints, ErrorCode, InvokeRequest
+from teamclaw.runtime.events import SnapshotTaken
 from teamclaw.runtime.slots import SlotUse, slot_order
 from tests.factories import small_snapshot
 from tests.runtime.conftest import settle
@@ -134,16 +135,51 @@ async def test_a_slot_given_back_while_a_call_waits_is_taken(harness_factory):
     assert table.rows[("b", 0)] == ("second", result.from_instance)
 
 
-async def test_an_instance_with_a_context_open_in_a_running_task_is_kept(harness_factory):
-    _, first, _ = pair(harness_factory)
+async def test_an_idle_instance_with_a_context_open_in_a_running_task_hands_its_wanted_slot_over(harness_factory):
+    """Its slot is wanted by another runtime: the instance's context in the running task
+    ends ``completed`` (with its final snapshot), the instance goes and its slot is freed.
+    Before, it kept the slot until its task ended while the other runtime's call waited
+    out its timeout."""
+    table, first, _ = pair(harness_factory)
     gated(first).set()
     task = await first.runtime.begin_task(entry_role="a")
     result = await first.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=task.task_id)
     assert result.success
-    assert first.runtime.settle_slots([], [result.from_instance]) == []  # its context in the task stays
-    assert first.runtime.instances[result.from_instance].alive
-    first.runtime.end_task(task.task_id, "completed")
+    assert table.held("b") == 1
+    context = first.runtime.tasks[task.task_id].contexts[result.from_instance]
+    assert context.status == "ready"
+    assert first.runtime.settle_slots([], []) == []  # nobody waits: it stays
     assert first.runtime.settle_slots([], [result.from_instance]) == [result.from_instance]
+    assert not first.runtime.instances[result.from_instance].alive
+    assert table.held("b") == 0
+    assert context.status == "completed"  # not terminated: it finished what it was given
+    finals = [e.snapshot for e in first.sink.of(SnapshotTaken) if e.snapshot.context_id == context.id]
+    assert finals[-1].trigger == "completed" and finals[-1].label == "final state"
+    # The task goes on: its next call to b gets a new instance (and a new context).
+    again = await first.runtime.invoke(InvokeRequest("echo", {"text": "y"}), from_role="a", task_id=task.task_id)
+    assert again.success and again.from_instance != result.from_instance
+    first.runtime.end_task(task.task_id, "completed")
+
+
+async def test_one_instance_per_role_and_renewal_hands_its_slot_over(harness_factory):
+    """Two idle instances of b with contexts open in running tasks, both wanted: one renewal
+    hands one over (the waiting runtime may need only one), the next renewal the other. An
+    instance retirable without ending anything goes first, and then none is handed over."""
+    _, first, _ = pair(harness_factory, limit=3)
+    gated(first).set()
+    tasks = [await first.runtime.begin_task(entry_role="a") for _ in range(2)]
+    helpers = []
+    for task in tasks:
+        helper = first.runtime.workers.spawn("b", slot=len(helpers))
+        first.runtime.book.context_for(helper, first.runtime.tasks[task.task_id])
+        helpers.append(helper.instance_id)
+    spare = first.runtime.workers.spawn("b", slot=2).instance_id  # no context anywhere
+    assert first.runtime.settle_slots([], [*helpers, spare]) == [spare]
+    handed = first.runtime.settle_slots([], helpers)
+    assert len(handed) == 1
+    assert first.runtime.settle_slots([], helpers) == [h for h in helpers if h not in handed]
+    for task in tasks:
+        first.runtime.end_task(task.task_id, "completed")
 
 
 async def test_an_instance_whose_slot_was_lost_is_terminated(harness_factory):
@@ -424,3 +460,47 @@ async def test_a_tasks_help_call_takes_the_last_slot_and_leaves_the_entries_slot
     assert table.rows[("b", 0)] == ("one", result.from_instance)
     assert table.rows[("b", 2)] == ("one", result.data["text"])
     assert ("b", 1) not in table.rows
+
+
+async def test_a_helper_that_answered_hands_the_last_slot_to_another_runtimes_task(harness_factory):
+    """b may invoke b, limit 3, two runtimes, one task at each. The first task's help call
+    takes the last slot and is answered; its task runs on (it waits on a gate), so the
+    helper's context stays open. The second task's help call then finds every slot held:
+    on the first runtime's next renewal its idle helper hands the slot over, and the second
+    task is helped in it. Before, that call waited out its timeout (``no_instance_slot``)."""
+    table = SlotTable()
+    snapshot = small_snapshot(
+        allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_retries=0, max_concurrent_instances=3)
+    )
+    first = harness_factory(snapshot, instance_slots=TableSlots(table, "first"))
+    second = harness_factory(snapshot, instance_slots=TableSlots(table, "second"))
+    helped = asyncio.Event()
+    finish = asyncio.Event()
+
+    async def echo(call):
+        if call.params["text"] == "help":
+            return {"text": f"helped by {call.instance.instance_id}"}
+        inner = await call.invoke("echo", {"text": "help"}, target_role="b", timeout=30)
+        helped.set()
+        await finish.wait()
+        return {"text": inner.data["text"] if inner.success else inner.error.details.get("reason", "")}
+
+    first.handle("echo", echo)
+    second.handle("echo", echo)
+    one = call(first, "task one")
+    await asyncio.wait_for(helped.wait(), 5)
+    assert table.rows[("b", 2)][0] == "first"  # the first task's helper, idle now, in the last slot
+    two = call(second, "task two", timeout=60)
+    await settle()
+    await second.advance(2)
+    assert table.rows[("b", 1)][0] == "second" and table.held("b") == 3, table.rows
+    helper = table.rows[("b", 2)][1]
+    # The first runtime's renewal says its helper's slot is wanted.
+    assert first.runtime.settle_slots([], [helper]) == [helper]
+    await second.advance(2)
+    finish.set()
+    result_two = await asyncio.wait_for(two, 5)
+    assert result_two.success and result_two.data["text"].startswith("helped by b-"), result_two
+    assert result_two.data["text"] != f"helped by {helper}"
+    result_one = await asyncio.wait_for(one, 5)
+    assert result_one.success and result_one.data["text"] == f"helped by {helper}", result_one
