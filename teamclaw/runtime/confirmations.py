@@ -90,6 +90,9 @@ class Confirmations:
         self.on_held: Callable[[], object] | None = None
         """Called when an instance starts waiting for an operator (the runtime moves what is
         queued behind it: ``InstanceWorkers.reroute_held``)."""
+        self.on_released: Callable[[], object] | None = None
+        """Called when an instance stops waiting for an operator (the instances that gave
+        their slot up while held take one back: ``InstanceWorkers.reclaim_slots``)."""
         """Per task, the invoke attempts whose deadlines wait with the operator."""
 
     def _pause_task(self, task_id: str) -> None:
@@ -199,6 +202,8 @@ class Confirmations:
             if call.context.status == ContextStatus.WAITING_USER:
                 call.context.status = previous
             self.emitter.context_changed(call.context)
+            if self.on_released is not None and not call.instance.waiting_operator:
+                self.on_released()
 
     def resolve(
         self, confirmation_id: str, approve: bool, decided_by: str, answer: dict[str, Any] | None = None

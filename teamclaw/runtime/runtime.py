@@ -155,6 +155,7 @@ class Runtime:
         self.workers.other = self._note_received
         self._confirmations = Confirmations(self._clock, self.emitter, self.pending, confirmation_timeout_s)
         self._confirmations.on_held = self.workers.reroute_held
+        self._confirmations.on_released = self._reclaim_slots
         self.heartbeats = Heartbeats(
             pool=self.pool,
             emitter=self.emitter,
@@ -485,15 +486,27 @@ class Runtime:
         (``InstanceWorkers.settle_slots``); returns the ids terminated."""
         return self.workers.settle_slots(lost, wanted, self.role_limits())
 
+    def _reclaim_slots(self) -> None:
+        """An instance stopped waiting for its operator: those that gave their slot up while
+        held take one back (``InstanceWorkers.reclaim_slots``)."""
+        if not self.workers.slots.shared:
+            return
+        snapshots = self._current_snapshots()
+        self_invoking = {role for snapshot in snapshots for role in snapshot.roles if snapshot.can_invoke(role, role)}
+        self.workers.reclaim_slots(self.role_limits(), self_invoking)
+
+    def _current_snapshots(self) -> list[ConfigSnapshot]:
+        """The snapshots loaded here at the config's latest version (all loaded ones when none is)."""
+        cached = list(self.config.cached.values())
+        return [s for s in cached if s.version >= self.config.latest_version] or cached
+
     def role_limits(self) -> dict[str, int]:
         """Each role's ``max_concurrent_instances`` in the current snapshots loaded here
         (PRD §4.7): the largest when projects differ, so no project's tasks lose an instance
         they may have. Snapshots older than the config's latest version are left out (they
         hold limits since changed); with none current, every loaded one counts."""
-        cached = list(self.config.cached.values())
-        current = [s for s in cached if s.version >= self.config.latest_version] or cached
         limits: dict[str, int] = {}
-        for snapshot in current:
+        for snapshot in self._current_snapshots():
             for role in snapshot.roles:
                 limit = snapshot.constraints_for(role).max_concurrent_instances
                 limits[role] = max(limits.get(role, 0), limit)

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping
 from typing import Any
 
 from teamclaw.runtime.clock import Clock
@@ -120,6 +120,7 @@ class InstanceWorkers:
         self.spawning: Counter[str] = Counter()
         """Spawns in flight per role: slots being taken (they count against the limit)."""
         self._spawns_for_held: set[str] = set()
+        self._reclaiming: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
         self.emitter = emitter
         self.delivery = delivery
@@ -247,6 +248,52 @@ class InstanceWorkers:
             if instance.slot is not None and self.pool.operator_held(instance):
                 self._release_slot(instance)
                 instance.slot_given_up = True
+
+    def reclaim_slots(self, limits: Mapping[str, int], self_invoking: Collection[str]) -> None:
+        """Instances back from their operator that gave their slot up while held (PRD §4.6:
+        not counted then) take a free slot of their role back, in the background, so they
+        count against its limit again on every worker (``limits``: role ->
+        ``max_concurrent_instances``; ``self_invoking``: the roles that may invoke
+        themselves, whose entries may not take the last slot, ``SlotUse``). One that finds
+        none free runs on without a slot and is retired once idle (``settle_slots``).
+        No-op with ``LocalSlots``."""
+        if not self.slots.shared:
+            return
+        for instance in list(self.pool):
+            if (
+                not instance.alive
+                or not instance.slot_given_up
+                or instance.slot is not None
+                or instance.role not in limits
+                or instance.instance_id in self._reclaiming
+                or self.pool.operator_held(instance)
+            ):
+                continue
+            if instance.role not in self_invoking:
+                use = SlotUse.ANY
+            else:
+                use = SlotUse.ENTRY if instance.serving_entry else SlotUse.HELPER
+            self._in_background(self._reclaim(instance, limits[instance.role], use), f"reclaim-{instance.instance_id}")
+
+    async def _reclaim(self, instance: AgentInstance, limit: int, use: SlotUse) -> None:
+        self._reclaiming.add(instance.instance_id)
+        try:
+            slot = await self.slots.acquire(instance.role, limit, instance.instance_id, use=use)
+        finally:
+            self._reclaiming.discard(instance.instance_id)
+        if slot is None:
+            return
+        if not instance.alive or instance.slot is not None or self.pool.operator_held(instance):
+            self.slots.release(instance.instance_id)  # gone, or held again meanwhile
+            return
+        instance.slot = slot
+        instance.slot_given_up = False
+        self.emitter.instance_changed(instance)
+
+    def _in_background(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coroutine, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _release_slot(self, instance: AgentInstance) -> None:
         if instance.slot is not None:
@@ -425,12 +472,10 @@ class InstanceWorkers:
             finally:
                 self._spawns_for_held.discard(role)
 
-        task = asyncio.get_running_loop().create_task(spawn_then_move(), name=f"spawn-for-held-{role}")
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._in_background(spawn_then_move(), f"spawn-for-held-{role}")
 
     def cancel_background(self) -> None:
-        """Cancel the background spawns still taking a slot (the runtime stops)."""
+        """Cancel the background spawns and reclaims still taking a slot (the runtime stops)."""
         for task in list(self._background):
             task.cancel()
 

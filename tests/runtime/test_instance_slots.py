@@ -504,3 +504,77 @@ async def test_a_helper_that_answered_hands_the_last_slot_to_another_runtimes_ta
     assert result_two.data["text"] != f"helped by {helper}"
     result_one = await asyncio.wait_for(one, 5)
     assert result_one.success and result_one.data["text"] == f"helped by {helper}", result_one
+
+
+async def test_an_instance_back_from_its_operator_takes_a_free_slot_back(harness_factory):
+    """b limited to one instance on shared slots. Held by its operator it gave its slot up
+    (not counted then, PRD §4.6); once answered, it goes on with its task and takes the
+    free slot back, so the limit counts it again on every worker. When another instance
+    took the slot meanwhile it runs on without one (and is retired once idle)."""
+    table = SlotTable()
+    h = harness_factory(
+        small_snapshot(constraints=Constraints(max_retries=0, max_concurrent_instances=1)),
+        instance_slots=TableSlots(table, "one"),
+    )
+    after = asyncio.Event()
+
+    async def echo(call):
+        if call.params["text"] == "ask":
+            answer = await call.ask_operator(
+                "interview",
+                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
+                timeout_s=3600,
+                question="Answer q",
+            )
+            await after.wait()  # it goes on working after the answer
+            return {"text": answer.values["answers"]["q"] if answer else "none"}
+        return {"text": call.params["text"]}
+
+    h.handle("echo", echo)
+    asking = call(h, "ask")
+    await settle()
+    [held] = h.runtime.pool.alive("b")
+    assert held.slot is None and held.slot_given_up and table.held("b") == 0
+    [confirmation] = h.runtime.confirmations.values()
+    h.runtime.resolve_confirmation(confirmation.id, True, "ops", {"answers": {"q": "yes"}})
+    await settle()
+    assert held.slot == 0 and not held.slot_given_up
+    assert table.rows[("b", 0)] == ("one", held.instance_id)
+    after.set()
+    assert (await asyncio.wait_for(asking, 5)).data == {"text": "yes"}
+    assert h.runtime.settle_slots([], []) == []  # an instance in its slot again, kept as any other
+    assert table.rows[("b", 0)] == ("one", held.instance_id)
+
+
+async def test_an_instance_back_from_its_operator_whose_slot_was_taken_runs_on_without_one(harness_factory):
+    table = SlotTable()
+    h = harness_factory(
+        small_snapshot(constraints=Constraints(max_retries=0, max_concurrent_instances=1)),
+        instance_slots=TableSlots(table, "one"),
+    )
+    after = asyncio.Event()
+
+    async def echo(call):
+        if call.params["text"] == "ask":
+            await call.ask_operator(
+                "interview",
+                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
+                timeout_s=3600,
+                question="Answer q",
+            )
+            await after.wait()
+        return {"text": call.params["text"]}
+
+    h.handle("echo", echo)
+    asking = call(h, "ask")
+    await settle()
+    [held] = h.runtime.pool.alive("b")
+    table.rows[("b", 0)] = ("another", "b-elsewhere")  # another worker took the slot given up
+    [confirmation] = h.runtime.confirmations.values()
+    h.runtime.resolve_confirmation(confirmation.id, True, "ops", {"answers": {"q": "yes"}})
+    await settle()
+    assert held.alive and held.slot is None and held.slot_given_up
+    after.set()
+    assert (await asyncio.wait_for(asking, 5)).success
+    assert h.runtime.settle_slots([], []) == [held.instance_id]  # idle, without a slot: retired
+    assert table.rows == {("b", 0): ("another", "b-elsewhere")}
