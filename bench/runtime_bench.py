@@ -31,9 +31,11 @@ loop, against a throw-away SQLite database in a temporary data folder:
 The TeamClaw figures are measured once per recorder (``--recorder``, default both): ``thread.*``
 with the writer thread in this process, ``process.*`` with the recorder process
 (``monitoring.recorder_process``: this process only pickles the events, a child writes them);
-each ratio is against the same autogen-core run. The runtime asks the knowledge retriever
-(a database query on a worker thread) at every capability call, as the server does;
-``--no-knowledge`` leaves it out, to see the recording alone.
+each ratio is against the same autogen-core run. The runtime has the server's knowledge
+retriever; the benchmark's database holds no knowledge source, so after its first look (a
+database query on a worker thread) the retriever answers on the loop that there is nothing
+to search, and no retrieval is recorded, as in a team without documents
+(``knowledge.retrieval``); ``--no-knowledge`` leaves the retriever out.
 
 Targets (issue 3, issue 13 item 5): teamclaw >= 2x autogen with recording flushed, p99 <= 3 ms
 at 64 callers, nothing lost (both the closed-loop and the open-loop p99 are printed). The

@@ -7,7 +7,8 @@ skill and of the task's project.
 Every capability call retrieves, and most teams have no knowledge source at all; a retrieval
 then costs a worker thread's hop and a database connection (about 1.5 ms of CPU on SQLite)
 for nothing. ``SOURCE_PRESENCE`` remembers that the database held no source: for
-``PRESENCE_TTL_S`` after such a look, a call retrieves nothing without leaving the loop. A
+``PRESENCE_TTL_S`` after such a look, a call retrieves nothing without leaving the loop, and
+records no retrieval (``DatabaseRetriever.nothing_to_search``). A
 source added in this process ends that at once (``post_save``, ``knowledge.apps``); one added
 through another process is seen within ``PRESENCE_TTL_S``.
 """
@@ -55,6 +56,10 @@ SOURCE_PRESENCE = SourcePresence()
 
 class DatabaseRetriever:
     """Retrieves passages from the knowledge sources in the database (module docstring)."""
+
+    def nothing_to_search(self) -> bool:
+        """True while ``SOURCE_PRESENCE`` trusts a look that found no source at all."""
+        return SOURCE_PRESENCE.known_empty()
 
     async def retrieve(
         self, *, role: str, project_id: str | None, query: str, k: int, skill_id: str | None = None

@@ -444,6 +444,8 @@ class ExecutionCall:
         KnowledgeContext), recorded in the context's ``knowledge`` as ``{capability_id,
         message_id, query, chunks}``. Asked once per call for the params: a second ask (the
         offline executor, then a handler) answers from ``knowledge`` and records nothing more.
+        When the retriever knows there is no source at all (``nothing_to_search``) nothing is
+        asked and nothing recorded.
         A retrieval that found passages is followed by an ``auto`` snapshot (trigger
         ``knowledge for <capability>``), so replay shows them at that step. Empty without a
         retriever or a query; a retriever that fails is a recovered error in the context,
@@ -451,8 +453,12 @@ class ExecutionCall:
         if query is None and self.knowledge is not None:
             return self.knowledge
         retriever = self.port.knowledge_retriever
+        if retriever is None or retriever.nothing_to_search():
+            if query is None:
+                self.knowledge = []
+            return []
         text = self.input_text() if query is None else query
-        if retriever is None or not text.strip():
+        if not text.strip():
             return []
         try:
             hits = await retriever.retrieve(

@@ -7,7 +7,9 @@ the card's skill and the task's project. ``ExecutionCall.retrieve_knowledge`` as
 per capability call (every executor: ``offline`` before its handler, ``openai`` before the
 first model request, the workflows' model handlers through ``ModelSession.system_prompt``),
 with the call's params as the query (``query_text``), and records exactly what came back in
-the context's ``knowledge`` (so snapshots, the inspector and replay show it per call);
+the context's ``knowledge`` (so snapshots, the inspector and replay show it per call). A
+retriever that knows there is no source at all (``nothing_to_search``: a team without
+documents) is not asked, and nothing is recorded: there was no search to show;
 ``knowledge_text`` is what the system prompt gets (the ``knowledge`` template variable).
 """
 
@@ -40,6 +42,11 @@ class KnowledgeHit:
 
 class KnowledgeRetriever(Protocol):
     """Finds passages for a query (module docstring)."""
+
+    def nothing_to_search(self) -> bool:
+        """True when the retriever knows there is no source at all to search right now (a
+        team without documents): the call then asks nothing and records no retrieval.
+        Answered on the loop, without waiting."""
 
     async def retrieve(
         self, *, role: str, project_id: str | None, query: str, k: int, skill_id: str | None = None

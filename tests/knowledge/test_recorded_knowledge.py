@@ -48,3 +48,27 @@ def test_the_retrieval_of_an_offline_call_is_recorded_and_shown(memory_budget, r
     snapshot = pm.snapshots.get(trigger="knowledge for requirement_analysis")
     replay = client.get(f"/replay/{pm.id}/", {"snapshot": snapshot.id}).content.decode()
     assert "changelog.md" in replay and "Every changelog entry names the billing export version" in replay
+
+
+def test_with_no_source_at_all_a_call_records_no_retrieval(memory_budget, runtime_host, staff_user):
+    """A team without documents: no call searches, so no context shows a retrieval (before,
+    every call recorded an empty one, up to 50 per context, in every snapshot). Once a source
+    exists, the calls search again and record what they found, nothing included."""
+    from knowledge import retrieval
+    from monitoring.models import ExecutionContext
+
+    retrieval.SOURCE_PRESENCE.note(True)  # whatever an earlier test's look found: look again
+    task = start_task(workflow="generic", task_description="Write the changelog of the billing export", user=staff_user)
+    task = wait_for_task(runtime_host, task.id)
+    contexts = ExecutionContext.objects.filter(task_id=task.id)
+    assert contexts.count() >= 2
+    # The first call looks once and finds the database empty; it records that look.
+    assert sum(len(c.knowledge) for c in contexts) == 1
+
+    add_source(Upload("changelog.md", "text/markdown", NOTE), role="pm", project=None, load_level="basic")
+    again = wait_for_task(
+        runtime_host,
+        start_task(workflow="generic", task_description="Write the changelog again", user=staff_user).id,
+    )
+    main = again.contexts.get(role="main")
+    assert main.knowledge and all(not r["chunks"] for r in main.knowledge)  # searched, nothing in scope

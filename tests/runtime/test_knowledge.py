@@ -20,6 +20,9 @@ class FakeRetriever:
         self.asked: list[dict] = []
         self.fail = fail
 
+    def nothing_to_search(self) -> bool:
+        return False
+
     async def retrieve(self, *, role, project_id, query, k, skill_id=None):
         self.asked.append({"role": role, "project_id": project_id, "query": query, "k": k})
         if skill_id is not None:
