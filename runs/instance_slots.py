@@ -20,13 +20,17 @@ the runtime spawns an instance of the role it takes a row:
   the slots of a worker that died free themselves when their lease expires. A worker that
   finds a row of its own taken over (it was paused past the lease) terminates that instance.
 - **Giving back.** Terminating an instance frees its row; a worker stopping frees all of
-  its rows. Idle instances are not retired on a timer: when a worker finds no free row it
-  stamps ``wanted_at`` on the role's rows held elsewhere, and each holder, on its next
-  renewal, retires the instance of a wanted row once it is idle with no context open in a
+  its rows. Idle instances are not retired on a timer: when a call finds no free row and no
+  instance of its worker may take it, so that it waits (``InstanceWorkers.place``), its
+  worker stamps ``wanted_at`` on the role's rows held elsewhere (``want_slot``, again at
+  each retry) and clears the stamps once its waiting calls got a slot or gave up
+  (``stop_wanting_slot``). Each holder, on its next renewal (which reports each stamp
+  once), retires the instance of a wanted row once it is idle with no context open in a
   running task; if none of the role's wanted instances is, it hands over one that is idle
-  with contexts open (they end ``completed``; ``InstanceWorkers.settle_slots``). A worker
-  alone never retires anything for that. A role whose limit was lowered: each renewal retires the idle instances in rows
-  at or past the new limit (``Runtime.role_limits``), busy ones once they are done.
+  with its contexts all ``ready`` (they end ``completed``; ``InstanceWorkers.settle_slots``).
+  A worker alone never retires anything for that. A role whose limit was lowered: each
+  renewal retires the idle instances in rows at or past the new limit
+  (``Runtime.role_limits``), busy ones once they are done.
 
 All database work runs on one thread of its own, in order (a release before the next take).
 A database that does not answer grants no slot (the call waits, then times out) and is
@@ -39,7 +43,7 @@ import asyncio
 import logging
 import threading
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import DatabaseError, transaction
 from django.db.models import Q
@@ -77,8 +81,8 @@ def take_slot(
     use: SlotUse = SlotUse.ANY,
 ) -> int | None:
     """Take one of ``role``'s ``limit`` rows for ``instance_id`` as worker ``owner`` (module
-    docstring): its index, or None when every row is held; then the rows held by other
-    workers are stamped ``wanted_at``. ``create`` False skips making sure the rows exist (this
+    docstring): its index, or None when every row is held (a call that then waits stamps
+    them: ``want_slot``). ``create`` False skips making sure the rows exist (this
     worker did already). ``use`` says which rows may be taken and in which order
     (``teamclaw.runtime.slots.slot_order``). Raises DatabaseError."""
     rows = InstanceSlot.objects.filter(role=role, index__lt=limit)
@@ -109,8 +113,23 @@ def take_slot(
                 )
                 if taken:
                     return row.index
-    rows.exclude(owner=owner).exclude(owner="").update(wanted_at=timezone.now())
     return None
+
+
+def want_slot(owner: str, role: str, limit: int, *, use: SlotUse = SlotUse.ANY) -> int:
+    """Stamp ``wanted_at`` on the rows of ``role`` that ``use`` may take and other workers
+    hold: worker ``owner`` has a call waiting for one (module docstring). Returns how many
+    rows were stamped. Raises DatabaseError."""
+    rows = InstanceSlot.objects.filter(role=role, index__in=slot_order(limit, use))
+    return rows.exclude(owner=owner).exclude(owner="").update(wanted_at=timezone.now())
+
+
+def stop_wanting_slot(owner: str, role: str) -> int:
+    """Clear the ``wanted_at`` stamps of ``role``'s rows held by other workers: the calls of
+    ``owner`` that waited got a slot or gave up. Another worker's call still waiting stamps
+    them again at its next retry. Returns how many rows were cleared. Raises DatabaseError."""
+    rows = InstanceSlot.objects.filter(role=role, wanted_at__isnull=False)
+    return rows.exclude(owner=owner).update(wanted_at=None)
 
 
 class DatabaseSlots:
@@ -125,6 +144,7 @@ class DatabaseSlots:
         self.lease_s = lease_s
         self.retry_s = retry_s
         self.held: dict[str, int] = {}
+        self._reported: dict[str, datetime] = {}  # instance id -> the wanted_at last reported
         self._created: set[tuple[str, int]] = set()
         self._lock = threading.Lock()
         # one thread, jobs in order; each job closes its connection (runs.connection_closing)
@@ -160,6 +180,30 @@ class DatabaseSlots:
         except RuntimeError:
             pass  # the host is stopping: release_all frees it
 
+    async def want(self, role: str, limit: int, *, use: SlotUse = SlotUse.ANY) -> None:
+        """Stamp the rows a waiting call could take (``want_slot``) on the slots' thread; a
+        database that fails is logged (the holders then just do not hear of it)."""
+        await asyncio.get_running_loop().run_in_executor(self._thread, self._want, role, limit, use)
+
+    def _want(self, role: str, limit: int, use: SlotUse) -> None:
+        try:
+            want_slot(self.owner, role, limit, use=use)
+        except DatabaseError:
+            log.warning("could not say that a call waits for a slot of %s", role, exc_info=True)
+
+    def stop_wanting(self, role: str) -> None:
+        """Clear the role's stamps (``stop_wanting_slot``) on the slots' thread, without waiting."""
+        try:
+            self._thread.submit(self._stop_wanting, role)
+        except RuntimeError:
+            pass  # the host is stopping: the stamps age out with the lease
+
+    def _stop_wanting(self, role: str) -> None:
+        try:
+            stop_wanting_slot(self.owner, role)
+        except DatabaseError:
+            log.warning("could not clear the wanted stamps of %s; they age out", role, exc_info=True)
+
     def _free(self, instance_id: str) -> None:
         try:
             InstanceSlot.objects.filter(owner=self.owner, instance_id=instance_id).update(
@@ -186,10 +230,17 @@ class DatabaseSlots:
             lost = sorted(i for i in held - set(rows) if i in self.held)
             for instance_id in lost:
                 self.held.pop(instance_id, None)
-        renewal = SlotRenewal(
-            lost=lost,
-            wanted=sorted(i for i, wanted_at in rows.items() if i in held and wanted_at and wanted_at >= recent),
-        )
+        # Each stamp is reported once: a call still waiting stamps again at each retry, so
+        # a stamp left by one that got its slot or gave up moves nothing a second time.
+        wanted = []
+        for instance_id, wanted_at in rows.items():
+            if instance_id in held and wanted_at and wanted_at >= recent:
+                if self._reported.get(instance_id) != wanted_at:
+                    wanted.append(instance_id)
+                self._reported[instance_id] = wanted_at
+        for instance_id in [i for i in self._reported if i not in rows or rows[i] is None]:
+            del self._reported[instance_id]
+        renewal = SlotRenewal(lost=lost, wanted=sorted(wanted))
         if renewal.lost:
             log.warning("instance slot(s) of %s were taken over by another worker", ", ".join(renewal.lost))
         return renewal

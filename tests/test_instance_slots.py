@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 
@@ -182,6 +183,92 @@ def test_a_task_helper_that_answered_hands_its_slot_to_a_call_waiting_on_another
     first.call(end_task(), 10)
 
 
+GATE = threading.Event()
+
+
+def gated_brain() -> ExecutorRegistry:
+    """The offline brain whose ``schema_query`` of table ``busy`` runs until ``GATE`` is set."""
+
+    async def schema_query(call):
+        await asyncio.sleep(0.05)
+        if call.params.get("table") == "busy":
+            await asyncio.to_thread(GATE.wait, 30)
+        return synthesise(call.card.output_schema, call.params, call.card.capability_id)
+
+    return ExecutorRegistry({"offline": OfflineExecutor({"schema_query": schema_query})})
+
+
+@pytest.fixture
+def two_dbas(builtin, settings) -> Iterator[tuple[RuntimeHost, RuntimeHost]]:
+    """dba limit 2 on two workers with short leases (2 s, heartbeat 1 s)."""
+    GATE.clear()
+    RoleConstraint.objects.filter(project=None, role__role=ROLE).update(max_concurrent_instances=2)
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "LEASE_S": 2, "WORKER_HEARTBEAT_S": 1}
+    hosts = [RuntimeHost(name, worker="worker", executors=gated_brain()).start() for name in ("hand-a", "hand-b")]
+    try:
+        yield hosts[0], hosts[1]
+    finally:
+        GATE.set()
+        for host in hosts:
+            host.stop()
+
+
+def helpers_in_tasks(host: RuntimeHost, count: int) -> list[tuple[object, InvokeResult]]:
+    """``count`` running tasks on ``host`` that each asked dba at once: ``count`` idle dba
+    instances, each with a context open (``ready``) in its task. Returns (task, result) pairs."""
+    runtime = host.runtime
+    assert runtime is not None
+    tasks = [host.call(runtime.begin_task(entry_role="coderA", description=f"task {i}"), 10) for i in range(count)]
+
+    async def ask_all() -> list[InvokeResult]:
+        requests = [InvokeRequest("schema_query", {"table": f"t{i}"}, target_role=ROLE) for i in range(count)]
+        calls = [
+            runtime.invoke(request, from_role="coderA", task_id=task.task_id)
+            for request, task in zip(requests, tasks, strict=True)
+        ]
+        return list(await asyncio.gather(*calls))
+
+    results = host.call(ask_all(), 30)
+    assert all(r.success for r in results), [r.error for r in results]
+    assert len({r.from_instance for r in results}) == count
+    return list(zip(tasks, results, strict=True))
+
+
+def test_one_waiting_call_makes_the_holder_hand_over_one_helper_not_all(two_dbas):
+    """Both dba slots are held by idle helpers of two running tasks on the first worker, and
+    one call on the second worker waits: one helper hands its slot over, the other keeps its
+    context. Before, the waiter's stamps stayed on both rows for a lease, so each renewal
+    handed one more over and the second freed row sat unused."""
+    first, second = two_dbas
+    assert first.runtime is not None
+    pairs = helpers_in_tasks(first, 2)
+    result = invoke_dba(second, "waits").result(30)
+    assert result.success, result.error
+    time.sleep(3)  # three more renewals of the first worker; nobody waits now
+    statuses = sorted(first.runtime.tasks[t.task_id].contexts[r.from_instance].status for t, r in pairs)
+    assert statuses == ["completed", "ready"], statuses
+    assert not InstanceSlot.objects.filter(wanted_at__isnull=False).exists()
+
+
+def test_a_call_that_queues_behind_its_own_workers_instance_makes_nobody_hand_over(two_dbas):
+    """The second worker runs a dba of its own (busy), the first holds the other slot with
+    an idle helper in a running task. Another call on the second worker finds no free slot
+    and queues behind its own busy instance: it does not wait for a slot, so the helper
+    keeps its slot and its context."""
+    first, second = two_dbas
+    assert first.runtime is not None
+    [(task, kept)] = helpers_in_tasks(first, 1)
+    busy = invoke_dba(second, "busy")
+    wait_until(lambda: InstanceSlot.objects.filter(role=ROLE, owner=second.worker_id).exists(), 10, "a row held")
+    queued = invoke_dba(second, "queued")
+    time.sleep(2.5)  # two renewals of the first worker
+    context = first.runtime.tasks[task.task_id].contexts[kept.from_instance]
+    assert context.status == "ready", context.status
+    assert not queued.done()  # behind the busy instance
+    GATE.set()
+    assert busy.result(10).success and queued.result(10).success
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_renewal_reports_a_row_taken_over_as_lost_but_not_one_given_back():
     from runs.instance_slots import DatabaseSlots
@@ -202,16 +289,41 @@ def test_a_renewal_reports_a_row_taken_over_as_lost_but_not_one_given_back():
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_renewal_reports_each_wanted_stamp_once_and_a_cleared_one_not_at_all():
+    """A stamp left by a call that got its slot or gave up moves nothing twice; a call still
+    waiting stamps again at each retry and is reported again; ``stop_wanting_slot`` clears
+    the stamps (``runs.instance_slots``)."""
+    from runs.instance_slots import DatabaseSlots, stop_wanting_slot, want_slot
+
+    holder = DatabaseSlots("w-holder", lease_s=10, retry_s=0.1)
+    try:
+        assert holder._take("dba", 1, "dba-held") == 0
+        assert holder.renew().wanted == []
+        assert want_slot("w-waiter", "dba", 1) == 1
+        assert holder.renew().wanted == ["dba-held"]
+        assert holder.renew().wanted == []  # the same stamp: reported once
+        want_slot("w-waiter", "dba", 1)  # still waiting: stamped again at its retry
+        assert holder.renew().wanted == ["dba-held"]
+        assert stop_wanting_slot("w-waiter", "dba") == 1
+        assert holder.renew().wanted == []
+        assert not InstanceSlot.objects.filter(wanted_at__isnull=False).exists()
+    finally:
+        holder.close()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_an_entry_takes_only_the_rows_below_the_last_and_stamps_only_those():
     """A role that may invoke itself keeps its last row for the calls inside tasks
     (``take_slot(use=SlotUse.ENTRY)``): two workers' entries hold at most ``limit - 1`` rows
     between them, the waiting one stamps only the rows it could take, and a call inside a
     task takes the last row first (``SlotUse.HELPER``), leaving the entries' rows free."""
-    from runs.instance_slots import take_slot
+    from runs.instance_slots import take_slot, want_slot
     from teamclaw.runtime.slots import SlotUse
 
     assert take_slot("w-a", "main", 2, "main-entry-a", 10, use=SlotUse.ENTRY) == 0
     assert take_slot("w-b", "main", 2, "main-entry-b", 10, use=SlotUse.ENTRY) is None
+    assert not InstanceSlot.objects.filter(wanted_at__isnull=False).exists()  # taking nothing tells nobody
+    assert want_slot("w-b", "main", 2, use=SlotUse.ENTRY) == 1  # the entry waits
     rows = {row.index: row for row in InstanceSlot.objects.filter(role="main")}
     assert rows[0].wanted_at is not None and rows[1].wanted_at is None and rows[1].owner == ""
     assert take_slot("w-b", "main", 2, "main-helper-b", 10, use=SlotUse.HELPER) == 1

@@ -103,6 +103,9 @@ class Hooks:
         snapshot = task.snapshot
         acks: list[HookAck] = []
         for instance in await self._receivers(snapshot, event, caller, task):
+            if not instance.alive and not event.broadcast:
+                # Retired while a later target role's instance took its slot: route again.
+                instance = await self._target(snapshot, instance.role)
             refusal = self._refusal(snapshot, event, caller, instance, caller_skill)
             if refusal is not None:
                 refused = AgentMessage(
@@ -176,11 +179,16 @@ class Hooks:
         targets = []
         for role in event.target_roles or ():
             check_target_role(snapshot, role)
-            target = self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None)
-            if target is None:
-                target, _ = await self.workers.place(snapshot, role, RoutingStrategy.BY_ROLE, None, DEFAULT_TIMEOUT_S)
-            targets.append(target)
+            targets.append(await self._target(snapshot, role))
         return targets
+
+    async def _target(self, snapshot: ConfigSnapshot, role: str) -> AgentInstance:
+        """The instance of ``role`` a targeted hook goes to (``InstanceWorkers.route``, else
+        ``place``). Raises AgentFailure as ``place``."""
+        target = self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None)
+        if target is None:
+            target, _ = await self.workers.place(snapshot, role, RoutingStrategy.BY_ROLE, None, DEFAULT_TIMEOUT_S)
+        return target
 
     @staticmethod
     def _refusal(

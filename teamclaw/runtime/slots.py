@@ -68,11 +68,23 @@ class InstanceSlots(Protocol):
         """Take one of ``role``'s ``limit`` slots for the instance ``instance_id`` (not
         spawned yet): the slot's index (0 .. limit-1), or None when every one ``use`` may
         take is held (``slot_order``: an entry to a role that may invoke itself may not take
-        the last one; a helper of such a role tries the last one first).
+        the last one; a helper of such a role tries the last one first). Taking nothing tells
+        nobody: a call that then waits says so with ``want``.
         Never raises: a store that cannot answer grants nothing (None)."""
 
     def release(self, instance_id: str) -> None:
         """Give back the slot of ``instance_id`` (no-op when it holds none); never blocks."""
+
+    async def want(self, role: str, limit: int, *, use: SlotUse = SlotUse.ANY) -> None:
+        """Say that a call here waits for one of ``role``'s slots (none ``use`` may take is
+        free and no instance here may take the call): the holders of those slots on other
+        runtimes see it on their next renewal (``InstanceWorkers.settle_slots``). Called
+        only by a call that really waits, again at each retry. Never raises."""
+
+    def stop_wanting(self, role: str) -> None:
+        """The calls here that waited for a slot of ``role`` got one or gave up: the role's
+        slots are no longer wanted from here (a call still waiting says so again at its next
+        retry). Never blocks."""
 
 
 class LocalSlots:
@@ -87,3 +99,9 @@ class LocalSlots:
 
     def release(self, instance_id: str) -> None:
         """Nothing to give back."""
+
+    async def want(self, role: str, limit: int, *, use: SlotUse = SlotUse.ANY) -> None:
+        """Nobody else to tell."""
+
+    def stop_wanting(self, role: str) -> None:
+        """Nobody else to tell."""

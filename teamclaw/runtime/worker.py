@@ -182,8 +182,10 @@ class InstanceWorkers:
         waited)``. It takes one of the role's slots and spawns an instance in it; when every
         slot is held (by other runtime workers) the call goes to the least loaded instance of
         the role here, as when the local limit is reached, or, with none here, waits for a
-        slot (polling every ``slots.retry_s``) for at most ``wait_s`` seconds. With
-        ``LocalSlots`` the slot is granted at once and nothing waits.
+        slot (polling every ``slots.retry_s``) for at most ``wait_s`` seconds, saying so to the
+        other runtimes at each retry (``slots.want``; ``slots.stop_wanting`` once it got an
+        instance or gave up). With ``LocalSlots`` the slot is granted at once and nothing
+        waits.
 
         Raises AgentFailure: ``timeout`` (reason ``no_instance_slot``, not retried: the call
         waited its whole timeout) when no slot came free in time; ``unavailable`` as
@@ -191,35 +193,43 @@ class InstanceWorkers:
         limit = snapshot.constraints_for(role).max_concurrent_instances
         self_invoking = self._self_invoking(snapshot, role, strategy, caller_instance, entry)
         started = self.clock.now()
-        while True:
-            # An entry to a role that may invoke itself spawns only below the entries' cap; at
-            # it, it waits for the spawns in flight and queues behind one of them.
-            held_back = (
-                self_invoking
-                and caller_instance is None
-                and limit > 1
-                and self.pool.entries_at_cap(role, limit, self.spawning[role])
-            )
-            use = SlotUse.ANY if not self_invoking else SlotUse.ENTRY if caller_instance is None else SlotUse.HELPER
-            instance = None if held_back else await self.spawn_in_slot(role, limit, use=use)
-            waited = self.clock.now() - started
-            if instance is not None:
-                return instance, waited
-            instance = self.pool.nearest(role, strategy, limit, caller_instance, self_invoking=self_invoking)
-            if instance is not None:
-                return instance, waited
-            if waited >= wait_s:
-                raise AgentFailure(
-                    ErrorCode.TIMEOUT,
-                    f"no instance of {role} came free within {wait_s:g} s: its {limit} instance(s) run on "
-                    "other runtime workers or serve tasks that wait on this call",
-                    {"target_role": role, "limit": limit, "timeout_s": wait_s, "reason": "no_instance_slot"},
-                    retryable=False,
+        use = SlotUse.ANY if not self_invoking else SlotUse.ENTRY if caller_instance is None else SlotUse.HELPER
+        wanted = False  # this call told the other runtimes it waits (``slots.want``)
+        try:
+            while True:
+                # An entry to a role that may invoke itself spawns only below the entries' cap;
+                # at it, it waits for the spawns in flight and queues behind one of them.
+                held_back = (
+                    self_invoking
+                    and caller_instance is None
+                    and limit > 1
+                    and self.pool.entries_at_cap(role, limit, self.spawning[role])
                 )
-            await self.clock.sleep(min(self.slots.retry_s, wait_s - waited))
-            instance = self.route(snapshot, role, strategy, caller_instance, entry=entry)
-            if instance is not None:
-                return instance, self.clock.now() - started
+                instance = None if held_back else await self.spawn_in_slot(role, limit, use=use)
+                waited = self.clock.now() - started
+                if instance is not None:
+                    return instance, waited
+                instance = self.pool.nearest(role, strategy, limit, caller_instance, self_invoking=self_invoking)
+                if instance is not None:
+                    return instance, waited
+                if waited >= wait_s:
+                    raise AgentFailure(
+                        ErrorCode.TIMEOUT,
+                        f"no instance of {role} came free within {wait_s:g} s: its {limit} instance(s) run on "
+                        "other runtime workers or serve tasks that wait on this call",
+                        {"target_role": role, "limit": limit, "timeout_s": wait_s, "reason": "no_instance_slot"},
+                        retryable=False,
+                    )
+                if not held_back and self.slots.shared:  # it waits for a slot held elsewhere
+                    await self.slots.want(role, limit, use=use)
+                    wanted = True
+                await self.clock.sleep(min(self.slots.retry_s, wait_s - waited))
+                instance = self.route(snapshot, role, strategy, caller_instance, entry=entry)
+                if instance is not None:
+                    return instance, self.clock.now() - started
+        finally:
+            if wanted:
+                self.slots.stop_wanting(role)
 
     async def spawn_in_slot(self, role: str, limit: int, *, use: SlotUse = SlotUse.ANY) -> AgentInstance | None:
         """Take one of ``role``'s ``limit`` slots and spawn an instance in it; None when no
@@ -328,6 +338,7 @@ class InstanceWorkers:
         for context in self._contexts_of(instance.instance_id):
             if context.status not in FINAL_STATUSES:
                 context.status = ContextStatus.COMPLETED
+                context.progress = 100  # as a task's end completes its contexts (TaskBook.end)
                 self.emitter.final_snapshot(context)
                 self.emitter.context_changed(context)
         self.terminate(instance.instance_id, "idle, and another runtime worker waits for its slot")
@@ -338,8 +349,9 @@ class InstanceWorkers:
         another took it) and are terminated; those in ``wanted`` hold a slot another runtime
         waits for, and are retired when ``retirable`` (one an operator holds gives its slot
         up instead). When none of a role's wanted instances could go that way, one that is
-        idle but has a context open in a running task is handed over (``hand_over``): at
-        most one per role and renewal, since the waiting runtime may need only one. Instances
+        idle with its contexts open in running tasks all ``ready`` is handed over
+        (``hand_over``): at most one per role and renewal (the store reports each stamp of a
+        waiting call once, and a call still waiting stamps again at its next retry). Instances
         that gave their slot up while held are retired once retirable. ``limits`` (role ->
         ``max_concurrent_instances`` now, PRD §4.7): an instance in a slot at or past its
         role's limit (an operator lowered it) is retired once retirable, so the role shrinks

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from teamclaw.runtime import Constraints, ErrorCode, InvokeRequest
+from teamclaw.runtime import Constraints, ErrorCode, HookEvent, InvokeRequest
 from teamclaw.runtime.events import SnapshotTaken
 from teamclaw.runtime.slots import SlotUse, slot_order
 from tests.factories import small_snapshot
@@ -28,6 +28,7 @@ class SlotTable:
     def __init__(self) -> None:
         self.rows: dict[tuple[str, int], tuple[str, str]] = {}
         self.wanted: list[str] = []
+        self.stopped_wanting: list[str] = []
 
     def held(self, role: str) -> int:
         return sum(1 for (r, _) in self.rows if r == role)
@@ -49,8 +50,14 @@ class TableSlots:
             if (role, index) not in self.table.rows:
                 self.table.rows[(role, index)] = (self.owner, instance_id)
                 return index
-        self.table.wanted.append(role)
         return None
+
+    async def want(self, role: str, limit: int, *, use: SlotUse = SlotUse.ANY) -> None:
+        await asyncio.sleep(0)
+        self.table.wanted.append(role)
+
+    def stop_wanting(self, role: str) -> None:
+        self.table.stopped_wanting.append(role)
 
     def release(self, instance_id: str) -> None:
         for key, (owner, held_by) in list(self.table.rows.items()):
@@ -107,6 +114,7 @@ async def test_a_call_waits_for_a_slot_held_elsewhere_then_times_out_without_ret
     assert result.attempts == 1  # it waited its whole timeout: not retried
     assert "second" not in {owner for owner, _ in table.rows.values()}
     assert "b" in table.wanted  # the holder was told another runtime waits
+    assert table.stopped_wanting == ["b"]  # and, once it gave up, that it waits no more
     gate.set()
     assert (await holding).success
 
@@ -203,6 +211,7 @@ async def test_with_every_slot_held_a_call_queues_on_an_instance_of_its_own_runt
     assert live(first, second) == 2
     own = second.runtime.pool.alive("b")[0]
     assert own.load == 2  # queued behind the call it runs, not waiting for a slot
+    assert table.wanted == []  # so nobody is told it waits (no holder hands anything over)
     gate_first.set()
     gate_second.set()
     results = await asyncio.gather(*calls, third)
@@ -578,3 +587,56 @@ async def test_an_instance_back_from_its_operator_whose_slot_was_taken_runs_on_w
     assert (await asyncio.wait_for(asking, 5)).success
     assert h.runtime.settle_slots([], []) == [held.instance_id]  # idle, without a slot: retired
     assert table.rows == {("b", 0): ("another", "b-elsewhere")}
+
+
+async def test_a_handed_over_context_ends_completed_at_100_percent(harness_factory):
+    """As a task's end completes its contexts: a helper that reported 40 % and answered
+    ends ``completed`` at 100 % when it hands its slot over."""
+    _, first, _ = pair(harness_factory)
+
+    async def echo(call):
+        call.progress(40, "halfway")
+        return {"text": "x"}
+
+    first.handle("echo", echo)
+    task = await first.runtime.begin_task(entry_role="a")
+    result = await first.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=task.task_id)
+    context = first.runtime.tasks[task.task_id].contexts[result.from_instance]
+    assert context.progress == 40
+    assert first.runtime.settle_slots([], [result.from_instance]) == [result.from_instance]
+    assert context.status == "completed" and context.progress == 100
+    first.runtime.end_task(task.task_id, "completed")
+
+
+async def test_a_hook_whose_first_target_was_handed_over_while_it_waited_for_the_next_goes_to_a_live_one(
+    harness_factory,
+):
+    """A hook to b and c: b is routed to an idle helper with a context open in a task, then
+    the hook waits for c's slot; meanwhile the helper hands its slot over. The hook goes to
+    a live instance of b and its short task ends. Before, it was queued into the terminated
+    helper's mailbox, acked ``received``, never run, and its task stayed open for an hour."""
+    table = SlotTable()
+    snapshot = small_snapshot(roles=["a", "b", "c"], constraints=Constraints(max_concurrent_instances=1))
+    first = harness_factory(snapshot, instance_slots=TableSlots(table, "first"))
+
+    async def echo(call):
+        return {"text": "x"}
+
+    first.handle("echo", echo)
+    task = await first.runtime.begin_task(entry_role="a")
+    result = await first.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=task.task_id)
+    helper = result.from_instance
+    table.rows[("c", 0)] = ("second", "c-elsewhere")  # c's only slot is held by another runtime
+    hook = asyncio.create_task(first.runtime.hook(HookEvent("ping", {}, False, ["b", "c"]), from_role="a"))
+    await settle()
+    assert not hook.done()  # waits for c's slot
+    assert first.runtime.settle_slots([], [helper]) == [helper]  # the renewal: b's slot is wanted
+    del table.rows[("c", 0)]  # c's slot comes free
+    await first.advance(2)
+    acks = await asyncio.wait_for(hook, 5)
+    assert {a.role: a.status for a in acks} == {"b": "received", "c": "received"}
+    assert all(first.runtime.instances[a.instance_id].alive for a in acks)
+    assert helper not in {a.instance_id for a in acks}
+    await first.advance(5)
+    assert not [t for t in first.runtime.tasks.values() if t.description.startswith("hook")]
+    first.runtime.end_task(task.task_id, "completed")
