@@ -15,6 +15,7 @@ from monitoring import dom_ids, live_times
 from monitoring.live_items import summary_text
 from monitoring.markdown_html import render_markdown
 from monitoring.role_labels import role_labels
+from monitoring.step_labels import step_label as step_in_language
 
 register = template.Library()
 
@@ -31,6 +32,13 @@ def message_summary(item: dict) -> str:
     (``live_items.summary_parts``), else its stored English ``summary``."""
     parts = item.get("summary_parts")
     return summary_text(parts) if parts else str(item.get("summary") or "")
+
+
+@register.filter(name="step_label")
+def step_label(step: str) -> str:
+    """``{{ c.current_step|step_label }}``: an agent's progress step in the active language
+    (``monitoring.step_labels``)."""
+    return step_in_language(str(step or ""))
 
 
 @register.simple_tag(name="container_id")

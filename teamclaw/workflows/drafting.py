@@ -34,6 +34,7 @@ from teamclaw.workflows.interview import (
     match_project_type,
     write_requirement,
 )
+from teamclaw.workflows.progress_steps import INTERVIEW_ROUND, REVISION_SAVED, gettext_noop
 from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, load_artifact, step
 
 INTERVIEW_ARTIFACT = "interview_result.json"
@@ -123,7 +124,7 @@ async def draft_requirement(call: ExecutionCall, idea: str) -> str:
     rounds: list[dict[str, Any]] = []
     earlier: list[str] = []
     for number in (1, 2):
-        call.progress(5 + 5 * number, f"interview round {number}")
+        call.progress(5 + 5 * number, INTERVIEW_ROUND % {"number": number})
         (asked,) = await step(
             call,
             f"interview round {number}",
@@ -185,7 +186,7 @@ async def draft_requirement(call: ExecutionCall, idea: str) -> str:
     result = interview_result(idea, project_type, language, confidence, rounds)
     result["project_type_chosen_by"] = chosen_by
     call.write_artifact("interview_result.json", artifact_json(result))
-    call.progress(25, "writing requirement.md")
+    call.progress(25, gettext_noop("writing requirement.md"))
     await step(
         call,
         "requirement writing",
@@ -260,7 +261,7 @@ async def choose_next(call: ExecutionCall, text: str, revision: int = 1) -> Next
         text = edited
         call.write_artifact(f"requirement.v{revision}.md", text, "text/markdown")
         call.write_artifact("requirement.md", text, "text/markdown")
-        call.progress(30, f"revision {revision} saved")
+        call.progress(30, REVISION_SAVED % {"revision": revision})
 
 
 # -- the product manager's and main's brains (offline executor) ---------------------------------

@@ -35,6 +35,7 @@ from teamclaw.workflows.document import document_language, parse_document, revie
 from teamclaw.workflows.domains import domain_frame
 from teamclaw.workflows.drafting import HANDLERS as DRAFTING_HANDLERS
 from teamclaw.workflows.drafting import choose_next, draft_requirement
+from teamclaw.workflows.progress_steps import EXPERT_ROUND, FILES_READ, POINTS_FOR_OPERATOR, gettext_noop
 from teamclaw.workflows.review_rules import label_of, perspective_of, requirement_statements, review
 from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, artifacts_with_prefix, load_artifact, pace, step
 
@@ -48,7 +49,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
     me = perspective_of(call.role)
     source = load_artifact(call, call.params["requirement_artifact"])
     if mode == "review":
-        call.progress(10, "reviewing the requirement")
+        call.progress(10, gettext_noop("reviewing the requirement"))
         issues = review(reviewable(parse_document(source)), me)
         data = {
             "expert": label_of(me),
@@ -60,17 +61,17 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
             "summary": f"{len(issues)} issue(s) from the {label_of(me).lower()}'s perspective",
         }
         name, count, summary = f"review_{me}.json", len(issues), data["summary"]
-        call.progress(33, "review written")
+        call.progress(33, gettext_noop("review written"))
     elif mode == "evaluate":
-        call.progress(40, "evaluating the other reviews")
+        call.progress(40, gettext_noop("evaluating the other reviews"))
         reviews = artifacts_with_prefix(call, "review")
         mine: dict[str, Any] = reviews.pop(me, (None, {"issues": []}))[1]
         data = evaluate(me, mine, reviews)
         name, count = f"evaluate_{me}.json", len(data["responses"])
         summary = f"{count} comment(s) on {len(reviews)} other review(s)"
-        call.progress(66, "evaluation written")
+        call.progress(66, gettext_noop("evaluation written"))
     else:
-        call.progress(70, "responding to the evaluations")
+        call.progress(70, gettext_noop("responding to the evaluations"))
         mine = artifacts_with_prefix(call, "review").get(me, (None, {"issues": []}))[1]
         evaluations = [data for _, data in artifacts_with_prefix(call, "evaluate").values()]
         data = respond(me, mine, evaluations)
@@ -79,7 +80,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
             f"{count} final issue(s), {len(data['withdrawn_issues'])} withdrawn, "
             f"{len(data['new_issues_from_debate'])} new from the debate"
         )
-        call.progress(100, "response written")
+        call.progress(100, gettext_noop("response written"))
     call.write_artifact(name, artifact_json(data))
     return {"artifact": name, "perspective": me, "summary": summary, "issue_count": count}
 
@@ -115,7 +116,7 @@ async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
     original = load_artifact(call, call.params["requirement_artifact"])
     baseline = load_artifact(call, "interview_result.json").get("baseline_statements", [])
     responses = {p: data for p, (_, data) in artifacts_with_prefix(call, "response").items()}
-    call.progress(30, f"read {3 + 3 * len(responses)} files")
+    call.progress(30, FILES_READ % {"count": 3 + 3 * len(responses)})
     warnings: list[str] = []
     if call.params.get("decision_mode") == "confirm":
         candidates = candidate_decisions(original, responses, baseline)
@@ -123,7 +124,7 @@ async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
         decided_by = ""
         if candidates:
             language = document_language(original)
-            call.progress(50, f"{len(candidates)} point(s) for the operator")
+            call.progress(50, POINTS_FOR_OPERATOR % {"count": len(candidates)})
             answer = await call.ask_operator(
                 "decisions",
                 {
@@ -225,7 +226,7 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
     if start_at in ("interview", "draft"):
         choice = await choose_next(call, text)
         if choice.action == "end":
-            call.progress(100, "ended after the draft")
+            call.progress(100, gettext_noop("ended after the draft"))
             unanswered = choice.chosen_by.startswith("nobody")
             outcome = {
                 "phase": "draft",
@@ -307,11 +308,12 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
     subtasks: list[dict[str, Any]] = []
     warnings: list[str] = []
     for percent, mode in ((40, "review"), (55, "evaluate"), (70, "respond")):
-        call.progress(percent, f"{mode} by {len(reviewers)} experts")
+        call.progress(percent, EXPERT_ROUND[mode] % {"count": len(reviewers)})
         asked = list(reviewers)
         reviewers = await _expert_round(call, mode, reviewers, warnings)
         subtasks += [{"capability_id": "expert_review", "role": role, "success": role in reviewers} for role in asked]
-    call.progress(80, "consolidating" if decision_mode == "auto" else "consolidating: the operator decides")
+    consolidating = gettext_noop("consolidating: the operator decides")
+    call.progress(80, gettext_noop("consolidating") if decision_mode == "auto" else consolidating)
     (consolidation,) = await step(
         call,
         "consolidation",
@@ -324,7 +326,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         ],
     )
     subtasks.append({"capability_id": "requirement_consolidation", "role": "consolidator", "success": True})
-    call.progress(90, "quality check")
+    call.progress(90, gettext_noop("quality check"))
     (quality,) = await step(
         call,
         "quality check",
@@ -337,7 +339,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         ],
     )
     subtasks.append({"capability_id": "requirement_quality_check", "role": "pm", "success": True})
-    call.progress(95, "saving to the project folder")
+    call.progress(95, gettext_noop("saving to the project folder"))
     saved, saved_ok = await save_final_document(call)
     if not saved_ok:
         warnings.append(saved)
@@ -364,7 +366,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         "clean": quality["passed"] and not warnings,
     }
     call.write_artifact("outcome.json", artifact_json(outcome))
-    call.progress(100, "done" if outcome["clean"] else "done, with findings")
+    call.progress(100, gettext_noop("done") if outcome["clean"] else gettext_noop("done, with findings"))
     summary = (
         f"{len(reviewers)} experts reviewed '{document.title}': {consolidation['adopted']} change(s) adopted, "
         f"{consolidation['rejected']} rejected, {consolidation['contested']} contested. Quality check "
@@ -398,10 +400,10 @@ async def save_final_document(call: ExecutionCall) -> tuple[str, bool]:
 async def run_generic_task(call: ExecutionCall) -> dict[str, Any]:
     """A plain task: the product manager analyses it and main reports the analysis."""
     description = call.params["task_description"]
-    call.progress(20, "analysis by the product manager")
+    call.progress(20, gettext_noop("analysis by the product manager"))
     (analysis,) = await step(call, "analysis", [("requirement_analysis", {"requirement": description}, "pm")])
     call.write_artifact("analysis.json", artifact_json(analysis))
-    call.progress(100, "done")
+    call.progress(100, gettext_noop("done"))
     return {
         "status": "completed",
         "summary": f"Analysed: {description[:120]}",
