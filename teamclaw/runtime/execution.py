@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -42,6 +43,8 @@ MAX_RECORDED_TOOL_CHARS = 4000
 """Longest JSON of an external tool's arguments or result kept in the context's messages."""
 EXTERNAL_TOOL_TIMEOUT_S = 60.0
 """Longest an external tool call may take when no invoke deadline is nearer (s)."""
+
+log = logging.getLogger(__name__)
 
 
 class ExecutionCall:
@@ -453,7 +456,7 @@ class ExecutionCall:
         if query is None and self.knowledge is not None:
             return self.knowledge
         retriever = self.port.knowledge_retriever
-        if retriever is None or retriever.nothing_to_search():
+        if retriever is None or _nothing_to_search(retriever):
             if query is None:
                 self.knowledge = []
             return []
@@ -489,6 +492,19 @@ class ExecutionCall:
         if hits:  # replay shows the state with exactly these passages at this step
             self.port.snapshot(self.context, SnapshotType.AUTO, f"knowledge for {self.card.capability_id}")
         return hits
+
+
+def _nothing_to_search(retriever: KnowledgeRetriever) -> bool:
+    """The retriever's optional ``nothing_to_search()`` (``teamclaw.runtime.knowledge``): False
+    when it has none or it raises (then the call retrieves as usual)."""
+    check = getattr(retriever, "nothing_to_search", None)
+    if check is None:
+        return False
+    try:
+        return bool(check())
+    except Exception:
+        log.warning("the knowledge retriever's nothing_to_search() raised; retrieving as usual", exc_info=True)
+        return False
 
 
 def _recorded(value: Any) -> Any:

@@ -41,12 +41,13 @@ class KnowledgeHit:
 
 
 class KnowledgeRetriever(Protocol):
-    """Finds passages for a query (module docstring)."""
+    """Finds passages for a query (module docstring).
 
-    def nothing_to_search(self) -> bool:
-        """True when the retriever knows there is no source at all to search right now (a
-        team without documents): the call then asks nothing and records no retrieval.
-        Answered on the loop, without waiting."""
+    A retriever may also offer ``nothing_to_search() -> bool``: True when it knows there is
+    no source at all to search right now (a team without documents); the call then asks
+    nothing and records no retrieval. It is answered on the loop, without waiting; one that
+    raises is logged and the call retrieves as usual. Optional, so retrievers written before
+    it keep working."""
 
     async def retrieve(
         self, *, role: str, project_id: str | None, query: str, k: int, skill_id: str | None = None

@@ -283,22 +283,23 @@ class InstanceWorkers:
                 use = SlotUse.ANY
             else:
                 use = SlotUse.ENTRY if instance.serving_entry else SlotUse.HELPER
+            # Marked before the task starts: two releases in one loop step reclaim once.
+            self._reclaiming.add(instance.instance_id)
             self._in_background(self._reclaim(instance, limits[instance.role], use), f"reclaim-{instance.instance_id}")
 
     async def _reclaim(self, instance: AgentInstance, limit: int, use: SlotUse) -> None:
-        self._reclaiming.add(instance.instance_id)
         try:
             slot = await self.slots.acquire(instance.role, limit, instance.instance_id, use=use)
+            if slot is None:
+                return
+            if not instance.alive or self.pool.operator_held(instance):
+                self.slots.release(instance.instance_id)  # gone, or held again meanwhile
+                return
+            instance.slot = slot
+            instance.slot_given_up = False
+            self.emitter.instance_changed(instance)
         finally:
             self._reclaiming.discard(instance.instance_id)
-        if slot is None:
-            return
-        if not instance.alive or instance.slot is not None or self.pool.operator_held(instance):
-            self.slots.release(instance.instance_id)  # gone, or held again meanwhile
-            return
-        instance.slot = slot
-        instance.slot_given_up = False
-        self.emitter.instance_changed(instance)
 
     def _in_background(self, coroutine: Coroutine[Any, Any, None], name: str) -> None:
         task = asyncio.get_running_loop().create_task(coroutine, name=name)

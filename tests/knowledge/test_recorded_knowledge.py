@@ -50,7 +50,7 @@ def test_the_retrieval_of_an_offline_call_is_recorded_and_shown(memory_budget, r
     assert "changelog.md" in replay and "Every changelog entry names the billing export version" in replay
 
 
-def test_with_no_source_at_all_a_call_records_no_retrieval(memory_budget, runtime_host, staff_user):
+def test_with_no_source_at_all_a_call_records_no_retrieval(memory_budget, runtime_host, staff_user, monkeypatch):
     """A team without documents: no call searches, so no context shows a retrieval (before,
     every call recorded an empty one, up to 50 per context, in every snapshot). Once a source
     exists, the calls search again and record what they found, nothing included."""
@@ -58,6 +58,7 @@ def test_with_no_source_at_all_a_call_records_no_retrieval(memory_budget, runtim
     from monitoring.models import ExecutionContext
 
     retrieval.SOURCE_PRESENCE.note(True)  # whatever an earlier test's look found: look again
+    monkeypatch.setattr(retrieval, "PRESENCE_TTL_S", 600.0)  # one look for the whole task, however slow
     task = start_task(workflow="generic", task_description="Write the changelog of the billing export", user=staff_user)
     task = wait_for_task(runtime_host, task.id)
     contexts = ExecutionContext.objects.filter(task_id=task.id)

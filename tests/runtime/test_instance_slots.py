@@ -640,3 +640,42 @@ async def test_a_hook_whose_first_target_was_handed_over_while_it_waited_for_the
     await first.advance(5)
     assert not [t for t in first.runtime.tasks.values() if t.description.startswith("hook")]
     first.runtime.end_task(task.task_id, "completed")
+
+
+async def test_two_instances_answered_in_one_loop_step_each_take_one_slot_back(harness_factory):
+    """Two held instances answered at once: each reclaims once and holds the row it thinks
+    it holds. Before, the first was scheduled twice, its second reclaim freed both its rows,
+    and the two instances both believed they held slot 0."""
+    table = SlotTable()
+    h = harness_factory(
+        small_snapshot(constraints=Constraints(max_retries=0, max_concurrent_instances=3)),
+        instance_slots=TableSlots(table, "one"),
+    )
+    after = asyncio.Event()
+
+    async def echo(call_):
+        if call_.params["text"].startswith("ask"):
+            await call_.ask_operator(
+                "interview",
+                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
+                timeout_s=3600,
+                question="Answer q",
+            )
+            await after.wait()
+        return {"text": call_.params["text"]}
+
+    h.handle("echo", echo)
+    one = call(h, "ask1")
+    await settle()
+    two = call(h, "ask2")
+    await settle()
+    held = h.runtime.pool.alive("b")
+    assert len(held) == 2 and all(i.slot is None and i.slot_given_up for i in held)
+    for confirmation in list(h.runtime.confirmations.values()):
+        h.runtime.resolve_confirmation(confirmation.id, True, "ops", {"answers": {"q": "yes"}})
+    await settle()
+    rows = {instance_id: index for (_, index), (_, instance_id) in table.rows.items()}
+    assert {i.instance_id: i.slot for i in held} == rows
+    assert len(set(rows.values())) == 2
+    after.set()
+    await asyncio.wait_for(asyncio.gather(one, two), 5)

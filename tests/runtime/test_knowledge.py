@@ -20,9 +20,6 @@ class FakeRetriever:
         self.asked: list[dict] = []
         self.fail = fail
 
-    def nothing_to_search(self) -> bool:
-        return False
-
     async def retrieve(self, *, role, project_id, query, k, skill_id=None):
         self.asked.append({"role": role, "project_id": project_id, "query": query, "k": k})
         if skill_id is not None:
@@ -174,3 +171,20 @@ async def test_an_artifact_named_in_the_params_is_part_of_the_query():
     assert result.success, result.error
     asked = {a["query"] for a in retriever.asked}
     assert "requirement.md\nNightly backups of the order database." in asked
+
+
+class UnsureRetriever(FakeRetriever):
+    """Offers ``nothing_to_search``, and it fails."""
+
+    def nothing_to_search(self) -> bool:
+        raise RuntimeError("presence look failed")
+
+
+async def test_a_retriever_whose_nothing_to_search_fails_retrieves_as_usual():
+    """``nothing_to_search`` is optional (FakeRetriever has none, as retrievers written before
+    it); one that raises is logged and the call retrieves as usual, never failing for it."""
+    retriever = UnsureRetriever()
+    result, requests, context, _ = await run_plan(retriever)
+    assert result.success, result.error
+    assert retriever.asked and "Backups are kept for 35 days." in requests[0]["messages"][0]["content"]
+    assert [e["chunks"][0]["source"] for e in context.knowledge] == ["Ops handbook"]
