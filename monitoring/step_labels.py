@@ -1,11 +1,13 @@
 """Agents' progress steps in the page's language (PRD §4.6 ``current_step``).
 
-The runtime records each step in English, as the workflow reported it
-(``teamclaw.workflows.progress_steps``); the context cards and the inspector show it through
-``step_label``: a fixed step is looked up in the message catalog as it is, and a step with
-values in it (``interview round 2``) is matched against the workflows' ``TEMPLATES``, whose
-translation is then filled with the same values. A step no catalog knows (a model's streamed
-text, a plugin's URL, a custom workflow's words) is shown as it was recorded.
+The runtime records each step in English, as it was reported (``teamclaw.runtime.progress``
+for the runtime's own steps, ``teamclaw.workflows.progress_steps`` for the workflows'); the
+context cards and the inspector show it through ``step_label``. Only those steps are
+translated: a fixed one (``FIXED_STEPS``) is looked up in the message catalog, and one with
+values in it (``interview round 2``) is matched against the templates and the translation is
+filled with the same values. Anything else (a capability id shown while its call starts, a
+model's streamed text, a custom workflow's words) is shown as recorded, even when it happens
+to be a catalog entry ("search", "draft").
 """
 
 from __future__ import annotations
@@ -15,30 +17,35 @@ from functools import cache
 
 from django.utils.translation import gettext
 
-from teamclaw.workflows.progress_steps import TEMPLATES
+from teamclaw.runtime.progress import RUNTIME_TEMPLATES
+from teamclaw.workflows.progress_steps import FIXED_STEPS, TEMPLATES
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+NUMERIC = frozenset({"number", "revision", "count", "round", "rounds", "attempt"})
+"""Placeholders that always hold a whole number (matched as digits only)."""
 
 
 @cache
 def _patterns() -> list[tuple[re.Pattern[str], str]]:
-    """Each template as a pattern that matches the steps made from it (values: digits)."""
+    """Each template as a pattern matching the steps made from it."""
     patterns = []
-    for template in TEMPLATES:
+    for template in (*TEMPLATES, *RUNTIME_TEMPLATES):
         parts = PLACEHOLDER.split(template)  # text, name, text, name, ..., text
-        regex = "".join(re.escape(part) if i % 2 == 0 else rf"(?P<{part}>\d+)" for i, part in enumerate(parts))
-        patterns.append((re.compile(f"^{regex}$"), template))
+        regex = "".join(
+            re.escape(part) if i % 2 == 0 else (rf"(?P<{part}>[0-9]+)" if part in NUMERIC else rf"(?P<{part}>.+?)")
+            for i, part in enumerate(parts)
+        )
+        patterns.append((re.compile(f"^{regex}$", re.DOTALL), template))
     return patterns
 
 
 def step_label(step: str) -> str:
-    """``step`` in the active language (module docstring); ``step`` itself when no catalog
-    entry fits. Never raises."""
+    """``step`` in the active language (module docstring); ``step`` itself when it is none
+    of the reported steps or its catalog entry does not fit. Never raises."""
     if not step:
         return step
-    translated = gettext(step)
-    if translated != step:
-        return translated
+    if step in FIXED_STEPS:
+        return gettext(step)
     for pattern, template in _patterns():
         match = pattern.match(step)
         if match is not None:

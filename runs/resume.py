@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from monitoring.models import Artifact, ExecutionContext, Message, Task, ToolConfirmation
 from monitoring.recovery import FINAL_CONTEXT_STATUSES
+from teamclaw.runtime.progress import RESUMED
 from teamclaw.runtime.resume import RecordedArtifact, RecordedConfirmation, RecordedStep, ResumeJournal
 
 
@@ -114,7 +115,7 @@ def journal_for(task: Task) -> ResumeJournal | None:
         with transaction.atomic():
             ExecutionContext.objects.filter(task_id=task.id).exclude(status__in=FINAL_CONTEXT_STATUSES).update(
                 status="terminated",
-                current_step=f"its worker stopped; the task resumed (attempt {task.attempt})",
+                current_step=RESUMED % {"attempt": task.attempt},
                 updated_at=timezone.now(),
             )
         steps += recorded_steps(task.id)

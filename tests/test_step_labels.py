@@ -1,6 +1,7 @@
 """Agents' progress steps in the page's language (``monitoring.step_labels``): the steps the
-workflows report (``teamclaw.workflows.progress_steps``) are recorded in English and shown
-in Chinese on a Chinese page, numbers and all; a step no catalog knows stays as recorded."""
+workflows and the runtime report (``teamclaw.workflows.progress_steps``,
+``teamclaw.runtime.progress``) are recorded in English and shown in Chinese on a Chinese
+page, values and all; any other text stays as recorded, even a catalog word."""
 
 from __future__ import annotations
 
@@ -12,22 +13,33 @@ from django.template import Context, Template
 from django.utils import translation
 
 from monitoring.step_labels import step_label
-from teamclaw.workflows.progress_steps import EXPERT_ROUND, INTERVIEW_ROUND, POINTS_FOR_OPERATOR, TEMPLATES
+from teamclaw.runtime.progress import CALLING_PLUGIN, MODEL_ROUND, RESUMED, RUNTIME_TEMPLATES
+from teamclaw.workflows.progress_steps import (
+    EXPERT_ROUND,
+    FIXED_STEPS,
+    INTERVIEW_ROUND,
+    POINTS_FOR_OPERATOR,
+    REVIEW_WRITTEN,
+    TEMPLATES,
+)
 
-WORKFLOWS = Path(__file__).resolve().parent.parent / "teamclaw" / "workflows"
+PACKAGE = Path(__file__).resolve().parent.parent / "teamclaw"
 
 
 @pytest.mark.parametrize(
     ("step", "chinese"),
     [
-        ("review written", "评审已写好"),
+        (REVIEW_WRITTEN, "评审已写好"),
         ("consolidating: the operator decides", "正在整合：由操作员决定"),
         (INTERVIEW_ROUND % {"number": 2}, "第 2 轮访谈"),
         (POINTS_FOR_OPERATOR % {"count": 4}, "4 个要点待操作员决定"),
         (EXPERT_ROUND["evaluate"] % {"count": 3}, "3 位专家互评"),
+        (MODEL_ROUND % {"what": "expert_review", "round": 1, "rounds": 3}, "expert_review：第 1/3 轮模型调用"),
+        (CALLING_PLUGIN % {"url": "https://plugins.example/x"}, "正在调用位于 https://plugins.example/x 的插件"),
+        (RESUMED % {"attempt": 2}, "它的工作进程已停止；任务已恢复（第 2 次尝试）"),
     ],
 )
-def test_a_workflow_step_is_shown_in_chinese_on_a_chinese_page_and_as_recorded_on_an_english_one(step, chinese):
+def test_a_reported_step_is_shown_in_chinese_on_a_chinese_page_and_as_recorded_on_an_english_one(step, chinese):
     with translation.override("zh-hans"):
         assert step_label(step) == chinese
     with translation.override("en"):
@@ -35,22 +47,34 @@ def test_a_workflow_step_is_shown_in_chinese_on_a_chinese_page_and_as_recorded_o
 
 
 @pytest.mark.parametrize(
-    "step", ["", "calling plugin at https://example.org/x", "interview round two", "review written twice"]
+    "step",
+    [
+        "",
+        "calling plugin",
+        "interview round two",
+        "review written twice",
+        # Capability ids shown while their call starts, which are also catalog entries.
+        "search",
+        "draft",
+        "project",
+    ],
 )
-def test_a_step_no_catalog_knows_is_shown_as_recorded(step):
+def test_any_other_step_is_shown_as_recorded(step):
     with translation.override("zh-hans"):
         assert step_label(step) == step
 
 
-def test_every_step_the_workflows_report_has_a_chinese_translation():
-    """A new ``gettext_noop("...")`` step or template in the workflows without a translation
-    would show English on a Chinese page: each one is in the catalog."""
-    marked = set(TEMPLATES)
-    for source in WORKFLOWS.rglob("*.py"):
+def test_every_marked_step_is_known_to_the_pages_and_has_a_chinese_translation():
+    """A step marked in the workflows or the runtime is one the pages know (a fixed step or a
+    template), and has a translation: none would show English on a Chinese page."""
+    known = set(FIXED_STEPS) | set(TEMPLATES) | set(RUNTIME_TEMPLATES)
+    marked: set[str] = set()
+    for source in PACKAGE.rglob("*.py"):
         marked |= set(re.findall(r'gettext_noop\("([^"\\]+)"\)', source.read_text(encoding="utf-8")))
-    assert len(marked) > 20
+    assert len(marked) > 25
+    assert marked <= known, f"marked but unknown to the pages: {sorted(marked - known)}"
     with translation.override("zh-hans"):
-        missing = sorted(text for text in marked if translation.gettext(text) == text)
+        missing = sorted(text for text in known if translation.gettext(text) == text)
     assert not missing, f"steps without a Chinese translation: {missing}"
 
 
@@ -58,3 +82,4 @@ def test_the_context_card_shows_the_step_in_the_pages_language():
     card = Template("{% load live_tags %}{{ step|step_label }}")
     with translation.override("zh-hans"):
         assert card.render(Context({"step": "read 9 files"})) == "已读取 9 个文件"
+        assert card.render(Context({"step": "<b>x</b>: answered"})) == "&lt;b&gt;x&lt;/b&gt;：已回答"

@@ -19,8 +19,9 @@ PHASE_LABELS = {
     "done": gettext_lazy("phase: done"),
     "ended": gettext_lazy("phase: ended"),
 }
-"""Whole badges ("phase: done"), not bare words: a catalog entry "done" would also turn the
-identifiers that pages show as they are (a progress step, a capability tag) into Chinese."""
+"""Whole badges ("phase: done"), not bare words: a phase is an identifier, and the catalog's
+bare "done" is an agent's progress step, translated only where one is shown
+(``monitoring.step_labels``)."""
 CHECK_LABELS = {
     "structure": gettext_lazy("structure"),
     "objectivity": gettext_lazy("objectivity"),

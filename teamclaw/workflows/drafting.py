@@ -34,7 +34,7 @@ from teamclaw.workflows.interview import (
     match_project_type,
     write_requirement,
 )
-from teamclaw.workflows.progress_steps import INTERVIEW_ROUND, REVISION_SAVED, gettext_noop
+from teamclaw.workflows.progress_steps import INTERVIEW_ROUND, REVISION_SAVED, WRITING_REQUIREMENT
 from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, load_artifact, step
 
 INTERVIEW_ARTIFACT = "interview_result.json"
@@ -186,7 +186,7 @@ async def draft_requirement(call: ExecutionCall, idea: str) -> str:
     result = interview_result(idea, project_type, language, confidence, rounds)
     result["project_type_chosen_by"] = chosen_by
     call.write_artifact("interview_result.json", artifact_json(result))
-    call.progress(25, gettext_noop("writing requirement.md"))
+    call.progress(25, WRITING_REQUIREMENT)
     await step(
         call,
         "requirement writing",

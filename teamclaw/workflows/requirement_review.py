@@ -35,7 +35,25 @@ from teamclaw.workflows.document import document_language, parse_document, revie
 from teamclaw.workflows.domains import domain_frame
 from teamclaw.workflows.drafting import HANDLERS as DRAFTING_HANDLERS
 from teamclaw.workflows.drafting import choose_next, draft_requirement
-from teamclaw.workflows.progress_steps import EXPERT_ROUND, FILES_READ, POINTS_FOR_OPERATOR, gettext_noop
+from teamclaw.workflows.progress_steps import (
+    CONSOLIDATING,
+    CONSOLIDATING_OPERATOR_DECIDES,
+    DONE,
+    DONE_WITH_FINDINGS,
+    ENDED_AFTER_DRAFT,
+    EVALUATING,
+    EVALUATION_WRITTEN,
+    EXPERT_ROUND,
+    FILES_READ,
+    PM_ANALYSIS,
+    POINTS_FOR_OPERATOR,
+    QUALITY_CHECK,
+    RESPONDING,
+    RESPONSE_WRITTEN,
+    REVIEW_WRITTEN,
+    REVIEWING,
+    SAVING,
+)
 from teamclaw.workflows.review_rules import label_of, perspective_of, requirement_statements, review
 from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, artifacts_with_prefix, load_artifact, pace, step
 
@@ -49,7 +67,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
     me = perspective_of(call.role)
     source = load_artifact(call, call.params["requirement_artifact"])
     if mode == "review":
-        call.progress(10, gettext_noop("reviewing the requirement"))
+        call.progress(10, REVIEWING)
         issues = review(reviewable(parse_document(source)), me)
         data = {
             "expert": label_of(me),
@@ -61,17 +79,17 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
             "summary": f"{len(issues)} issue(s) from the {label_of(me).lower()}'s perspective",
         }
         name, count, summary = f"review_{me}.json", len(issues), data["summary"]
-        call.progress(33, gettext_noop("review written"))
+        call.progress(33, REVIEW_WRITTEN)
     elif mode == "evaluate":
-        call.progress(40, gettext_noop("evaluating the other reviews"))
+        call.progress(40, EVALUATING)
         reviews = artifacts_with_prefix(call, "review")
         mine: dict[str, Any] = reviews.pop(me, (None, {"issues": []}))[1]
         data = evaluate(me, mine, reviews)
         name, count = f"evaluate_{me}.json", len(data["responses"])
         summary = f"{count} comment(s) on {len(reviews)} other review(s)"
-        call.progress(66, gettext_noop("evaluation written"))
+        call.progress(66, EVALUATION_WRITTEN)
     else:
-        call.progress(70, gettext_noop("responding to the evaluations"))
+        call.progress(70, RESPONDING)
         mine = artifacts_with_prefix(call, "review").get(me, (None, {"issues": []}))[1]
         evaluations = [data for _, data in artifacts_with_prefix(call, "evaluate").values()]
         data = respond(me, mine, evaluations)
@@ -80,7 +98,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
             f"{count} final issue(s), {len(data['withdrawn_issues'])} withdrawn, "
             f"{len(data['new_issues_from_debate'])} new from the debate"
         )
-        call.progress(100, gettext_noop("response written"))
+        call.progress(100, RESPONSE_WRITTEN)
     call.write_artifact(name, artifact_json(data))
     return {"artifact": name, "perspective": me, "summary": summary, "issue_count": count}
 
@@ -226,7 +244,7 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
     if start_at in ("interview", "draft"):
         choice = await choose_next(call, text)
         if choice.action == "end":
-            call.progress(100, gettext_noop("ended after the draft"))
+            call.progress(100, ENDED_AFTER_DRAFT)
             unanswered = choice.chosen_by.startswith("nobody")
             outcome = {
                 "phase": "draft",
@@ -312,8 +330,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         asked = list(reviewers)
         reviewers = await _expert_round(call, mode, reviewers, warnings)
         subtasks += [{"capability_id": "expert_review", "role": role, "success": role in reviewers} for role in asked]
-    consolidating = gettext_noop("consolidating: the operator decides")
-    call.progress(80, gettext_noop("consolidating") if decision_mode == "auto" else consolidating)
+    call.progress(80, CONSOLIDATING if decision_mode == "auto" else CONSOLIDATING_OPERATOR_DECIDES)
     (consolidation,) = await step(
         call,
         "consolidation",
@@ -326,7 +343,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         ],
     )
     subtasks.append({"capability_id": "requirement_consolidation", "role": "consolidator", "success": True})
-    call.progress(90, gettext_noop("quality check"))
+    call.progress(90, QUALITY_CHECK)
     (quality,) = await step(
         call,
         "quality check",
@@ -339,7 +356,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         ],
     )
     subtasks.append({"capability_id": "requirement_quality_check", "role": "pm", "success": True})
-    call.progress(95, gettext_noop("saving to the project folder"))
+    call.progress(95, SAVING)
     saved, saved_ok = await save_final_document(call)
     if not saved_ok:
         warnings.append(saved)
@@ -366,7 +383,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         "clean": quality["passed"] and not warnings,
     }
     call.write_artifact("outcome.json", artifact_json(outcome))
-    call.progress(100, gettext_noop("done") if outcome["clean"] else gettext_noop("done, with findings"))
+    call.progress(100, DONE if outcome["clean"] else DONE_WITH_FINDINGS)
     summary = (
         f"{len(reviewers)} experts reviewed '{document.title}': {consolidation['adopted']} change(s) adopted, "
         f"{consolidation['rejected']} rejected, {consolidation['contested']} contested. Quality check "
@@ -400,10 +417,10 @@ async def save_final_document(call: ExecutionCall) -> tuple[str, bool]:
 async def run_generic_task(call: ExecutionCall) -> dict[str, Any]:
     """A plain task: the product manager analyses it and main reports the analysis."""
     description = call.params["task_description"]
-    call.progress(20, gettext_noop("analysis by the product manager"))
+    call.progress(20, PM_ANALYSIS)
     (analysis,) = await step(call, "analysis", [("requirement_analysis", {"requirement": description}, "pm")])
     call.write_artifact("analysis.json", artifact_json(analysis))
-    call.progress(100, gettext_noop("done"))
+    call.progress(100, DONE)
     return {
         "status": "completed",
         "summary": f"Analysed: {description[:120]}",

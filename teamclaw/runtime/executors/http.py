@@ -42,6 +42,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx2
 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
+from teamclaw.runtime.progress import CALLING_PLUGIN
 
 if TYPE_CHECKING:
     from teamclaw.runtime.execution import ExecutionCall
@@ -242,7 +243,7 @@ class HttpExecutor:
             "X-TeamClaw-Role": call.role,
             "X-TeamClaw-Task": call.task.task_id,
         }
-        call.progress(10, f"calling plugin at {_public(url)}")
+        call.progress(10, CALLING_PLUGIN % {"url": _public(url)})
         async with httpx2.AsyncClient(follow_redirects=False, trust_env=False) as client:
             for _hop in range(MAX_REDIRECTS + 1):
                 target = await self.target(url)

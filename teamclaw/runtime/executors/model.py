@@ -49,6 +49,7 @@ from teamclaw.runtime.executors.chat import ModelChat, ModelOptions, ModelSettin
 from teamclaw.runtime.executors.function_tools import FunctionTools
 from teamclaw.runtime.executors.structured import StructuredSupport, response_format_for
 from teamclaw.runtime.knowledge import knowledge_text
+from teamclaw.runtime.progress import ANSWERED, ANSWERED_DROPPING, MODEL_ROUND, REPAIRING
 from teamclaw.runtime.schemas import compile_schema, schema_errors
 
 if TYPE_CHECKING:
@@ -238,9 +239,9 @@ class ModelSession:
         while True:
             percent = min(95, 10 + (80 * rounds) // max_rounds)
             if repairing:
-                step = f"{what}: repairing the answer"
+                step = REPAIRING % {"what": what}
             else:
-                step = f"{what}: model round {rounds + 1}/{max_rounds}"
+                step = MODEL_ROUND % {"what": what, "round": rounds + 1, "rounds": max_rounds}
             reply = await chat.complete(
                 messages,
                 specs or None,
@@ -268,13 +269,13 @@ class ModelSession:
                 errors = [{"pointer": "", "message": "answer with the JSON object now, not with function calls"}]
             if not errors:
                 data, _ = parse_answer(reply.content)
-                self.call.progress(100, f"{what}: answered")
+                self.call.progress(100, ANSWERED % {"what": what})
                 return data, []
             if repairing:
                 salvaged = salvage(reply.content, validator, check, items) if items else None
                 if salvaged is not None:
                     self._record_drops(what, salvaged[1])
-                    self.call.progress(100, f"{what}: answered, {len(salvaged[1])} invalid item(s) dropped")
+                    self.call.progress(100, ANSWERED_DROPPING % {"what": what, "count": len(salvaged[1])})
                     return salvaged
                 raise AgentFailure(
                     ErrorCode.OUTPUT_INVALID,
