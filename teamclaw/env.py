@@ -90,6 +90,18 @@ def env_url(name: str, schemes: set[str], *, credentials: bool = True, hint: str
     return raw
 
 
+def redis_channel_layer(url: str, **config: Any) -> dict[str, Any]:
+    """The channels-redis layer on ``url`` (``CHANNEL_LAYERS["default"]``), with ``config``
+    added (a test's ``prefix``). Its connections wait on reads without a client timeout:
+    the layer's receive is a blocking pop of up to 5 s on the server, and redis-py 8 gives
+    every socket a 5 s read timeout by default, which otherwise ended each idle live socket
+    with 1011 after about 5 s (django/channels_redis#422)."""
+    return {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [{"address": url, "socket_timeout": None}], "capacity": 1000, "expiry": 30, **config},
+    }
+
+
 def data_dir(base_dir: Path) -> Path:
     """Return the git-ignored data folder (``$TEAMCLAW_DATA_DIR`` or ``<base>/data``), created 0700."""
     path = Path(env_str("TEAMCLAW_DATA_DIR") or base_dir / "data").resolve()

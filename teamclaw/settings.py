@@ -24,6 +24,7 @@ from teamclaw.env import (
     env_time_zone,
     env_url,
     persistent_secret,
+    redis_channel_layer,
 )
 from teamclaw.runtime.memory import DEFAULT_MEMORY_TOKENS, MAX_MEMORY_TOKENS, MIN_MEMORY_TOKENS
 
@@ -195,12 +196,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 # --- Channels: Redis when REDIS_URL is set, else the in-process layer. ---
 REDIS_URL = env_url("REDIS_URL", {"redis", "rediss", "unix"})
 if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS_URL)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1000}}}
 
