@@ -104,13 +104,16 @@ def journal_for(task: Task) -> ResumeJournal | None:
     tool confirmations.
 
     The contexts an earlier attempt left open end ``terminated`` (with the reason in
-    ``current_step``): the resumed attempt's agents get contexts of their own.
+    ``current_step``): the resumed attempt's agents get contexts of their own. The tokens
+    those contexts were charged carry over (``tokens_spent``): the task's count and budget go
+    on from them.
     """
     origin = fork_origin(task)
     if task.attempt <= 1 and origin is None:
         return None
     steps, artifacts = forked_steps(*origin) if origin else ([], [])
     confirmations: list[RecordedConfirmation] = []
+    tokens_used, tokens_estimated = 0, False
     if task.attempt > 1:
         with transaction.atomic():
             ExecutionContext.objects.filter(task_id=task.id).exclude(status__in=FINAL_CONTEXT_STATUSES).update(
@@ -121,4 +124,25 @@ def journal_for(task: Task) -> ResumeJournal | None:
         steps += recorded_steps(task.id)
         artifacts += recorded_artifacts(task.id)
         confirmations = recorded_confirmations(task.id)
-    return ResumeJournal.of(task.attempt, steps, confirmations, artifacts, fork_of=origin[0] if origin else None)
+        tokens_used, tokens_estimated = tokens_spent(task.id)
+    return ResumeJournal.of(
+        task.attempt,
+        steps,
+        confirmations,
+        artifacts,
+        fork_of=origin[0] if origin else None,
+        tokens_used=tokens_used,
+        tokens_estimated=tokens_estimated,
+    )
+
+
+def tokens_spent(task_id: str) -> tuple[int, bool]:
+    """``(tokens, estimated)`` the recorded contexts of ``task_id`` were charged (their
+    ``resource_usage``, as the token statistics sum them): what its earlier attempts used."""
+    tokens, estimated = 0, False
+    for usage in ExecutionContext.objects.filter(task_id=task_id).values_list("resource_usage", flat=True):
+        if isinstance(usage, dict):
+            total = usage.get("total_tokens")
+            tokens += total if isinstance(total, int) and total > 0 else 0
+            estimated = estimated or bool(usage.get("estimated"))
+    return tokens, estimated

@@ -23,6 +23,7 @@ from runs import host as host_module
 from runs.dispatch import claim_tasks
 from runs.models import RuntimeWorker
 from runs.pinned_config import pinned_for
+from runs.resume import tokens_spent
 from runs.tasks import run_spec, start_task
 from teamclaw.runtime.events import ConfirmationChanged, ConfirmationState
 from teamclaw.runtime.resume import RecordedConfirmation, RecordedStep, ResumeJournal
@@ -147,6 +148,9 @@ def test_a_task_given_up_by_a_stopping_worker_resumes_on_the_next_with_its_confi
     task = start_task(workflow="requirement_review", input_markdown=REVIEW, user=staff_user)
     confirmation = wait_for_confirmation(runtime_host, task.id)
     sent = Message.objects.filter(task_id=task.id, type="invoke_request").count()
+    runtime_host.recorder.flush()
+    spent_before, _ = tokens_spent(task.id)
+    assert spent_before > 0
     host_module.reset_host()  # a clean stop: the task is given up, not failed
     task.refresh_from_db()
     assert task.status == "running"
@@ -177,6 +181,11 @@ def test_a_task_given_up_by_a_stopping_worker_resumes_on_the_next_with_its_confi
     assert Message.objects.filter(task_id=task.id, type="invoke_request").count() == sent + 1
     assert task.resumed_steps == sent - 1
     assert task.artifacts.filter(name="requirement_final.md").exists()
+    # The task's count went on from the first attempt's tokens, as the token statistics
+    # (the contexts of both attempts) count them; before, it counted the last attempt only.
+    spent_in_all, _ = tokens_spent(task.id)
+    assert spent_in_all > spent_before
+    assert task.tokens_used == spent_in_all
 
 
 def test_a_resumed_task_runs_on_the_configuration_it_started_on(

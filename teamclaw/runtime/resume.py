@@ -86,6 +86,9 @@ class ResumeJournal:
 
     ``attempt`` is this attempt's number (2 for the first resume). ``answered`` counts the
     invokes answered from the record so far; ``reattached`` the confirmations taken over.
+    ``tokens_used`` (tokens) is what the earlier attempts' contexts were charged, and
+    ``tokens_estimated`` whether any of it is an estimate: the resumed task counts on from
+    there against its budget (PRD §4.7), rather than from 0.
     """
 
     attempt: int
@@ -96,6 +99,8 @@ class ResumeJournal:
     """For a fork: the task whose steps it starts with; its artifacts are written anew."""
     answered: int = 0
     reattached: int = 0
+    tokens_used: int = 0
+    tokens_estimated: bool = False
 
     @classmethod
     def of(
@@ -105,9 +110,19 @@ class ResumeJournal:
         confirmations: Iterable[RecordedConfirmation] = (),
         artifacts: Iterable[RecordedArtifact] = (),
         fork_of: str | None = None,
+        *,
+        tokens_used: int = 0,
+        tokens_estimated: bool = False,
     ) -> ResumeJournal:
-        """A journal from the recorded steps, confirmations and artifacts, in recorded order."""
-        journal = cls(attempt, artifacts=list(artifacts), fork_of=fork_of)
+        """A journal from the recorded steps, confirmations and artifacts, in recorded order,
+        and the tokens the earlier attempts used."""
+        journal = cls(
+            attempt,
+            artifacts=list(artifacts),
+            fork_of=fork_of,
+            tokens_used=max(0, int(tokens_used)),
+            tokens_estimated=tokens_estimated,
+        )
         for step in steps:
             key = step_key(step.caller_role, step.capability_id, step.params)
             journal.steps.setdefault(key, deque()).append(step.result)

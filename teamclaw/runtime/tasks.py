@@ -137,6 +137,9 @@ class TaskBook:
             ephemeral=kind != "task",
             journal=journal,
         )
+        if journal is not None:  # a resumed attempt counts on from its predecessors' tokens
+            task.tokens_used = journal.tokens_used
+            task.tokens_estimated = journal.tokens_estimated
         for recorded in journal.artifacts if journal else ():
             task.artifacts[recorded.name] = Artifact(
                 recorded.name,
