@@ -92,8 +92,6 @@ CLAIMS_PER_POLL = 1
 """Tasks a worker claims per poll round."""
 MAX_OUTSIDE_CALLS = 64
 """Outside invokes and hooks (``runs.outside_calls``) one worker runs at once."""
-IDLE_HEARTBEAT_S = 30.0
-"""How often a worker running no task beats its ``RuntimeWorker`` row (s)."""
 
 INTERRUPTED = {
     "code": "interrupted",
@@ -208,7 +206,6 @@ class Dispatcher:
         self.loops: list[asyncio.Task[None]] = []
         self.stopping = False
         self.last_heartbeat = 0.0
-        self.last_idle_beat = 0.0
         self.registered = False
         self.calls: set[asyncio.Future[None]] = set()
         self.lease_lock = threading.Lock()
@@ -381,14 +378,12 @@ class Dispatcher:
         now = asyncio.get_running_loop().time()
         if not self.registered:
             await asyncio.to_thread(self.register)
-            self.last_idle_beat = now
         slots = self.database_slots()
-        if now - self.last_heartbeat >= settings.TEAMCLAW["WORKER_HEARTBEAT_S"] and (
-            self.running or (slots is not None and slots.held) or now - self.last_idle_beat >= IDLE_HEARTBEAT_S
-        ):
-            # Leases (of tasks and instance slots) are renewed every heartbeat; an idle worker
-            # holding no slot beats its row less often.
-            self.last_heartbeat = self.last_idle_beat = now
+        if now - self.last_heartbeat >= settings.TEAMCLAW["WORKER_HEARTBEAT_S"]:
+            # Every heartbeat renews the leases (of tasks and instance slots) and the worker's
+            # row, busy or idle: a worker silent for two beats and a lease is listed as
+            # ``silent`` (``runs.workers``), so a dead one does not look alive for long.
+            self.last_heartbeat = now
             lost_tasks, renewal = await asyncio.to_thread(self.heartbeat, list(self.running))
             for task_id in lost_tasks:
                 self.give_up(task_id)

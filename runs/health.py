@@ -25,10 +25,10 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from monitoring.models import Message
-from runs.dispatch import IDLE_HEARTBEAT_S
 from runs.host_port import HostPort, runtime_of
 from runs.models import InstanceSlot, RuntimeWorker
 from runs.workers import silence_limit_s
@@ -190,7 +190,7 @@ def workers_capability_status(capability_id: str, snapshot: ConfigSnapshot | Non
         "unspawnable_reason": NO_WORKER if not takers else "",
         "worker_beat": max((w.heartbeat_at.timestamp() for w in takers.values()), default=None),
         "now": now.timestamp(),
-        "interval_s": float(IDLE_HEARTBEAT_S),
+        "interval_s": float(settings.TEAMCLAW["WORKER_HEARTBEAT_S"]),
         "timeout_s": silence_limit_s(),
         "providers": [],
     }

@@ -11,7 +11,6 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from monitoring.models import Task
-from runs.dispatch import IDLE_HEARTBEAT_S
 from runs.models import InstanceSlot, RuntimeWorker
 
 RECENT_STOPPED = 10
@@ -19,9 +18,11 @@ RECENT_STOPPED = 10
 
 
 def silence_limit_s() -> float:
-    """How long a worker may stay silent and still count as alive (s): an idle one beats
-    every 30 s, a busy one every ``WORKER_HEARTBEAT_S``; twice the longer, plus a lease."""
-    return 2 * max(IDLE_HEARTBEAT_S, float(settings.TEAMCLAW["WORKER_HEARTBEAT_S"])) + settings.TEAMCLAW["LEASE_S"]
+    """How long a worker may stay silent and still count as alive (s): every worker beats
+    every ``WORKER_HEARTBEAT_S`` (3 s), busy or idle; twice that plus a lease (16 s by
+    default), so a worker killed with ``kill -9`` is listed ``silent`` about when its tasks
+    are taken over."""
+    return 2 * float(settings.TEAMCLAW["WORKER_HEARTBEAT_S"]) + settings.TEAMCLAW["LEASE_S"]
 
 
 def held_slots() -> dict[str, dict[str, int]]:
