@@ -213,7 +213,10 @@ def task_inputs(task: Task) -> dict[str, Any]:
     """What the task's API document adds (seed 002): ``questions`` (pending interview or
     project type questions: ``[{id, text, ...}]``), ``decisions`` (pending confirm-mode items:
     ``[{id, kind, summary, positions, ..., decision}]``), ``next_actions`` (the phase 5
-    choices when the task waits for one) and ``waiting_for`` (the pending inputs)."""
+    choices when the task waits for one), ``confirmations`` (pending tool confirmations, PRD
+    §4.7 ⚠️: ``[{id, tool, role}]``, decided through ``/confirmations/{id}``) and
+    ``waiting_for`` (what it waits for: the pending inputs, then the pending tool
+    confirmations' tools, oldest first)."""
     questions: list[dict[str, Any]] = []
     decisions: list[dict[str, Any]] = []
     next_actions: dict[str, Any] | None = None
@@ -228,8 +231,12 @@ def task_inputs(task: Task) -> dict[str, Any]:
         elif row.tool in SECTIONS["next"]:
             next_actions = {k: v for k, v in request.items() if k not in ("answer_schema", "markdown")}
             next_actions["input_id"] = row.id
+    tools = list(
+        ToolConfirmation.objects.filter(task_id=task.id, kind="tool", status="pending").order_by("created_at", "id")
+    )
     return {
-        "waiting_for": [row.tool for row in rows],
+        "waiting_for": [row.tool for row in rows] + [row.tool for row in tools],
+        "confirmations": [{"id": row.id, "tool": row.tool, "role": row.role} for row in tools],
         "questions": questions,
         "decisions": decisions,
         "next_actions": next_actions,

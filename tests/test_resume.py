@@ -354,6 +354,18 @@ def test_confirmations_are_listed_by_task_and_status(transactional_db, builtin, 
     assert api.get("/api/v1/confirmations", {"task_id": ""}).status_code == 400
 
 
+def test_a_task_document_says_it_waits_for_a_tool_confirmation(transactional_db, builtin, api):
+    """A task waiting for a tool confirmation names it in ``waiting_for`` (after the inputs it
+    asks for) and lists it with its id under ``confirmations``; a decided one is gone. Before,
+    ``waiting_for`` was empty, and a client polling it waited for ever."""
+    queued_task("t1")
+    confirmation_row("cf-old", "t1", status="approved")
+    confirmation_row("cf-new", "t1", after_s=1)
+    body = api.get("/api/v1/tasks/t1").json()
+    assert body["waiting_for"] == ["file_write"]
+    assert body["confirmations"] == [{"id": "cf-new", "tool": "file_write", "role": "main"}]
+
+
 def test_confirmations_of_tasks_a_user_may_not_see_are_not_listed(transactional_db, builtin, viewer_user):
     queued_task("hidden")
     confirmation_row("cf-hidden", "hidden")
