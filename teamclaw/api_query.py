@@ -26,7 +26,7 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
@@ -78,7 +78,11 @@ def parameter_problem(parameter: OpenApiParameter, raw: str) -> str | None:
             return "must be a whole number"
         low, high = bounds(parameter)
         if (low is not None and int(raw) < low) or (high is not None and int(raw) > high):
-            return f"must be between {low if low is not None else 0} and {high if high is not None else 'any'}"
+            if high is None:
+                return f"must be a whole number >= {low}"
+            if low is None:
+                return f"must be a whole number <= {high}"
+            return f"must be a whole number from {low} to {high}"
         return None
     if kind == "bool":
         if raw.strip().lower() not in TRUE_TEXTS | FALSE_TEXTS:
@@ -157,7 +161,8 @@ def query_parameters(
 class StrictPagination(PageNumberPagination):
     """Page-number pagination whose ``page`` and ``page_size`` are checked: a value that is
     not a whole number >= 1 (or a size above ``max_page_size``) is a 400 naming it, instead of
-    the default size or a 404; a page past the last is still a 404 ("Invalid page.")."""
+    the default size or a 404; a page past the last is still a 404, saying how many pages
+    there are."""
 
     page_size_query_param = "page_size"
     max_page_size = MAX_PAGE_SIZE
@@ -176,4 +181,8 @@ class StrictPagination(PageNumberPagination):
         if raw is not None and raw not in self.last_page_strings:
             if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
                 raise ValidationError({self.page_query_param: ["must be a whole number >= 1 (or 'last')"]})
-        return super().paginate_queryset(queryset, request, view)
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except NotFound:
+            pages = self.django_paginator_class(queryset, self.get_page_size(request) or 1).num_pages
+            raise NotFound(f"page {raw} is past the last page ({pages}); ask for page=1 to {pages}") from None

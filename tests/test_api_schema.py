@@ -100,3 +100,14 @@ def test_every_typed_query_parameter_of_every_read_refuses_a_bad_value_naming_it
     assert ("/api/v1/capabilities", "category") in checked
     assert ("/api/v1/messages", "page_size") in checked
     assert len({url for url, _ in checked}) >= 10
+
+
+def test_a_page_out_of_range_says_what_the_range_is(api, builtin):
+    """``?page=0`` is a 400 naming ``page`` and the bound (not "between 1 and any"), and a
+    page past the last is a 404 saying how many pages there are (not "Invalid page.")."""
+    low = api.get("/api/v1/confirmations", {"page": "0"})
+    assert low.status_code == 400
+    assert low.json()["errors"]["page"] == ["must be a whole number >= 1"]
+    past = api.get("/api/v1/confirmations", {"page": "999"})
+    assert past.status_code == 404
+    assert "page 999 is past the last page (1)" in past.json()["detail"], past.json()
