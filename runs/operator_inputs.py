@@ -119,6 +119,10 @@ def _check_edit(task: Task, part: dict[str, Any]) -> None:
             raise InvalidField("has no requirement left, only headings; nothing was saved", "markdown")
 
 
+REQUIRED_MESSAGE = re.compile(r"""^['"]([^'"]+)['"] is a required property$""")
+"""The message of a missing property (keyword ``required``, ``schema_errors``)."""
+
+
 def _schema_errors(schema: dict[str, Any], answer: dict[str, Any]) -> list[dict[str, str]]:
     return schema_errors(compile_schema(schema), answer)
 
@@ -135,7 +139,8 @@ def give(user: Any, task_id: str, section: str, part: dict[str, Any], *, input_i
 
     Raises NotFound (404) for a task the user may not see; DomainError 403 when the user may
     not act on it; ConfirmationError 409 when the task waits for no such answer (or it ended,
-    or someone answered meanwhile); InvalidField 400 naming the field for an unknown id, a
+    or someone answered meanwhile); InvalidField 400 naming the field for an unknown id
+    (``input_id`` naming no request of the task, too), a missing field, a
     value outside the request's choices, or text that is too long. Nothing is stored when
     any part is refused.
     """
@@ -165,6 +170,8 @@ def answer_input(
     if task.status not in ("queued", "running"):
         raise ConfirmationError(f"task {task_id} has ended ({task.status})", 409)
     if input_id is not None and input_id != row.id:
+        if not ToolConfirmation.objects.filter(pk=input_id, task_id=task_id, kind="input").exists():
+            raise InvalidField(f"is not a request of task {task_id}; nothing was saved", "input_id")
         raise ConfirmationError(
             "this page is out of date: what you answered was already answered (in another tab or by someone "
             f"else) and the task now asks {WHAT[row.tool]}; nothing was saved, reload the task to see it",
@@ -188,7 +195,11 @@ def answer_input(
         if wrong:
             first = wrong[0]
             reason = "may not be blank" if first["keyword"] in BLANK_KEYWORDS else first["message"]
-            raise InvalidField(reason, first["pointer"].strip("/").replace("/", ".") or section)
+            field = first["pointer"].strip("/").replace("/", ".")
+            absent = REQUIRED_MESSAGE.match(first["message"]) if first["keyword"] == "required" else None
+            if absent is not None:  # name the missing field itself, not the object holding it
+                field, reason = ".".join(p for p in (field, absent.group(1)) if p), "is required"
+            raise InvalidField(reason, field or section)
         complete = not errors
         ToolConfirmation.objects.filter(pk=row.pk).update(
             answer=merged,

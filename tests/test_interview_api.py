@@ -282,7 +282,10 @@ def test_a_stale_page_or_a_wrong_edit_is_refused_and_the_draft_stays(api, runtim
         ({"action": "modify", "markdown": "# Shop\n\n## Requirements\n"}, 400, "markdown"),
         ({"action": "modify", "markdown": "# Shop\n" + "\x1b[2J\x07" * 300 + "\n- must work\n"}, 400, "markdown"),
         ({"action": "modify", "markdown": " \n "}, 400, "markdown"),
-        ({"action": "modify", "input_id": "not-this-one", "markdown": "# Shop\n- x"}, 409, None),
+        # An id that names no request of this task at all is a wrong field, not a stale page.
+        ({"action": "modify", "input_id": "not-this-one", "markdown": "# Shop\n- x"}, 400, "input_id"),
+        # modify without the draft names the missing field itself.
+        ({"action": "modify"}, 400, "markdown"),
     ]
     for payload, status, field in cases:
         response = api.post(url, payload, format="json")
