@@ -15,6 +15,33 @@ def test_dashboard_shows_the_team_with_emoji_names_and_capabilities(page_client,
     assert "No tasks yet" in html
 
 
+def test_the_dashboard_lists_only_instances_that_still_report(page_client, builtin):
+    """An instance whose worker died is never recorded terminated: past the heartbeat timeout
+    without a beat it is counted, not listed as active (found with kill -9 of a worker)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from monitoring.models import AgentInstance
+
+    now = timezone.now()
+    for name, beat in (
+        ("pm-live", now),
+        ("pm-dead1", now - timedelta(minutes=5)),
+        ("pm-dead2", now - timedelta(hours=1)),
+    ):
+        AgentInstance.objects.create(instance_id=name, role="pm", status="idle", created_at=beat, last_heartbeat=beat)
+    AgentInstance.objects.create(
+        instance_id="pm-gone", role="pm", status="terminated", created_at=now, last_heartbeat=now
+    )
+    html = page_client.get("/").content.decode()
+    assert "pm-live" in html
+    assert "pm-dead1" not in html and "pm-dead2" not in html and "pm-gone" not in html
+    assert "2 instances are not listed" in html
+    chinese = page_client.get("/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "有 2 个实例未列出" in chinese
+
+
 def test_run_demo_starts_a_review_and_the_task_page_shows_its_artifacts(page_client, runtime_host):
     response = page_client.post("/tasks/demo/")
     assert response.status_code == 302

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
 from capabilities.executors import model_status, role_executor
 from capabilities.models import AgentRole, CapabilityCard
@@ -20,7 +24,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     active instances and recent tasks."""
     snapshot = build_snapshot()
     roles = [(role, role_executor(snapshot, role.role)) for role in AgentRole.objects.prefetch_related("capabilities")]
-    instances = AgentInstance.objects.exclude(status="terminated")
+    # An instance whose worker died (kill -9) is never recorded terminated: past the heartbeat
+    # timeout (PRD §4.2, 90 s) without a beat it is not listed as active, only counted.
+    reporting = timezone.now() - timedelta(seconds=settings.TEAMCLAW["HEARTBEAT_TIMEOUT_S"])
+    unfinished = AgentInstance.objects.exclude(status="terminated")
+    instances = unfinished.filter(last_heartbeat__gte=reporting)
+    silent_instances = unfinished.filter(last_heartbeat__lt=reporting).count()
     tasks = list(visible_tasks(request.user).filter(kind="task").select_related("project")[:10])
     entry_points = CapabilityCard.objects.filter(
         capability_type="ENTRY", enabled=True, skill__status="ACTIVATED"
@@ -32,6 +41,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "nav": "dashboard",
             "roles": roles,
             "instances": instances,
+            "silent_instances": silent_instances,
             "tasks": tasks,
             "verdicts": verdicts([t.id for t in tasks]),
             "waiting": waiting_for_operator([t.id for t in tasks]),
