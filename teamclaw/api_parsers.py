@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -41,10 +42,14 @@ class SafeJSONParser(parsers.JSONParser):
         try:
             json.dumps(data, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
-            raise ParseError("JSON parse error - a string holds an unpaired surrogate (not valid Unicode)") from None
+            # Named like any other field error, as a NUL below is.
+            path = _text_path(data, _has_surrogate)
+            raise ValidationError(
+                {path or "non_field_errors": ["holds an unpaired surrogate (not valid Unicode)"]}
+            ) from None
         except RecursionError:
             raise ParseError("JSON parse error - the document nests too deeply") from None
-        path = _nul_path(data)
+        path = _text_path(data, _has_nul)
         if path is not None:  # databases (PostgreSQL text and jsonb) cannot store it
             # Named like any other field error: {"detail": "<field>: ...", "errors": {field: [...]}}.
             raise ValidationError(
@@ -53,18 +58,30 @@ class SafeJSONParser(parsers.JSONParser):
         return data
 
 
-def _nul_path(value: Any) -> str | None:
-    """Where a string (or a key) in the parsed JSON contains U+0000: ``"field.sub[2]"``
-    (``""`` for the document itself), or None when none does."""
+def _has_nul(text: str) -> bool:
+    return "\x00" in text
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _text_path(value: Any, bad: Callable[[str], bool]) -> str | None:
+    """Where a string (or a key) in the parsed JSON is ``bad`` (holds U+0000, an unpaired
+    surrogate): ``"field.sub[2]"`` (``""`` for the document itself), or None when none is."""
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         path, item = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
+            if bad(item):
                 return path
         elif isinstance(item, dict):
             for key, child in item.items():
-                if isinstance(key, str) and "\x00" in key:
+                if isinstance(key, str) and bad(key):
                     return path
                 stack.append((f"{path}.{key}" if path else str(key), child))
         elif isinstance(item, list):

@@ -121,7 +121,7 @@ def test_a_document_that_is_not_text_or_not_unicode_is_refused(api, builtin):
     raw = '{"workflow": "requirement_review", "input_markdown": "# Title\\n\\ud800 hello"}'
     surrogate = api.generic("POST", "/api/v1/tasks", raw, content_type="application/json")
     assert surrogate.status_code == 400
-    assert "surrogate" in surrogate.json()["detail"]
+    assert surrogate.json()["errors"] == {"input_markdown": ["holds an unpaired surrogate (not valid Unicode)"]}
     assert not Task.objects.exists()
 
 
