@@ -45,6 +45,18 @@ def task_state() -> str:
     return "\n".join(lines)
 
 
+def start_review_in_confirm_mode(page, asgi_url: str) -> Task:
+    """Start a review of a two-line shop document in confirm mode from the new-task page."""
+    page.goto(f"{asgi_url}/tasks/new/")
+    page.fill(
+        "#id_input_markdown",
+        "# Shop\n\n## Requirements\n\n- Pages must load fast.\n- Customers can export their orders.\n",
+    )
+    page.check('#review-a-document input[name="decision_mode"][value="confirm"]')
+    page.click("#review-a-document button[type=submit]")
+    return Task.objects.get()
+
+
 def test_an_operator_turns_a_chinese_idea_into_a_reviewed_requirement_in_the_browser(asgi_page, asgi_url, runtime_host):
     page = asgi_page
     page.goto(f"{asgi_url}/tasks/new/")
@@ -104,14 +116,7 @@ def test_an_operator_turns_a_chinese_idea_into_a_reviewed_requirement_in_the_bro
 
 def test_an_operator_decides_the_reviews_points_one_by_one_in_confirm_mode(asgi_page, asgi_url, runtime_host):
     page = asgi_page
-    page.goto(f"{asgi_url}/tasks/new/")
-    page.fill(
-        "#id_input_markdown",
-        "# Shop\n\n## Requirements\n\n- Pages must load fast.\n- Customers can export their orders.\n",
-    )
-    page.check('#review-a-document input[name="decision_mode"][value="confirm"]')
-    page.click("#review-a-document button[type=submit]")
-    task = Task.objects.get()
+    task = start_review_in_confirm_mode(page, asgi_url)
 
     card = waiting_form(page, "decisions")
     items = card.locator("li.decision")
@@ -149,14 +154,7 @@ def test_a_pushed_update_of_a_decisions_card_already_on_the_page_keeps_the_card(
     from tests.processes import wait_until
 
     page = asgi_page
-    page.goto(f"{asgi_url}/tasks/new/")
-    page.fill(
-        "#id_input_markdown",
-        "# Shop\n\n## Requirements\n\n- Pages must load fast.\n- Customers can export their orders.\n",
-    )
-    page.check('#review-a-document input[name="decision_mode"][value="confirm"]')
-    page.click("#review-a-document button[type=submit]")
-    task = Task.objects.get()
+    task = start_review_in_confirm_mode(page, asgi_url)
 
     def pending_decisions():
         runtime_host.recorder.flush()

@@ -96,6 +96,17 @@ def live(*harnesses) -> int:
     return sum(len(h.runtime.pool.alive("b")) for h in harnesses)
 
 
+async def ask_operator(call) -> object:
+    """Ask the operator interview question ``q`` (an hour to answer): the instance is held
+    until an answer comes (PRD §4.6 ``waiting_user``)."""
+    return await call.ask_operator(
+        "interview",
+        {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
+        timeout_s=3600,
+        question="Answer q",
+    )
+
+
 async def test_a_call_waits_for_a_slot_held_elsewhere_then_times_out_without_retrying(harness_factory):
     table, first, second = pair(harness_factory)
     gate = gated(first)
@@ -230,12 +241,7 @@ def held_team(harness_factory, table: SlotTable):
     async def echo(call):
         if call.params["text"] == "ask":
             await gate.wait()
-            answer = await call.ask_operator(
-                "interview",
-                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
-                timeout_s=3600,
-                question="Answer q",
-            )
+            answer = await ask_operator(call)
             return {"text": answer.values["answers"]["q"] if answer else "none"}
         return {"text": call.params["text"]}
 
@@ -338,12 +344,7 @@ async def test_a_task_back_from_its_operator_still_finds_a_slot_for_the_help_it_
         if text == "help":
             return {"text": "helped"}
         if text == "ask":
-            await call.ask_operator(
-                "interview",
-                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
-                timeout_s=3600,
-                question="Answer q",
-            )
+            await ask_operator(call)
             inner = await call.invoke("echo", {"text": "help"}, target_role="b", timeout=5)
             return {"text": inner.data["text"] if inner.success else inner.error.message}
         await gate.wait()
@@ -529,12 +530,7 @@ async def test_an_instance_back_from_its_operator_takes_a_free_slot_back(harness
 
     async def echo(call):
         if call.params["text"] == "ask":
-            answer = await call.ask_operator(
-                "interview",
-                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
-                timeout_s=3600,
-                question="Answer q",
-            )
+            answer = await ask_operator(call)
             await after.wait()  # it goes on working after the answer
             return {"text": answer.values["answers"]["q"] if answer else "none"}
         return {"text": call.params["text"]}
@@ -565,12 +561,7 @@ async def test_an_instance_back_from_its_operator_whose_slot_was_taken_runs_on_w
 
     async def echo(call):
         if call.params["text"] == "ask":
-            await call.ask_operator(
-                "interview",
-                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
-                timeout_s=3600,
-                question="Answer q",
-            )
+            await ask_operator(call)
             await after.wait()
         return {"text": call.params["text"]}
 
@@ -655,12 +646,7 @@ async def test_two_instances_answered_in_one_loop_step_each_take_one_slot_back(h
 
     async def echo(call_):
         if call_.params["text"].startswith("ask"):
-            await call_.ask_operator(
-                "interview",
-                {"questions": [{"id": "q", "text": "?"}], "answer_schema": {"type": "object"}},
-                timeout_s=3600,
-                question="Answer q",
-            )
+            await ask_operator(call_)
             await after.wait()
         return {"text": call_.params["text"]}
 
