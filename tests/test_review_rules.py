@@ -260,3 +260,19 @@ def test_an_email_column_is_personal_data_in_either_language():
     rules_zh = {i["rule"] for p in ("dev", "pm", "domain") for i in findings(chinese, p)}
     privacy = {rule for rule in rules_en if "privacy" in rule or "personal" in rule}
     assert privacy and privacy <= rules_zh, (privacy, rules_zh)
+
+
+def test_a_criterion_names_the_actor_and_the_action_not_the_purpose():
+    """Found by a new-operator run: "Shop admins need to export ... so they can reconcile
+    ..." made "Given shop admins need to export the order list as CSV so they, when they
+    reconcile payments quickly ..., then the target(proposed ...) is met". The actor is a
+    short noun phrase, "need to" is a modal, the purpose clause is no step of the test, and
+    the proposed target is its own words."""
+    text = (
+        "Shop admins need to export the order list as CSV so they can reconcile payments quickly"
+        " (proposed, to be confirmed: within 5 s)"
+    )
+    assert acceptance_criterion(text, "en") == (
+        "Given shop admins, when they export the order list as CSV in the test environment, then the target"
+        " (proposed, to be confirmed: within 5 s) is met in every run."
+    )

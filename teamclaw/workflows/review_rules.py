@@ -442,8 +442,13 @@ def testable(text: str) -> bool:
 
 
 _EN_MODAL = re.compile(
-    r"^(?P<who>.+?)\s+(?:must|shall|can|will|should|may|is able to|are able to)\s+(?P<what>.+)$", re.I
+    r"^(?P<who>(?:\S+\s+){0,5}?\S+?)\s+"
+    r"(?:must|shall|can|will|should|may|is able to|are able to|needs? to|wants? to|has to|have to)\s+(?P<what>.+)$",
+    re.I,
 )
+"""An actor of at most six words, a modal, the action: "Shop admins need to export ..."."""
+_EN_PURPOSE = re.compile(r"\s*,?\s+(?:so(?: that)?|in order to)\s+.*$", re.I)
+"""A purpose clause ("so they can reconcile payments"): why, not what a test does."""
 _ZH_MODAL = re.compile(r"^(?P<who>[^，,：:]{1,12}?)(?:必须|需要|应当|可以|能够|可在|可)(?P<what>.+)$")
 
 
@@ -467,14 +472,15 @@ def acceptance_criterion(text: str, language: str) -> str:
         return f"在测试环境中执行“{clip(text, 80)}”时，预期：{expected}。"
     match = _EN_MODAL.match(text)
     if match:
-        who, what = match.group("who").strip(), match.group("what").strip()
+        who = match.group("who").strip()
+        what = _EN_PURPOSE.sub("", PROPOSED.sub("", match.group("what"))).strip() or match.group("what").strip()
         result = (
             f"the {measured.group(0)} target is met in every run"
             if measured
             else "the action completes without an error and its result is visible to them"
         )
         if marks:
-            result = "the target" + marks[0] + " is met in every run"
+            result = "the target " + marks[0].strip() + " is met in every run"
         return f"Given {who[:1].lower() + who[1:]}, when they {what} in the test environment, then {result}."
     expected = proposed("en", "the result to expect, which the review could not derive from this line").strip()
     return f'When the test exercises "{clip(text, 80)}", then {expected}.'
