@@ -202,6 +202,9 @@ class Dispatcher:
         self.claim = claim
         self.id = worker_id or new_worker_id()
         self.running: dict[str, asyncio.Future[InvokeResult]] = {}
+        self.journals: dict[str, ResumeJournal] = {}
+        """The journal of each running task that resumes or forks (its ``answered`` count)."""
+        self._resumed_written: dict[str, int] = {}
         self.wake = asyncio.Event()
         self.loops: list[asyncio.Task[None]] = []
         self.stopping = False
@@ -308,6 +311,8 @@ class Dispatcher:
             )
         )
         self.running[task.id] = run
+        if item.journal is not None:
+            self.journals[task.id] = item.journal
         run.add_done_callback(lambda done: self.finished(task.id, done, item.journal))
 
     def give_up(self, task_id: str) -> None:
@@ -319,6 +324,8 @@ class Dispatcher:
 
     def finished(self, task_id: str, done: asyncio.Future[Any], journal: ResumeJournal | None) -> None:
         self.running.pop(task_id, None)
+        self.journals.pop(task_id, None)
+        self._resumed_written.pop(task_id, None)
         error = None if done.cancelled() else done.exception()
         if error is not None:
             log.error("task %s stopped on an internal error", task_id, exc_info=error)
@@ -384,7 +391,9 @@ class Dispatcher:
             # row, busy or idle: a worker silent for two beats and a lease is listed as
             # ``silent`` (``runs.workers``), so a dead one does not look alive for long.
             self.last_heartbeat = now
-            lost_tasks, renewal = await asyncio.to_thread(self.heartbeat, list(self.running))
+            resumed = {t: j.answered for t, j in self.journals.items() if j.answered != self._resumed_written.get(t)}
+            lost_tasks, renewal = await asyncio.to_thread(self.heartbeat, list(self.running), resumed)
+            self._resumed_written.update(resumed)
             for task_id in lost_tasks:
                 self.give_up(task_id)
             if renewal is not None and self.host.runtime is not None and slots is not None and slots.held:
@@ -435,9 +444,13 @@ class Dispatcher:
             except Exception:
                 log.warning("could not load the configuration of %s to check the role limits", project_id or "the team")
 
-    def heartbeat(self, task_ids: list[str]) -> tuple[list[str], SlotRenewal | None]:
+    def heartbeat(
+        self, task_ids: list[str], resumed: dict[str, int] | None = None
+    ) -> tuple[list[str], SlotRenewal | None]:
         """Renew this worker's row, the leases of ``task_ids`` and of its instance slots (not
-        once it is stopping: a renewal must never land after ``release``). Returns the tasks
+        once it is stopping: a renewal must never land after ``release``), and write
+        ``resumed`` (task id -> steps answered from the record so far) on the tasks it still
+        owns, so a running resumed task shows them before it ends. Returns the tasks
         another worker took over meanwhile (this one was paused past its lease) and what the
         slots' renewal found (``runs.instance_slots.DatabaseSlots.renew``)."""
         close_old_connections()
@@ -445,6 +458,9 @@ class Dispatcher:
             if self.stopping:
                 return [], None
             lost = self.renew(task_ids)
+            for task_id, answered in (resumed or {}).items():
+                if task_id not in lost:
+                    Task.objects.filter(pk=task_id, owner=self.id).update(resumed_steps=answered)
             slots = self.database_slots()
             if slots is None:
                 return lost, None

@@ -166,6 +166,12 @@ def test_a_task_given_up_by_a_stopping_worker_resumes_on_the_next_with_its_confi
         time.sleep(0.05)
     assert again.status == "pending"
     assert again.created_at == confirmation.created_at  # when the operator was first asked
+    # While it still waits, the task shows the steps answered from the record (written at the
+    # worker's next heartbeat, every 3 s); before, only once it ended.
+    deadline = time.monotonic() + 10
+    while not Task.objects.filter(pk=task.id, resumed_steps=sent - 1).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert Task.objects.get(pk=task.id).resumed_steps == sent - 1
     assert ToolConfirmation.objects.filter(task_id=task.id).count() == 1
     assert again.context_id != confirmation.context_id  # the resumed attempt's main asked it
     response = api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": True}, format="json")
