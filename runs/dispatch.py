@@ -391,9 +391,10 @@ class Dispatcher:
             # row, busy or idle: a worker silent for two beats and a lease is listed as
             # ``silent`` (``runs.workers``), so a dead one does not look alive for long.
             self.last_heartbeat = now
-            resumed = {t: j.answered for t, j in self.journals.items() if j.answered != self._resumed_written.get(t)}
+            written = self._resumed_written
+            resumed = {t: j.answered for t, j in self.journals.items() if j.answered and j.answered != written.get(t)}
             lost_tasks, renewal = await asyncio.to_thread(self.heartbeat, list(self.running), resumed)
-            self._resumed_written.update(resumed)
+            self._resumed_written.update((t, n) for t, n in resumed.items() if t in self.journals)
             for task_id in lost_tasks:
                 self.give_up(task_id)
             if renewal is not None and self.host.runtime is not None and slots is not None and slots.held:

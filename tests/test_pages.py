@@ -34,8 +34,13 @@ def test_the_dashboard_lists_only_instances_that_still_report(page_client, built
     AgentInstance.objects.create(
         instance_id="pm-gone", role="pm", status="terminated", created_at=now, last_heartbeat=now
     )
+    # Flagged unhealthy by its live runtime (the same 90 s without a beat): listed, unavailable.
+    late = now - timedelta(seconds=95)
+    AgentInstance.objects.create(
+        instance_id="pm-flagged", role="pm", status="busy", healthy=False, created_at=late, last_heartbeat=late
+    )
     html = page_client.get("/").content.decode()
-    assert "pm-live" in html
+    assert "pm-live" in html and "pm-flagged" in html and "unavailable" in html
     assert "pm-dead1" not in html and "pm-dead2" not in html and "pm-gone" not in html
     assert "2 instances are not listed" in html
     chinese = page_client.get("/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()

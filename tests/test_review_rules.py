@@ -262,17 +262,33 @@ def test_an_email_column_is_personal_data_in_either_language():
     assert privacy and privacy <= rules_zh, (privacy, rules_zh)
 
 
-def test_a_criterion_names_the_actor_and_the_action_not_the_purpose():
+def test_a_criterion_names_a_short_actor_and_keeps_the_whole_action():
     """Found by a new-operator run: "Shop admins need to export ... so they can reconcile
     ..." made "Given shop admins need to export the order list as CSV so they, when they
     reconcile payments quickly ..., then the target(proposed ...) is met". The actor is a
-    short noun phrase, "need to" is a modal, the purpose clause is no step of the test, and
-    the proposed target is its own words."""
+    short noun phrase, "need to" is a modal, the proposed target is its own words, and the
+    action is kept whole: a review found that cutting a purpose clause dropped what followed
+    ("so fast that no spinner is shown", "and must also archive them")."""
     text = (
         "Shop admins need to export the order list as CSV so they can reconcile payments quickly"
         " (proposed, to be confirmed: within 5 s)"
     )
     assert acceptance_criterion(text, "en") == (
-        "Given shop admins, when they export the order list as CSV in the test environment, then the target"
-        " (proposed, to be confirmed: within 5 s) is met in every run."
+        "Given shop admins, when they export the order list as CSV so they can reconcile payments quickly in the"
+        " test environment, then the target (proposed, to be confirmed: within 5 s) is met in every run."
     )
+    for line, kept in (
+        ("Pages must load so fast that no spinner is shown", "so fast that no spinner is shown"),
+        ("Users must see the orders placed so far", "the orders placed so far"),
+        ("Admins must export orders in order to reconcile and must also archive them", "also archive them"),
+    ):
+        assert kept in acceptance_criterion(line, "en"), line
+
+
+def test_a_line_without_a_plain_actor_and_action_gets_a_proposal_not_a_wrong_criterion():
+    """A negated modal ("must not delete") is no action a test performs, and "Users who can
+    log in must ..." has a clause for an actor: rather than "when they not delete orders" or
+    "Given users who, when they log in must ...", the result to expect is a proposal."""
+    for line in ("The system must not delete orders", "Users who can log in must see their orders"):
+        criterion = acceptance_criterion(line, "en")
+        assert PROPOSED.search(criterion) and f'"{line}"' in criterion, criterion

@@ -443,12 +443,14 @@ def testable(text: str) -> bool:
 
 _EN_MODAL = re.compile(
     r"^(?P<who>(?:\S+\s+){0,5}?\S+?)\s+"
-    r"(?:must|shall|can|will|should|may|is able to|are able to|needs? to|wants? to|has to|have to)\s+(?P<what>.+)$",
+    r"(?:must|shall|can|will|should|may|is able to|are able to|needs? to|wants? to|has to|have to)"
+    r"\s+(?!not\b|never\b)(?P<what>.+)$",
     re.I,
 )
-"""An actor of at most six words, a modal, the action: "Shop admins need to export ..."."""
-_EN_PURPOSE = re.compile(r"\s*,?\s+(?:so(?: that)?|in order to)\s+.*$", re.I)
-"""A purpose clause ("so they can reconcile payments"): why, not what a test does."""
+"""An actor of at most six words, a modal, the action: "Shop admins need to export ...". A
+negated modal ("must not delete") is no action a test performs, so it does not match."""
+_EN_CLAUSE = re.compile(r"\b(?:who|that|which|if|when|whose)\b", re.I)
+"""Words that make an "actor" a clause ("Users who can log in ..."): no actor then."""
 _ZH_MODAL = re.compile(r"^(?P<who>[^，,：:]{1,12}?)(?:必须|需要|应当|可以|能够|可在|可)(?P<what>.+)$")
 
 
@@ -471,9 +473,9 @@ def acceptance_criterion(text: str, language: str) -> str:
         expected = proposed("zh", "应观察到的结果，评审无法从这一行推出").strip()
         return f"在测试环境中执行“{clip(text, 80)}”时，预期：{expected}。"
     match = _EN_MODAL.match(text)
-    if match:
-        who = match.group("who").strip()
-        what = _EN_PURPOSE.sub("", PROPOSED.sub("", match.group("what"))).strip() or match.group("what").strip()
+    if match and not _EN_CLAUSE.search(match.group("who")):
+        # The whole action, purpose and all: cutting "so ..." could drop a second requirement.
+        who, what = match.group("who").strip(), PROPOSED.sub("", match.group("what")).strip()
         result = (
             f"the {measured.group(0)} target is met in every run"
             if measured

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -24,12 +25,15 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     active instances and recent tasks."""
     snapshot = build_snapshot()
     roles = [(role, role_executor(snapshot, role.role)) for role in AgentRole.objects.prefetch_related("capabilities")]
-    # An instance whose worker died (kill -9) is never recorded terminated: past the heartbeat
-    # timeout (PRD §4.2, 90 s) without a beat it is not listed as active, only counted.
+    # An instance whose worker died (kill -9) is never recorded terminated, nor unhealthy: past
+    # the heartbeat timeout (PRD §4.2, 90 s) without a beat and still recorded healthy, it is
+    # not listed as active, only counted. One its live runtime flagged unhealthy (the same
+    # timeout) stays listed, as unavailable.
     reporting = timezone.now() - timedelta(seconds=settings.TEAMCLAW["HEARTBEAT_TIMEOUT_S"])
     unfinished = AgentInstance.objects.exclude(status="terminated")
-    instances = unfinished.filter(last_heartbeat__gte=reporting)
-    silent_instances = unfinished.filter(last_heartbeat__lt=reporting).count()
+    silent = Q(last_heartbeat__lt=reporting, healthy=True)
+    instances = unfinished.exclude(silent)
+    silent_instances = unfinished.filter(silent).count()
     tasks = list(visible_tasks(request.user).filter(kind="task").select_related("project")[:10])
     entry_points = CapabilityCard.objects.filter(
         capability_type="ENTRY", enabled=True, skill__status="ACTIVATED"
