@@ -516,26 +516,34 @@ async def test_a_helper_that_answered_hands_the_last_slot_to_another_runtimes_ta
     assert result_one.success and result_one.data["text"] == f"helped by {helper}", result_one
 
 
+def answered_then_working(harness_factory, table: SlotTable, limit: int = 1):
+    """b on shared slots (``limit`` instances): a call whose text starts with ``ask`` waits
+    for an operator, then works on until the returned event is set, and answers with the
+    operator's answer to ``q``. Returns ``(harness, event)``."""
+    h = harness_factory(
+        small_snapshot(constraints=Constraints(max_retries=0, max_concurrent_instances=limit)),
+        instance_slots=TableSlots(table, "one"),
+    )
+    after = asyncio.Event()
+
+    async def echo(call_):
+        if call_.params["text"].startswith("ask"):
+            answer = await ask_operator(call_)
+            await after.wait()  # it goes on working after the answer
+            return {"text": answer.values["answers"]["q"] if answer else "none"}
+        return {"text": call_.params["text"]}
+
+    h.handle("echo", echo)
+    return h, after
+
+
 async def test_an_instance_back_from_its_operator_takes_a_free_slot_back(harness_factory):
     """b limited to one instance on shared slots. Held by its operator it gave its slot up
     (not counted then, PRD §4.6); once answered, it goes on with its task and takes the
     free slot back, so the limit counts it again on every worker. When another instance
     took the slot meanwhile it runs on without one (and is retired once idle)."""
     table = SlotTable()
-    h = harness_factory(
-        small_snapshot(constraints=Constraints(max_retries=0, max_concurrent_instances=1)),
-        instance_slots=TableSlots(table, "one"),
-    )
-    after = asyncio.Event()
-
-    async def echo(call):
-        if call.params["text"] == "ask":
-            answer = await ask_operator(call)
-            await after.wait()  # it goes on working after the answer
-            return {"text": answer.values["answers"]["q"] if answer else "none"}
-        return {"text": call.params["text"]}
-
-    h.handle("echo", echo)
+    h, after = answered_then_working(harness_factory, table)
     asking = call(h, "ask")
     await settle()
     [held] = h.runtime.pool.alive("b")
@@ -553,19 +561,7 @@ async def test_an_instance_back_from_its_operator_takes_a_free_slot_back(harness
 
 async def test_an_instance_back_from_its_operator_whose_slot_was_taken_runs_on_without_one(harness_factory):
     table = SlotTable()
-    h = harness_factory(
-        small_snapshot(constraints=Constraints(max_retries=0, max_concurrent_instances=1)),
-        instance_slots=TableSlots(table, "one"),
-    )
-    after = asyncio.Event()
-
-    async def echo(call):
-        if call.params["text"] == "ask":
-            await ask_operator(call)
-            await after.wait()
-        return {"text": call.params["text"]}
-
-    h.handle("echo", echo)
+    h, after = answered_then_working(harness_factory, table)
     asking = call(h, "ask")
     await settle()
     [held] = h.runtime.pool.alive("b")
@@ -638,19 +634,7 @@ async def test_two_instances_answered_in_one_loop_step_each_take_one_slot_back(h
     it holds. Before, the first was scheduled twice, its second reclaim freed both its rows,
     and the two instances both believed they held slot 0."""
     table = SlotTable()
-    h = harness_factory(
-        small_snapshot(constraints=Constraints(max_retries=0, max_concurrent_instances=3)),
-        instance_slots=TableSlots(table, "one"),
-    )
-    after = asyncio.Event()
-
-    async def echo(call_):
-        if call_.params["text"].startswith("ask"):
-            await ask_operator(call_)
-            await after.wait()
-        return {"text": call_.params["text"]}
-
-    h.handle("echo", echo)
+    h, after = answered_then_working(harness_factory, table, limit=3)
     one = call(h, "ask1")
     await settle()
     two = call(h, "ask2")
