@@ -105,7 +105,7 @@ class Hooks:
         for instance in await self._receivers(snapshot, event, caller, task):
             if not instance.alive and not event.broadcast:
                 # Retired while a later target role's instance took its slot: route again.
-                instance = await self._target(snapshot, instance.role)
+                instance = await self._target(snapshot, event, caller, instance.role)
             refusal = self._refusal(snapshot, event, caller, instance, caller_skill)
             if refusal is not None:
                 refused = AgentMessage(
@@ -179,15 +179,21 @@ class Hooks:
         targets = []
         for role in event.target_roles or ():
             check_target_role(snapshot, role)
-            targets.append(await self._target(snapshot, role))
+            targets.append(await self._target(snapshot, event, caller, role))
         return targets
 
-    async def _target(self, snapshot: ConfigSnapshot, role: str) -> AgentInstance:
+    async def _target(self, snapshot: ConfigSnapshot, event: HookEvent, caller: Party, role: str) -> AgentInstance:
         """The instance of ``role`` a targeted hook goes to (``InstanceWorkers.route``, else
-        ``place``). Raises AgentFailure as ``place``."""
-        target = self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None)
+        ``place``, ``by_role``). One from outside the team that runs a capability routes as
+        an entry does (``routing.is_entry``: to a role that may invoke itself it keeps out of
+        the last instance slot); any other hook as a call that holds no instance.
+        Raises AgentFailure as ``place``."""
+        entry = not caller.instance_id and bool(event.capability_id)
+        target = self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None, entry=entry)
         if target is None:
-            target, _ = await self.workers.place(snapshot, role, RoutingStrategy.BY_ROLE, None, DEFAULT_TIMEOUT_S)
+            target, _ = await self.workers.place(
+                snapshot, role, RoutingStrategy.BY_ROLE, None, DEFAULT_TIMEOUT_S, entry=entry
+            )
         return target
 
     @staticmethod

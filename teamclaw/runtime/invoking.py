@@ -280,7 +280,8 @@ class Invoker:
     ) -> AgentInstance | None:
         """The healthy instance the attempt goes to: the one named, or one routed by the
         request's strategy; None when routing wants a new instance (``InstanceWorkers.place``).
-        Raises AgentFailure(unavailable): deadlock, heartbeat lost."""
+        Raises AgentFailure(unavailable): deadlock, heartbeat lost, an entry named into its
+        role's last slot (``InstanceWorkers.check_named``)."""
         if instance is None:
             strategy = request.routing or RoutingStrategy.BY_ROLE
             instance = self.workers.route(
@@ -295,6 +296,8 @@ class Invoker:
                 {"reason": "deadlock"},
                 retryable=False,
             )
+        else:
+            self.workers.check_named(snapshot, instance, entry=caller_instance is None)
         check_healthy(instance)
         return instance
 

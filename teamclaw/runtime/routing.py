@@ -18,7 +18,10 @@ instance for a whole task) and the calls made inside tasks apart: entries run on
 limit - 1 instances, and a call from inside a task never queues behind an instance running
 or holding an entry (``InstancePool._choose_self_invoking``); otherwise tasks each holding
 an instance and queued behind one another could close a ring and fail with "deadlock
-avoided".
+avoided". Both rules hold for ``by_role`` and ``least_busy``; a hook from outside the team
+that runs a capability counts as an entry (``is_entry``); ``by_instance`` goes where it is
+told, except that an entry may not be sent into the role's last slot
+(``worker.InstanceWorkers.check_named``).
 """
 
 from __future__ import annotations
@@ -115,9 +118,9 @@ class InstancePool:
         the role is under ``limit`` (its max concurrent instances) counting ``spawning``, the
         spawns of it in flight here.
 
-        ``self_invoking`` (``by_role`` to a role that may invoke itself, e.g. main): entries
-        (calls from outside the team, ``caller`` None) and the calls made inside tasks keep
-        apart (``_choose_self_invoking``).
+        ``self_invoking`` (``by_role`` or ``least_busy`` to a role that may invoke itself, e.g.
+        main): entries (calls from outside the team, ``caller`` None) and the calls made
+        inside tasks keep apart (``_choose_self_invoking``).
 
         Raises AgentFailure(unavailable): retryable when no instance is healthy, not
         retryable when every healthy one is waiting on the caller at the limit, or when a
@@ -137,7 +140,10 @@ class InstancePool:
                 retryable=False,
             )
         if self_invoking and limit > 1:
-            return self._choose_self_invoking(role, limit, caller, alive, healthy, candidates, spawning, room)
+            least_busy = strategy == RoutingStrategy.LEAST_BUSY
+            return self._choose_self_invoking(
+                role, limit, caller, healthy, candidates, spawning, room, least_busy=least_busy
+            )
         if strategy == RoutingStrategy.BY_ROLE:
             for instance in candidates:
                 if instance.idle:
@@ -158,15 +164,16 @@ class InstancePool:
         role: str,
         limit: int,
         caller: AgentInstance | None,
-        alive: list[AgentInstance],
         healthy: list[AgentInstance],
         candidates: list[AgentInstance],
         spawning: int,
         room: bool,
+        *,
+        least_busy: bool = False,
     ) -> AgentInstance | None:
-        """``by_role`` to a role whose agents ask the role itself for help (main's
-        ``question_aggregation`` inside every interview). An entry holds its instance for the
-        whole task and may call the role again, so:
+        """``by_role`` or ``least_busy`` to a role whose agents ask the role itself for help
+        (main's ``question_aggregation`` inside every interview). An entry holds its instance
+        for the whole task and may call the role again, so:
 
         - entries run on at most ``limit - 1`` instances: past that an entry queues behind
           the least loaded instance already running or holding entries (``runs_entries``),
@@ -176,6 +183,10 @@ class InstancePool:
         - a call from inside a task never queues behind such an instance (it could wait for
           a whole task that waits on it in turn): it takes an idle helper, a new instance, or
           queues behind the least loaded helper, else waits (None) until one is free.
+
+        ``least_busy`` keeps both rules and chooses as that strategy does among what they
+        leave: the least loaded instance (an idle one has no load), spawning only when there
+        is none.
         """
         if caller is None:
             for_entries = [i for i in candidates if not in_helpers_slot(i, limit)]
@@ -183,14 +194,17 @@ class InstancePool:
             if self.entries_at_cap(role, limit, spawning):
                 # None: the spawns in flight become the runners to queue behind (``place`` waits).
                 return min(runners, key=lambda i: i.load) if runners else None
-            for instance in for_entries:
-                if instance.idle:
-                    return instance
-            if room or (candidates and not for_entries):
+            if not least_busy:
+                for instance in for_entries:
+                    if instance.idle:
+                        return instance
+            if (room and not (least_busy and for_entries)) or (candidates and not for_entries):
                 # None: spawn, or (only the helpers' slot's instance is here) wait for a slot.
                 return None
             return self._least_loaded(role, limit, for_entries, healthy)
         helpers = [i for i in candidates if not runs_entries(i)]
+        if least_busy:
+            return min(helpers, key=lambda i: i.load) if helpers else None
         for instance in helpers:
             if instance.idle:
                 return instance
@@ -252,5 +266,10 @@ def runs_entries(instance: AgentInstance) -> bool:
 
 
 def is_entry(message: AgentMessage) -> bool:
-    """An invoke request from outside the team (its sender is no agent instance)."""
-    return message.type == MessageType.INVOKE_REQUEST and not message.sender.instance_id
+    """A message from outside the team (its sender is no agent instance) that may hold its
+    instance for a whole task: an invoke request, or a hook event that runs a capability."""
+    if message.sender.instance_id:
+        return False
+    if message.type == MessageType.INVOKE_REQUEST:
+        return True
+    return message.type == MessageType.HOOK_EVENT and bool(message.payload.get("capability_id"))

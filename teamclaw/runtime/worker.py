@@ -30,7 +30,7 @@ from teamclaw.runtime.instance import AgentInstance, InstanceStatus
 from teamclaw.runtime.invocation import RoutingStrategy
 from teamclaw.runtime.mailbox import Mailbox
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageType, Party
-from teamclaw.runtime.routing import InstancePool, is_entry
+from teamclaw.runtime.routing import InstancePool, in_helpers_slot, is_entry
 from teamclaw.runtime.schemas import SchemaValidators, schema_errors
 from teamclaw.runtime.slots import InstanceSlots, LocalSlots, SlotUse
 
@@ -154,6 +154,26 @@ class InstanceWorkers:
             self_invoking=self._self_invoking(snapshot, role, strategy, caller_instance, entry),
         )
 
+    def check_named(self, snapshot: ConfigSnapshot, instance: AgentInstance, entry: bool) -> None:
+        """Refuse an entry (``entry``: an invoke from outside the team) sent ``by_instance``
+        into the last instance slot of a role that may invoke itself: that slot is kept for
+        the calls its tasks make to the role (``routing.in_helpers_slot``), and an entry
+        would hold it for a whole task. Only shared slots have such an instance.
+
+        Raises AgentFailure(unavailable, reason ``helpers_slot``, not retryable)."""
+        limit = snapshot.constraints_for(instance.role).max_concurrent_instances
+        if not entry or not snapshot.can_invoke(instance.role, instance.role) or limit < 2:
+            return
+        if in_helpers_slot(instance, limit):
+            raise AgentFailure(
+                ErrorCode.UNAVAILABLE,
+                f"instance {instance.instance_id} holds {instance.role}'s last instance slot (limit {limit}), "
+                f"kept for the calls {instance.role}'s tasks make to {instance.role}: send the call by_role "
+                "or to another instance",
+                {"target_instance_id": instance.instance_id, "limit": limit, "reason": "helpers_slot"},
+                retryable=False,
+            )
+
     @staticmethod
     def _self_invoking(
         snapshot: ConfigSnapshot,
@@ -163,7 +183,7 @@ class InstanceWorkers:
         entry: bool,
     ) -> bool:
         return (
-            strategy == RoutingStrategy.BY_ROLE
+            strategy in (RoutingStrategy.BY_ROLE, RoutingStrategy.LEAST_BUSY)
             and (entry or caller_instance is not None)
             and snapshot.can_invoke(role, role)
         )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from teamclaw.runtime import Constraints, ErrorCode, HookEvent, InvokeRequest
+from teamclaw.runtime import Constraints, ErrorCode, HookEvent, InvokeRequest, RoutingStrategy
 from teamclaw.runtime.events import SnapshotTaken
 from teamclaw.runtime.slots import SlotUse, slot_order
 from tests.factories import small_snapshot
@@ -649,3 +649,67 @@ async def test_two_instances_answered_in_one_loop_step_each_take_one_slot_back(h
     assert len(set(rows.values())) == 2
     after.set()
     await asyncio.wait_for(asyncio.gather(one, two), 5)
+
+
+def self_invoking_runtime(harness_factory, table: SlotTable, limit: int = 2):
+    """One runtime on ``table`` whose b may invoke b (as main does), answering echo with the
+    instance id; a helper already spawned in b's last slot, idle."""
+    h = harness_factory(
+        small_snapshot(allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_concurrent_instances=limit)),
+        instance_slots=TableSlots(table, "one"),
+    )
+
+    async def echo(call):
+        return {"text": call.instance.instance_id}
+
+    h.handle("echo", echo)
+    helper = h.runtime.workers.spawn("b", slot=limit - 1)
+    table.rows[("b", limit - 1)] = ("one", helper.instance_id)
+    return h, helper
+
+
+async def test_a_least_busy_entry_is_not_given_the_idle_instance_in_the_last_slot(harness_factory):
+    """As ``by_role`` entries: an entry routed ``least_busy`` gets an instance of its own in
+    the slot below. Before, least_busy gave it the helper (the least loaded instance)."""
+    table = SlotTable()
+    h, helper = self_invoking_runtime(harness_factory, table)
+    request = InvokeRequest("echo", {"text": "entry"}, routing=RoutingStrategy.LEAST_BUSY)
+    result = await asyncio.wait_for(h.runtime.invoke(request, from_role="a"), 5)
+    assert result.success, result.error
+    assert result.from_instance != helper.instance_id
+    assert table.rows[("b", 0)] == ("one", result.from_instance)
+
+
+async def test_a_hook_from_outside_that_runs_a_capability_is_not_given_the_instance_in_the_last_slot(
+    harness_factory,
+):
+    """A hook from outside the team that runs a capability holds its instance as an entry
+    does, so it keeps out of the last slot too; a plain event may go to the helper."""
+    table = SlotTable()
+    h, helper = self_invoking_runtime(harness_factory, table)
+    [ack] = await h.runtime.hook(
+        HookEvent("please", {"text": "x"}, target_roles=["b"], capability_id="echo"), from_role="a"
+    )
+    assert ack.status == "received" and ack.instance_id != helper.instance_id
+    assert table.rows[("b", 0)] == ("one", ack.instance_id)
+    await settle()
+    [plain] = await h.runtime.hook(HookEvent("ping", {}, target_roles=["b"]), from_role="a")
+    assert plain.status == "received"
+
+
+async def test_an_entry_sent_by_instance_into_the_last_slot_is_refused(harness_factory):
+    """``by_instance`` goes where it is told, but not an entry into the role's last slot:
+    ``unavailable`` with reason ``helpers_slot`` and a message that says what to do."""
+    table = SlotTable()
+    h, helper = self_invoking_runtime(harness_factory, table)
+    request = InvokeRequest("echo", {"text": "entry"}, target_instance_id=helper.instance_id)
+    result = await asyncio.wait_for(h.runtime.invoke(request, from_role="a"), 5)
+    assert not result.success
+    assert result.error.code == ErrorCode.UNAVAILABLE
+    assert result.error.details["reason"] == "helpers_slot"
+    assert "by_role" in result.error.message
+    assert helper.idle and helper.processed == 0
+    below = h.runtime.workers.spawn("b", slot=0)
+    request = InvokeRequest("echo", {"text": "entry"}, target_instance_id=below.instance_id)
+    result = await asyncio.wait_for(h.runtime.invoke(request, from_role="a"), 5)
+    assert result.success and result.from_instance == below.instance_id

@@ -215,3 +215,72 @@ async def test_a_call_inside_a_task_never_queues_behind_an_instance_running_an_e
     results = await asyncio.wait_for(asyncio.gather(*tasks), 10)
     assert [r.data for r in results] == [{"text": "helped"}] * 2
     assert not set(served_by.values()) & entry_instances, served_by
+
+
+async def test_a_least_busy_call_inside_a_task_never_queues_behind_another_tasks_entry(harness_factory):
+    """b may invoke b (as main does), limit 3, one runtime. Task two's entry holds its
+    instance; task one asks b for help ``least_busy``. The help takes a new instance and is
+    answered while task two still runs. Before, least_busy queued it behind task two's whole
+    task (the least loaded instance it does not wait on), the rule ``by_role`` keeps."""
+    snapshot = small_snapshot(
+        allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_retries=0, max_concurrent_instances=3)
+    )
+    h = harness_factory(snapshot)
+    gate = asyncio.Event()
+
+    async def echo(call):
+        if call.params["text"] == "help":
+            return {"text": call.instance.instance_id}
+        if call.params["text"] == "wait":
+            await gate.wait()
+            return {"text": call.instance.instance_id}
+        inner = await call.invoke("echo", {"text": "help"}, target_role="b", routing="least_busy", timeout=30)
+        return {"text": inner.data["text"] if inner.success else inner.error.message}
+
+    h.handle("echo", echo)
+    waiting = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "wait"}), from_role="a"))
+    await settle()
+    asking = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "ask"}), from_role="a"))
+    result = await asyncio.wait_for(asking, 2)
+    assert result.success, result.error
+    assert not waiting.done()
+    helper = result.data["text"]
+    assert helper not in (result.from_instance, next(i.instance_id for i in h.runtime.pool.alive("b") if not i.idle))
+    gate.set()
+    assert (await waiting).success
+
+
+async def test_least_busy_entries_to_a_role_that_invokes_itself_leave_an_instance_for_its_tasks(harness_factory):
+    """b may invoke b, limit 2: with one task's entry running, a second entry routed
+    ``least_busy`` queues behind it (the entries' cap, limit - 1) rather than take the only
+    other instance, so the first task's help call is answered."""
+    snapshot = small_snapshot(
+        allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_retries=0, max_concurrent_instances=2)
+    )
+    h = harness_factory(snapshot)
+    gate = asyncio.Event()
+
+    async def echo(call):
+        if call.params["text"] == "help":
+            return {"text": call.instance.instance_id}
+        await gate.wait()
+        inner = await call.invoke("echo", {"text": "help"}, target_role="b", timeout=30)
+        return {"text": inner.data["text"] if inner.success else inner.error.message}
+
+    h.handle("echo", echo)
+    least_busy = RoutingStrategy.LEAST_BUSY
+    one = asyncio.create_task(
+        h.runtime.invoke(InvokeRequest("echo", {"text": "one"}, routing=least_busy), from_role="a")
+    )
+    await settle()
+    helper = h.runtime.spawn("b")  # an idle instance: the second entry may not take it
+    two = asyncio.create_task(
+        h.runtime.invoke(InvokeRequest("echo", {"text": "two"}, routing=least_busy), from_role="a")
+    )
+    await settle()
+    assert helper.idle
+    gate.set()
+    first, second = await asyncio.wait_for(asyncio.gather(one, two), 2)
+    assert first.success and second.success, (first.error, second.error)
+    assert first.data["text"] == helper.instance_id
+    assert second.from_instance == first.from_instance
