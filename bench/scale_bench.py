@@ -10,7 +10,9 @@ database (or ``DATABASE_URL``), with real daphne and ``runtime_worker`` processe
   (coderA -> dba ``schema_query``, a connection each) from 64 concurrent clients against one web process, and
   spread over two.
 - ``reviews_per_s_workers1`` / ``_workers2``: offline requirement reviews queued through the
-  API and run by one, then two ``runtime_worker`` processes (``TEAMCLAW_RUNTIME=remote`` web).
+  API and run by one, then two ``runtime_worker`` processes (``TEAMCLAW_RUNTIME=remote`` web),
+  queued first, then run: the steady rate between the first and the last completed (the
+  queueing and the workers' start-up left out), and ``reviews_ratio_workers2_vs_1``.
 """
 
 from __future__ import annotations
@@ -25,9 +27,10 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench_servers import PYTHON, ROOT, free_port, prepared_token
+from bench_servers import PYTHON, ROOT, free_port, manage, prepared_token
 
 
 def wait_port(port: int, timeout: float = 60) -> None:
@@ -100,11 +103,42 @@ async def invokes(ports: list[int], token: str, clients: int, seconds: float) ->
     return len(latencies) / seconds, statistics.quantiles(latencies, n=100)[98] if len(latencies) > 100 else 0.0
 
 
-def reviews(env: dict[str, str], port: int, token: str, workers: int, count: int) -> float:
-    """Reviews per second run by ``workers`` runtime_worker processes."""
+def api(port: int, token: str, path: str, body: dict[str, object] | None = None) -> dict[str, object]:
+    """``GET`` (or ``POST`` ``body``) ``/api/v1/<path>``; the JSON answer."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/v1/{path}",
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        answer: dict[str, object] = json.loads(response.read())
+        return answer
+
+
+def tasks_with(port: int, token: str, status: str) -> int:
+    """How many tasks have ``status`` (the tasks list's ``count``)."""
+    return int(str(api(port, token, f"tasks?status={status}&page_size=1")["count"]))
+
+
+def reviews(env: dict[str, str], port: int, token: str, workers: int, count: int, concurrency: int = 4) -> float:
+    """Offline reviews per second run by ``workers`` runtime_worker processes (each running
+    ``concurrency`` tasks at once at most). The ``count``
+    reviews are queued through the API first (8 clients at once, no worker running), then the
+    workers start; the figure is the steady rate between the first and the last review that
+    completed (``finished_at`` in the database), so neither the queueing nor the workers'
+    start-up (seconds of CPU each) is in it. Raises SystemExit when a review does not
+    complete within 600 s or fails."""
+    done_before = tasks_with(port, token, "completed")
+
+    def queue(n: int) -> str:
+        body = {"workflow": "requirement_review", "input_markdown": f"# Shop {n}\n\nUsers buy books."}
+        return str(api(port, token, "tasks", body)["task_id"])
+
+    with ThreadPoolExecutor(8) as pool:
+        ids = list(pool.map(queue, range(count)))
     processes = [
         subprocess.Popen(
-            [PYTHON, "manage.py", "runtime_worker", "--concurrency", "4"],
+            [PYTHON, "manage.py", "runtime_worker", "--concurrency", str(concurrency)],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -113,42 +147,31 @@ def reviews(env: dict[str, str], port: int, token: str, workers: int, count: int
         for _ in range(workers)
     ]
     try:
-        time.sleep(3)  # let the workers start
-        ids = []
         started = time.monotonic()
-        for n in range(count):
-            request = urllib.request.Request(
-                f"http://127.0.0.1:{port}/api/v1/tasks",
-                data=json.dumps(
-                    {"workflow": "requirement_review", "input_markdown": f"# Shop {n}\n\nUsers buy books."}
-                ).encode(),
-                headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
-            )
-            with urllib.request.urlopen(request) as response:
-                ids.append(json.loads(response.read())["task_id"])
-        while True:
-            left = 0
-            for task_id in ids[-5:] + ids[:5]:
-                request = urllib.request.Request(
-                    f"http://127.0.0.1:{port}/api/v1/tasks/{task_id}", headers={"Authorization": f"Token {token}"}
-                )
-                with urllib.request.urlopen(request) as response:
-                    left += json.loads(response.read())["status"] in ("queued", "running")
-            if not left:
-                break
+        while tasks_with(port, token, "completed") - done_before < count:
+            if failed := tasks_with(port, token, "failed"):
+                raise SystemExit(f"{failed} review(s) failed")
+            if time.monotonic() - started > 600:
+                raise SystemExit("the reviews did not complete within 600 s")
             time.sleep(0.2)
-        elapsed = time.monotonic() - started
     finally:
         for process in processes:
             process.terminate()
+        for process in processes:
             process.wait(30)
-    return count / elapsed
+    span = (
+        "from django.db.models import Max, Min; from monitoring.models import Task;"
+        f"s = Task.objects.filter(id__in={ids!r}).aggregate(first=Min('finished_at'), last=Max('finished_at'));"
+        "print((s['last'] - s['first']).total_seconds())"
+    )
+    seconds = float(manage(env, "shell", "-c", span).strip().splitlines()[-1])
+    return (count - 1) / seconds
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each invoke run (s)")
-    parser.add_argument("--reviews", type=int, default=40, help="reviews per worker figure")
+    parser.add_argument("--reviews", type=int, default=200, help="reviews per worker figure")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="teamclaw-scale-"))
     env = {**os.environ, "TEAMCLAW_DATA_DIR": str(data), "TEAMCLAW_EXECUTOR": "offline", "PYTHONUNBUFFERED": "1"}
@@ -162,27 +185,40 @@ def main() -> None:
         started.append(process)
         return port
 
-    try:
-        for label, backlog in (("default", None), ("1024", 1024)):
-            port = web(env, backlog)
-            print(f"connect_200_resets_backlog_{label} {asyncio.run(burst(port, 200))}", flush=True)
-        ports = [web(env, 1024) for _ in range(2)]
-        for count in (1, 2):
-            rate, p99 = asyncio.run(invokes(ports[:count], token, 64, args.seconds))
-            print(f"http_invokes_per_s_web{count} {rate:.0f}", flush=True)
-            print(f"http_invokes_p99_ms_web{count} {p99:.0f}", flush=True)
-        remote = {**env, "TEAMCLAW_RUNTIME": "remote"}
-        port = web(remote, 1024)
-        for count in (1, 2):
-            print(f"reviews_per_s_workers{count} {reviews(remote, port, token, count, args.reviews):.2f}", flush=True)
-    finally:
-        for process in started:  # never leave a server behind, even when a figure failed
+    def stop_servers() -> None:
+        """Stop every web process started so far. An embedded one runs a runtime that claims
+        queued tasks, so none may be left when the workers' figures are taken; an idle one
+        still polls the database."""
+        for process in started:
             process.terminate()
         for process in started:
             try:
                 process.wait(30)
             except subprocess.TimeoutExpired:
                 process.kill()
+        started.clear()
+
+    try:
+        for label, backlog in (("default", None), ("1024", 1024)):
+            port = web(env, backlog)
+            print(f"connect_200_resets_backlog_{label} {asyncio.run(burst(port, 200))}", flush=True)
+            stop_servers()
+        for count in (1, 2):
+            ports = [web(env, 1024) for _ in range(count)]
+            asyncio.run(invokes(ports, token, 8, 3))  # warm up: start-up work, caches, connections
+            rate, p99 = asyncio.run(invokes(ports, token, 64, args.seconds))
+            print(f"http_invokes_per_s_web{count} {rate:.0f}", flush=True)
+            print(f"http_invokes_p99_ms_web{count} {p99:.0f}", flush=True)
+            stop_servers()
+        remote = {**env, "TEAMCLAW_RUNTIME": "remote"}
+        port = web(remote, 1024)
+        rates = {}
+        for count in (1, 2):
+            rates[count] = reviews(remote, port, token, count, args.reviews)
+            print(f"reviews_per_s_workers{count} {rates[count]:.2f}", flush=True)
+        print(f"reviews_ratio_workers2_vs_1 {rates[2] / rates[1]:.2f}", flush=True)
+    finally:
+        stop_servers()  # never leave a server behind, even when a figure failed
 
 
 if __name__ == "__main__":
