@@ -102,11 +102,11 @@ class Hooks:
         """
         snapshot = task.snapshot
         acks: list[HookAck] = []
-        for instance in await self._receivers(snapshot, event, caller, task):
+        for instance in await self._receivers(snapshot, event, caller, task, caller_skill):
             if not instance.alive and not event.broadcast:
                 # Retired while a later target role's instance took its slot: route again.
-                instance = await self._target(snapshot, event, caller, instance.role)
-            refusal = self._refusal(snapshot, event, caller, instance, caller_skill)
+                instance = await self._target(snapshot, event, caller, instance.role, caller_skill)
+            refusal = self._refusal(snapshot, event, caller, instance.role, caller_skill)
             if refusal is not None:
                 refused = AgentMessage(
                     type=MessageType.HOOK_EVENT,
@@ -163,7 +163,7 @@ class Hooks:
         return acks
 
     async def _receivers(
-        self, snapshot: ConfigSnapshot, event: HookEvent, caller: Party, task: TaskState
+        self, snapshot: ConfigSnapshot, event: HookEvent, caller: Party, task: TaskState, caller_skill: str | None
     ) -> list[AgentInstance]:
         """The instances ``event`` goes to: matching subscribers, or one per target role (a
         new one takes its instance slot first, waiting for one at most the default invoke
@@ -179,16 +179,23 @@ class Hooks:
         targets = []
         for role in event.target_roles or ():
             check_target_role(snapshot, role)
-            targets.append(await self._target(snapshot, event, caller, role))
+            targets.append(await self._target(snapshot, event, caller, role, caller_skill))
         return targets
 
-    async def _target(self, snapshot: ConfigSnapshot, event: HookEvent, caller: Party, role: str) -> AgentInstance:
+    async def _target(
+        self, snapshot: ConfigSnapshot, event: HookEvent, caller: Party, role: str, caller_skill: str | None
+    ) -> AgentInstance:
         """The instance of ``role`` a targeted hook goes to (``InstanceWorkers.route``, else
-        ``place``, ``by_role``). One from outside the team that runs a capability routes as
-        an entry does (``routing.is_entry``: to a role that may invoke itself it keeps out of
-        the last instance slot); any other hook as a call that holds no instance.
+        ``place``, ``by_role``). One from outside the team that runs a capability ``role`` may
+        run routes as an entry does (``routing.is_entry``: to a role that may invoke itself
+        it keeps out of the last instance slot); any other hook (one to be refused too: it is
+        rejected at once, it holds nothing) as a call that holds no instance.
         Raises AgentFailure as ``place``."""
-        entry = not caller.instance_id and bool(event.capability_id)
+        entry = (
+            not caller.instance_id
+            and bool(event.capability_id)
+            and self._refusal(snapshot, event, caller, role, caller_skill) is None
+        )
         target = self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None, entry=entry)
         if target is None:
             target, _ = await self.workers.place(
@@ -198,14 +205,14 @@ class Hooks:
 
     @staticmethod
     def _refusal(
-        snapshot: ConfigSnapshot, event: HookEvent, caller: Party, instance: AgentInstance, caller_skill: str | None
+        snapshot: ConfigSnapshot, event: HookEvent, caller: Party, role: str, caller_skill: str | None
     ) -> AgentError | None:
-        """Why ``instance`` may not run the capability a hook names (None when it may)."""
+        """Why an instance of ``role`` may not run the capability a hook names (None when it may)."""
         if not event.capability_id:
             return None
         try:
             card, _ = snapshot.resolve(event.capability_id)
-            check_policy(snapshot, card, instance.role, caller, caller_skill, enforce_matrix=True)
+            check_policy(snapshot, card, role, caller, caller_skill, enforce_matrix=True)
         except AgentFailure as failure:
             return failure.error
         return None

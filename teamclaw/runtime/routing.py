@@ -99,8 +99,11 @@ class InstancePool:
     def entries_at_cap(self, role: str, limit: int, spawning: int) -> bool:
         """True when the counted instances of ``role`` running or holding entries, with the
         ``spawning`` in flight (each may be for one), fill ``limit - 1``: a new entry to a
-        role that may invoke itself then queues (``_choose_self_invoking``)."""
-        counted = [i for i in self.alive(role) if not self.operator_held(i)]
+        role that may invoke itself then queues (``_choose_self_invoking``). An instance in
+        the role's last shared slot does not count: it takes no entry through routing (a
+        broadcast hook from outside may still reach it), and entries could not queue behind
+        it, so counting it would keep them from the slots below."""
+        counted = [i for i in self.alive(role) if not self.operator_held(i) and not in_helpers_slot(i, limit)]
         return sum(1 for i in counted if runs_entries(i)) + spawning >= limit - 1
 
     def choose(

@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from teamclaw.runtime import Constraints, ErrorCode, HookEvent, InvokeRequest, RoutingStrategy
+from teamclaw.runtime import Constraints, ErrorCode, EventSubscription, HookEvent, InvokeRequest, RoutingStrategy
 from teamclaw.runtime.events import SnapshotTaken
 from teamclaw.runtime.slots import SlotUse, slot_order
-from tests.factories import small_snapshot
+from tests.factories import echo_card, small_snapshot
 from tests.runtime.conftest import settle
 
 
@@ -713,3 +713,58 @@ async def test_an_entry_sent_by_instance_into_the_last_slot_is_refused(harness_f
     request = InvokeRequest("echo", {"text": "entry"}, target_instance_id=below.instance_id)
     result = await asyncio.wait_for(h.runtime.invoke(request, from_role="a"), 5)
     assert result.success and result.from_instance == below.instance_id
+
+
+async def test_an_entry_is_not_held_back_by_a_broadcast_hook_running_on_the_instance_in_the_last_slot(
+    harness_factory,
+):
+    """A broadcast hook from outside goes to its subscriber wherever it is, here the helper
+    in b's last slot, and runs a capability there. A by_role entry still spawns in the free
+    slot below and is answered. (A review found the hook counted towards the entries' cap:
+    the entry was held back, had nothing to queue behind, and timed out.)"""
+    table = SlotTable()
+    h, helper = self_invoking_runtime(harness_factory, table)
+    gate = asyncio.Event()
+
+    async def echo(call):
+        if call.params["text"] == "wait":
+            await gate.wait()
+        return {"text": call.instance.instance_id}
+
+    h.handle("echo", echo)
+    h.runtime.hooks.subscribe(EventSubscription(helper.instance_id, ("please",)))
+    [ack] = await h.runtime.hook(
+        HookEvent("please", {"text": "wait"}, broadcast=True, capability_id="echo"), from_role="a"
+    )
+    assert ack.instance_id == helper.instance_id
+    await settle()
+    assert not helper.idle
+    entry = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "entry"}, timeout=10), from_role="a"))
+    await h.advance(2)
+    result = await asyncio.wait_for(entry, 2)
+    assert result.success, result.error
+    assert table.rows[("b", 0)] == ("one", result.from_instance)
+    gate.set()
+
+
+async def test_a_hook_from_outside_whose_capability_the_role_may_not_run_is_rejected_at_once(harness_factory):
+    """A hook from outside naming a capability b does not offer is rejected at once by the
+    instance it reaches (the helper in the last slot), as before hooks routed as entries; it
+    does not wait for an entry's slot (held elsewhere here) for 60 s and then fail."""
+    table = SlotTable()
+    h = harness_factory(
+        small_snapshot(
+            allowed=[("a", "b"), ("b", "b")],
+            constraints=Constraints(max_concurrent_instances=2),
+            cards=[echo_card(), echo_card("other", owners=("a",))],
+        ),
+        instance_slots=TableSlots(table, "one"),
+    )
+    helper = h.runtime.workers.spawn("b", slot=1)
+    table.rows[("b", 1)] = ("one", helper.instance_id)
+    table.rows[("b", 0)] = ("two", "b-elsewhere")
+    fire = asyncio.create_task(
+        h.runtime.hook(HookEvent("please", {"text": "x"}, target_roles=["b"], capability_id="other"), from_role="a")
+    )
+    [ack] = await asyncio.wait_for(fire, 2)
+    assert ack.status == "rejected" and ack.instance_id == helper.instance_id
