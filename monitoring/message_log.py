@@ -105,6 +105,6 @@ def parse_before(raw: str | None) -> int | None:
         value = int(str(raw))
     except ValueError:
         raise ValueError("before must be a message sequence number (a positive integer)") from None
-    if value < 1:
+    if not 1 <= value < 2**63:  # a database integer: a larger one is no message's either
         raise ValueError("before must be a message sequence number (a positive integer)")
     return value

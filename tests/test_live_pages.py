@@ -103,6 +103,7 @@ def test_message_log_pages_backwards_by_sequence(finished_task, staff_user):
     second = client.get(f"/live/log/?task={finished_task.id}&type=invoke_request&before={before}").content.decode()
     assert [mid for mid, _ in expected if f'id="msg-{mid}"' in second] == [mid for mid, _ in expected[50:100]]
     assert client.get("/live/log/?before=abc").status_code == 400
+    assert client.get("/live/log/?before=99999999999999999999").status_code == 400  # past a database integer
 
 
 def test_inspector_shows_the_context_and_hides_other_users_tasks(finished_task, staff_user, viewer_user):
