@@ -217,13 +217,13 @@ async def test_a_call_inside_a_task_never_queues_behind_an_instance_running_an_e
     assert not set(served_by.values()) & entry_instances, served_by
 
 
-async def test_a_least_busy_call_inside_a_task_never_queues_behind_another_tasks_entry(harness_factory):
-    """b may invoke b (as main does), limit 3, one runtime. Task two's entry holds its
-    instance; task one asks b for help ``least_busy``. The help takes a new instance and is
-    answered while task two still runs. Before, least_busy queued it behind task two's whole
-    task (the least loaded instance it does not wait on), the rule ``by_role`` keeps."""
+def self_helping_b(harness_factory, *, limit: int, routing: str | None = None, wait_first: bool = False):
+    """A runtime whose b may invoke b (as main does), limit ``limit``, and the gate its tasks
+    wait on. ``echo`` "help" answers with the instance id; "wait" waits for the gate; any
+    other text asks b for help (``routing``) and answers with the helper's id, after
+    waiting for the gate first when ``wait_first``."""
     snapshot = small_snapshot(
-        allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_retries=0, max_concurrent_instances=3)
+        allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_retries=0, max_concurrent_instances=limit)
     )
     h = harness_factory(snapshot)
     gate = asyncio.Event()
@@ -231,13 +231,23 @@ async def test_a_least_busy_call_inside_a_task_never_queues_behind_another_tasks
     async def echo(call):
         if call.params["text"] == "help":
             return {"text": call.instance.instance_id}
-        if call.params["text"] == "wait":
+        if call.params["text"] == "wait" or wait_first:
             await gate.wait()
-            return {"text": call.instance.instance_id}
-        inner = await call.invoke("echo", {"text": "help"}, target_role="b", routing="least_busy", timeout=30)
+            if call.params["text"] == "wait":
+                return {"text": call.instance.instance_id}
+        inner = await call.invoke("echo", {"text": "help"}, target_role="b", routing=routing, timeout=30)
         return {"text": inner.data["text"] if inner.success else inner.error.message}
 
     h.handle("echo", echo)
+    return h, gate
+
+
+async def test_a_least_busy_call_inside_a_task_never_queues_behind_another_tasks_entry(harness_factory):
+    """b may invoke b (as main does), limit 3, one runtime. Task two's entry holds its
+    instance; task one asks b for help ``least_busy``. The help takes a new instance and is
+    answered while task two still runs. Before, least_busy queued it behind task two's whole
+    task (the least loaded instance it does not wait on), the rule ``by_role`` keeps."""
+    h, gate = self_helping_b(harness_factory, limit=3, routing="least_busy")
     waiting = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "wait"}), from_role="a"))
     await settle()
     asking = asyncio.create_task(h.runtime.invoke(InvokeRequest("echo", {"text": "ask"}), from_role="a"))
@@ -254,20 +264,7 @@ async def test_least_busy_entries_to_a_role_that_invokes_itself_leave_an_instanc
     """b may invoke b, limit 2: with one task's entry running, a second entry routed
     ``least_busy`` queues behind it (the entries' cap, limit - 1) rather than take the only
     other instance, so the first task's help call is answered."""
-    snapshot = small_snapshot(
-        allowed=[("a", "b"), ("b", "b")], constraints=Constraints(max_retries=0, max_concurrent_instances=2)
-    )
-    h = harness_factory(snapshot)
-    gate = asyncio.Event()
-
-    async def echo(call):
-        if call.params["text"] == "help":
-            return {"text": call.instance.instance_id}
-        await gate.wait()
-        inner = await call.invoke("echo", {"text": "help"}, target_role="b", timeout=30)
-        return {"text": inner.data["text"] if inner.success else inner.error.message}
-
-    h.handle("echo", echo)
+    h, gate = self_helping_b(harness_factory, limit=2, wait_first=True)
     least_busy = RoutingStrategy.LEAST_BUSY
     one = asyncio.create_task(
         h.runtime.invoke(InvokeRequest("echo", {"text": "one"}, routing=least_busy), from_role="a")
