@@ -247,11 +247,15 @@ class ConfigChange(models.Model):
     """Audit record of one config change (PRD §4.8 ConfigChangeEvent plus who and why), or of
     a refused attempt at one (``outcome`` refused: who, when, what was sent, and why it was
     refused in ``refusal``; nothing of it was saved, so it has no version of its own and no
-    ``changes``). ``objects`` holds the applied changes only; ``every`` holds both."""
+    ``changes``), or of an override for one task alone (``outcome`` override, config_type
+    ``fork``: a fork that widens the matrices, ``runs.fork_policy``; nothing saved changed, so
+    it has no version of its own, and ``changes`` holds each widened cell ``{old, new}``).
+    ``objects`` holds the applied changes only; ``every`` holds all three."""
 
     APPLIED = "applied"
     REFUSED = "refused"
-    OUTCOMES = [(APPLIED, APPLIED), (REFUSED, REFUSED)]
+    OVERRIDE = "override"
+    OUTCOMES = [(APPLIED, APPLIED), (REFUSED, REFUSED), (OVERRIDE, OVERRIDE)]
 
     CONFIG_TYPES = [
         ("prompt", "prompt"),
@@ -264,6 +268,7 @@ class ConfigChange(models.Model):
         ("import", "import"),
         ("builtin", "builtin"),
         ("project", "project"),
+        ("fork", "fork"),
     ]
     config_type = models.CharField(max_length=16, choices=CONFIG_TYPES)
     role = models.CharField(max_length=40, blank=True)

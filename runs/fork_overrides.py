@@ -7,9 +7,11 @@ turned into the task's ``ConfigOverlay`` document (``teamclaw.runtime.overlay``)
      "prompt_versions": {"pm/system_prompt": "1.1.0"},           # another version of a role's template
      "tool_modes": {"main/file_write": "deny"},           # a tool matrix cell (PRD §4.7)
      "invoke": {"pm/dba": true},                          # an invoke matrix cell (PRD §4.7)
-     "executors": {"pm": {"executor": "openai", "model": "qwen2.5-7b"}}}
+     "executors": {"pm": {"executor": "openai", "model": "qwen2.5-7b"}},
+     "reconsider_rejected": false}                        # ask again for rejected tool uses
 
-Each applies to the fork alone; the saved configuration does not change.
+Each applies to the fork alone; the saved configuration does not change. Who may widen the
+matrices this way, and what a rejected tool use becomes in a fork, is ``runs.fork_policy``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ from teamclaw.errors import InvalidField
 from teamclaw.runtime.config import ToolMode
 from teamclaw.runtime.overlay import ConfigOverlay, OverlayError
 
-FORK_OVERRIDES = ("prompt_enhancement", "prompt_versions", "tool_modes", "invoke", "executors")
+FORK_OVERRIDES = (
+    "prompt_enhancement",
+    "prompt_versions",
+    "tool_modes",
+    "invoke",
+    "executors",
+    "reconsider_rejected",
+)
 """The keys ``overrides`` may hold (module docstring)."""
 
 MAX_CELLS = 200

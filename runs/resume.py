@@ -88,6 +88,14 @@ def fork_origin(task: Task) -> tuple[str, int] | None:
     return str(fork["task_id"]), int(fork["from_step"])
 
 
+def held_rejections(task: Task) -> list[str]:
+    """``role/tool`` of the tool uses a fork holds rejected (``runs.fork_policy``): those its
+    source's operator rejected, unless the fork was made to reconsider them."""
+    fork = (task.run_spec or {}).get("fork")
+    held = fork.get("rejected_tools") if isinstance(fork, dict) else None
+    return [str(item) for item in held] if isinstance(held, list) else []
+
+
 def forked_steps(source_id: str, from_step: int) -> tuple[list[RecordedStep], list[RecordedArtifact]]:
     """The first ``from_step`` completed steps of task ``source_id`` and the artifacts it had
     written when the last of them completed (all of them for its last step, none for 0)."""
@@ -133,6 +141,7 @@ def journal_for(task: Task) -> ResumeJournal | None:
         fork_of=origin[0] if origin else None,
         tokens_used=tokens_used,
         tokens_estimated=tokens_estimated,
+        rejected_tools=held_rejections(task),
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from capabilities.executors import workflow_executors
@@ -24,6 +25,7 @@ from monitoring.models import Task
 from runs.commands import CommandRefused, send_command
 from runs.dispatch import publish_wake
 from runs.fork_overrides import FORK_OVERRIDES, overlay_document
+from runs.fork_policy import audit_override, authorise, check_reason, rejected_tools, widenings
 from runs.host import get_host
 from runs.resume import recorded_steps
 from team.snapshot import build_snapshot
@@ -336,18 +338,72 @@ class TaskActionError(DomainError):
         super().__init__(message, status=status)
 
 
-def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None) -> Task:
+def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None, reason: Any = None) -> Task:
     """Re-run ended task ``task_id`` as a new task that takes its first ``from_step`` completed
     steps (and the artifacts written by then) from the record and runs live from there
     (``runs.resume.journal_for``), optionally with ``overrides`` (``runs.fork_overrides``: the
     task's prompt layer, PRD §4.5, another prompt version, matrix cells, an executor or model,
     for the fork alone). ``from_step`` equal to the step count is a
     pure replay: nothing runs, no model token is spent, the artifacts are the recorded ones.
-    Returns the new task (queued or running).
+
+    A fork stays inside the permission matrices (``runs.fork_policy``): an override that
+    widens them needs the right to change that matrix (or the role, for an executor), a
+    ``reason``, and is audited; a tool use the source's operator rejected stays rejected in the
+    fork unless a staff user sets ``overrides.reconsider_rejected``. Returns the new task
+    (queued or running).
 
     Raises InvalidField 400 (``from_step`` not an integer in 0..steps, unknown or bad
-    overrides), TaskActionError 404 (not visible), 409 (still running, or not a workflow run).
+    overrides, a widening without ``reason``), ForkRefused 403 (a widening the user may not
+    make, naming each ``overrides.<section>.<key>``), TaskActionError 404 (not visible), 409
+    (still running, or not a workflow run).
     """
+    source = _forkable(user, task_id)
+    steps = len(recorded_steps(task_id))
+    if isinstance(from_step, bool) or not isinstance(from_step, int) or not 0 <= from_step <= steps:
+        raise InvalidField(f"must be a whole number from 0 to {steps} (the task's completed steps)", "from_step")
+    overrides = _fork_overrides(overrides)
+    why = check_reason(reason)
+    spec = {key: value for key, value in (source.run_spec or {}).items() if key != "fork"}
+    if "prompt_enhancement" in overrides:
+        spec["prompt_enhancement"] = _enhancement(overrides["prompt_enhancement"])
+    own = overlay_document(overrides, source.project)
+    # a fork of a fork keeps its source's overlay, cell by cell, unless it changes that cell
+    inherited = spec.get("config_overlay") or {}
+    overlay = {section: {**inherited.get(section, {}), **cells} for section, cells in own.items()}
+    if any(overlay.values()):
+        spec["config_overlay"] = overlay
+    found = widenings(overlay, own, source)
+    held = rejected_tools(source)
+    reconsider = overrides.get("reconsider_rejected", False)
+    authorise(user, source, found, reconsider, held, why)
+    spec["fork"] = {
+        "task_id": source.id,
+        "from_step": from_step,
+        "steps": steps,
+        "overrides": overrides,
+        "rejected_tools": [] if reconsider else held,
+    }
+    with transaction.atomic():
+        task = Task.objects.create(
+            id=new_id(),
+            kind="task",
+            workflow=source.workflow,
+            title=f"{source.title} (fork at step {from_step})"[:300],
+            description=source.description,
+            input_markdown=source.input_markdown,
+            project=source.project,
+            status="queued",
+            created_by=user if getattr(user, "pk", None) else None,
+            executor=source.executor,
+            prompt_enhancement=spec.get("prompt_enhancement", ""),
+            run_spec=spec,
+        )
+        audit_override(user, source, task.id, found, held if reconsider else [], why)
+    return enqueue(task)
+
+
+def _forkable(user: Any, task_id: str) -> Task:
+    """Task ``task_id`` if ``user`` sees it and it can be forked; TaskActionError otherwise."""
     source = Task.objects.filter(pk=task_id).first()
     if source is None or not can_view_task(user, source):
         raise TaskActionError(f"there is no task {task_id}", 404)
@@ -355,9 +411,12 @@ def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None) ->
         raise TaskActionError(f"task {task_id} is still {source.status}; fork it once it has ended", 409)
     if not source.run_spec:
         raise TaskActionError(f"task {task_id} is not a workflow run that can be run again", 409)
-    steps = len(recorded_steps(task_id))
-    if isinstance(from_step, bool) or not isinstance(from_step, int) or not 0 <= from_step <= steps:
-        raise InvalidField(f"must be a whole number from 0 to {steps} (the task's completed steps)", "from_step")
+    return source
+
+
+def _fork_overrides(overrides: Any) -> dict[str, Any]:
+    """``overrides`` checked for shape: an object of known keys (``FORK_OVERRIDES``), with
+    ``reconsider_rejected`` a boolean; InvalidField naming the key otherwise."""
     overrides = {} if overrides is None else overrides
     if not isinstance(overrides, dict):
         raise InvalidField("must be an object", "overrides")
@@ -366,33 +425,12 @@ def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None) ->
         raise InvalidField(
             f"{', '.join(unknown)}: not something a fork can change (only {', '.join(FORK_OVERRIDES)})", "overrides"
         )
-    spec = {key: value for key, value in source.run_spec.items() if key != "fork"}
-    if "prompt_enhancement" in overrides:
-        enhancement = overrides["prompt_enhancement"]
-        if not isinstance(enhancement, str) or len(enhancement) > 2000 or "\x00" in enhancement:
-            raise InvalidField("must be text of at most 2,000 characters, without NUL", "overrides.prompt_enhancement")
-        spec["prompt_enhancement"] = enhancement
-    # a fork of a fork keeps its source's overlay, cell by cell, unless it changes that cell
-    inherited = spec.get("config_overlay") or {}
-    overlay = {
-        section: {**inherited.get(section, {}), **cells}
-        for section, cells in overlay_document(overrides, source.project).items()
-    }
-    if any(overlay.values()):
-        spec["config_overlay"] = overlay
-    spec["fork"] = {"task_id": source.id, "from_step": from_step, "steps": steps, "overrides": overrides}
-    task = Task.objects.create(
-        id=new_id(),
-        kind="task",
-        workflow=source.workflow,
-        title=f"{source.title} (fork at step {from_step})"[:300],
-        description=source.description,
-        input_markdown=source.input_markdown,
-        project=source.project,
-        status="queued",
-        created_by=user if getattr(user, "pk", None) else None,
-        executor=source.executor,
-        prompt_enhancement=spec.get("prompt_enhancement", ""),
-        run_spec=spec,
-    )
-    return enqueue(task)
+    if not isinstance(overrides.get("reconsider_rejected", False), bool):
+        raise InvalidField("must be true or false", "overrides.reconsider_rejected")
+    return overrides
+
+
+def _enhancement(value: Any) -> str:
+    if not isinstance(value, str) or len(value) > 2000 or "\x00" in value:
+        raise InvalidField("must be text of at most 2,000 characters, without NUL", "overrides.prompt_enhancement")
+    return value

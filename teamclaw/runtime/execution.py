@@ -247,6 +247,15 @@ class ExecutionCall:
                 {"tool": tool, "role": self.role},
                 retryable=False,
             )
+        journal = self.task.journal
+        if journal is not None and journal.holds_rejected(self.role, tool):
+            reference["outcome"] = "rejected"
+            raise AgentFailure(
+                ErrorCode.TOOL_DENIED,
+                f"the operator rejected {tool} for {self.role} on task {journal.fork_of}; the fork keeps that decision",
+                {"tool": tool, "role": self.role, "rejected_on": journal.fork_of},
+                retryable=False,
+            )
         if mode == ToolMode.CONFIRM:
             approved = await self.port.request_confirmation(self, tool, args)
             if not approved:

@@ -97,6 +97,9 @@ class ResumeJournal:
     artifacts: list[RecordedArtifact] = field(default_factory=list)
     fork_of: str | None = None
     """For a fork: the task whose steps it starts with; its artifacts are written anew."""
+    rejected_tools: frozenset[str] = frozenset()
+    """For a fork: ``role/tool`` pairs whose use the source's operator rejected; the fork
+    holds each such use rejected without asking, whatever the tool's mode (issue 31)."""
     answered: int = 0
     reattached: int = 0
     tokens_used: int = 0
@@ -113,13 +116,16 @@ class ResumeJournal:
         *,
         tokens_used: int = 0,
         tokens_estimated: bool = False,
+        rejected_tools: Iterable[str] = (),
     ) -> ResumeJournal:
         """A journal from the recorded steps, confirmations and artifacts, in recorded order,
-        and the tokens the earlier attempts used."""
+        the tokens the earlier attempts used and, for a fork, the tool uses its source's
+        operator rejected (``role/tool``)."""
         journal = cls(
             attempt,
             artifacts=list(artifacts),
             fork_of=fork_of,
+            rejected_tools=frozenset(rejected_tools),
             tokens_used=max(0, int(tokens_used)),
             tokens_estimated=tokens_estimated,
         )
@@ -138,6 +144,10 @@ class ResumeJournal:
             return None
         self.answered += 1
         return dict(queue.popleft())
+
+    def holds_rejected(self, role: str, tool: str) -> bool:
+        """True when ``role``'s use of ``tool`` was rejected on the task this one forks."""
+        return f"{role}/{tool}" in self.rejected_tools
 
     def confirmation(self, role: str, tool: str, args: Mapping[str, Any]) -> RecordedConfirmation | None:
         """The recorded confirmation of this tool use (consumed), or None when it is new."""

@@ -183,21 +183,31 @@ class TaskForkSerializer(api_fields.StrictSerializer):
     from_step = api_fields.PassThroughField(help_text="completed steps taken from the record (0..steps)")
     overrides = api_fields.PassThroughField(
         required=False,
-        help_text='{"prompt_enhancement"?, "prompt_versions"?, "tool_modes"?, "invoke"?, "executors"?}',
+        help_text='{"prompt_enhancement"?, "prompt_versions"?, "tool_modes"?, "invoke"?, "executors"?, '
+        '"reconsider_rejected"?}: an override that widens the matrices needs the right to change them',
+    )
+    reason = api_fields.StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        help_text="why the fork widens the saved configuration (required then; audited)",
     )
 
 
 class TaskForkView(APIView):
-    """``POST /tasks/{task_id}/fork {"from_step": N, "overrides"?}``: re-run an ended task as a
-    new one that takes its first N completed steps from the record and runs live from there;
-    ``from_step`` = its step count replays it without running anything. -> ``{task_id, status}``."""
+    """``POST /tasks/{task_id}/fork {"from_step": N, "overrides"?, "reason"?}``: re-run an ended
+    task as a new one that takes its first N completed steps from the record and runs live from
+    there; ``from_step`` = its step count replays it without running anything.
+    -> ``{task_id, status}``. An override that widens the matrices (a tool mode towards allow,
+    an invoke cell to true, an executor or model) is 403 naming it unless the user may change
+    that matrix (``runs.fork_policy``), and needs a ``reason`` (400 without); it is audited."""
 
     @extend_schema(request=TaskForkSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, task_id: str) -> Response:
         data = TaskForkSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        task = fork_task(request.user, task_id, values.get("from_step"), values.get("overrides"))
+        task = fork_task(request.user, task_id, values.get("from_step"), values.get("overrides"), values.get("reason"))
         return Response({"task_id": task.id, "status": task.status}, status=status.HTTP_201_CREATED)
 
 
