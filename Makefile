@@ -42,7 +42,8 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/python manage.py makemigrations --check --dry-run -v0
 
-# PostgreSQL for the database-portability run (CI has one; skipped when none answers).
+# PostgreSQL for the database-portability run: skipped when none answers, except under CI
+# (CI set), where PostgreSQL and Redis run on the machine and a missing one fails the run.
 PG_TEST_URL ?= postgres://127.0.0.1:5432/test
 PG_TESTS := tests/test_workers_scaled.py tests/test_resume.py tests/test_interview_api.py tests/test_interview_processes.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py tests/knowledge/test_search_postgresql.py tests/test_self_invocation_limit.py tests/test_instance_slots.py
 
@@ -51,6 +52,7 @@ test: install
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)', connect_timeout=3).close()" 2>/dev/null; then \
 		echo "== workers at scale (PostgreSQL + Redis), resume, the recorder, tasks, runtime API and matrices on PostgreSQL"; \
 		DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -p no:cacheprovider $(PG_TESTS); \
+	elif [ -n "$$CI" ]; then echo "== no PostgreSQL at $(PG_TEST_URL), and CI is set: failing"; exit 1; \
 	else echo "== no PostgreSQL at $(PG_TEST_URL): skipping the PostgreSQL run"; fi
 
 bench: install

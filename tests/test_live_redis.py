@@ -11,6 +11,7 @@ from asgiref.sync import sync_to_async
 
 from runs.tasks import start_task
 from teamclaw.env import redis_channel_layer
+from tests.helpers import missing_service
 from tests.live_helpers import close, collect_until, next_frame, open_socket, task_finished
 
 pytestmark = [pytest.mark.redis, pytest.mark.django_db(transaction=True)]
@@ -29,9 +30,7 @@ def redis_reachable() -> bool:
 @pytest.fixture
 def redis_layer(settings):
     if not redis_reachable():
-        if os.environ.get("TEAMCLAW_REQUIRE_REDIS") == "1":
-            pytest.fail("Redis is not running on 127.0.0.1:6379")
-        pytest.skip("Redis is not running on 127.0.0.1:6379")
+        missing_service(f"Redis at {REDIS}")
     settings.CHANNEL_LAYERS = {"default": redis_channel_layer(REDIS, prefix=f"teamclaw-test-{os.getpid()}")}
 
 

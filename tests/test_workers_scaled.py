@@ -24,6 +24,7 @@ from rest_framework.authtoken.models import Token
 from capabilities.models import AgentRole, Project, ToolPermission
 from monitoring.models import ExecutionContext, Message, Snapshot, Task, ToolConfirmation
 from runs.models import RuntimeWorker
+from tests.helpers import missing_service
 from tests.processes import Server, manage, process_env, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.redis]
@@ -42,7 +43,7 @@ def services(builtin):
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
     except redis.RedisError:
-        pytest.skip(f"needs Redis at {REDIS_URL}")
+        missing_service(f"Redis at {REDIS_URL}")
     redis.Redis.from_url(REDIS_URL).flushdb()
     held = Project.objects.create(slug="held", name="Held for the operator")
     ToolPermission.objects.create(
