@@ -6,11 +6,11 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from capabilities.models import Project
+from capabilities.models import ConfigChange, Project
 from tests.conftest import PASSWORD
 from tests.pages import page_path, page_patterns, parameters, takes_get
 
-ANY = {"alert_id": "1", "token_id": "1", "source_id": "1"}
+ANY = {"alert_id": "1", "token_id": "1", "source_id": "1", "change_id": "1"}
 """A value for each path parameter that needs a number; any text does for the others."""
 BUILTIN = {
     "role": "main",
@@ -70,7 +70,7 @@ def test_posting_a_task_anonymously_is_refused(builtin):
 @pytest.mark.parametrize("pattern", page_patterns(), ids=lambda p: p.name)
 def test_logged_in_users_see_every_page(page_client, builtin, pattern):
     Project.objects.create(slug="shop", name="Shop")
-    path = page_path(pattern, BUILTIN)
+    path = page_path(pattern, {**BUILTIN, "change_id": str(ConfigChange.objects.order_by("pk").first().pk)})
     if path is None:
         assert set(parameters(pattern)) & NEEDS_A_RUN, f"{pattern.name}: add its parameters to BUILTIN or NEEDS_A_RUN"
         return

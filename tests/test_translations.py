@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from capabilities.models import CapabilityCard, Project
+from capabilities.models import CapabilityCard, ConfigChange, Project
 from capabilities.skill_models import SkillStatus
 from teamclaw.message_catalogs import CatalogEntry, read_po
 from teamclaw.time_zones import operator_time_zone
@@ -120,6 +120,7 @@ def page_paths(transactional_db, builtin, api) -> list[str]:
         "version": "1.0.0",
         "skill_id": "english",
         "action": "deactivate",
+        "change_id": str(ConfigChange.objects.order_by("pk").first().pk),
     }
     paths = ["/permissions/invoke/?project=shop", "/permissions/tools/", "/login/"]
     for pattern in page_patterns():

@@ -81,6 +81,11 @@ urlpatterns = [
     path("projects", projects.ProjectListView.as_view(), name="api-projects"),
     path("projects/<str:slug>", projects.ProjectDetailView.as_view(), name="api-project"),
     path("config/changes", config.ConfigChangeListView.as_view(), name="api-config-changes"),
+    path(
+        "config/changes/<int:change_id>/revert",
+        config.ConfigChangeRevertView.as_view(),
+        name="api-config-change-revert",
+    ),
     path("config/schema", config.ConfigSchemaView.as_view(), name="api-config-schema"),
     path("config/export", config.ConfigExportView.as_view(), name="api-config-export"),
     path("config/import", config.ConfigImportView.as_view(), name="api-config-import"),

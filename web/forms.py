@@ -84,6 +84,7 @@ PAGE_CONFIG_TYPES = {
 """The pages that write governed configuration (URL name -> the audit trail's
 ``config_type``; the tool matrix's page is ``tool_binding``, see ``page_config_type``)."""
 REFUSAL_ATTRIBUTE = "teamclaw_config_refusal"
+CONFIG_TYPE_ATTRIBUTE = "teamclaw_config_type"
 
 
 def note_refusal(request: HttpRequest, exc: DomainError) -> None:
@@ -94,7 +95,10 @@ def note_refusal(request: HttpRequest, exc: DomainError) -> None:
 
 
 def page_config_type(request: HttpRequest) -> str | None:
-    """The ``config_type`` this page request writes, or None for a page that writes none."""
+    """The ``config_type`` this page request writes, or None for a page that writes none (a
+    page whose type depends on what it writes, such as a revert, sets ``CONFIG_TYPE_ATTRIBUTE``)."""
+    if explicit := getattr(request, CONFIG_TYPE_ATTRIBUTE, None):
+        return str(explicit)
     match = request.resolver_match
     if match is None or match.url_name not in PAGE_CONFIG_TYPES:
         return None

@@ -80,6 +80,7 @@ urlpatterns = [
     path("projects/", projects.project_list, name="projects"),
     path("projects/<str:slug>/", projects.project_detail, name="project-detail"),
     path("config/changes/", config.change_list, name="config-changes"),
+    path("config/changes/<int:change_id>/revert/", config.change_revert, name="config-change-revert"),
     path("config/transfer/", config.config_transfer, name="config-transfer"),
     path("skills/", skills.skill_list, name="skills"),
     path("skills/_upload/", skills.skill_upload, name="skill-upload"),

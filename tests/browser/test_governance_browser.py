@@ -154,3 +154,34 @@ def test_role_slugs_in_table_headers_show_as_typed(logged_in_page, live_server, 
     page.goto(f"{live_server.url}/permissions/invoke/")
     assert "coderA" in page.locator("table.matrix thead th", has_text="coderA").inner_text()
     assert "coderA" in page.locator("table.matrix tbody th", has_text="coderA").inner_text()
+
+
+def test_revert_a_matrix_change_from_the_audit_trail(logged_in_page, live_server, builtin):
+    """Issue 30: the operator saves a cell, then reverts that change from the audit trail,
+    sees the preview, confirms, and finds the old cell back and a new audit entry."""
+    page = logged_in_page
+    page.goto(f"{live_server.url}/permissions/invoke/")
+    page.locator('td[data-cell="coderA:dba"] input[name="allow"]').uncheck()
+    page.fill("#id_note", "coderA asks the architect instead")
+    page.click("#save-matrix")
+    expect(page.locator(".messages")).to_contain_text("Saved 1 cell change")
+    assert not allowed("coderA", "dba")
+    saved = ConfigChange.objects.order_by("-new_version").first()
+
+    page.goto(f"{live_server.url}/config/changes/")
+    row = page.locator("#audit-table tbody tr", has_text="coderA asks the architect instead")
+    row.locator("a.revert-link").click()
+    preview = page.locator("#revert-preview")
+    expect(preview).to_contain_text("coderA")
+    expect(preview).to_contain_text("dba")
+    page.fill('#revert-form input[name="note"]', "the architect is away")
+    page.click("#revert-apply")
+    expect(page.locator(".messages")).to_contain_text(f"Reverted change #{saved.pk}")
+    assert allowed("coderA", "dba")
+    reverted = ConfigChange.objects.order_by("-new_version").first()
+    assert reverted.new_version == saved.new_version + 1
+    assert reverted.note == "the architect is away"
+    assert reverted.changes == {"invoke_matrix.coderA.dba": {"old": False, "new": True}}
+    expect(page.locator("#audit-table tbody tr").first).to_contain_text("the architect is away")
+    page.goto(f"{live_server.url}/permissions/invoke/")
+    expect(page.locator('td[data-cell="coderA:dba"] input[name="allow"]')).to_be_checked()

@@ -21,6 +21,7 @@ from capabilities.safe_yaml import guess_format, load_document, max_config_bytes
 from team.config_export import dump, export_document
 from team.config_import import import_config
 from team.config_schema import config_document_schema
+from team.revert import find_change, revert, revert_preview
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.api_query import StrictPagination, flag, query_parameters
@@ -156,3 +157,33 @@ class ConfigImportView(GovernanceView):
             actor=request.user,
         )
         return Response(result.as_dict())
+
+
+class ConfigRevertSerializer(api_fields.StrictSerializer):
+    version = api_fields.StrictIntegerField(help_text="the config version the preview showed (its `version`)")
+    note = api_fields.StrictCharField(required=False, allow_blank=True, max_length=2000)
+
+
+class ConfigChangeRevertView(GovernanceView):
+    """``GET /config/changes/{change_id}/revert``: what reverting that change would do now
+    (``team.revert.revert_preview``: ``{change_id, config_type, version, revertible, reason,
+    keys: [{key, old, new, current, after, changed_since, changes_now}]}``).
+    ``POST {version, note?}``: write its recorded old values back as a new audited change,
+    at the config ``version`` the preview showed (409 ``stale_version`` with the fresh
+    preview otherwise; 409 when it cannot be reverted; staff only, 403 otherwise)
+    -> ``{change, preview}`` (the new audit row and the preview after it)."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, change_id: int) -> Response:
+        return Response(revert_preview(find_change(change_id)))
+
+    @extend_schema(request=ConfigRevertSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request, change_id: int) -> Response:
+        change = find_change(change_id)
+        self.refusal_types = {"POST": change.config_type}
+        data = ConfigRevertSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        reverted = revert(change, version=values["version"], actor=request.user, note=values.get("note", ""))
+        body = {"change": change_document(reverted), "preview": revert_preview(change)}
+        return Response(body, status=status.HTTP_201_CREATED)

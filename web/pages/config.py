@@ -6,6 +6,7 @@ import hashlib
 from typing import Any
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -20,7 +21,9 @@ from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.models import Project
 from capabilities.safe_yaml import DocumentError, load_document, max_config_bytes
 from team.config_import import import_config
-from web.forms import form_note
+from team.revert import REVERTIBLE_TYPES, find_change, revert, revert_preview
+from teamclaw.errors import DomainError
+from web.forms import CONFIG_TYPE_ATTRIBUTE, form_note, show_refusal
 
 
 # --------------------------------------------------------------------------- audit
@@ -49,7 +52,41 @@ def change_list(request: HttpRequest) -> HttpResponse:
             "outcomes": OUTCOMES,
             "projects": Project.objects.all(),
             "version": current_version(),
+            "revertible_types": REVERTIBLE_TYPES,
+            "can_revert": request.user.is_staff,
         },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def change_revert(request: HttpRequest, change_id: int) -> HttpResponse:
+    """Revert one change from the audit trail (``team.revert``): GET previews what it would
+    change now, POST (staff) applies it at the config version the preview was read at and
+    goes back to the audit trail; a refusal (stale version, nothing to revert) shows the page
+    again with the reason and the fresh preview."""
+    change = find_change(change_id)
+    if request.method == "POST":
+        if not request.user.is_staff:
+            raise PermissionDenied(_("Reverting a change needs a staff user."))
+        setattr(request, CONFIG_TYPE_ATTRIBUTE, change.config_type)
+        raw = request.POST.get("version", "")
+        try:
+            reverted = revert(
+                change, version=int(raw) if raw.isdigit() else raw, actor=request.user, note=form_note(request)
+            )
+        except DomainError as exc:
+            show_refusal(request, exc)
+        else:
+            messages.success(
+                request,
+                _("Reverted change #%(change)s: saved as config version %(version)s.")
+                % {"change": change.pk, "version": reverted.new_version},
+            )
+            return redirect("config-changes")
+    return render(
+        request,
+        "capabilities/change_revert.html",
+        {"nav": "audit", "change": change_document(change), "preview": revert_preview(change)},
     )
 
 
