@@ -122,3 +122,26 @@ def test_only_staff_may_revert(api, builtin, viewer_user):
         viewer.post(f"/api/v1/config/changes/{change_id}/revert", {"version": version}, format="json").status_code
         == 403
     )
+
+
+def test_a_prompt_activation_reverts_as_a_rollback_to_the_version_before(api, builtin):
+    from prompts.models import PromptVersion
+
+    def active() -> PromptVersion:
+        return PromptVersion.objects.get(
+            template__role__role="pm", template__template_type="persona", template__project=None, is_active=True
+        )
+
+    before = active()
+    response = api.post("/api/v1/prompts/pm/persona/versions", {"content": "A sharper persona."}, format="json")
+    assert response.status_code == 201, response.content
+    assert active().content == "A sharper persona."
+    change = ConfigChange.objects.filter(config_type="prompt").order_by("-new_version").first()
+    preview = api.get(f"/api/v1/config/changes/{change.pk}/revert").json()
+    assert preview["revertible"] is True, preview
+    assert preview["keys"][0]["after"] == before.version
+    response = api.post(f"/api/v1/config/changes/{change.pk}/revert", {"version": preview["version"]}, format="json")
+    assert response.status_code == 201, response.content
+    now = active()
+    assert now.content == before.content
+    assert now.rollback_of == before.version
