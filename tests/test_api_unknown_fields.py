@@ -41,6 +41,7 @@ MISSPELT = [
     ("put", "/api/v1/permissions/invoke-matrix", {"version": CURRENT, "matrix": {}}, "nots"),
     ("put", "/api/v1/permissions/tool-matrix", {"version": CURRENT, "matrix": {}}, "nots"),
     ("post", "/api/v1/permissions/invoke-matrix/what-if", {"matrix": {}}, "dayz"),
+    ("post", "/api/v1/config/changes/1/revert", {"version": CURRENT, "note": "undo"}, "nte"),
     ("post", "/api/v1/permissions/tool-matrix/what-if", {"matrix": {}}, "dayz"),
     ("put", "/api/v1/constraints/pm", {"version": CURRENT, "constraints": {"max_retries": 2}}, "constraint"),
     ("post", "/api/v1/projects", {"slug": "web", "name": "Web"}, "tech_stak"),

@@ -16,6 +16,7 @@ from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.models import Message, Task
 from monitoring.outcome import task_outcome, task_phase
+from monitoring.trace import task_trace
 from runs.compare import compare_artifacts
 from runs.operator_inputs import give, task_inputs
 from runs.tasks import DECISION_MODES, START_POINTS, cancel_task, fork_task, start_task
@@ -161,6 +162,19 @@ class TaskDetailView(APIView):
     def get(self, request: Request, task_id: str) -> Response:
         task = found(visible_tasks(request.user).prefetch_related("contexts", "artifacts"), "task", pk=task_id)
         return Response(task_document(task))
+
+
+class TaskTraceView(APIView):
+    """``GET /tasks/{task_id}/trace``: every call the task's agents made, as a tree
+    (``monitoring.trace``): ``{task_id, status, nodes: [{id, kind, role, capability_id, round,
+    started_at, latency_ms, tokens, status, prompt_versions, input, output, children, links}]}``,
+    agents at the top, their invokes, hooks, model calls, tool uses and operator waits under
+    them; 404 for a task the user may not see."""
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request, task_id: str) -> Response:
+        task = found(visible_tasks(request.user), "task", pk=task_id)
+        return Response(task_trace(task))
 
 
 class TaskCancelSerializer(api_fields.StrictSerializer):

@@ -22,6 +22,8 @@ from monitoring.access import visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact, Task
 from monitoring.outcome import verdicts, waiting_for_operator
+from monitoring.trace import artifact_findings
+from monitoring.trace import task_trace as task_trace_tree
 from runs.compare import compare_artifacts, text_diff
 from runs.operator_inputs import give
 from runs.tasks import (
@@ -330,3 +332,27 @@ def task_diff(request: HttpRequest, task_id: str) -> HttpResponse:
         {"nav": "tasks", "task": task, "names": names, "missing": missing, "diff": diff, "truncated": truncated},
         status=404 if missing else 200,
     )
+
+
+@require_GET
+def task_trace(request: HttpRequest, task_id: str) -> HttpResponse:
+    """The task's trace (``monitoring.trace``): its agents and every call they made, each
+    with latency, tokens, status, round, input and output; an expert's call shows the
+    findings of the artifact it wrote with the document line each one quotes. While the task
+    runs the tree is refreshed every few seconds (htmx)."""
+    task = visible_tasks(request.user).filter(pk=task_id).first()
+    if task is None:
+        raise Http404(f"there is no task {task_id}")
+    trace = task_trace_tree(task)
+    artifacts = {a.name: a.content for a in Artifact.objects.filter(task=task)}
+    document = artifacts.get("requirement.md") or task.input_markdown or ""
+    findings = {name: artifact_findings(content, document) for name, content in artifacts.items()}
+    for agent in trace["nodes"]:
+        for call in agent["children"]:
+            call["findings"] = [
+                {"artifact": name, "items": findings[name]}
+                for name in call["links"].get("artifacts", [])
+                if findings.get(name)
+            ]
+    context = {"task": task, "trace": trace, "running": task.status in ("queued", "running")}
+    return fragment_or_page(request, "monitoring/task_trace.html", "tree", context)
