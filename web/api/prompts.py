@@ -108,7 +108,9 @@ def _render_error(exc: PromptRenderError, content_field: str = "content") -> Res
         key = f"{exc.template_type}.{exc.field}"
     else:
         key = content_field
-    extra = {"kind": exc.kind, "line": exc.line}
+    extra: dict[str, Any] = {"kind": exc.kind, "line": exc.line}
+    if exc.suggestions:  # a misspelt name: {"audeince": ["audience"]} (issue 31)
+        extra["suggestions"] = {exc.field: exc.suggestions}
     if exc.template_type:
         extra.update(template_type=exc.template_type, layer=exc.layer)
     return error_response(exc.message, {key: [exc.reason]}, status.HTTP_400_BAD_REQUEST, **extra)
