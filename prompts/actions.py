@@ -55,12 +55,15 @@ class PromptChangeError(InvalidField, ValueError):
 class ChangeResult:
     """What a change produced: the new (or activated) ``version``, the config ``change`` it
     was audited as, and ``warnings`` for the operator (``undeclared`` names used in the
-    content that are neither declared nor always available, a sample render that failed)."""
+    content that are neither declared nor always available, declared names it does not use, a
+    sample render that failed); ``check`` is the saved content's ContentCheck (None for a
+    rollback or an activation), for pages that word the warnings in the reader's language."""
 
     version: PromptVersion
     change: ConfigChange
     undeclared: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    check: ContentCheck | None = None
 
 
 @dataclass
@@ -90,9 +93,21 @@ class ContentCheck:
             )
         if self.unused:
             out.append("declared but not used in the template: " + ", ".join(self.unused))
-        if self.error is not None and not (self.error.kind == "undefined" and self.error.field in self.undeclared):
-            out.append(f"a sample render failed: {self.error.message}")
+        if self.sample_failure is not None:
+            out.append(f"a sample render failed: {self.sample_failure.message}")
         return out
+
+    @property
+    def sample_failure(self) -> PromptRenderError | None:
+        """The sample render's error, unless it only repeats an undeclared name."""
+        if self.error is None or (self.error.kind == "undefined" and self.error.field in self.undeclared):
+            return None
+        return self.error
+
+    def declarations(self) -> list[dict[str, Any]]:
+        """What the version will declare, each ``{name, required, default?, description,
+        used}`` (``used``: the content reads it; an unused one is only a warning)."""
+        return [{**variable, "used": variable["name"] not in self.unused} for variable in self.variables]
 
     def activation_refusal(self) -> ActivationRefused | None:
         """Why this content may not become the active version (None when it may): a name
@@ -363,7 +378,7 @@ def save_version(
         raise PromptChangeError(
             "another change to this template was saved at the same moment; retry", status=409
         ) from None
-    return ChangeResult(new, change, checked.undeclared, checked.warnings)
+    return ChangeResult(new, change, checked.undeclared, checked.warnings, checked)
 
 
 def rollback(

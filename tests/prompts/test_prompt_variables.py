@@ -198,3 +198,40 @@ def test_the_render_api_names_the_near_name(api, builtin):
     assert body["errors"] == {"variables.audeince": [NEAR]}
     assert body["detail"] == f"persona (global 1.0.0): line 1: {NEAR}"
     assert body["suggestions"] == {"audeince": ["audience"]}
+
+
+# ---------------------------------------------------------------------------- the editor page
+def preview(page_client, content: str, variables: Any, language: str = "en") -> str:
+    data = {"content": content, "variables": json.dumps(variables), "values": "{}"}
+    response = page_client.post(
+        "/prompts/pm/persona/edit/preview/", data, HTTP_HX_REQUEST="true", HTTP_ACCEPT_LANGUAGE=language
+    )
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_editor_shows_the_declarations_the_new_version_will_have_before_save(api, page_client, builtin):
+    save(api, "Write for {{ audience }}.", variables=AUDIENCE)  # 1.0.1
+    editor = page_client.get("/prompts/pm/persona/edit/").content.decode()
+    assert "Pre-filled with the declarations of version 1.0.1." in editor
+    assert "&quot;name&quot;: &quot;audience&quot;" in editor  # in the editable box
+    html = preview(page_client, "Be brief.", AUDIENCE)
+    assert 'id="preview-declarations"' in html
+    assert "<code>audience</code> required, <strong>not used by the template</strong>" in html
+    assert "Declared but not used in the template (a warning only: it never blocks a render): audience" in html
+    assert "None: the template may use the always-available variables only." in preview(page_client, "Hi.", [])
+
+
+def test_the_editors_declarations_and_warnings_are_in_chinese_too(api, page_client, builtin):
+    save(api, "Write for {{ audience }}.", variables=AUDIENCE)
+    html = preview(page_client, "Be brief {{ audeince }}.", AUDIENCE, language="zh-hans")
+    assert "新版本的变量声明" in html and "模板未使用" in html
+    assert (
+        "已使用但既未声明也非始终可用（此版本无法激活）：&#x27;audeince&#x27;（你是否想用 &#x27;audience&#x27;？）"
+        in html
+    )
+    assert "已声明但模板未使用（仅为警告：不会阻止渲染）：audience" in html
+    data = {"content": "Be brief.", "variables": json.dumps(AUDIENCE), "base_version": "1.0.1", "action": "activate"}
+    saved = page_client.post("/prompts/pm/persona/edit/", data, HTTP_ACCEPT_LANGUAGE="zh-hans", follow=True)
+    assert "已声明但模板未使用（仅为警告：不会阻止渲染）：audience" in saved.content.decode()
+    assert "Be brief." in render_api(api).json()["final"]  # the unused required variable blocks nothing
