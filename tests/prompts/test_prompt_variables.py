@@ -200,6 +200,22 @@ def test_the_render_api_names_the_near_name(api, builtin):
     assert body["suggestions"] == {"audeince": ["audience"]}
 
 
+def test_a_project_override_and_a_preview_name_the_near_name_too(api, builtin, shop):
+    declared = [{"name": "audience", "default": "developers"}]
+    draft = save(api, MISSPELT, project="shop", variables=declared, activate=False)
+    version = PromptVersion.objects.get(template__project=shop, version=draft["version"])
+    PromptVersion.objects.filter(pk=version.pk).update(is_active=True)  # as an import could leave it
+    response = render_api(api, project="shop")
+    assert response.status_code == 400
+    assert response.json()["detail"] == f"persona (project {draft['version']}): line 1: {NEAR}"
+    preview = api.post(
+        "/api/v1/prompts/pm/persona/preview", {"content": MISSPELT, "variables": declared}, format="json"
+    )
+    assert preview.status_code == 400
+    assert preview.json()["errors"] == {"variables.audeince": [NEAR]}
+    assert preview.json()["suggestions"] == {"audeince": ["audience"]}
+
+
 # ---------------------------------------------------------------------------- the editor page
 def preview(page_client, content: str, variables: Any, language: str = "en") -> str:
     data = {"content": content, "variables": json.dumps(variables), "values": "{}"}

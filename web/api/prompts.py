@@ -186,8 +186,10 @@ class PromptRoleView(APIView):
 class PromptVersionsView(RefusalAudit):
     """``GET``: a template's versions, newest first (paginated). ``POST {content, bump?,
     version?, variables?, language?, note?, project?, activate?, base_version?}``: save a new
-    version -> 201 with the version, ``undeclared_variables``, ``warnings`` and the new
-    ``config_version``."""
+    version -> 201 with the version, ``undeclared_variables``, ``warnings`` (declared variables
+    the content does not use among them) and the new ``config_version``. ``variables`` are the
+    new version's declarations as sent; absent or null: none, never the active version's
+    (``prompts.actions.save_version`` says why)."""
 
     refusal_types = {"POST": "prompt"}
 
