@@ -11,7 +11,6 @@ raises before anything is written, and any later failure rolls the whole change 
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +28,7 @@ from prompts.render import (
     STANDARD_VARIABLES,
     PromptRenderError,
     compile_template,
+    near_names,
     render,
     standard_variables,
     undeclared_variables,
@@ -55,12 +55,15 @@ class PromptChangeError(InvalidField, ValueError):
 class ChangeResult:
     """What a change produced: the new (or activated) ``version``, the config ``change`` it
     was audited as, and ``warnings`` for the operator (``undeclared`` names used in the
-    content that are neither declared nor always available, a sample render that failed)."""
+    content that are neither declared nor always available, declared names it does not use, a
+    sample render that failed); ``check`` is the saved content's ContentCheck (None for a
+    rollback or an activation), for pages that word the warnings in the reader's language."""
 
     version: PromptVersion
     change: ConfigChange
     undeclared: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    check: ContentCheck | None = None
 
 
 @dataclass
@@ -90,9 +93,21 @@ class ContentCheck:
             )
         if self.unused:
             out.append("declared but not used in the template: " + ", ".join(self.unused))
-        if self.error is not None and not (self.error.kind == "undefined" and self.error.field in self.undeclared):
-            out.append(f"a sample render failed: {self.error.message}")
+        if self.sample_failure is not None:
+            out.append(f"a sample render failed: {self.sample_failure.message}")
         return out
+
+    @property
+    def sample_failure(self) -> PromptRenderError | None:
+        """The sample render's error, unless it only repeats an undeclared name."""
+        if self.error is None or (self.error.kind == "undefined" and self.error.field in self.undeclared):
+            return None
+        return self.error
+
+    def declarations(self) -> list[dict[str, Any]]:
+        """What the version will declare, each ``{name, required, default?, description,
+        used}`` (``used``: the content reads it; an unused one is only a warning)."""
+        return [{**variable, "used": variable["name"] not in self.unused} for variable in self.variables]
 
     def activation_refusal(self) -> ActivationRefused | None:
         """Why this content may not become the active version (None when it may): a name
@@ -172,12 +187,8 @@ def check_content(
         used = used_variables(content)
     except PromptRenderError as exc:
         raise PromptChangeError(exc.message, exc.field if exc.field == "variables" else "content") from None
-    known = [v["name"] for v in clean] + [n for n in ALWAYS_AVAILABLE if n not in {v["name"] for v in clean}]
-    suggestions = {}
-    for name in undeclared:
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-        if close:
-            suggestions[name] = close
+    known = {v["name"] for v in clean} | set(ALWAYS_AVAILABLE)
+    suggestions = {name: close for name in undeclared if (close := near_names(name, known))}
     unused = [v["name"] for v in clean if v["name"] not in used]
     sample = sample_values(role, project, "Sample task description")
     sample.update({v["name"]: f"<{v['name']}>" for v in clean if v["required"] and "default" not in v})
@@ -298,8 +309,16 @@ def save_version(
 
     The version is ``version`` if given, else the highest existing one bumped by ``bump``
     (``patch``, ``minor``, ``major`` or ``prerelease``); a layer's first version is 1.0.0.
-    ``variables`` None keeps the active version's declarations (for a new override, the
-    global layer's); ``language`` None keeps its language. ``base_version`` is the version
+    ``variables`` are the declarations of the new version exactly as sent; absent (None) means
+    it declares none. Never the active version's (issue 31: inherited declarations carried a
+    required variable into versions whose content no longer used it). "None" rather than
+    "derived from the content" because a derived declaration could only be optional and
+    without a default, which fails at render anyway: deriving would move the refusal from
+    the save to a run. With none, a name the content uses that is not always available is
+    refused at activation, naming it and its close names; the editor page pre-fills the
+    declarations it will send, visibly. A declared variable the content does not use is only
+    a warning. ``language`` None keeps the active version's language (for a new override,
+    the global layer's). ``base_version`` is the version
     the operator edited: if another one became active since, the save is refused (409).
 
     Raises PromptChangeError: bad content, variables, version, bump, language or note (400);
@@ -319,8 +338,7 @@ def save_version(
     template = find_template(role, template_type, project)
     active = _active(template)
     inherited = active or (_active(find_template(role, template_type, None)) if project else None)
-    declared = variables if variables is not None else (inherited.variables if inherited else [])
-    checked = check_content(content, declared, role=role, project=project)
+    checked = check_content(content, variables if variables is not None else [], role=role, project=project)
     refusal = checked.activation_refusal() if activate else None
     if refusal is not None:
         raise refusal
@@ -360,7 +378,7 @@ def save_version(
         raise PromptChangeError(
             "another change to this template was saved at the same moment; retry", status=409
         ) from None
-    return ChangeResult(new, change, checked.undeclared, checked.warnings)
+    return ChangeResult(new, change, checked.undeclared, checked.warnings, checked)
 
 
 def rollback(

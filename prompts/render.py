@@ -5,8 +5,14 @@ Templates are Jinja2, compiled once per distinct content by ``prompts.sandbox.Pr
 with a time limit (0.5 s, checked on every loop iteration and call) and an output limit
 (200,000 characters):
 
-- a declared variable that is required, not given and without a default is an error naming
-  it; declared defaults apply; any other undefined name is an error naming it;
+- a declared variable that is required, used by the content, not given and without a default
+  is an error naming it (a required variable the content does not use is never enforced:
+  declarations may outlive the text that used them, issue 31); declared defaults apply;
+- a name the content uses that is neither declared nor given is an error naming it *before*
+  the template runs, so a misspelt name cannot slip through ``default()``, ``is defined``,
+  ``{% set %}`` or a branch not taken into a model's prompt; every undefined-name error adds
+  the close names (``difflib.get_close_matches`` over the declared and given names):
+  ``undefined variable 'audeince' (did you mean 'audience'?)``;
 - templates may not extend, include or import other templates, nor name an attribute
   starting with ``_``; both are refused when the template is compiled, before it runs;
 - every failure is a ``PromptRenderError`` with a short reason that names the variable,
@@ -21,6 +27,7 @@ calls ``system_prompt`` on its own thread with the task's pinned ConfigSnapshot.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -85,7 +92,8 @@ class PromptRenderError(DomainError, ValueError):
     variable was not given), ``undefined`` (an unknown name was used) or ``error`` (any other
     failure while running). ``field`` names the variable at fault (``content`` otherwise);
     ``line`` is the template line where known; ``template_type`` and ``layer`` say which
-    layer of a role's prompt failed, when rendering layers.
+    layer of a role's prompt failed, when rendering layers; ``suggestions`` are the close
+    names of an ``undefined`` one (already in ``reason`` as "did you mean").
     """
 
     def __init__(
@@ -97,13 +105,26 @@ class PromptRenderError(DomainError, ValueError):
         line: int | None = None,
         template_type: str = "",
         layer: str = "",
+        suggestions: Iterable[str] = (),
     ) -> None:
         self.reason = reason
         self.field = field
         self.kind = kind
         self.line = line
-        super().__init__(reason, errors={field: [reason]}, code=kind, extra={"kind": kind, "line": line})
+        self.suggestions = list(suggestions)
+        extra: dict[str, Any] = {"kind": kind, "line": line}
+        if self.suggestions:
+            extra["suggestions"] = {field: self.suggestions}
+        super().__init__(reason, errors={field: [reason]}, code=kind, extra=extra)
         self.locate(template_type, layer)
+
+    @classmethod
+    def undefined(cls, name: str, known: Iterable[str], line: int | None = None) -> PromptRenderError:
+        """``undefined variable 'name'``, with "(did you mean 'x'?)" when ``known`` holds
+        close names (``near_names``); kind ``undefined``, field ``name``."""
+        close = near_names(name, known)
+        hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+        return cls(f"undefined variable '{name}'{hint}", name, kind="undefined", line=line, suggestions=close)
 
     def locate(self, template_type: str, layer: str) -> None:
         """Say which layer of a role's prompt failed (``template_type``, ``layer`` such as
@@ -146,6 +167,18 @@ def _policy_errors(ast: nodes.Template) -> None:
 
 def _const_str(node: nodes.Node) -> str | None:
     return node.value if isinstance(node, nodes.Const) and isinstance(node.value, str) else None
+
+
+def near_names(name: str, known: Iterable[str]) -> list[str]:
+    """Up to three of ``known`` close to ``name`` (``difflib.get_close_matches``, cutoff 0.6),
+    closest first, ``name`` itself left out: the "did you mean" of a misspelt variable."""
+    return difflib.get_close_matches(name, sorted(set(known) - {name}), n=3, cutoff=0.6)
+
+
+def _name_line(content: str, name: str) -> int | None:
+    """The first template line that reads ``name`` (None if none does)."""
+    lines = [n.lineno for n in ENV.parse(content).find_all(nodes.Name) if n.name == name and n.ctx == "load"]
+    return min(lines, default=None)
 
 
 def clear_compiled_cache() -> None:
@@ -248,24 +281,34 @@ def validate_variables(variables: Any) -> list[dict[str, Any]]:
 
 # ---------------------------------------------------------------------------- rendering
 def render(content: str, variables: Iterable[Mapping[str, Any]] = (), values: Mapping[str, Any] | None = None) -> str:
-    """Render ``content`` with its declared ``variables`` (defaults applied) and ``values``.
+    """Render ``content`` with its declared ``variables`` (defaults applied) and ``values``:
+    the one render every prompt goes through before it reaches a model (the runtime's
+    ``system_prompt``, previews, the render API, the save checks; issue 31).
 
-    ``values`` must be plain JSON data (each at most 100,000 characters or items); a value
-    of None counts as not given. Raises PromptRenderError naming a missing required
-    variable, an undefined name, a sandbox refusal, or the time (0.5 s) or output
-    (200,000 characters) limit.
+    ``values`` must be plain data (each at most 100,000 characters or items); a value of None
+    counts as not given. Raises PromptRenderError (kind ``undefined``, ``field`` the name) for
+    a name the content uses that is neither declared nor given, before anything runs, with
+    "did you mean" and ``suggestions`` when a declared or given name is close; ``missing`` for
+    a required variable the content uses that is not given and has no default (one the content
+    does not use is not enforced); a sandbox refusal; the time (0.5 s) or output (200,000
+    characters) limit.
     """
     template = compile_template(content)
+    used = _compiled(content)[1]
     variables = list(variables)
     for variable in variables:
         if not isinstance(variable, Mapping) or not isinstance(variable.get("name"), str):
             raise PromptRenderError("a declared variable has no name", "variables", kind="error")
     context: dict[str, Any] = {v["name"]: v["default"] for v in variables if v.get("default") is not None}
     context.update(check_values(values or {}))
+    known = {v["name"] for v in variables} | set(context)
+    unknown = sorted(used - known)
+    if unknown:
+        raise PromptRenderError.undefined(unknown[0], known, _name_line(content, unknown[0]))
     for variable in variables:
-        if variable.get("required") and variable["name"] not in context:
+        if variable.get("required") and variable["name"] in used and variable["name"] not in context:
             raise PromptRenderError(f"missing required variable '{variable['name']}'", variable["name"], kind="missing")
-    return _run(template, context)
+    return _run(template, context, known)
 
 
 def check_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -283,7 +326,9 @@ def check_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _run(template: Template, context: dict[str, Any]) -> str:
+def _run(template: Template, context: dict[str, Any], known: Iterable[str] = ()) -> str:
+    """Run ``template`` on ``context`` within the limits; an undefined name is told with the
+    close ones of ``known``."""
     chunks: list[str] = []
     size = 0
     try:
@@ -301,8 +346,10 @@ def _run(template: Template, context: dict[str, Any]) -> str:
         raise
     except UndefinedError as exc:
         name = _undefined_name(str(exc))
-        reason = f"undefined variable '{name}'" if name else _safe(str(exc))
-        raise PromptRenderError(reason, name or "content", kind="undefined", line=_line(exc.__traceback__)) from None
+        line = _line(exc.__traceback__)
+        if name:
+            raise PromptRenderError.undefined(name, known, line) from None
+        raise PromptRenderError(_safe(str(exc)), kind="undefined", line=line) from None
     except SandboxLimitError as exc:
         raise PromptRenderError(_safe(str(exc)), kind="limit", line=_line(exc.__traceback__)) from None
     except SecurityError as exc:

@@ -175,7 +175,7 @@ def test_live_preview_renders_the_draft_content_without_saving(page_client, buil
     assert response.status_code == 200
     assert "<html" not in html
     assert "Hello &lt;b&gt;Ann&lt;/b&gt; at TeamClaw" in html
-    assert "used but neither declared nor always available" in html
+    assert "Used but neither declared nor always available" in html
     refused = page_client.post("/prompts/pm/persona/edit/preview/", {"content": "{{ 'a' * 10**9 }}"}).content.decode()
     assert 'id="preview-error"' in refused
     assert "larger than 100,000" in refused

@@ -89,10 +89,10 @@ def test_a_save_based_on_a_version_that_is_no_longer_active_is_a_conflict(api, b
     )
 
 
-def test_variables_are_kept_when_omitted_and_replaced_when_given(api, builtin):
+def test_variables_are_what_was_sent_and_none_when_omitted(api, builtin):
+    # issue 31: an omitted ``variables`` no longer inherits the active version's declarations
     body = save(api, "You serve {{ project_name }}.", role="coderA", template_type="system_prompt").json()
-    names = [v["name"] for v in body["variables"]]
-    assert names == ["project_name", "role_display_name", "emoji", "project_description", "tech_stack"]
+    assert body["variables"] == []
     variables = [{"name": "audience", "description": "Who reads it", "required": True}]
     body = save(
         api, "Write for {{ audience }}.", role="coderA", template_type="system_prompt", variables=variables

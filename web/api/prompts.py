@@ -108,7 +108,9 @@ def _render_error(exc: PromptRenderError, content_field: str = "content") -> Res
         key = f"{exc.template_type}.{exc.field}"
     else:
         key = content_field
-    extra = {"kind": exc.kind, "line": exc.line}
+    extra: dict[str, Any] = {"kind": exc.kind, "line": exc.line}
+    if exc.suggestions:  # a misspelt name: {"audeince": ["audience"]} (issue 31)
+        extra["suggestions"] = {exc.field: exc.suggestions}
     if exc.template_type:
         extra.update(template_type=exc.template_type, layer=exc.layer)
     return error_response(exc.message, {key: [exc.reason]}, status.HTTP_400_BAD_REQUEST, **extra)
@@ -184,8 +186,10 @@ class PromptRoleView(APIView):
 class PromptVersionsView(RefusalAudit):
     """``GET``: a template's versions, newest first (paginated). ``POST {content, bump?,
     version?, variables?, language?, note?, project?, activate?, base_version?}``: save a new
-    version -> 201 with the version, ``undeclared_variables``, ``warnings`` and the new
-    ``config_version``."""
+    version -> 201 with the version, ``undeclared_variables``, ``warnings`` (declared variables
+    the content does not use among them) and the new ``config_version``. ``variables`` are the
+    new version's declarations as sent; absent or null: none, never the active version's
+    (``prompts.actions.save_version`` says why)."""
 
     refusal_types = {"POST": "prompt"}
 

@@ -23,7 +23,15 @@ from capabilities.models import AgentRole, Project
 from monitoring.prompt_impact import prompt_impact
 from monitoring.task_prompts import TaskInputError, task_inputs
 from prompts.access import can_edit_prompts
-from prompts.actions import PromptChangeError, activate, check_content, rollback, sample_values, save_version
+from prompts.actions import (
+    ContentCheck,
+    PromptChangeError,
+    activate,
+    check_content,
+    rollback,
+    sample_values,
+    save_version,
+)
 from prompts.diff import diff_texts
 from prompts.models import TEMPLATE_TYPES, PromptVersion
 from prompts.queries import (
@@ -142,14 +150,50 @@ def _newer_than(active: Any) -> Any:
     return lambda version: parse(version).compare(current) > 0
 
 
+def notices(check: ContentCheck) -> list[str]:
+    """``check``'s warnings in the reader's language (the API keeps ``ContentCheck.warnings``
+    in English): undeclared names with "did you mean", declared names the content does not
+    use (issue 31: a warning, never a refusal), a failed sample render."""
+    out = []
+    if check.undeclared:
+        names = ", ".join(_with_close_names(name, check.suggestions.get(name, [])) for name in check.undeclared)
+        out.append(
+            _("Used but neither declared nor always available (this version cannot be activated): %(names)s")
+            % {"names": names}
+        )
+    if check.unused:
+        out.append(
+            _("Declared but not used in the template (a warning only: it never blocks a render): %(names)s")
+            % {"names": ", ".join(check.unused)}
+        )
+    if check.sample_failure is not None:
+        out.append(_("A sample render failed: %(reason)s") % {"reason": check.sample_failure.message})
+    return out
+
+
+def _with_close_names(name: str, close: list[str]) -> str:
+    if not close:
+        return repr(name)
+    return _("%(name)s (did you mean %(close)s?)") % {
+        "name": repr(name),
+        "close": _(" or ").join(repr(c) for c in close),
+    }
+
+
+def _prefill_source(scope: dict[str, Any], active: Any) -> Any:
+    """The version whose declarations and language the editor starts from: the active one,
+    for a project's first override the global layer's (None for a layer's first version)."""
+    if active is not None or scope["project"] is None:
+        return active
+    base_template = find_template(scope["role"], scope["template_type"], None)
+    return base_template.versions.filter(is_active=True).first() if base_template else None
+
+
 def _editor_form(request: HttpRequest, scope: dict[str, Any], active: Any) -> dict[str, str]:
     if request.method == "POST":
         keys = ("content", "variables", "language", "bump", "version", "note", "base_version", "values")
         return {key: request.POST.get(key, "") for key in keys}
-    inherited = active
-    if inherited is None and scope["project"] is not None:
-        base_template = find_template(scope["role"], scope["template_type"], None)
-        inherited = base_template.versions.filter(is_active=True).first() if base_template else None
+    inherited = _prefill_source(scope, active)
     samples = sample_values(scope["role"], scope["project"], "Sample task description")
     return {
         "content": active.content if active else "",
@@ -209,7 +253,7 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
                 else _("%(type)s %(version)s is saved as a draft.")
             )
             messages.success(request, text % {"type": template_type, "version": result.version.version})
-            for warning in result.warnings:
+            for warning in notices(result.check) if result.check else result.warnings:
                 messages.warning(request, warning)
             return redirect(_template_url(scope))
     existing = list(scope["template"].versions.values_list("version", flat=True)) if scope["template"] else []
@@ -217,6 +261,7 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
         form=form,
         errors=errors,
         active=active,
+        prefilled_from=_prefill_source(scope, active),
         bumps=[(bump, next_version(existing, bump)) for bump in BUMPS],
         standard_variables=ALWAYS_AVAILABLE,
         max_chars=MAX_TEMPLATE_CHARS,
@@ -243,7 +288,12 @@ def prompt_edit_preview(request: HttpRequest, role: str, template_type: str) -> 
     except PromptChangeError as exc:
         preview["error"] = {"field": exc.field, "message": exc.reason}
     else:
-        preview.update(text=checked.text, warnings=checked.warnings, undeclared=checked.undeclared)
+        preview.update(
+            text=checked.text,
+            warnings=notices(checked),
+            undeclared=checked.undeclared,
+            declarations=checked.declarations(),
+        )
         if checked.error is not None:
             preview["error"] = {"field": checked.error.field, "message": checked.error.message}
     return render(request, "prompts/edit.html#preview", {**scope, "preview": preview})
