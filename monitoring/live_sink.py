@@ -4,8 +4,9 @@ The recorder calls ``LiveSink.on_batch`` with every batch right after its transa
 commits ("publish after the database commit"), so a browser never sees something the
 database does not hold. ``on_batch`` only extracts the batch's live things
 (``live_events.extract``) and hands them to the sink's own thread through a bounded queue;
-when that queue is full the batch is dropped and every client is told to resynchronise from
-the database, so neither the runtime nor the recorder ever waits on a browser.
+when that queue is full the batch is dropped (counted and logged: ``monitoring.metrics.live_drops``)
+and every client is told to resynchronise from the database, so neither the runtime nor the
+recorder ever waits on a browser.
 
 The sink thread renders each live thing's fragment once per language in use (the languages
 of this process's connected sockets with the in-memory layer, every one of

@@ -47,6 +47,6 @@ def send_standard_close_codes() -> None:
         # sets the size limits afterwards and leaves this option alone).
         self.setProtocolOptions(failByDrop=False)
 
-    WebSocketProtocol.serverClose = serverClose  # type: ignore[method-assign]
-    WebSocketFactory.__init__ = __init__  # type: ignore[method-assign]
-    WebSocketProtocol.teamclaw_standard_close_codes = True  # type: ignore[attr-defined]
+    WebSocketProtocol.serverClose = serverClose
+    WebSocketFactory.__init__ = __init__
+    WebSocketProtocol.teamclaw_standard_close_codes = True
