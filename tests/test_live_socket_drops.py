@@ -148,6 +148,21 @@ async def test_batches_the_channel_layer_drops_for_a_blocked_consumer_are_counte
     assert logged["layer_missed"] == beyond
 
 
+async def test_a_batch_gone_from_the_sinks_ring_is_counted(runtime_host, staff_user, api, drop_log):
+    before = await sync_to_async(dropped_counts)(api)
+    socket, connected, _ = await open_socket("/ws/live/", staff_user)
+    assert connected
+    await next_frame(socket)
+    # What a socket more than RING_BATCHES behind reads: a number the ring no longer holds.
+    await get_channel_layer().group_send("live", {"type": "live.batch", "sink": "ring", "g": 1, "n": 10**9})
+    assert (await next_frame(socket))["type"] == "behind"
+    assert (await next_frame(socket))["resync"] is True
+    await close(socket)
+    after = await sync_to_async(dropped_counts)(api)
+    assert after["ring_missed"] - before["ring_missed"] == 1
+    assert logged_drops(drop_log, f"live socket /ws/live/ of user {staff_user.pk}") == {"ring_missed": 1}
+
+
 def test_drop_warnings_are_rate_limited_per_socket_and_for_the_process():
     now = [0.0]
     logger = logging.getLogger("tests.live_drops")

@@ -170,6 +170,8 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
     def report_dropped(self, reason: str, count: int) -> None:
         """Count ``count`` drops of ``reason`` (``LIVE_DROP_REASONS``) and log them, rate-limited,
         naming this socket (its path: the task of a task socket) and its user."""
+        if count == 0:
+            return
         user = self.scope.get("user")
         who = f"live socket {self.scope.get('path', '?')} of user {getattr(user, 'pk', None)}"
         live_drops.dropped(self.drop_key, who, reason, count)
