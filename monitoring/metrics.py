@@ -120,7 +120,8 @@ LIVE_DROP_REASONS: dict[str, str] = {
     "client_behind": "events not sent to a socket whose page fell behind (its outbox was full), "
     "or that arrived or were pending while it waited for its resync (web.sockets.outbox)",
     "layer_missed": "live.batch messages a socket never received from the channel layer: the "
-    "layer dropped them (its per-channel capacity was full: ChannelFull) or they expired",
+    "layer dropped them (its per-channel capacity was full: ChannelFull; with Redis also the oldest "
+    "of a consumer's full receive buffer) or they expired",
     "ring_missed": "published batches that left the live sink's ring before a slow socket read them",
     "sink_queue_full": "committed batches the live sink dropped because its queue was full",
     "sink_send_failed": "group sends of the live sink that failed or timed out",
