@@ -102,7 +102,7 @@ async def test_a_stalled_client_under_a_burst_has_every_dropped_event_counted_an
     await close(socket)
     after = await sync_to_async(dropped_counts)(api)
     assert after["client_behind"] - before["client_behind"] == sent
-    assert logged_drops(drop_log, f"live socket /ws/live/ of user {staff_user.pk}") == {"client_behind": sent}
+    assert logged_drops(drop_log, f"live socket /ws/live/ [live] of user {staff_user.pk}") == {"client_behind": sent}
 
 
 async def test_batches_the_channel_layer_drops_for_a_blocked_consumer_are_counted_and_logged(
@@ -144,7 +144,7 @@ async def test_batches_the_channel_layer_drops_for_a_blocked_consumer_are_counte
     await close(socket)
     after = await sync_to_async(dropped_counts)(api)
     assert after["layer_missed"] - before["layer_missed"] == beyond
-    logged = logged_drops(drop_log, f"live socket /ws/live/ of user {staff_user.pk}")
+    logged = logged_drops(drop_log, f"live socket /ws/live/ [live] of user {staff_user.pk}")
     assert logged["layer_missed"] == beyond
 
 
@@ -160,7 +160,7 @@ async def test_a_batch_gone_from_the_sinks_ring_is_counted(runtime_host, staff_u
     await close(socket)
     after = await sync_to_async(dropped_counts)(api)
     assert after["ring_missed"] - before["ring_missed"] == 1
-    assert logged_drops(drop_log, f"live socket /ws/live/ of user {staff_user.pk}") == {"ring_missed": 1}
+    assert logged_drops(drop_log, f"live socket /ws/live/ [live] of user {staff_user.pk}") == {"ring_missed": 1}
 
 
 def test_drop_warnings_are_rate_limited_per_socket_and_for_the_process():

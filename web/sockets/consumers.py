@@ -169,11 +169,11 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
 
     def report_dropped(self, reason: str, count: int) -> None:
         """Count ``count`` drops of ``reason`` (``LIVE_DROP_REASONS``) and log them, rate-limited,
-        naming this socket (its path: the task of a task socket) and its user."""
+        naming this socket (its path and group: ``task.<id>`` for a task's) and its user."""
         if count == 0:
             return
         user = self.scope.get("user")
-        who = f"live socket {self.scope.get('path', '?')} of user {getattr(user, 'pk', None)}"
+        who = f"live socket {self.scope.get('path', '?')} [{self.group}] of user {getattr(user, 'pk', None)}"
         live_drops.dropped(self.drop_key, who, reason, count)
 
     async def disconnect(self, code: int) -> None:
