@@ -4,8 +4,9 @@ The recorder calls ``LiveSink.on_batch`` with every batch right after its transa
 commits ("publish after the database commit"), so a browser never sees something the
 database does not hold. ``on_batch`` only extracts the batch's live things
 (``live_events.extract``) and hands them to the sink's own thread through a bounded queue;
-when that queue is full the batch is dropped and every client is told to resynchronise from
-the database, so neither the runtime nor the recorder ever waits on a browser.
+when that queue is full the batch is dropped (counted and logged: ``monitoring.metrics.live_drops``)
+and every client is told to resynchronise from the database, so neither the runtime nor the
+recorder ever waits on a browser.
 
 The sink thread renders each live thing's fragment once per language in use (the languages
 of this process's connected sockets with the in-memory layer, every one of
@@ -52,6 +53,7 @@ from django.db import close_old_connections, connection
 
 from monitoring import live_events
 from monitoring.live_events import LiveEvent, LiveItem
+from monitoring.metrics import live_drops
 from monitoring.models import Task
 from teamclaw.runtime.events import RuntimeEvent
 from teamclaw.runtime.messages import new_id
@@ -192,8 +194,7 @@ class LiveSink:
         try:
             self._queue.put_nowait(items)
         except queue.Full:
-            self.dropped_batches += 1
-            self._lose(_groups_of(items))
+            self._queue_full(items)
 
     def publish_items(self, items: list[LiveItem]) -> None:
         """Publish live things an action committed outside the runtime (a snapshot taken from
@@ -203,8 +204,14 @@ class LiveSink:
         try:
             self._queue.put_nowait(items)
         except queue.Full:
-            self.dropped_batches += 1
-            self._lose(_groups_of(items))
+            self._queue_full(items)
+
+    def _queue_full(self, items: list[LiveItem]) -> None:
+        """A committed batch found the queue full: drop it, count and log it (rate-limited,
+        ``monitoring.metrics.live_drops``) and resynchronise its groups' sockets."""
+        self.dropped_batches += 1
+        live_drops.dropped(f"sink:{self.sink_id}", "the live sink", "sink_queue_full", 1)
+        self._lose(_groups_of(items))
 
     def _lose(self, groups: set[str]) -> None:
         """Events for ``groups`` were dropped: their sockets must resynchronise."""
@@ -431,6 +438,7 @@ class LiveSink:
 
     def _failed(self, groups: set[str]) -> None:
         self.failed_sends += 1
+        live_drops.dropped(f"sink:{self.sink_id}", "the live sink", "sink_send_failed", 1)
         self._lose(groups)
 
     def _resyncs(self) -> list[tuple[str, dict[str, Any]]]:

@@ -21,6 +21,7 @@ from interop.mounts import PathMounts  # noqa: E402
 from runs.host import get_host  # noqa: E402
 from web.sockets.origins import ExactOriginValidator  # noqa: E402
 from web.sockets.routing import websocket_urlpatterns  # noqa: E402
+from web.sockets.transport import send_standard_close_codes  # noqa: E402
 
 HTTP_MOUNTS: dict[str, Any] = {MCP_PATH: mcp_application, **dict.fromkeys(A2A_PATHS, a2a_application)}
 """``{path prefix: ASGI app}``: a request whose path is the prefix or lies under it goes to that
@@ -47,6 +48,7 @@ def leave_request_bodies_to_django() -> None:
 
 
 leave_request_bodies_to_django()
+send_standard_close_codes()  # oversize frames and consumers' 1009 reach the browser (web.sockets.transport)
 
 application = ProtocolTypeRouter(
     {

@@ -117,6 +117,7 @@ urlpatterns = [
     path("contexts/<str:context_id>/snapshots", contexts.SnapshotListView.as_view(), name="api-context-snapshots"),
     path("contexts/<str:context_id>/instructions", contexts.InstructionView.as_view(), name="api-context-instructions"),
     path("stats/tokens", stats.TokenStatsView.as_view(), name="api-stats-tokens"),
+    path("stats/live", stats.LiveStatsView.as_view(), name="api-stats-live"),
     # Prompt templates (PRD §4.5): prompts/api.py
     path("prompts", prompts.PromptRoleListView.as_view(), name="api-prompts"),
     path("prompts/<str:role>", prompts.PromptRoleView.as_view(), name="api-prompt-role"),

@@ -1,7 +1,8 @@
 // TeamClaw live pages (/live/ and a task's page): one websocket, server-rendered fragments.
 //
 // The server sends frames (see monitoring/consumers.py):
-//   {type: "state",  seq, resync, fills: [{into, html}]}  replace the inside of containers
+//   {type: "state",  seq, resync, dropped, fills: [{into, html}]}  replace the inside of containers
+//                                                       (dropped: events this socket missed so far)
 //   {type: "events", seq, events: [{kind, key, data, swap: {id, into, where, html}}]}
 //   {type: "behind", seq, dropped}                         we fell behind; a state frame follows
 // and we acknowledge every frame after applying it ({type: "ack", seq}) - that is the flow

@@ -1,14 +1,17 @@
-"""Token statistics (US-11) by role, task or project."""
+"""Token statistics (US-11) by role, task or project; the live sockets' counters (issue 31)."""
 
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from monitoring import token_stats
+from monitoring.live_sink import get_live_sink
+from monitoring.metrics import live_drops
 from teamclaw.api_errors import error_response
 from teamclaw.api_query import query_parameters
 
@@ -40,3 +43,23 @@ class TokenStatsView(APIView):
             return error_response(f"{field}: {reasons[0]}", errors)
         stats = token_stats.token_stats(request.user, group_by, since)
         return Response({"group_by": group_by, "since": since, "rows": stats.rows, "totals": stats.totals})
+
+
+class LiveStatsView(APIView):
+    """``GET /stats/live`` (staff only): this server process's live sockets and what they
+    dropped for slow browsers since it started: ``{sockets, backlog, dropped: {reason: count}}``
+    (every reason of ``monitoring.metrics.LIVE_DROP_REASONS``, which gives each one's meaning and
+    unit; counts are per process and not in the record, README "Live viewer")."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request: Request) -> Response:
+        sink = get_live_sink()
+        return Response(
+            {
+                "sockets": sink.clients,
+                "backlog": sink.backlog,
+                "dropped": live_drops.counts(),
+            }
+        )

@@ -27,6 +27,7 @@ from monitoring.access import Viewer, can_view_task
 from monitoring.live_events import LiveEvent, unpack
 from monitoring.live_filters import FilterError, LiveFilters
 from monitoring.live_sink import LIVE_GROUP, get_live_sink, project_group, task_group
+from monitoring.metrics import live_drops
 from monitoring.models import Task
 from web.sockets.languages import socket_language, socket_time_zone
 from web.sockets.outbox import Outbox
@@ -43,6 +44,17 @@ CLOSE_NOT_FOUND = 4404
 
 
 CLOSE_BAD_REQUEST = 4400
+
+
+CLOSE_MESSAGE_TOO_BIG = 1009
+"""RFC 6455 §7.4.1: a frame from the page bigger than ``MAX_CLIENT_FRAME_BYTES``."""
+
+
+MAX_CLIENT_FRAME_BYTES = 4096
+"""Largest frame a page may send (UTF-8 bytes of a text frame, or a binary frame's bytes). The
+pages send only acks (``{"type": "ack", "seq": n}``, under 50 bytes); a bigger frame is refused
+with ``CLOSE_MESSAGE_TOO_BIG`` before it is parsed. daphne closes frames over its own limit
+(1 MiB) with the same code (``web.sockets.transport``)."""
 
 
 def _visible_task(user: Any, task_id: str) -> Task | None:
@@ -111,6 +123,7 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
         self.last_numbers: dict[Any, Any] = {}
         self.joined = False
         self.counted = False
+        self.refused = False
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
@@ -149,7 +162,22 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
         assert self.viewer is not None
         return self.viewer.may_see(event.owner_id, event.public)
 
+    @property
+    def drop_key(self) -> str:
+        """This socket's key in ``monitoring.metrics.live_drops``."""
+        return f"socket:{self.channel_name}"
+
+    def report_dropped(self, reason: str, count: int) -> None:
+        """Count ``count`` drops of ``reason`` (``LIVE_DROP_REASONS``) and log them, rate-limited,
+        naming this socket (its path and group: ``task.<id>`` for a task's) and its user."""
+        if count == 0:
+            return
+        user = self.scope.get("user")
+        who = f"live socket {self.scope.get('path', '?')} [{self.group}] of user {getattr(user, 'pk', None)}"
+        live_drops.dropped(self.drop_key, who, reason, count)
+
     async def disconnect(self, code: int) -> None:
+        live_drops.forget(self.drop_key)
         if getattr(self, "session_group", None):
             await self.channel_layer.group_discard(self.session_group, self.channel_name)
             self.session_group = None
@@ -183,6 +211,19 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
             await self.send(text_data=frame)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if self.refused:
+            return
+        size = len(text_data.encode()) if text_data is not None else len(bytes_data or b"")
+        if size > MAX_CLIENT_FRAME_BYTES:
+            self.refused = True  # frames already queued behind this one are ignored
+            log.info(
+                "closing live socket %s: a %d-byte frame (limit %d)",
+                self.scope.get("path"),
+                size,
+                MAX_CLIENT_FRAME_BYTES,
+            )
+            await self.close(code=CLOSE_MESSAGE_TOO_BIG)
+            return
         try:
             message = json.loads(text_data or "")
         except ValueError:
@@ -203,12 +244,20 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
         if events is None:  # a batch was lost on the way: resynchronise
             await self.live_resync(message)
             return
+        dropped_before = self.outbox.dropped
+        try:
+            await self._push(events, message)
+        finally:
+            self.report_dropped("client_behind", self.outbox.dropped - dropped_before)
+
+    async def _push(self, events: list[LiveEvent], message: dict[str, Any]) -> None:
+        """Queue this socket's share of ``events`` in its outbox and send what it allows."""
         fell_behind = False
         for event in events:
             if self.in_group(event) and self.wants(event):
                 text = event.texts.get(self.language)
                 if text is None:  # rendered before this socket's language was in use
-                    await self.live_resync(message)
+                    await self._resync()
                     return
                 if self.push_zone is not None:
                     text = live_times.in_zone(text, self.push_zone, self.language)
@@ -224,10 +273,15 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
         last = self.last_numbers.get(sink)
         self.last_numbers[sink] = number
         if last is not None and number != last + 1:
+            missed = number - last - 1 if isinstance(number, int) and number > last else 1
+            self.report_dropped("layer_missed", missed)
             return None
         if "texts" in message:
             return unpack(message)
-        return get_live_sink().published(message["n"])
+        events = get_live_sink().published(message["n"])
+        if events is None:
+            self.report_dropped("ring_missed", 1)
+        return events
 
     def in_group(self, event: LiveEvent) -> bool:
         """Whether ``event`` belongs to this socket's group (a shared batch holds every group's)."""
@@ -239,6 +293,15 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
 
     async def live_resync(self, message: dict[str, Any]) -> None:
         """The sink dropped events (overload): resynchronise from the database."""
+        dropped_before = self.outbox.dropped
+        try:
+            await self._resync()
+        finally:
+            self.report_dropped("client_behind", self.outbox.dropped - dropped_before)
+
+    async def _resync(self) -> None:
+        """Drop what is pending, tell the client (``behind``) and resynchronise it once it has
+        acknowledged what was sent."""
         if not self.outbox.behind:
             self.outbox.mark_lost()
             await self.send(text_data=self.outbox.behind_frame())

@@ -13,7 +13,10 @@ socket has one ``Outbox``:
 - When ``pending`` would exceed ``max_pending`` the client has fallen too far behind: pending
   is dropped, the client is told (a ``behind`` frame) and, once it has acknowledged everything
   sent, it is resynchronised from the current state (a ``state`` frame with ``resync: true``).
-  Events that arrive meanwhile are dropped: the resync state includes them.
+  Events that arrive meanwhile are dropped: the resync state includes them. ``dropped`` counts
+  every event this socket dropped (``behind`` and ``state`` frames carry it, so the page knows
+  how many it missed when it catches up); the consumer counts and logs each drop
+  (``monitoring.metrics.live_drops``, issue 31).
 
 Pure bookkeeping, no I/O: the consumer sends what it returns.
 """
@@ -99,11 +102,13 @@ class Outbox:
 
     def state_frame(self, fills: list[dict[str, str]], *, resync: bool) -> str:
         """A ``state`` frame replacing whole containers (on connect and on resync); leaves the
-        behind mode. ``fills`` is ``[{"into": container_id, "html": ...}]``."""
+        behind mode. ``fills`` is ``[{"into": container_id, "html": ...}]``; ``dropped`` is the
+        number of events this socket dropped so far (0 on connect)."""
         self.behind = False
         self.pending.clear()
         self.sent_seq += 1
-        return json.dumps({"type": "state", "seq": self.sent_seq, "resync": resync, "fills": fills}, ensure_ascii=False)
+        frame = {"type": "state", "seq": self.sent_seq, "resync": resync, "dropped": self.dropped, "fills": fills}
+        return json.dumps(frame, ensure_ascii=False)
 
     def mark_lost(self) -> None:
         """The server itself dropped events for everyone (sink overload): resync this client."""
