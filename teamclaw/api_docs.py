@@ -9,6 +9,7 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.views import SpectacularSwaggerSplitView
+from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
@@ -39,7 +40,16 @@ class StrictSerializerSchema(OpenApiSerializerExtension):
         # drf-spectacular's documented way for an extension to map the fields as usual
         schema: dict[str, Any] = auto_schema._map_basic_serializer(self.target, direction)  # noqa: SLF001
         schema["additionalProperties"] = False
+        for name, field in self.target.fields.items():
+            mapped = schema.get("properties", {}).get(name, {})
+            if _refuses_blank(field) and mapped.get("type") == "string" and "minLength" not in mapped:
+                mapped["minLength"] = 1
         return schema
+
+
+def _refuses_blank(field: Any) -> bool:
+    """Whether ``field`` is a text field that refuses ``""`` (DRF's ``allow_blank=False``)."""
+    return isinstance(field, serializers.CharField) and not field.allow_blank and not field.read_only  # noqa: TID251
 
 
 ERROR_COMPONENT = "Error"
@@ -77,6 +87,7 @@ def document_error_responses(result: dict[str, Any], generator: Any, request: An
         for method, operation in item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue
+            document_what_the_server_takes(result, operation)
             codes = ["400"]
             signed_in = operation.get("security") not in ([{}], [])
             if signed_in:
@@ -95,3 +106,31 @@ def document_error_responses(result: dict[str, Any], generator: Any, request: An
                         "content": {"application/json": {"schema": reference}},
                     }
     return result
+
+
+NO_NUL = "^[^\\x00]*$"
+"""Pattern of a path or query text: ``teamclaw.middleware`` refuses a URL holding ``%00`` (400)."""
+
+
+def document_what_the_server_takes(result: dict[str, Any], operation: dict[str, Any]) -> None:
+    """What every operation's inputs may hold, said once for the whole document (issue 31):
+    a request body whose schema requires fields must be sent (``requestBody.required``; the
+    server refuses a missing one with 400 naming the fields), and a free-text path or query
+    parameter holds no NUL character (``NO_NUL``)."""
+    body = operation.get("requestBody")
+    if body and any(_resolved(result, media.get("schema", {})).get("required") for media in body["content"].values()):
+        body["required"] = True
+    for parameter in operation.get("parameters", []):
+        schema = parameter.get("schema", {})
+        if parameter.get("in") in {"path", "query"} and schema.get("type") == "string":
+            if not {"enum", "pattern", "format", "anyOf"} & set(schema):
+                schema["pattern"] = NO_NUL
+
+
+def _resolved(result: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema``, or the component its ``$ref`` names (``#/components/schemas/<name>``)."""
+    reference = schema.get("$ref", "")
+    if reference.startswith("#/components/schemas/"):
+        found: dict[str, Any] = result.get("components", {}).get("schemas", {}).get(reference.rsplit("/", 1)[1], {})
+        return found
+    return schema

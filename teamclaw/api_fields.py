@@ -33,7 +33,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.utils import html
 
+from teamclaw.api_parsers import SafeJSONParser
 from teamclaw.json_types import json_type_name
+
+JSON_BODY_ONLY = (SafeJSONParser,)
+"""``parser_classes`` of a view whose body holds objects, lists or typed values (a matrix,
+answers, a card, a role): a form or multipart body cannot carry them, so it is refused as
+415 "Unsupported media type" and the API schema documents only ``application/json``. Views
+with flat text bodies keep the default parsers (forms and multipart work there)."""
 
 FORM_ONLY_KEYS = frozenset({"csrfmiddlewaretoken"})
 """Keys a browser form adds that no endpoint declares (Django's CSRF check reads them)."""
@@ -154,7 +161,7 @@ class StrictSerializer(serializers.Serializer):  # noqa: TID251
 VERSION_REQUIRED = "this field is required: the version you loaded (optimistic concurrency)"
 
 
-@extend_schema_field(OpenApiTypes.INT)
+@extend_schema_field({"type": "integer", "minimum": 0})
 class DocumentVersionField(serializers.Field):
     """The config document version the client loaded (optimistic concurrency): a whole
     number >= 0, required (``null`` counts as missing)."""

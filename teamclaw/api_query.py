@@ -127,13 +127,22 @@ def page_size_parameter(maximum: int = MAX_PAGE_SIZE) -> OpenApiParameter:
     return OpenApiParameter("page_size", integer(1, maximum), description=f"Results per page, 1 to {maximum}.")
 
 
+def whole_number_at_least_zero(parameter: OpenApiParameter) -> OpenApiParameter:
+    """``parameter``, its plain ``int`` type documented as ``integer(0)``: ``parameter_problem``
+    takes only digits, so the schema may not promise ``-1``."""
+    if _kind(parameter) == "int" and not isinstance(parameter.type, dict):
+        parameter.type = integer(0)
+    return parameter
+
+
 def query_parameters(
     *parameters: OpenApiParameter, paginated: bool = False, max_page_size: int = MAX_PAGE_SIZE
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a view method's query parameters: documented in the OpenAPI document and
     checked before the method runs (``check_query``). ``paginated`` adds ``page`` and
     ``page_size`` (1..``max_page_size``). Works on sync and async (adrf) methods."""
-    declared = [*parameters, *([PAGE, page_size_parameter(max_page_size)] if paginated else [])]
+    declared = [*map(whole_number_at_least_zero, parameters)]
+    declared += [PAGE, page_size_parameter(max_page_size)] if paginated else []
 
     def decorate(method: Callable[..., Any]) -> Callable[..., Any]:
         if inspect.iscoroutinefunction(method):

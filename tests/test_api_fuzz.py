@@ -1,13 +1,23 @@
-"""Schemathesis over the generated OpenAPI document (issue 17): for every operation, a few
-generated requests with a staff token through the app (WSGI, this test's database, rolled
-back after), checked for no server error, a documented status code, a documented content
-type and a body that matches the response schema where one is declared. Seeded
+"""Schemathesis over the generated OpenAPI document (issue 17, issue 31): for every operation,
+a few generated requests with a staff token through the app (WSGI, this test's database,
+rolled back after), each checked by every check schemathesis has (its own registry, not a
+hand list): no server error; a documented status code, content type, headers and body; a
+request the schema allows is accepted (``positive_data_acceptance``) and one it forbids is
+refused (``negative_data_rejection``), so the document says exactly what the server takes;
+auth is not ignored; an undocumented method is refused. Cases are drawn as schemathesis's
+own runner draws them, from the schema's valid and invalid data at once. Seeded
 (``derandomize``) and bounded (``MAX_EXAMPLES`` per operation), so it is the same run each
-time. Operations that start or command the runtime (which runs on its own threads and
-database connections) or are rate limited are left to their own tests: ``LEFT_OUT``."""
+time.
+
+Operations that start or command the runtime (which runs on its own threads and database
+connections) or are rate limited are left to their own tests: ``LEFT_OUT``. A body field
+that must name something that exists (a role, a project) cannot be told by a schema; a 400
+naming only that field is the server's honest answer to a well-formed name of nothing:
+``NAMES_THAT_MUST_EXIST``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import jsonschema_rs
@@ -18,17 +28,15 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import CHECKS, load_all_checks
+from schemathesis.core.failures import Failure
+from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi import _hypothesis as openapi_hypothesis
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
+from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
-MAX_EXAMPLES = 4
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+MAX_EXAMPLES = 6
 LEFT_OUT = {
     ("POST", "/api/v1/auth/token"): "rate limited (20 a minute), tests/test_access.py",
     ("POST", "/api/v1/capabilities/invoke"): "runs on the runtime, tests/test_runtime_api.py",
@@ -41,7 +49,36 @@ LEFT_OUT = {
     ("POST", "/api/v1/contexts/{context_id}/instructions"): "commands the runtime, tests/test_contexts_api.py",
     ("GET", "/api/v1/capabilities/{capability_id}/health"): "asks the runtime, tests/test_runtime_api.py",
     ("GET", "/api/v1/health/{capability_id}"): "asks the runtime, tests/skills/test_health_metrics_alerts.py",
+    ("POST", "/api/v1/knowledge/sources"): "schemathesis 4.24 fails (AttributeError) to encode a non-object "
+    "invalid multipart body, the only multipart-only operation; tests/knowledge/test_api.py",
 }
+IGNORED_QUERY_EXTRAS = {("GET", "/api/v1/config/export")}
+"""Undeclared query parameters are ignored by design (``teamclaw.api_query``: caches and
+browsers add their own); where schemathesis's invalid data is only such extras mixed with a
+repeated key, negative data rejection is not asked."""
+NAMES_THAT_MUST_EXIST: dict[tuple[str, str], frozenset[str]] = {
+    ("POST", "/api/v1/auth/role-tokens"): frozenset({"role"}),
+    ("POST", "/api/v1/knowledge/folders"): frozenset({"project"}),
+    ("PUT", "/api/v1/permissions/invoke-matrix"): frozenset({"matrix"}),  # rows and columns are roles
+    ("PUT", "/api/v1/permissions/tool-matrix"): frozenset({"matrix"}),
+    ("POST", "/api/v1/permissions/invoke-matrix/what-if"): frozenset({"matrix"}),
+    ("POST", "/api/v1/permissions/tool-matrix/what-if"): frozenset({"matrix"}),
+}
+"""Body fields naming a role, project or allowed command (a matrix's rows and columns are
+roles): a 400 naming only these (or paths inside them) is not a refused valid body."""
+SCHEMA_GAPS: dict[tuple[str, str], str] = {
+    ("POST", "/api/v1/capabilities"): "a plugin card is checked by capabilities.registration, not a schema",
+    ("POST", "/api/v1/roles"): "the new role's fields are PassThroughFields checked by capabilities.roles",
+    ("POST", "/api/v1/projects"): "the project's fields are PassThroughFields checked by capabilities.projects",
+    ("POST", "/api/v1/config/import"): "the YAML document's schema is /api/v1/config/schema, not inlined",
+    ("POST", "/api/v1/skills"): "the skill-index.yaml schema is not inlined in the request body",
+    ("POST", "/api/v1/workflows"): "the orchestration YAML schema is not inlined in the request body",
+    ("POST", "/api/v1/mcp-sources"): "name, url and command are checked by tools.mcp_sources beyond their types",
+}
+"""Operations whose request body the document does not yet describe field by field (the
+server checks it in the domain and names every refused field): positive data acceptance is
+not asked of them; every other check is. Issue 31 follow-up: shrink this to nothing."""
+SESSION_COOKIE = "sessionid"
 
 
 @pytest.fixture(autouse=True)
@@ -66,11 +103,48 @@ def wsgi_app():
     request_finished.connect(close_old_connections)
 
 
-def exercise(operation: Any, headers: dict[str, str], failures: dict[str, str]) -> None:
-    """Run ``MAX_EXAMPLES`` seeded cases of ``operation``; its first failure (if any) goes to
-    ``failures`` under ``METHOD /path`` (collected rather than raised: no shrinking, and every
-    failing operation is reported, not only the first)."""
+def names_nothing(response: Any, fields: frozenset[str]) -> bool:
+    """Whether ``response`` is a 400 whose ``errors`` name only ``fields`` (a name of nothing)."""
+    if response.status_code != 400:
+        return False
+    try:
+        errors = json.loads(response.content).get("errors") or {}
+    except (ValueError, AttributeError):
+        return False
+    return bool(errors) and all(str(key).split(".")[0].split("[")[0] in fields for key in errors)
+
+
+def all_checks(operation: Any) -> list[Any]:
+    """Every check schemathesis registers, as its runner takes them; on an operation of
+    ``NAMES_THAT_MUST_EXIST``, positive data acceptance lets a 400 naming only those fields be."""
+    load_all_checks()
+    checks = [check for check in CHECKS.get_all() if not isinstance(check, type)]
+    key = (operation.method.upper(), operation.path)
+    if key in SCHEMA_GAPS:
+        return [check for check in checks if check is not positive_data_acceptance]
+    if key in IGNORED_QUERY_EXTRAS:
+        return [check for check in checks if check is not negative_data_rejection]
+    fields = NAMES_THAT_MUST_EXIST.get(key)
+    if fields is None:
+        return checks
+
+    def positive_data_acceptance_of_existing_names(ctx: Any, response: Any, case: Any) -> bool | None:
+        if names_nothing(response, fields):
+            return None
+        return positive_data_acceptance(ctx, response, case)
+
+    return [positive_data_acceptance_of_existing_names if c is positive_data_acceptance else c for c in checks]
+
+
+def exercise(operation: Any, headers: dict[str, str], failures: dict[str, str]) -> int:
+    """Run ``MAX_EXAMPLES`` seeded cases of ``operation`` (valid and invalid data, as
+    schemathesis's runner draws them); every distinct failure goes to ``failures`` under
+    ``METHOD /path: title`` (collected rather than raised: no shrinking, and every failing
+    operation and check is reported). Returns how many cases were sent."""
     label = f"{operation.method.upper()} {operation.path}"
+    checks = all_checks(operation)
+    sent = 0
+    strategy = st.one_of(operation.as_strategy(generation_mode=mode) for mode in GenerationMode)
 
     @settings(
         max_examples=MAX_EXAMPLES,
@@ -80,18 +154,25 @@ def exercise(operation: Any, headers: dict[str, str], failures: dict[str, str]) 
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(case=operation.as_strategy())
+    @given(case=strategy)
     def run(case: Any) -> None:
-        if label in failures:
-            return
+        nonlocal sent
+        # An apiKey cookie has no schema: schemathesis generates any text for the session
+        # cookie, which its own ignored_auth check then cannot parse (http.cookies). The
+        # token header authenticates; the session cookie is tested by the HTML page tests.
+        case.cookies.pop(SESSION_COOKIE, None)
+        sent += 1
         try:
-            case.call_and_validate(headers=headers, checks=CHECKS)
+            case.call_and_validate(headers=headers, checks=checks)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # schemathesis's FailureGroup is a BaseExceptionGroup
-            failures[label] = f"{type(exc).__name__}: {str(exc)[:300]} ... {str(exc)[-1200:]}"
+            for failure in getattr(exc, "exceptions", [exc]):
+                title = failure.title if isinstance(failure, Failure) else type(failure).__name__
+                failures.setdefault(f"{label}: {title}", f"{str(failure)[:600]}\n{case.as_curl_command()[:600]}")
 
     run()
+    return sent
 
 
 def test_every_operation_answers_as_its_schema_says(builtin, staff_user, wsgi_app):
@@ -99,12 +180,13 @@ def test_every_operation_answers_as_its_schema_says(builtin, staff_user, wsgi_ap
     schema.app = wsgi_app
     headers = {"Authorization": f"Token {Token.objects.create(user=staff_user).key}"}
     failures: dict[str, str] = {}
-    ran = 0
+    ran = sent = 0
     for result in schema.get_all_operations():
         operation = result.ok()
         if (operation.method.upper(), operation.path) in LEFT_OUT:
             continue
         ran += 1
-        exercise(operation, headers, failures)
+        sent += exercise(operation, headers, failures)
     assert ran > 50
-    assert not failures, "\n\n".join(f"{label}\n{reason}" for label, reason in failures.items())
+    assert sent >= ran
+    assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(f"{k}\n{v}" for k, v in failures.items())

@@ -111,3 +111,38 @@ def test_a_page_out_of_range_says_what_the_range_is(api, builtin):
     past = api.get("/api/v1/confirmations", {"page": "999"})
     assert past.status_code == 404
     assert "page 999 is past the last page (1)" in past.json()["detail"], past.json()
+
+
+def test_the_schema_promises_only_what_the_server_takes(db):
+    """Issue 31: JSON-object bodies document JSON only, a body with required fields must be
+    sent, version fields are >= 0, non-blank text has minLength 1, ``since`` is a date or a
+    date-time and free-text path and query parameters hold no NUL."""
+    schema = generated_schema()
+    paths = schema["paths"]
+    for path, method in [
+        ("/api/v1/roles", "post"),
+        ("/api/v1/capabilities", "post"),
+        ("/api/v1/mcp-sources", "post"),
+        ("/api/v1/permissions/invoke-matrix", "put"),
+        ("/api/v1/permissions/tool-matrix/what-if", "post"),
+        ("/api/v1/tasks/{task_id}/answers", "post"),
+    ]:
+        assert list(paths[path][method]["requestBody"]["content"]) == ["application/json"], (path, method)
+    assert paths["/api/v1/knowledge/sources"]["post"]["requestBody"]["content"].keys() == {"multipart/form-data"}
+    matrix_body = paths["/api/v1/permissions/invoke-matrix"]["put"]["requestBody"]
+    assert matrix_body["required"] is True
+    component = matrix_body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    properties = schema["components"]["schemas"][component]["properties"]
+    assert properties["version"]["minimum"] == 0
+    assert properties["matrix"]["type"] == "object"
+    tokens = paths["/api/v1/auth/role-tokens"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    token_fields = schema["components"]["schemas"][tokens["$ref"].rsplit("/", 1)[1]]["properties"]
+    assert token_fields["name"]["minLength"] == 1
+    since = next(p for p in paths["/api/v1/stats/tokens"]["get"]["parameters"] if p["name"] == "since")
+    assert {option["format"] for option in since["schema"]["anyOf"]} == {"date", "date-time"}
+    since_version = next(
+        p for p in paths["/api/v1/config/changes"]["get"]["parameters"] if p["name"] == "since_version"
+    )
+    assert since_version["schema"]["minimum"] == 0
+    q = next(p for p in paths["/api/v1/config/changes"]["get"]["parameters"] if p["name"] == "q")
+    assert q["schema"]["pattern"] == "^[^\\x00]*$"

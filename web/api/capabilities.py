@@ -44,6 +44,8 @@ class CapabilityListView(RefusalAudit):
     """The registry: every capability card, filtered by ``role``, ``category``, ``q`` (search),
     ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL); POST registers a plugin card (US-12, staff)."""
 
+    parser_classes = api_fields.JSON_BODY_ONLY
+
     refusal_types = {"POST": "capability"}
 
     @extend_schema(operation_id="capabilities_list", responses=OpenApiTypes.OBJECT)
@@ -82,6 +84,8 @@ class CapabilityListView(RefusalAudit):
 
 class CapabilityDetailView(RefusalAudit):
     """One capability card; PATCH edits it or switches it on/off (``?project=``, US-06)."""
+
+    parser_classes = api_fields.JSON_BODY_ONLY
 
     permission_classes = [CanChangeConfig]
     config_actions = {"PATCH": "capability"}

@@ -47,6 +47,8 @@ class ConstraintsView(GovernanceView):
     MemoryContext, 100..1,000,000 tokens) overrides ``TEAMCLAW_MEMORY_TOKENS`` for the role;
     ``null`` globally = that process default."""
 
+    parser_classes = api_fields.JSON_BODY_ONLY
+
     config_actions = {"PUT": "constraints"}
 
     def current_document(self, request: Request) -> dict[str, Any] | None:

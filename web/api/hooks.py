@@ -41,6 +41,8 @@ class HookView(AsyncAPIView):
     """Fire a hook as ``from_role`` (staff only); each receiver acks on enqueue:
     ``{"acks": [{instance_id, role, status, reason?}]}``."""
 
+    parser_classes = api_fields.JSON_BODY_ONLY
+
     permission_classes = [IsAdminUser]
 
     @extend_schema(request=HookSerializer, responses={200: OpenApiTypes.OBJECT})

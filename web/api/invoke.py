@@ -101,6 +101,8 @@ class InvokeView(AsyncAPIView):
     (same as ``data``). HTTP 200 even when ``success`` is false.
     """
 
+    parser_classes = api_fields.JSON_BODY_ONLY
+
     permission_classes = [IsAdminUser]
 
     @extend_schema(request=InvokeSerializer, responses={200: OpenApiTypes.OBJECT})

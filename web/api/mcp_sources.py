@@ -92,6 +92,8 @@ def _missing(source_id: int) -> Response:
 class McpSourceListView(APIView):
     """List (any login) and register (staff) MCP tool sources."""
 
+    parser_classes = api_fields.JSON_BODY_ONLY
+
     def get_permissions(self) -> list[Any]:
         return [IsAdminUser()] if self.request.method == "POST" else [IsAuthenticated()]
 

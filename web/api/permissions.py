@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
@@ -21,23 +21,30 @@ from web.scope import project_scope
 REQUIRED = {"required": "this field is required"}
 
 
+@extend_schema_field(
+    {"type": "object", "additionalProperties": {"type": "object"}, "description": "{row: {column: value}}"}
+)
+class MatrixField(api_fields.PassThroughField):
+    """Matrix cells ``{row: {column: value}}``: an object of objects (``parse_cells`` names a
+    row or column that is no role, or a value outside the matrix's choices)."""
+
+
 class MatrixSaveSerializer(api_fields.ObjectBodySerializer):
     """``{version, matrix, note?}``: the cells to set as one change."""
 
     version = api_fields.DocumentVersionField(help_text="The version you loaded.")
-    matrix = api_fields.PassThroughField(
-        allow_null=True, error_messages=REQUIRED, help_text="{row: {column: value}}; only the cells to set."
-    )
+    matrix = MatrixField(error_messages=REQUIRED, help_text="{row: {column: value}}; only the cells to set.")
     note = api_fields.ChangeNoteField()
 
 
 class WhatIfSerializer(api_fields.ObjectBodySerializer):
     """``{matrix?}``: the staged cells to replay against the recorded traffic."""
 
-    matrix = api_fields.PassThroughField(required=False, default=dict, help_text="{row: {column: value}}")
+    matrix = MatrixField(required=False, default=dict, help_text="{row: {column: value}}")
 
 
 class MatrixView(GovernanceView):
+    parser_classes = api_fields.JSON_BODY_ONLY
     kind: MatrixKind = INVOKE
 
     def current_document(self, request: Request) -> dict[str, Any] | None:
@@ -110,6 +117,8 @@ class WhatIfView(GovernanceView):
     (``monitoring.whatif``, "Who sees which traffic"): staff, superusers and holders of
     ``monitoring.view_task`` get all recorded traffic (``"traffic": "all"``), anyone else
     only the tasks they started (``"traffic": "your tasks"``)."""
+
+    parser_classes = api_fields.JSON_BODY_ONLY
 
     permission_classes = [IsAuthenticated]
     kind: MatrixKind = INVOKE

@@ -85,6 +85,8 @@ class RoleExecutorSerializer(api_fields.ObjectBodySerializer):
 class RoleListView(RefusalAudit):
     """All roles as PRD §4.1 AgentRoleDefinitions; POST creates a custom role (US-09)."""
 
+    parser_classes = api_fields.JSON_BODY_ONLY
+
     permission_classes = [CanChangeConfig]
     config_actions = {"POST": "role_create"}
 

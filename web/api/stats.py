@@ -25,7 +25,11 @@ class TokenStatsView(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @query_parameters(
         OpenApiParameter("group_by", str, enum=list(token_stats.GROUP_BY)),
-        OpenApiParameter("since", str, description="ISO 8601 date or datetime (UTC when no zone)"),
+        OpenApiParameter(
+            "since",
+            {"type": "string", "anyOf": [{"format": "date"}, {"format": "date-time"}]},
+            description="ISO 8601 date or datetime (UTC when no zone), e.g. 2025-01-31 or 2025-01-31T08:00:00Z",
+        ),
     )
     def get(self, request: Request) -> Response:
         errors: dict[str, list[str]] = {}

@@ -118,6 +118,8 @@ class TaskListView(APIView):
     (phase 6, or phase 5 with ``"start_at": "draft"``), ``decision_mode`` ``auto`` or
     ``confirm``; ``generic`` with a ``task_description``."""
 
+    parser_classes = api_fields.JSON_BODY_ONLY
+
     @extend_schema(request=TaskCreateSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         data = TaskCreateSerializer(data=request.data)
@@ -216,6 +218,8 @@ class TaskForkView(APIView):
     an invoke cell to true, an executor or model) is 403 naming it unless the user may change
     that matrix (``runs.fork_policy``), and needs a ``reason`` (400 without); it is audited."""
 
+    parser_classes = api_fields.JSON_BODY_ONLY
+
     @extend_schema(request=TaskForkSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, task_id: str) -> Response:
         data = TaskForkSerializer(data=request.data)
@@ -270,6 +274,8 @@ class TaskInputView(APIView):
     one or all at once), ``/next {"action", "markdown"?}`` (phase 5). -> ``{"status":
     "answered" | "pending", "input", "missing"}``; 409 when the task waits for something else,
     400 naming the field for an unknown id or a value outside the choices."""
+
+    parser_classes = api_fields.JSON_BODY_ONLY
 
     section = "answers"
     serializer_class: type[api_fields.StrictSerializer] = TaskAnswersSerializer
