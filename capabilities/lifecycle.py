@@ -26,8 +26,6 @@ from typing import Any
 import semver
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from capabilities.config import record_change
 from capabilities.matrices import INVOKE, matrix_document
@@ -44,6 +42,7 @@ from capabilities.skill_models import AlertRule, SkillOperation, SkillStatus, Wo
 from capabilities.strict_yaml import YamlProblem
 from teamclaw.errors import DomainError
 from teamclaw.runtime.articles import with_article
+from teamclaw.runtime.schemas import stored_schema_problems
 
 S = SkillStatus
 
@@ -593,10 +592,8 @@ def _check_cards(skill: Skill, cards: list[dict[str, Any]]) -> None:
             )
     for card in cards:
         for key in ("input_schema", "output_schema"):
-            try:
-                Draft202012Validator.check_schema(card[key])
-            except SchemaError as exc:
-                problems.setdefault(f"capabilities.{card['name']}.{key}", []).append(exc.message)
+            for problem in stored_schema_problems(card[key]):
+                problems.setdefault(f"capabilities.{card['name']}.{key}", []).append(problem)
     if problems:
         raise LifecycleError("conflict", "the skill's capabilities clash with the registry", problems)
 
