@@ -74,6 +74,16 @@ def test_a_card_ref_that_resolves_to_nothing_is_refused_and_a_tree_is_accepted(a
     assert tree.status_code == 201, tree.content
 
 
+def test_a_card_whose_embedded_resources_share_an_id_is_refused(api, builtin, plugin_hosts):
+    shared = {"$id": "https://schemas.example.com/q.json", "type": "string"}
+    schema = {"type": "object", "properties": {"a": shared, "b": {**shared, "minLength": 2}}}
+    response = register(api, schema)
+    assert response.status_code == 400, response.content
+    assert response_reasons(response, "input_schema") == [
+        "/properties/b/$id: 'https://schemas.example.com/q.json' names the same resource as the $id of /properties/a"
+    ]
+
+
 def response_reasons(response, field: str) -> list[str]:
     return response.json()["errors"][field]
 

@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urljoin
 
 import jsonschema_rs
 import semver
@@ -445,7 +446,7 @@ class _SchemaGraph:
                 continue
             try:
                 resolved = resolver.lookup(ref)
-            except (Unresolvable, ValueError, LookupError):
+            except (Unresolvable, ValueError, LookupError, TypeError):
                 self.problems.append(f"{where}: {ref!r} refers to nothing inside the schema")
                 continue
             if isinstance(resolved.contents, Mapping):
@@ -494,12 +495,36 @@ def ref_loops(schema: Any) -> list[str]:
     return _SchemaGraph(schema).loops() if isinstance(schema, Mapping) else []
 
 
+def _duplicate_ids(document: Mapping[str, Any]) -> list[str]:
+    """``$id``s that name a resource another ``$id`` of the document already names (after
+    resolving each against the one around it): references to it would be ambiguous, and
+    validators would each pick their own."""
+    seen: dict[str, str] = {}
+    problems: list[str] = []
+    stack: list[tuple[Any, str, str]] = [(document, "", "")]
+    while stack:
+        schema, base, path = stack.pop()
+        if not isinstance(schema, Mapping):
+            continue
+        if isinstance(schema.get("$id"), str):
+            base = urljoin(base, schema["$id"]).rstrip("#")
+            if base in seen:
+                where = seen[base] or "/"
+                problems.append(f"{path}/$id: {schema['$id']!r} names the same resource as the $id of {where}")
+            seen.setdefault(base, path)
+        stack += reversed([(sub, base, sub_path) for sub_path, sub in _subschemas(schema, path)])  # in document order
+    return problems
+
+
 def reference_problems(schema: Any) -> list[str]:
     """Every ``$ref``/``$dynamicRef`` of ``schema`` that is not a reference inside it
     (``http:``, ``https:``, ``file:``, ``urn:``, a file name...) or resolves to nothing, then
-    every loop ``ref_loops`` finds. Messages start with the JSON pointer of the keyword."""
+    every loop ``ref_loops`` finds; before them, an ``$id`` used twice (``_duplicate_ids``),
+    which makes references ambiguous. Messages start with the JSON pointer of the keyword."""
     if not isinstance(schema, Mapping):
         return []
+    if duplicates := _duplicate_ids(schema):
+        return duplicates
     graph = _SchemaGraph(schema)
     return sorted(graph.problems) + graph.loops()
 
@@ -515,7 +540,9 @@ def stored_schema_problems(schema: Any) -> list[str]:
     - every ``$ref`` inside the schema (nothing is ever fetched: PRD §4.2 注册流程 validates
       a card on its own) and resolving to something;
     - no ``$ref`` cycle that reads no input (``ref_loops``), which would make every value
-      pass unchecked; recursive schemas that read deeper (a tree) are fine.
+      pass unchecked; recursive schemas that read deeper (a tree) are fine;
+    - compiled by the validator that checks values (``compile_schema``), so nothing stored
+      fails later (e.g. two embedded resources with one ``$id``).
 
     Cards add their own rules on top (``validate_card``)."""
     if isinstance(schema, bool):
@@ -530,7 +557,14 @@ def stored_schema_problems(schema: Any) -> list[str]:
         return [f"{pointer(exc.absolute_path) or '/'}: {exc.message}"]
     except RecursionError:
         return ["nests too deeply to check"]
-    return reference_problems(schema)
+    problems = reference_problems(schema)
+    if not problems:
+        try:
+            compile_schema(schema)
+        except Exception as exc:  # jsonschema-rs raises its own ValidationError, ValueError...
+            reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            problems.append(f"/: the schema cannot be compiled: {reason}")
+    return problems
 
 
 MAX_SCHEMA_DEPTH = 24
