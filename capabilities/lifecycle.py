@@ -26,8 +26,6 @@ from typing import Any
 import semver
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from capabilities.config import record_change
 from capabilities.matrices import INVOKE, matrix_document
@@ -44,6 +42,7 @@ from capabilities.skill_models import AlertRule, SkillOperation, SkillStatus, Wo
 from capabilities.strict_yaml import YamlProblem
 from teamclaw.errors import DomainError
 from teamclaw.runtime.articles import with_article
+from teamclaw.runtime.schemas import stored_schema_problems
 
 S = SkillStatus
 
@@ -256,10 +255,13 @@ def _discover(
     """Import a skill-index.yaml (``POST /api/v1/skills``) -> ``(skill, operation, created)``.
 
     The skill is ``DISCOVERED``; a skill already known may be replaced only while it is
-    DISCOVERED, ERROR or UNINSTALLED, and only by the same or a newer version (SemVer
-    precedence) unless ``allow_downgrade`` says the operator means to go back. Raises
-    SkillIndexError (every problem with path and line) or LifecycleError(conflict) when the
-    installed skill must be uninstalled first or the upload is older than the known version.
+    DISCOVERED, ERROR or UNINSTALLED, and only by a newer version (SemVer precedence) or the
+    same document again, unless ``allow_downgrade`` (staff only, as every upload) says the
+    operator means to go back to an older version or to replace the same version's content;
+    such a forced step is audited with both versions and who forced it (``_version_step``).
+    Raises SkillIndexError (every problem with path and line) or LifecycleError(conflict)
+    when the installed skill must be uninstalled first, the upload is older than the known
+    version or is the known version with other content.
     """
     index = read_skill_index(raw)
     text = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
@@ -280,8 +282,8 @@ def _discover(
                 + " it before uploading a new version",
                 {"skill.id": [f"{skill_id} is {skill.status}"]},
             )
-        if not created and not allow_downgrade:
-            _refuse_downgrade(skill_id, skill.version, index.skill["version"])
+        known_version = "" if created else skill.version
+        forced = not created and _version_step(skill, index, allow_downgrade=allow_downgrade)
         if not created and skill.status != S.DISCOVERED:
             check_transition(skill.status, S.DISCOVERED)
             transitions.append({"from": skill.status, "to": S.DISCOVERED, "at": _now()})
@@ -326,30 +328,51 @@ def _discover(
         )
         record_change(
             "skill",
-            changed_fields=["document", "status"],
-            changes={"status": {"old": None if created else start, "new": S.DISCOVERED}, "skill": skill_id},
-            note=f"discovered {skill_id} {skill.version}",
+            changed_fields=["document", "status", "version"],
+            changes={
+                "status": {"old": None if created else start, "new": S.DISCOVERED},
+                "version": {"old": known_version or None, "new": skill.version},
+                "skill": skill_id,
+                **({"forced": forced} if forced else {}),
+            },
+            note=f"discovered {skill_id} {skill.version}"
+            + (f" ({forced} from {known_version}, forced with allow_downgrade)" if forced else ""),
             actor=actor,
         )
     return skill, operation, created
 
 
-def _refuse_downgrade(skill_id: str, known: str, uploaded: str) -> None:
-    """LifecycleError(conflict) naming both versions when ``uploaded`` is older than ``known``
-    (a version that is no SemVer, from before versions were checked, is never "newer")."""
+def _version_step(skill: Skill, index: SkillIndex, *, allow_downgrade: bool) -> str:
+    """How a re-upload moves the stored ``skill`` (PRD §4.8: a change is audited; seed 003
+    ``version`` is SemVer): ``""`` for a newer version or the same document again,
+    ``"downgrade"`` (an older version) or ``"replace"`` (the same version with another
+    document) when ``allow_downgrade`` forces it. Raises LifecycleError(conflict, 409)
+    naming both versions for either without the force. A stored version that is no SemVer
+    (from before versions were checked) is never "newer"."""
+    known, uploaded = skill.version, index.skill["version"]
     try:
-        older = semver.Version.parse(uploaded) < semver.Version.parse(known)
+        order = semver.Version.parse(uploaded).compare(known)
     except ValueError:
-        return
-    if older:
-        refusal = LifecycleError(
-            "conflict",
-            f"skill {skill_id} is at version {known}; the upload is the older {uploaded}. "
-            "Versions only move forward: upload a newer version, or repeat with allow_downgrade=true to go back",
-            {"skill.version": [f"{uploaded} is older than {known}"]},
+        return ""
+    if order > 0 or (order == 0 and index.document == skill.document):
+        return ""
+    if allow_downgrade:
+        return "downgrade" if order < 0 else "replace"
+    if order < 0:
+        reason = f"{uploaded} is older than {known}"
+        message = (
+            f"skill {skill.skill_id} is at version {known}; the upload is the older {uploaded}. "
+            "Versions only move forward: upload a newer version, or repeat with allow_downgrade=true to go back"
         )
-        refusal.extra.update({"current_version": known, "uploaded_version": uploaded})
-        raise refusal
+    else:
+        reason = f"{uploaded} is already stored with other content: bump the version"
+        message = (
+            f"skill {skill.skill_id} is already at version {known} with other content; bump the version "
+            "(e.g. to the next patch), or repeat with allow_downgrade=true to replace it"
+        )
+    refusal = LifecycleError("conflict", message, {"skill.version": [reason]})
+    refusal.extra.update({"current_version": known, "uploaded_version": uploaded})
+    raise refusal
 
 
 def skill_index_of(skill: Skill) -> SkillIndex:
@@ -593,10 +616,8 @@ def _check_cards(skill: Skill, cards: list[dict[str, Any]]) -> None:
             )
     for card in cards:
         for key in ("input_schema", "output_schema"):
-            try:
-                Draft202012Validator.check_schema(card[key])
-            except SchemaError as exc:
-                problems.setdefault(f"capabilities.{card['name']}.{key}", []).append(exc.message)
+            for problem in stored_schema_problems(card[key]):
+                problems.setdefault(f"capabilities.{card['name']}.{key}", []).append(problem)
     if problems:
         raise LifecycleError("conflict", "the skill's capabilities clash with the registry", problems)
 

@@ -4,7 +4,8 @@
 the published schema (``schemas/skill-index.schema.json``) and then checks what a schema
 cannot: unique capability names and addresses, strict cap:// parsing (seed 003 "CAP 地址"),
 a skill that depends on itself, default values of the declared type, LLM function
-parameters that are valid JSON Schemas, implementations only on PROVIDER skills, alert
+parameters that are valid JSON Schemas (the same check as cards' schemas: no ``$ref`` outside
+the schema, no ``$ref`` cycle), implementations only on PROVIDER skills, alert
 conditions that parse. It raises ``SkillIndexError`` with every problem (path, line,
 reason) or returns a ``SkillIndex`` with the normalised document and warnings (YAML 1.1
 readings, PROVIDER skills without implementations...).
@@ -21,13 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from capabilities.published_schemas import schema_problems
 from capabilities.strict_yaml import YamlDocument, YamlError, YamlProblem, join_path, read_yaml
 from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.address import AddressError, parse_address
+from teamclaw.runtime.schemas import stored_schema_problems
 
 MAX_SKILL_INDEX_BYTES = 262_144
 """Largest skill-index.yaml accepted (256 KiB)."""
@@ -305,13 +304,13 @@ def _check_dependencies(skill: dict[str, Any], add: Add) -> None:
 
 
 def _check_functions_and_implementations(skill: dict[str, Any], add: Add) -> None:
-    """LLM function schemas are valid; implementations belong to PROVIDER skills, once each."""
+    """LLM function schemas pass the check of every stored schema (``stored_schema_problems``:
+    2020-12, references inside the schema only, no ``$ref`` cycle); implementations belong to
+    PROVIDER skills, once each."""
     for index, function in enumerate((skill.get("llmConfig") or {}).get("functions") or []):
         if "parameters" in function:
-            try:
-                Draft202012Validator.check_schema(function["parameters"])
-            except SchemaError as exc:
-                add(f"skill.llmConfig.functions[{index}].parameters", f"not a valid JSON Schema: {exc.message}")
+            for problem in stored_schema_problems(function["parameters"]):
+                add(f"skill.llmConfig.functions[{index}].parameters", f"not a valid JSON Schema: {problem}")
     implementations = skill.get("implementations") or []
     if implementations and skill.get("skillForm") != "PROVIDER":
         add("skill.implementations", "implementations belong to PROVIDER skills (set skillForm: PROVIDER)")

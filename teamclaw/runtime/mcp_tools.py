@@ -6,7 +6,9 @@ side, on the official ``mcp`` SDK (``stdio_client`` / ``streamable_http_client``
 ``ClientSession``), plain asyncio, no Django:
 
 - ``list_server_tools(server, ...)`` connects, initialises and lists the server's tools
-  (what discovery records: name, description, ``inputSchema``);
+  (what discovery records: name, description, ``inputSchema``); a tool whose
+  ``inputSchema`` fails the check of every stored schema (``stored_schema_problems``: a
+  ``$ref`` outside the schema, a ``$ref`` cycle...) is skipped with a note naming why;
 - ``McpTools`` is the runtime's ``ExternalTools``: it runs one tool call for an agent.
 
 A server is reached one of two ways, and nothing else is ever started or called:
@@ -50,6 +52,7 @@ from mcp.types import PaginatedRequestParams
 from teamclaw.runtime.config import ToolSpec
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.executors.http import HttpExecutor, check_plugin_url, parse_allowed_hosts
+from teamclaw.runtime.schemas import stored_schema_problems
 
 TOOL_PREFIX = "mcp:"
 MAX_TOOLS = 200
@@ -294,7 +297,10 @@ def _listed(tool: Any) -> tuple[ListedTool | None, str]:
     encoded = json.dumps(schema, default=str)
     if len(encoded) > MAX_SCHEMA_BYTES:
         return None, f"tool {name!r} skipped: its inputSchema is {len(encoded):,} bytes (at most {MAX_SCHEMA_BYTES:,})"
-    return ListedTool(name, description, json.loads(encoded)), ""
+    schema = json.loads(encoded)
+    if problems := stored_schema_problems(schema):
+        return None, f"tool {name!r} skipped: its inputSchema is refused: {problems[0]}"
+    return ListedTool(name, description, schema), ""
 
 
 def tool_result(result: Any) -> tuple[bool, dict[str, Any]]:

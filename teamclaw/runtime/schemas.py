@@ -4,6 +4,11 @@
   jsonschema-rs (a compiled 2020-12 implementation, ``format`` enforced), because params and
   results are checked on every invoke: about 0.3 us a check instead of 15-30 us. Every
   error is reported with the JSON pointer of the offending value (PRD §4.4).
+- ``stored_schema_problems`` is the one check of every JSON Schema the product stores (cards'
+  input/output schemas, skills' ``llmConfig.functions[].parameters``, the tools an MCP tool
+  source lists): 2020-12, every ``$ref`` inside the schema and resolving (``referencing``,
+  nothing fetched), no ``$ref`` cycle that reads no input, named with its path
+  (``#/$defs/a -> #/$defs/b -> #/$defs/a``).
 - ``validate_card`` is the registry's check before a card joins the index (PRD §4.2 注册流程):
   it returns every problem at once, including unknown keywords such as ``mininum`` and
   ``required`` names that no property defines.
@@ -15,12 +20,15 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import urljoin
 
 import jsonschema_rs
 import semver
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from teamclaw.runtime.config import CATEGORIES, TOOLS, CardSpec
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
@@ -324,10 +332,6 @@ def _own_problems(schema: Mapping[str, Any], path: str) -> list[str]:
         for key in schema
         if key not in KNOWN_KEYWORDS and not str(key).startswith("x-")
     ]
-    for key in ("$ref", "$dynamicRef"):
-        ref = schema.get(key)
-        if ref is not None and (not isinstance(ref, str) or not ref.startswith("#")):
-            problems.append(f"{path}/{key}: only references inside the schema ('#/...') are allowed")
     fmt = schema.get("format")
     if fmt is not None and fmt not in CHECKED_FORMATS:
         problems.append(
@@ -361,93 +365,206 @@ def _subschemas(schema: Mapping[str, Any], path: str) -> list[tuple[str, Any]]:
 
 _IN_PLACE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
 """Applicators that apply their subschemas to the same value (they read no input)."""
+_REFERENCES = ("$ref", "$dynamicRef")
 
 
-def _unpointer(ref: str) -> tuple[str, ...] | None:
-    """The path of a ``#/a/b`` reference (``#`` is the root); None for anything else."""
-    fragment = unquote(ref[1:]) if ref.startswith("#") else None
-    if fragment is None or (fragment and not fragment.startswith("/")):
-        return None
-    return tuple(p.replace("~1", "/").replace("~0", "~") for p in fragment.split("/")[1:])
-
-
-def _at(document: Any, path: tuple[str, ...]) -> Any:
-    node = document
-    for part in path:
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
-
-
-def _in_place_edges(document: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], str]]:
-    """``(target path, keyword pointer)`` of every schema applied to the same value as the
-    one at ``path``: its in-place applicators and its ``$ref``/``$dynamicRef`` targets."""
-    schema = _at(document, path)
-    if not isinstance(schema, Mapping):
-        return []
-    edges: list[tuple[tuple[str, ...], str]] = []
-    for key in ("$ref", "$dynamicRef"):
-        ref = schema.get(key)
-        target = _unpointer(ref) if isinstance(ref, str) else None
-        if target is not None:
-            edges.append((target, pointer((*path, key))))
+def _in_place_children(schema: Mapping[str, Any]) -> list[Any]:
+    """The subschemas ``schema`` applies to the same value as itself (``allOf``, ``not``...)."""
+    children: list[Any] = []
     for key in _IN_PLACE:
         sub = schema.get(key)
         if isinstance(sub, list):
-            edges += [((*path, key, str(i)), "") for i in range(len(sub))]
+            children += sub
         elif key == "dependentSchemas" and isinstance(sub, Mapping):
-            edges += [((*path, key, str(name)), "") for name in sub]
-        elif isinstance(sub, Mapping | bool) and key != "dependentSchemas":
-            edges.append(((*path, key), ""))
-    return edges
+            children += list(sub.values())
+        elif key != "dependentSchemas":
+            children.append(sub)
+    return [child for child in children if isinstance(child, Mapping)]
+
+
+def _container_paths(document: Any) -> dict[int, tuple[str, ...]]:
+    """``id(object) -> path`` of every JSON object in ``document`` (under any key, so a
+    ``$ref`` into ``definitions`` or another keyword 2020-12 does not know is still named)."""
+    paths: dict[int, tuple[str, ...]] = {}
+    stack: list[tuple[Any, tuple[str, ...]]] = [(document, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, Mapping):
+            paths.setdefault(id(node), path)
+            stack += [(value, (*path, str(key))) for key, value in node.items()]
+        elif isinstance(node, list):
+            stack += [(value, (*path, str(index))) for index, value in enumerate(node)]
+    return paths
+
+
+_Edge = tuple[int, str, str]
+"""``(target id, pointer of the $ref keyword or "", the $ref's text or "")``."""
+
+
+class _SchemaGraph:
+    """The (sub)schemas of one document and what each applies to the same value: its
+    in-place applicators and the targets of its ``$ref``/``$dynamicRef``, resolved with the
+    ``referencing`` library in the scope of the nearest ``$id`` (``$anchor`` names included)
+    and never retrieved from anywhere. ``problems`` lists the references that leave the
+    document or resolve to nothing."""
+
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        self.paths = _container_paths(document)
+        self.edges: dict[int, list[_Edge]] = {}
+        self.problems: list[str] = []
+        resource = DRAFT202012.create_resource(document)
+        base = resource.id() or ""
+        registry: Registry[Any] = Registry().with_resource(base, resource).crawl()
+        stack: list[tuple[Mapping[str, Any], Any]] = [(document, registry.resolver(base))]
+        while stack:
+            schema, resolver = stack.pop()
+            if id(schema) in self.edges:
+                continue
+            self.edges[id(schema)] = [(id(child), "", "") for child in _in_place_children(schema)]
+            stack += self._references(schema, resolver)
+            for _path, sub in _subschemas(schema, ""):
+                if isinstance(sub, Mapping):
+                    scope = resolver.in_subresource(DRAFT202012.create_resource(sub)) if "$id" in sub else resolver
+                    stack.append((sub, scope))
+
+    def path(self, node: int) -> tuple[str, ...]:
+        return self.paths.get(node, ())
+
+    def _references(self, schema: Mapping[str, Any], resolver: Any) -> list[tuple[Mapping[str, Any], Any]]:
+        """Record the edges of ``schema``'s references; returns their targets to walk."""
+        targets = []
+        for key in _REFERENCES:
+            ref = schema.get(key)
+            if not isinstance(ref, str):
+                continue
+            where = pointer((*self.path(id(schema)), key))
+            if not ref.startswith("#"):
+                self.problems.append(
+                    f"{where}: only references inside the schema ('#/...') are allowed; {ref!r} points outside "
+                    "it (http:, https:, file:, urn: and file names are never fetched)"
+                )
+                continue
+            try:
+                resolved = resolver.lookup(ref)
+            except (Unresolvable, ValueError, LookupError, TypeError):
+                self.problems.append(f"{where}: {ref!r} refers to nothing inside the schema")
+                continue
+            if isinstance(resolved.contents, Mapping):
+                self.edges[id(schema)].append((id(resolved.contents), where, ref))
+                targets.append((resolved.contents, resolved.resolver))
+        return targets
+
+    def loops(self) -> list[str]:
+        """One message per cycle of in-place edges closed by a reference (see ``ref_loops``),
+        found from each schema in document order."""
+        problems: list[str] = []
+        seen: set[frozenset[int]] = set()
+        for start in sorted(self.edges, key=self.path):
+            for trail, via, ref in self._loops_back_to(start):
+                if frozenset(trail) not in seen:
+                    seen.add(frozenset(trail))
+                    cycle = " -> ".join(f"#{pointer(self.path(node))}" for node in [*trail, start])
+                    where = pointer(self.path(start)) or "/"
+                    problems.append(f"{via}: {ref!r} loops back to {where} without reading any input ({cycle})")
+        return problems
+
+    def _loops_back_to(self, start: int) -> list[tuple[list[int], str, str]]:
+        """``(trail, via, ref)`` of each cycle that comes back to ``start`` through a ``$ref``."""
+        found: list[tuple[list[int], str, str]] = []
+        stack: list[tuple[int, list[int]]] = [(start, [start])]
+        visited: set[int] = set()
+        while stack:
+            here, trail = stack.pop()
+            for target, via, ref in self.edges.get(here, []):
+                if target == start and via:
+                    found.append((trail, via, ref))
+                elif target != start and target not in visited and len(visited) < 10_000:
+                    visited.add(target)
+                    stack.append((target, [*trail, target]))
+        return found
 
 
 def ref_loops(schema: Any) -> list[str]:
     """``$ref`` cycles that read no input, wherever they are (``{"$ref": "#"}`` at the top,
     ``{"properties": {"a": {"$ref": "#/properties/a"}}}``, two ``$defs`` that refer to each
-    other through ``allOf``...): a validator following one never ends or, as jsonschema-rs
-    does, silently accepts everything there. A loop that goes through ``properties``,
-    ``items`` and the like reads one level deeper each time (a tree) and is fine. Returns
-    one message per loop, at the pointer of the ``$ref`` that closes it."""
-    paths = [(), *(tuple(_split(p)) for p, _ in _all_subschemas(schema, ""))]
+    other directly, through ``allOf`` or through ``$anchor`` names...): a validator following
+    one never ends or, as jsonschema-rs does, silently accepts everything there. A loop that
+    goes through ``properties``, ``items`` and the like reads one level deeper each time (a
+    tree) and is fine. Returns one message per loop, at the pointer of the ``$ref`` that
+    closes it, ending with the path of the cycle (``#/$defs/a -> #/$defs/b -> #/$defs/a``)."""
+    return _SchemaGraph(schema).loops() if isinstance(schema, Mapping) else []
+
+
+def _duplicate_ids(document: Mapping[str, Any]) -> list[str]:
+    """``$id``s that name a resource another ``$id`` of the document already names (after
+    resolving each against the one around it): references to it would be ambiguous, and
+    validators would each pick their own."""
+    seen: dict[str, str] = {}
     problems: list[str] = []
-    seen_loops: set[frozenset[tuple[str, ...]]] = set()
-    for start in paths:
-        stack: list[tuple[tuple[str, ...], list[tuple[str, ...]]]] = [(start, [start])]
-        visited: set[tuple[str, ...]] = set()
-        while stack:
-            here, trail = stack.pop()
-            for target, via in _in_place_edges(schema, here):
-                if target == start:
-                    loop = frozenset(trail)
-                    if via and loop not in seen_loops:
-                        seen_loops.add(loop)
-                        problems.append(
-                            f"{via}: {_at(schema, _split(via))!r} loops back to {pointer(start) or '/'} "
-                            "without reading any input"
-                        )
-                elif target not in visited and len(visited) < 10_000:
-                    visited.add(target)
-                    stack.append((target, [*trail, target]))
+    stack: list[tuple[Any, str, str]] = [(document, "", "")]
+    while stack:
+        schema, base, path = stack.pop()
+        if not isinstance(schema, Mapping):
+            continue
+        if isinstance(schema.get("$id"), str):
+            base = urljoin(base, schema["$id"]).rstrip("#")
+            if base in seen:
+                where = seen[base] or "/"
+                problems.append(f"{path}/$id: {schema['$id']!r} names the same resource as the $id of {where}")
+            seen.setdefault(base, path)
+        stack += reversed([(sub, base, sub_path) for sub_path, sub in _subschemas(schema, path)])  # in document order
     return problems
 
 
-def _split(path: str) -> tuple[str, ...]:
-    return tuple(p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:])
-
-
-def _all_subschemas(schema: Any, path: str) -> list[tuple[str, Any]]:
+def reference_problems(schema: Any) -> list[str]:
+    """Every ``$ref``/``$dynamicRef`` of ``schema`` that is not a reference inside it
+    (``http:``, ``https:``, ``file:``, ``urn:``, a file name...) or resolves to nothing, then
+    every loop ``ref_loops`` finds; before them, an ``$id`` used twice (``_duplicate_ids``),
+    which makes references ambiguous. Messages start with the JSON pointer of the keyword."""
     if not isinstance(schema, Mapping):
         return []
-    out: list[tuple[str, Any]] = []
-    for sub_path, sub in _subschemas(schema, path):
-        out.append((sub_path, sub))
-        out += _all_subschemas(sub, sub_path)
-    return out
+    if duplicates := _duplicate_ids(schema):
+        return duplicates
+    graph = _SchemaGraph(schema)
+    return sorted(graph.problems) + graph.loops()
+
+
+def stored_schema_problems(schema: Any) -> list[str]:
+    """The one check of every JSON Schema the product stores (a capability card's
+    ``input_schema``/``output_schema``, a skill's ``llmConfig.functions[].parameters``, an MCP
+    tool source's tools' ``inputSchema``). Returns ``["<pointer>: <reason>"]``, empty when
+    the schema may be stored:
+
+    - an object or a boolean, nested at most ``MAX_SCHEMA_DEPTH`` levels;
+    - valid under the JSON Schema 2020-12 meta-schema;
+    - every ``$ref`` inside the schema (nothing is ever fetched: PRD §4.2 注册流程 validates
+      a card on its own) and resolving to something;
+    - no ``$ref`` cycle that reads no input (``ref_loops``), which would make every value
+      pass unchecked; recursive schemas that read deeper (a tree) are fine;
+    - compiled by the validator that checks values (``compile_schema``), so nothing stored
+      fails later (e.g. two embedded resources with one ``$id``).
+
+    Cards add their own rules on top (``validate_card``)."""
+    if isinstance(schema, bool):
+        return []
+    if not isinstance(schema, Mapping):
+        return ["/: a schema must be an object or a boolean"]
+    if _depth(schema) > MAX_SCHEMA_DEPTH:
+        return [f"nests deeper than {MAX_SCHEMA_DEPTH} levels"]
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return [f"{pointer(exc.absolute_path) or '/'}: {exc.message}"]
+    except RecursionError:
+        return ["nests too deeply to check"]
+    problems = reference_problems(schema)
+    if not problems:
+        try:
+            compile_schema(schema)
+        except Exception as exc:  # jsonschema-rs raises its own ValidationError, ValueError...
+            reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+            problems.append(f"/: the schema cannot be compiled: {reason}")
+    return problems
 
 
 MAX_SCHEMA_DEPTH = 24
@@ -477,7 +594,7 @@ def validate_card(card: Mapping[str, Any], known_roles: set[str] | None = None) 
 
     Returns ``{field: [reasons]}`` with every problem found (empty when the card is valid):
     required fields, id syntax, SemVer version, category (PRD §4.2), owner roles, tools
-    (PRD §4.7), timeout (s, 1..3600), schemas valid under the 2020-12 meta-schema, of type
+    (PRD §4.7), timeout (s, 1..3600), schemas that pass ``stored_schema_problems``, of type
     object, without unknown keywords, dangling ``required`` names or unchecked ``format``s.
     """
     errors: dict[str, list[str]] = {}
@@ -542,23 +659,20 @@ def _check_bindings(card: Mapping[str, Any], known_roles: set[str] | None, add: 
 
 
 def _check_card_schema(name: str, schema: Any, add: Callable[[str, str], None]) -> None:
-    """One of a card's schemas: an object schema, valid, not too deep, with properties."""
+    """One of a card's schemas: ``stored_schema_problems`` (the check of every stored
+    schema), then the card's own rules: an object schema with properties, no unknown
+    keywords, dangling ``required`` names or unchecked formats (``lint_schema``)."""
     if not isinstance(schema, Mapping):
         add(name, "must be a JSON Schema object")
         return
-    if _depth(schema) > MAX_SCHEMA_DEPTH:
-        add(name, f"nests deeper than {MAX_SCHEMA_DEPTH} levels")
-        return
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        add(name, f"{pointer(exc.absolute_path) or '/'}: {exc.message}")
-    except RecursionError:
-        add(name, "nests too deeply to check")
+    problems = stored_schema_problems(schema)
+    for problem in problems:
+        add(name, problem)
+    if any(p.startswith(("nests deeper", "nests too deeply")) for p in problems):
         return
     if schema.get("type") != "object":
         add(name, "the top level must be {'type': 'object', ...}")
     elif not isinstance(schema.get("properties"), Mapping) or not schema.get("properties"):
         add(name, "must declare its properties")
-    for problem in lint_schema(schema) + ref_loops(schema):
+    for problem in lint_schema(schema):
         add(name, problem)

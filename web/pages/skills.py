@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+import semver
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -87,7 +88,7 @@ def skill_upload(request: HttpRequest) -> HttpResponse:
         except SkillIndexError as exc:
             problems = exc.problems
         except LifecycleError as exc:
-            error = exc.message
+            error = upload_refusal(exc)
         else:
             told = (
                 gettext("Skill %(id)s discovered: %(status)s. Install it next.")
@@ -101,6 +102,31 @@ def skill_upload(request: HttpRequest) -> HttpResponse:
         "capabilities/skill_upload.html",
         {"nav": "skills", "problems": problems, "error": error, "text": text, "limit": MAX_SKILL_INDEX_BYTES},
         status=400 if problems or error else 200,
+    )
+
+
+def upload_refusal(exc: LifecycleError) -> str:
+    """What the upload page says for a refused upload: a version refusal (an older version, or
+    the stored version with other content) in the page's language, any other refusal as the
+    lifecycle words it."""
+    known, uploaded = exc.extra.get("current_version"), exc.extra.get("uploaded_version")
+    if not known or not uploaded:
+        return exc.message
+    versions = {"known": known, "uploaded": uploaded}
+    if semver.Version.parse(uploaded).compare(known) < 0:
+        return (
+            gettext(
+                "version: the stored version is %(known)s and this upload is the older %(uploaded)s. Versions only "
+                "move forward: upload a newer version, or tick “Replace the stored version” to go back."
+            )
+            % versions
+        )
+    return (
+        gettext(
+            "version: %(uploaded)s is already stored with other content. Bump the version, or tick “Replace the "
+            "stored version” to replace it."
+        )
+        % versions
     )
 
 
