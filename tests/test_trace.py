@@ -98,3 +98,31 @@ def test_a_task_the_user_may_not_see_has_no_trace(reviewed, viewer_user, client)
     client.force_login(viewer_user)
     assert client.get(f"/tasks/{reviewed.id}/trace/").status_code == 404
     assert other.get("/api/v1/tasks/nope/trace").status_code == 404
+
+
+def test_each_context_records_the_prompt_versions_it_rendered_and_the_trace_shows_them(api, transactional_db, settings):
+    """Issue 30 point 5: on a model, every agent that rendered its prompt records the exact
+    versions (global and project layer) on its context; the trace's agent node shows them."""
+    from prompts.models import PromptVersion
+    from tests.executors.test_review_on_a_model import ReviewBrain
+    from tests.model_server import host_on_model
+
+    with host_on_model(settings, ReviewBrain(), MODEL_STREAM=False) as model:
+        body = {"workflow": "requirement_review", "input_markdown": CLINIC}
+        response = api.post("/api/v1/tasks", body, format="json")
+        assert response.status_code == 201, response.content
+        task = wait_for_task(model.host, response.json()["task_id"])
+    assert task.status == "completed", task.error
+    nodes = {n["role"]: n for n in api.get(f"/api/v1/tasks/{task.id}/trace").json()["nodes"]}
+    active = {
+        (v.template.role.role, v.template.template_type): v.version
+        for v in PromptVersion.objects.filter(is_active=True, template__project=None).select_related("template__role")
+    }
+    checked = 0
+    for role in ("architect", "pm", "ai_expert", "domain_expert"):
+        versions = nodes[role]["prompt_versions"]
+        assert versions, f"{role} recorded no prompt version"
+        for template_type, layers in versions.items():
+            assert layers == {"global": active[(role, template_type)], "project": None}
+            checked += 1
+    assert checked >= 4

@@ -160,6 +160,15 @@ class LayeredPrompt:
     project: PromptSpec | None = None
 
 
+def prompt_versions(layers: Mapping[str, LayeredPrompt]) -> dict[str, dict[str, str | None]]:
+    """``{template_type: {"global": version, "project": version or None}}`` of one role's
+    layered prompts (what a context records having rendered, PRD §4.5)."""
+    return {
+        name: {"global": layer.base.version, "project": layer.project.version if layer.project else None}
+        for name, layer in sorted(layers.items())
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """A tool beyond the six of ``TOOLS``, offered by an external tool source (an MCP server

@@ -93,6 +93,10 @@ class ExecutionContext:
     knowledge: list[dict[str, Any]] = field(default_factory=list)
     """What each model-backed call retrieved (seed 003 KnowledgeContext):
     ``[{capability_id, query, chunks: [{source, heading, chunk, score}]}]``."""
+    prompt_versions: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    """The prompt template versions this context rendered (PRD §4.5):
+    ``{template_type: {"global": version, "project": version or None}}``; empty while it has
+    rendered none (an offline call renders none)."""
 
     def add_message(self, summary: dict[str, Any]) -> None:
         """Append a message reference, keeping at most MAX_CONTEXT_MESSAGES."""
@@ -129,6 +133,7 @@ class ExecutionContext:
                 "artifacts": list(self.artifacts),
                 "messages": list(self.messages),
                 "user_instructions": list(self.user_instructions),
+                "prompt_versions": {name: dict(layers) for name, layers in self.prompt_versions.items()},
             },
             "output_state": {
                 "generated_artifacts": list(self.generated_artifacts),

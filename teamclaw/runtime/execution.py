@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from teamclaw.runtime.clock import Clock
-from teamclaw.runtime.config import CardSpec, ConfigSnapshot, ToolMode, ToolSpec
+from teamclaw.runtime.config import CardSpec, ConfigSnapshot, ToolMode, ToolSpec, prompt_versions
 from teamclaw.runtime.context import Artifact, ContextStatus, ExecutionContext, SnapshotType, TaskState, TaskStatus
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.events import ArtifactWritten, CallSite, ContextSnapshot, RuntimeEvent, TaskProgress, ToolUsed
@@ -429,10 +429,13 @@ class ExecutionCall:
 
     # -- prompt ---------------------------------------------------------------
     def system_prompt(self, **variables: Any) -> str:
-        """The role's rendered, layered prompt (PRD §4.5) from the task's pinned config."""
+        """The role's rendered, layered prompt (PRD §4.5) from the task's pinned config; the
+        versions rendered are recorded on the context (``ExecutionContext.prompt_versions``)."""
         renderer = self.port.prompt_renderer
         if renderer is not None:
-            return renderer(self.snapshot, self.role, self.task, variables)
+            text = renderer(self.snapshot, self.role, self.task, variables)
+            self.context.prompt_versions.update(prompt_versions(self.snapshot.prompts.get(self.role, {})))
+            return text
         role = self.snapshot.roles.get(self.role)
         name = role.display_name if role else self.role
         return f"You are the {name} of this team. {role.description if role else ''}".strip()
