@@ -84,7 +84,7 @@ def test_an_approved_write_keeps_showing_what_was_approved(api, runtime_host):
     asked = ToolConfirmation.objects.get(pk=confirmation.id).preview
     assert asked["exists"] is False and asked["path"].endswith("requirement_final.md")
     assert api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": True}, format="json").status_code == 200
-    task = wait_for_task(runtime_host, task_id)
+    assert wait_for_task(runtime_host, task_id).status == "completed"
     assert len(saved_copies(task_id)) == 1  # the file exists now
     from django.template.loader import render_to_string
     from django.utils import translation
