@@ -260,9 +260,24 @@ def confirmation_item(source: dict[str, Any] | ToolConfirmation) -> dict[str, An
         data["args"] = {}
     else:
         if data["tool"] == "file_write" and isinstance(data["args"], dict):
-            data["file_write"] = file_write_preview(data["role"], data["project_id"], data["args"])
+            data["file_write"] = _write_card(source, data)
         data["args"] = _compact(data["args"], 400)
     return data
+
+
+def _write_card(source: dict[str, Any] | ToolConfirmation, data: dict[str, Any]) -> dict[str, Any]:
+    """A ``file_write`` card's preview: while it waits, against the file as it is now; once
+    decided, the preview taken when it was asked (``ToolConfirmation.preview``), so the card
+    keeps showing what was approved or rejected rather than the file after the write."""
+    if data["status"] != "pending":
+        stored = (
+            source.preview
+            if isinstance(source, ToolConfirmation)
+            else ToolConfirmation.objects.filter(pk=data["id"]).values_list("preview", flat=True).first()
+        )
+        if stored:
+            return dict(stored)
+    return file_write_preview(data["role"], data["project_id"], data["args"])
 
 
 # -- snapshots ----------------------------------------------------------------------------

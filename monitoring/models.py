@@ -239,6 +239,12 @@ class ToolConfirmation(models.Model):
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     decided_at = models.DateTimeField(null=True, blank=True)
+    preview = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the tool use would do, taken when it was asked (a file_write's "
+        "monitoring.file_write_preview): the card keeps showing what was approved.",
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -33,6 +33,7 @@ import orjson
 from django.db import close_old_connections, connection, transaction
 from psycopg.types.json import Jsonb
 
+from monitoring.file_write_preview import file_write_preview
 from monitoring.models import (
     AgentInstance,
     Alert,
@@ -604,6 +605,9 @@ class BatchWriter:
                 "decided_at": _dt(time.time()) if info.status != "pending" else None,
             }
             answer = {"answer": dict(info.answer) if info.answer is not None else None}
+            if recorded is None and info.kind == "tool" and info.tool == "file_write" and info.status == "pending":
+                # what the write would do, as the operator is asked (the card keeps it after the write)
+                answer["preview"] = file_write_preview(info.role, info.project_id, dict(info.args))
             # A pending input re-announced by a resumed task keeps the part of the answer an
             # operator already gave (runs.operator_inputs).
             ToolConfirmation.objects.update_or_create(

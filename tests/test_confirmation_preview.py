@@ -64,3 +64,51 @@ def test_a_path_the_tool_would_refuse_is_never_read(page_client, builtin):
     shown = card(page_client, waiting_write("../../etc/passwd"))
     assert "the tool would refuse this path" in shown
     assert "root:" not in shown
+
+
+def test_an_approved_write_keeps_showing_what_was_approved(api, runtime_host):
+    """Issue 30: after the approval the file exists with that content; the card must still
+    say what the operator approved (a new file), not "replaces the existing file" or "same
+    content"."""
+    from tests.documents import BOOKSTORE
+    from tests.helpers import wait_for_task
+    from tests.live_helpers import wait_for_confirmation
+    from tests.test_fork_policy import saved_copies, set_main_file_write
+
+    set_main_file_write(api, "confirm")
+    task_id = api.post(
+        "/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": BOOKSTORE}, format="json"
+    ).json()["task_id"]
+    confirmation = wait_for_confirmation(runtime_host, task_id)
+    runtime_host.recorder.flush()
+    asked = ToolConfirmation.objects.get(pk=confirmation.id).preview
+    assert asked["exists"] is False and asked["path"].endswith("requirement_final.md")
+    assert api.post(f"/api/v1/confirmations/{confirmation.id}", {"approve": True}, format="json").status_code == 200
+    assert wait_for_task(runtime_host, task_id).status == "completed"
+    assert len(saved_copies(task_id)) == 1  # the file exists now
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    from monitoring.live_items import confirmation_item
+
+    row = ToolConfirmation.objects.get(pk=confirmation.id)
+    assert row.status == "approved"
+    pushed = {  # the event a live socket renders the decided card from
+        "id": row.id,
+        "context_id": row.context_id,
+        "instance_id": row.instance_id,
+        "role": row.role,
+        "task_id": row.task_id,
+        "project_id": row.project_id,
+        "kind": "tool",
+        "tool": row.tool,
+        "args": row.args,
+        "status": "approved",
+        "decided_by": "operator",
+    }
+    with translation.override("en"):
+        for source in (row, pushed):
+            shown = render_to_string("monitoring/_confirmation.html", {"cf": confirmation_item(source)})
+            assert "new file" in shown
+            assert "replaces the existing file" not in shown
+            assert "The content is the same as the current file." not in shown

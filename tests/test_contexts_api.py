@@ -53,7 +53,7 @@ def test_contexts_list_filters_and_shapes(api, finished_task):
         assert (item["role"], item["status"], item["progress"]) == (row.role, row.status, row.progress)
         assert item["resource_usage"]["total_tokens"] == row.input_tokens + row.output_tokens
         assert item["resource_usage"]["estimated"] is True  # offline executor
-        assert set(item["input_context"]) == {"artifacts", "messages", "user_instructions"}
+        assert set(item["input_context"]) == {"artifacts", "messages", "user_instructions", "prompt_versions"}
         assert set(item["output_state"]) == {"generated_artifacts", "pending_questions", "errors"}
     pm_only = api.get(f"/api/v1/contexts?task_id={finished_task.id}&role=pm").json()["results"]
     assert [c["role"] for c in pm_only] == ["pm"]

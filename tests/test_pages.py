@@ -102,3 +102,14 @@ def test_role_and_capability_pages(page_client, builtin):
     assert "schema_design" in html
     assert "ui_design" not in html
     assert page_client.get("/capabilities/nope/").status_code == 404
+
+
+def test_demo_runs_are_numbered_apart_in_the_operators_language(page_client, runtime_host):
+    page_client.post("/tasks/demo/", HTTP_ACCEPT_LANGUAGE="en")
+    page_client.post("/tasks/demo/", HTTP_ACCEPT_LANGUAGE="zh-hans")
+    tasks = list(Task.objects.order_by("created_at"))
+    for task in tasks:
+        wait_for_task(runtime_host, task.id)
+    titles = [task.title for task in tasks]
+    assert titles[0] == "Demo 1: online bookstore order tracking"
+    assert titles[1].startswith("演示 2")

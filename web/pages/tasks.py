@@ -280,11 +280,14 @@ def task_new(request: HttpRequest) -> HttpResponse:
 @require_POST
 def run_demo(request: HttpRequest) -> HttpResponse:
     """ "Run demo": review the bundled sample requirement (an online bookstore), paced by
-    ``TEAMCLAW_DEMO_THINK_MS`` per agent call so the page shows the team at work."""
+    ``TEAMCLAW_DEMO_THINK_MS`` per agent call so the page shows the team at work. Each demo
+    is numbered in its title ("Demo 2: ..."), in the operator's language, so runs tell apart."""
+    sample = sample_requirement()
+    number = Task.objects.filter(workflow="requirement_review", input_markdown=sample).count() + 1
     task = start_task(
         workflow="requirement_review",
-        input_markdown=sample_requirement(),
-        title="Demo: online bookstore order tracking",
+        input_markdown=sample,
+        title=_("Demo %(number)s: online bookstore order tracking") % {"number": number},
         user=request.user,
         think_time_ms=int(settings.TEAMCLAW["DEMO_THINK_MS"]),
     )
