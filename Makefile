@@ -26,7 +26,7 @@ $(DEV_STAMP): $(RUN_STAMP)
 	rm -f $(VENV)/.installed-dev-*
 	touch $(DEV_STAMP)
 
-$(A2A_LEGACY_STAMP): $(RUN_STAMP)
+$(A2A_LEGACY_STAMP): | $(RUN_STAMP)
 	rm -rf $(A2A_LEGACY_DIR)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --target $(A2A_LEGACY_DIR) '$(A2A_LEGACY)'
 	touch '$(A2A_LEGACY_STAMP)'
