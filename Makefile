@@ -7,6 +7,10 @@ DEPS   := $(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 # `make run` needs only the product's own dependencies; tests, lint and benchmarks add the extras.
 RUN_STAMP := $(VENV)/.installed-run-$(DEPS)
 DEV_STAMP := $(VENV)/.installed-dev-$(DEPS)
+# The A2A 0.3 client the interop tests drive the server with, beside (not inside) the venv's a2a-sdk 1.x.
+A2A_LEGACY := a2a-sdk==0.3.26
+A2A_LEGACY_DIR := $(VENV)/a2a03
+A2A_LEGACY_STAMP := $(A2A_LEGACY_DIR)/.installed-$(A2A_LEGACY)
 
 .PHONY: install setup run test lint bench clean
 
@@ -22,7 +26,12 @@ $(DEV_STAMP): $(RUN_STAMP)
 	rm -f $(VENV)/.installed-dev-*
 	touch $(DEV_STAMP)
 
-install: $(DEV_STAMP)
+$(A2A_LEGACY_STAMP): | $(RUN_STAMP)
+	rm -rf $(A2A_LEGACY_DIR)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-warn-conflicts --target $(A2A_LEGACY_DIR) '$(A2A_LEGACY)'
+	touch '$(A2A_LEGACY_STAMP)'
+
+install: $(DEV_STAMP) $(A2A_LEGACY_STAMP)
 
 setup: $(RUN_STAMP)
 	$(BIN)/python manage.py migrate --noinput -v0

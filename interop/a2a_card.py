@@ -1,7 +1,12 @@
 """The team's A2A agent card (issue 16), served at ``/.well-known/agent-card.json``.
 
-A2A 1.0 (the protocol ``a2a-sdk`` 1.3 speaks). The card names the JSON-RPC endpoint
-(``/a2a``), says the team streams, declares bearer authentication with a role token
+A2A 1.0 (the protocol ``a2a-sdk`` 1.3 speaks) and A2A 0.3 (``a2a-sdk`` 0.3, which frameworks
+still use). The card names the JSON-RPC endpoint (``/a2a``) twice in ``supported_interfaces``:
+protocol version 1.0 first (a 1.x client takes it), then 0.3 on the same URL, from which the
+SDK's ``agent_card_to_dict`` writes the fields a 0.3 client requires at the card's top level
+(``url``, ``preferredTransport``, ``protocolVersion``, ``security`` and each security scheme's
+``type``); the endpoint answers 0.3's method names (``message/send``, ``tasks/get``,
+``tasks/cancel``...) as well as 1.0's. The card says the team streams, declares bearer authentication with a role token
 (``interop.role_tokens``), and lists as skills the capability cards callers may reach: the
 enabled ENTRY and EXPOSED cards (seed 003 capability types; INTERNAL ones stay inside their
 skill). An A2A skill has no schema field, so each skill's JSON Schemas (PRD §2.2
@@ -39,6 +44,8 @@ from teamclaw.runtime.config import CapabilityType, CardSpec
 CARD_PATH = "/.well-known/agent-card.json"
 RPC_PATH = "/a2a"
 PROTOCOL_VERSION = "1.0"
+LEGACY_PROTOCOL_VERSION = "0.3"
+"""A2A 0.3 (``a2a-sdk`` 0.3 clients): the same JSON-RPC endpoint, listed after 1.0 (module docstring)."""
 SKILL_SCHEMAS_EXTENSION = "urn:teamclaw:a2a:skill-schemas:v1"
 """Extension URI: each skill's input and output JSON Schema (JSON Schema 2020-12)."""
 LANGUAGES_EXTENSION = "urn:teamclaw:a2a:languages:v1"
@@ -120,7 +127,8 @@ def agent_card(base_url: str) -> AgentCard:
         name="TeamClaw team",
         description=DESCRIPTION,
         supported_interfaces=[
-            AgentInterface(url=base_url + RPC_PATH, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION)
+            AgentInterface(url=base_url + RPC_PATH, protocol_binding="JSONRPC", protocol_version=version)
+            for version in (PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSION)
         ],
         provider=AgentProvider(organization="TeamClaw", url=base_url + "/"),
         version=product_version(),

@@ -13,8 +13,13 @@ then acts as the token's role: a session is bound to the token that opened it (t
 worker when this process runs none), so the matrices, constraints, budgets and recording apply;
 each call is a short task of its own titled after the tool and the token. A refusal or failure
 is a tool result with ``isError: true`` whose text starts with the PRD error code
-(``permission_denied: ...``); success returns the output as ``structuredContent`` and as JSON
-text (``tool_result``).
+(``permission_denied: ...``; ``invalid_params: ...`` for arguments that fail the card's
+``input_schema``, which the MCP spec (2025-11-25, SEP-1303) makes a tool execution error so the
+model can correct them); success returns the output as ``structuredContent`` and as JSON text
+(``tool_result``). Protocol errors are JSON-RPC errors, as the spec's "Error Handling" says: a
+name that is no tool at all (``interop.mcp_tools.is_tool``) is ``-32602`` ``Unknown tool: <name>``
+before anything runs or is recorded, and a ``tools/call`` whose ``params`` break the request's
+shape (no ``name``, ``arguments`` not an object) is ``-32602`` from the SDK.
 
 **Stateful mode, started lazily.** The SDK's ``StreamableHTTPSessionManager`` needs its
 ``run()`` task group alive, normally entered in the ASGI lifespan; daphne runs no lifespan, so
@@ -57,6 +62,7 @@ import mcp_types as types
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
+from django.utils.translation import gettext as _
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import ServerRequestContext
@@ -72,7 +78,7 @@ from starlette.requests import Request
 from capabilities.config import add_listener, current_version, remove_listener
 from capabilities.snapshot import governance_snapshot
 from interop import role_tokens
-from interop.mcp_tools import tools_digest, tools_for_role
+from interop.mcp_tools import is_tool, tools_digest, tools_for_role
 from interop.models import RoleToken
 from runs.commands import call_anywhere
 from teamclaw.runtime.config import ConfigSnapshot
@@ -105,6 +111,9 @@ JSON-RPC error) until one ends (``DELETE``, idle timeout)."""
 STREAM_END_GRACE_S = 0.5
 """How long (s) a dropped session's GET stream is given to end on its own before it is
 cancelled and its HTTP response completed here."""
+
+MAX_NAME_SHOWN = 200
+"""How many characters of an unknown tool's name an error message repeats."""
 
 MAX_ARGUMENTS_BYTES = 1_000_000
 """Largest ``tools/call`` ``arguments`` (bytes of JSON): the bound ``POST /api/v1/invoke`` puts on
@@ -192,6 +201,14 @@ def refuse_arguments(arguments: dict[str, Any]) -> types.CallToolResult | None:
         return None
     message = f"arguments are {size:,} bytes of JSON; the limit is {MAX_ARGUMENTS_BYTES:,}"
     return _error_result({"code": "invalid_params", "message": message, "details": {}}, {})
+
+
+def unknown_tool(name: str) -> MCPError:
+    """The JSON-RPC error ``-32602`` (invalid params) for a ``tools/call`` of ``name``, which is
+    no tool (MCP spec 2025-11-25, tools, "Error Handling": unknown tools are protocol errors);
+    ``data`` is ``{"tool": <name>}`` (the name cut to ``MAX_NAME_SHOWN`` characters)."""
+    shown = name[:MAX_NAME_SHOWN]
+    return MCPError(types.INVALID_PARAMS, _("Unknown tool: %(name)s") % {"name": shown}, data={"tool": shown})
 
 
 class ToolCatalogue:
@@ -471,6 +488,9 @@ class McpEndpoint:
         self, ctx: ServerRequestContext[dict[str, Any], Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         caller = _caller(ctx)
+        snapshot = await database_sync_to_async(self.catalogue.snapshot)()
+        if not is_tool(snapshot, params.name):
+            raise unknown_tool(params.name)
         arguments = dict(params.arguments or {})
         refused = refuse_arguments(arguments)
         if refused is not None:

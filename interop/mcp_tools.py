@@ -6,7 +6,9 @@ no skill, so the runtime would refuse it: seed 003), and at least one of its ena
 is a role R may invoke in the global configuration (PRD §4.7 invoke matrix; ``main`` may invoke
 everyone). These are the same checks ``teamclaw.runtime.policy.check_policy`` makes when the
 call arrives, so the list never offers a tool whose call the matrix would refuse; a call to a
-tool not in the list still goes to the runtime, which answers with the PRD error code.
+tool not in the list still goes to the runtime, which answers with the PRD error code, unless
+the name is no tool at all (``is_tool``: no enabled, non-INTERNAL card has it), which the MCP
+spec makes a protocol error (``interop.mcp_server``).
 
 Each tool carries (PRD §2.2 card fields):
 
@@ -58,6 +60,13 @@ def reachable_cards(snapshot: ConfigSnapshot, role: str) -> list[CardSpec]:
         if any(owner.enabled and snapshot.can_invoke(role, owner.role) for owner in owners):
             reachable.append(card)
     return reachable
+
+
+def is_tool(snapshot: ConfigSnapshot, name: str) -> bool:
+    """True when ``name`` is the ``capability_id`` of an enabled card that is not INTERNAL: a
+    tool some role may be offered. Anything else is an unknown tool for every caller."""
+    card = snapshot.cards.get(name)
+    return card is not None and card.enabled and card.capability_type != CapabilityType.INTERNAL
 
 
 def tool_annotations(card: CardSpec) -> types.ToolAnnotations:

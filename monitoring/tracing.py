@@ -40,6 +40,33 @@ A task resumed after a crash (attempt 2) gets a new root span in the same trace;
 answered from the record send no messages, so they have no spans. Spans still open when a
 task ends are ended with it (with the task's error when it failed or was cancelled), and
 those open when the host stops are ended then with ``teamclaw.interrupted``.
+
+**A task waiting for an operator** (PRD §4.6 ``waiting_user``: a pending tool confirmation
+or input, ``ConfirmationChanged``) is in the trace list while it waits. A span is exported
+only once it ends, so the root span of the task ends when the task starts waiting, with
+``teamclaw.task.status`` = ``waiting_user`` and ``teamclaw.task.waiting_for`` (the tools or
+inputs asked for); when the last pending one is decided, a new root span of the same name
+continues the task in the same trace (``teamclaw.task.segment`` 2, 3..., linked to the one
+before), and it is the one that ends with the task's status. Calls open across the wait stay
+under the segment they started in. This is the same shape as a resumed attempt, and it shows
+as it should in both tools: Phoenix lists root spans (``parent_id`` empty) in its trace list,
+so the waiting segment is a row of its own as soon as it is exported and the last segment
+carries the task's final status and error; Langfuse makes one trace of every span with the
+trace id (the task id) and shows the segments as its top-level observations. The other
+common way, a zero-length "started" span exported at the start, would give every task two
+root rows in Phoenix (one of them always 0 ms and never failed), waiting or not.
+
+**Content.** Chat spans carry ``gen_ai.response.model`` and ``gen_ai.response.id`` as the
+model server answered them. The messages themselves are captured only when
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is true (``capture_content``; the
+variable the OpenTelemetry GenAI instrumentations read, off by default): then
+``gen_ai.input.messages`` (every message sent, the system prompt included, as
+``[{"role", "parts": [{"type": "text", "content"} | {"type": "tool_call", "id", "name",
+"arguments"} | {"type": "tool_call_response", "id", "response"}]}]``) and
+``gen_ai.output.messages`` (``[{"role": "assistant", "parts", "finish_reason"}]``) are JSON
+strings on the chat span, as the GenAI semantic conventions define them. They hold prompts,
+documents and answers: whoever reads the traces reads those. ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``
+(the SDK's) cuts long values.
 """
 
 from __future__ import annotations
@@ -56,15 +83,16 @@ from django.core.exceptions import ImproperlyConfigured
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
-from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode
 
 from monitoring.outcome import verdict
 from teamclaw.runtime.events import (
     ArtifactWritten,
     CallSite,
+    ConfirmationChanged,
     InstanceChanged,
     MessageSent,
     MessageStatusChanged,
@@ -79,6 +107,10 @@ from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageType,
 TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 BASE_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
 PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""Opt-in: chat spans carry the messages (``capture_content``)."""
+CAPTURE_ON = frozenset({"true", "1", "yes", "on", "span_only", "span_and_event"})
+CAPTURE_OFF = frozenset({"", "false", "0", "no", "off", "no_content", "event_only"})
 DEFAULT_SERVICE_NAME = "teamclaw"
 TRACES_PATH = "v1/traces"
 FLUSH_TIMEOUT_MS = 5000
@@ -133,22 +165,37 @@ def traces_endpoint(environ: Mapping[str, str] | None = None) -> str | None:
     return f"{_checked_url(BASE_ENDPOINT, base).rstrip('/')}/{TRACES_PATH}"
 
 
+def capture_content(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether chat spans carry the messages: ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
+    is true (``true``/``1``/``yes``/``on``, or the GenAI utilities' ``SPAN_ONLY`` /
+    ``SPAN_AND_EVENT``); off when unset or false (``NO_CONTENT``, ``EVENT_ONLY``: TeamClaw
+    emits no log events). Raises ImproperlyConfigured naming the variable for another value."""
+    env = os.environ if environ is None else environ
+    value = env.get(CAPTURE_CONTENT, "").strip().lower()
+    if value in CAPTURE_ON:
+        return True
+    if value in CAPTURE_OFF:
+        return False
+    raise ImproperlyConfigured(f"{CAPTURE_CONTENT}={env[CAPTURE_CONTENT]!r}: use true or false")
+
+
 def start_tracing(worker_kind: str | None, exporter: SpanExporter | None = None) -> TraceSink | None:
     """A ``TraceSink`` exporting to the configured endpoint (``traces_endpoint``), or None
     (and nothing created: no provider, no thread) when tracing is off. ``worker_kind`` (the
     host's ``embedded``, ``worker`` or ``command``) becomes the resource attribute
     ``teamclaw.worker.kind``. ``exporter`` replaces the OTLP exporter (benchmarks).
-    Raises ImproperlyConfigured (see ``traces_endpoint``)."""
+    Raises ImproperlyConfigured (see ``traces_endpoint`` and ``capture_content``)."""
     endpoint = traces_endpoint()
     if endpoint is None:
         return None
+    with_content = capture_content()
     resource = Resource.create({"teamclaw.worker.kind": worker_kind or "none"})
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE_NAME}))
     ids = TaskTraceIds()
     provider = TracerProvider(resource=resource, id_generator=ids)
     provider.add_span_processor(BatchSpanProcessor(exporter or OTLPSpanExporter(endpoint=endpoint)))
-    return TraceSink(provider, ids, endpoint)
+    return TraceSink(provider, ids, endpoint, capture_content=with_content)
 
 
 class TaskTraceIds(IdGenerator):
@@ -192,14 +239,19 @@ def _fail(span: Span, error: Mapping[str, Any] | None) -> None:
 
 @dataclass(slots=True)
 class _TaskTrace:
-    """The spans of one running task: its root and the calls still open, by correlation id."""
+    """The spans of one running task: its root (the current segment) and the calls still
+    open, by correlation id; the confirmations it waits for (``{id: tool}``)."""
 
     root: Span
     kind: str
+    attributes: dict[str, Any]
+    """The root's attributes at the start (each new segment starts with them)."""
     named: bool = False
     open: dict[str, Span] = field(default_factory=dict)
     reported_tokens: int = 0
     """Tokens of the model calls whose usage the server reported (the rest are estimates)."""
+    pending: dict[str, str] = field(default_factory=dict)
+    segment: int = 1
 
 
 class TraceSink:
@@ -210,9 +262,14 @@ class TraceSink:
     dictionary look-up. ``close()`` ends what is still open and flushes the exporter.
     """
 
-    def __init__(self, provider: TracerProvider, ids: TaskTraceIds, endpoint: str) -> None:
+    def __init__(
+        self, provider: TracerProvider, ids: TaskTraceIds, endpoint: str, capture_content: bool = False
+    ) -> None:
         self.provider = provider
         self.endpoint = endpoint
+        self.capture_content = capture_content
+        """Chat spans carry the messages (module docstring); the host's model executor then
+        puts them in its events."""
         self._ids = ids
         self._tracer = provider.get_tracer("teamclaw.runtime")
         self._tasks: dict[str, _TaskTrace] = {}
@@ -228,6 +285,7 @@ class TraceSink:
             ModelCalled: self._model_called,
             ArtifactWritten: self._artifact,
             InstanceChanged: self._instance,
+            ConfirmationChanged: self._confirmation,
         }
 
     def publish(self, event: RuntimeEvent) -> None:
@@ -243,8 +301,9 @@ class TraceSink:
         self._closed = True
         for task in self._tasks.values():
             for span in [*task.open.values(), task.root]:
-                span.set_attribute("teamclaw.interrupted", True)
-                span.end()
+                if span.is_recording():  # a root that ended at a wait is exported already
+                    span.set_attribute("teamclaw.interrupted", True)
+                    span.end()
         self._tasks.clear()
         self._serving.clear()
         self.provider.force_flush(FLUSH_TIMEOUT_MS)
@@ -252,28 +311,67 @@ class TraceSink:
 
     # -- tasks ------------------------------------------------------------------------------
     def _task_started(self, event: TaskStarted) -> None:
-        self._ids.next_trace_id = trace_id_of(event.task_id)
-        root = self._tracer.start_span(
-            f"invoke_workflow {event.task_kind}",
-            context=trace.set_span_in_context(trace.INVALID_SPAN),  # a root, whatever is current
-            kind=SpanKind.INTERNAL,
-            start_time=_ns(event.started_at),
-            attributes={
-                OPERATION: "invoke_workflow",
-                "teamclaw.task.id": event.task_id,
-                "teamclaw.task.kind": event.task_kind,
-                "teamclaw.config_version": event.config_version,
-                "teamclaw.token_budget": event.token_budget,
-                **({"teamclaw.project.id": event.project_id} if event.project_id else {}),
-            },
-        )
-        self._ids.next_trace_id = None
-        self._tasks[event.task_id] = _TaskTrace(root, event.task_kind)
+        attributes = {
+            OPERATION: "invoke_workflow",
+            "teamclaw.task.id": event.task_id,
+            "teamclaw.task.kind": event.task_kind,
+            "teamclaw.config_version": event.config_version,
+            "teamclaw.token_budget": event.token_budget,
+            **({"teamclaw.project.id": event.project_id} if event.project_id else {}),
+        }
+        root = self._root_span(event.task_id, f"invoke_workflow {event.task_kind}", attributes, event.started_at)
+        self._tasks[event.task_id] = _TaskTrace(root, event.task_kind, attributes)
+
+    def _root_span(
+        self, task_id: str, name: str, attributes: Mapping[str, Any], at: float, links: list[Link] | None = None
+    ) -> Span:
+        """A root span (no parent) in the task's trace (``trace_id_of``), started at ``at`` (clock s)."""
+        self._ids.next_trace_id = trace_id_of(task_id)
+        try:
+            return self._tracer.start_span(
+                name,
+                context=trace.set_span_in_context(trace.INVALID_SPAN),  # a root, whatever is current
+                kind=SpanKind.INTERNAL,
+                start_time=_ns(at),
+                attributes=attributes,
+                links=links,
+            )
+        finally:
+            self._ids.next_trace_id = None
+
+    def _confirmation(self, event: ConfirmationChanged) -> None:
+        """The task starts waiting for an operator (its first pending confirmation): its root
+        segment ends, so it is exported; the last one decided: a new segment continues it."""
+        confirmation = event.confirmation
+        task = self._tasks.get(confirmation.task_id)
+        if task is None:
+            return
+        was_waiting = bool(task.pending)
+        if confirmation.status == "pending":
+            task.pending[confirmation.id] = confirmation.tool
+        else:
+            task.pending.pop(confirmation.id, None)
+        if task.pending and not was_waiting:
+            task.root.set_attribute("teamclaw.task.status", "waiting_user")
+            task.root.set_attribute("teamclaw.task.waiting_for", tuple(sorted(set(task.pending.values()))))
+            task.root.end(end_time=_ns(event.at))
+        elif was_waiting and not task.pending:
+            self._next_segment(confirmation.task_id, task, event.at)
+
+    def _next_segment(self, task_id: str, task: _TaskTrace, at: float) -> None:
+        """Continue ``task`` with a new root segment from ``at``, linked to the one that ended."""
+        previous = task.root
+        task.segment += 1
+        attributes = {**task.attributes, "teamclaw.task.segment": task.segment}
+        name = previous.name if isinstance(previous, ReadableSpan) else f"invoke_workflow {task.kind}"
+        task.root = self._root_span(task_id, name, attributes, at, [Link(previous.get_span_context())])
 
     def _task_finished(self, event: TaskFinished) -> None:
         task = self._tasks.pop(event.task_id, None)
         if task is None:
             return
+        if not task.root.is_recording():  # it ended while waiting: the end is a segment of its own
+            self._next_segment(event.task_id, task, event.finished_at)
         end = _ns(event.finished_at)
         for span in task.open.values():  # calls the task's end cut short (a cancel, a failure)
             span.set_attribute("teamclaw.ended_with_task", True)
@@ -293,7 +391,7 @@ class TraceSink:
     def _artifact(self, event: ArtifactWritten) -> None:
         """``outcome.json`` (seed 002) says whether the review is clean or has findings."""
         task = self._tasks.get(event.task_id)
-        if task is None or event.name != "outcome.json":
+        if task is None or event.name != "outcome.json" or not task.root.is_recording():
             return
         try:
             outcome = json.loads(event.content)
@@ -393,8 +491,10 @@ class TraceSink:
         if not name:
             return
         task.named = True
-        task.root.update_name(f"invoke_workflow {name}")
-        task.root.set_attribute("gen_ai.workflow.name", str(name))
+        task.attributes["gen_ai.workflow.name"] = str(name)
+        if task.root.is_recording():
+            task.root.update_name(f"invoke_workflow {name}")
+            task.root.set_attribute("gen_ai.workflow.name", str(name))
 
     def _message_status(self, event: MessageStatusChanged) -> None:
         message = event.message
@@ -481,18 +581,9 @@ class TraceSink:
         if port:
             attributes["server.port"] = port
         if event.error is None:
-            if event.estimated:  # the server reported no usage: an estimate, never shown as usage
-                attributes["teamclaw.usage.estimated_input_tokens"] = event.input_tokens
-                attributes["teamclaw.usage.estimated_output_tokens"] = event.output_tokens
-            else:
-                attributes["gen_ai.usage.input_tokens"] = event.input_tokens
-                attributes["gen_ai.usage.output_tokens"] = event.output_tokens
-            attributes["teamclaw.usage.estimated"] = event.estimated
-            if event.finish_reason:
-                attributes["gen_ai.response.finish_reasons"] = (event.finish_reason,)
-            attributes["teamclaw.answer_format"] = event.answer_format
-            if event.tool_calls:
-                attributes["teamclaw.model.tool_calls"] = event.tool_calls
+            attributes.update(answer_attributes(event))
+        if self.capture_content:
+            attributes.update(content_attributes(event))
         span = self._tracer.start_span(
             f"chat {event.model}",
             context=context,
@@ -502,6 +593,88 @@ class TraceSink:
         )
         _fail(span, event.error)
         span.end(end_time=_ns(event.at))
+
+
+def answer_attributes(event: ModelCalled) -> dict[str, Any]:
+    """What a chat span says of a model's answer: usage (reported, or an estimate under
+    ``teamclaw.usage.estimated_*``, never shown as usage), finish reason, answer format, the
+    functions asked for, and the response's model and id as the server sent them."""
+    attributes: dict[str, Any] = {}
+    if event.estimated:
+        attributes["teamclaw.usage.estimated_input_tokens"] = event.input_tokens
+        attributes["teamclaw.usage.estimated_output_tokens"] = event.output_tokens
+    else:
+        attributes["gen_ai.usage.input_tokens"] = event.input_tokens
+        attributes["gen_ai.usage.output_tokens"] = event.output_tokens
+    attributes["teamclaw.usage.estimated"] = event.estimated
+    if event.finish_reason:
+        attributes["gen_ai.response.finish_reasons"] = (event.finish_reason,)
+    attributes["teamclaw.answer_format"] = event.answer_format
+    if event.tool_calls:
+        attributes["teamclaw.model.tool_calls"] = event.tool_calls
+    if event.response_model:
+        attributes["gen_ai.response.model"] = event.response_model
+    if event.response_id:
+        attributes["gen_ai.response.id"] = event.response_id
+    return attributes
+
+
+FINISH_REASONS = {"tool_calls": "tool_call", "function_call": "tool_call"}
+"""Chat-completions finish reasons -> the GenAI conventions' names (others are the same)."""
+
+
+def content_attributes(event: ModelCalled) -> dict[str, str]:
+    """``gen_ai.input.messages`` / ``gen_ai.output.messages`` of a model call whose event
+    carries its content (JSON text, module docstring); ``{}`` when it carries none."""
+    attributes: dict[str, str] = {}
+    if event.input_messages is not None:
+        messages = [genai_message(m) for m in event.input_messages]
+        attributes["gen_ai.input.messages"] = json.dumps(messages, ensure_ascii=False)
+    if event.output_message is not None:
+        reason = event.finish_reason or "stop"
+        output = {**genai_message(event.output_message), "finish_reason": FINISH_REASONS.get(reason, reason)}
+        attributes["gen_ai.output.messages"] = json.dumps([output], ensure_ascii=False)
+    return attributes
+
+
+def genai_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions message (``{role, content, tool_calls?, tool_call_id?}``) as a GenAI
+    conventions message ``{role, parts}``: its text a ``text`` part (a ``tool`` message's a
+    ``tool_call_response``), each function call a ``tool_call`` part (arguments parsed when
+    they are JSON)."""
+    role = str(message.get("role") or "user")
+    text = _content_text(message.get("content"))
+    parts: list[dict[str, Any]] = []
+    if role == "tool":
+        parts.append({"type": "tool_call_response", "id": message.get("tool_call_id"), "response": text})
+    elif text:
+        parts.append({"type": "text", "content": text})
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        name, arguments = str(function.get("name") or ""), _arguments(function.get("arguments"))
+        parts.append({"type": "tool_call", "id": call.get("id"), "name": name, "arguments": arguments})
+    return {"role": role, "parts": parts}
+
+
+def _content_text(content: Any) -> str:
+    """A message's ``content`` as text (a list of ``{type: text, text}`` parts joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text") or "") for p in content if isinstance(p, Mapping))
+    return ""
+
+
+def _arguments(raw: Any) -> Any:
+    """A function call's arguments: parsed when they are JSON text, else as they are."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
 
 
 _CALL_TYPES = frozenset(

@@ -9,6 +9,7 @@ also owns the recorder (database sink) and subscribes the runtime to ConfigChang
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Coroutine
@@ -62,16 +63,18 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
-def build_executors() -> ExecutorRegistry:
+def build_executors(capture_content: bool = False) -> ExecutorRegistry:
     """The executors of this server (docs/architecture.md §8): ``offline`` and ``openai`` with the
     built-in workflows' brains, ``http`` for plugin capabilities, ``provider`` for seed 003
     PROVIDER skills (failover between implementations) and the installed
     ``teamclaw.executors`` entry points. The default brain is ``settings.TEAMCLAW["EXECUTOR"]``.
+    ``capture_content``: the model calls' events carry their messages (traced with content).
     Raises ImproperlyConfigured for a malformed TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS."""
     conf = settings.TEAMCLAW
     offline = OfflineExecutor()
     register_offline_handlers(offline)
-    model = OpenAIExecutor(ModelSettings.from_mapping(conf))
+    model_settings = dataclasses.replace(ModelSettings.from_mapping(conf), capture_content=capture_content)
+    model = OpenAIExecutor(model_settings)
     register_model_handlers(model)
     try:
         http = HttpExecutor(conf["HTTP_EXECUTOR_ALLOWED_HOSTS"])
@@ -83,10 +86,11 @@ def build_executors() -> ExecutorRegistry:
     return registry
 
 
-def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
+def build_runtime(sinks: list[EventSink], *, capture_content: bool = False, **overrides: Any) -> Runtime:
     """A Runtime wired to the database config, the prompts renderer, the executors
-    (``build_executors``), the built-in workflows and the MCP tool sources' client
-    (``teamclaw.runtime.mcp_tools.McpTools``), with limits from ``settings.TEAMCLAW``."""
+    (``build_executors``, ``capture_content`` passed on), the built-in workflows and the MCP
+    tool sources' client (``teamclaw.runtime.mcp_tools.McpTools``), with limits from
+    ``settings.TEAMCLAW``."""
 
     def config_source(project_id: str | None) -> ConfigSnapshot:
         # Runs in asyncio.to_thread's pool (ConnectionClosingExecutor, which closes the
@@ -99,7 +103,7 @@ def build_runtime(sinks: list[EventSink], **overrides: Any) -> Runtime:
     conf = settings.TEAMCLAW
     options: dict[str, Any] = {
         "config_source": config_source,
-        "executors": build_executors(),
+        "executors": build_executors(capture_content),
         "sinks": sinks,
         "mailbox_capacity": conf["MAILBOX_CAPACITY"],
         "heartbeat_interval_s": conf["HEARTBEAT_INTERVAL_S"],
@@ -241,7 +245,8 @@ class RuntimeHost:
         self.loop.set_default_executor(self._workers)
         try:
             sinks: list[EventSink] = [self.muted] if self.tracing is None else [self.muted, self.tracing]
-            self.runtime = build_runtime(sinks, **self._overrides)
+            capture = self.tracing is not None and self.tracing.capture_content
+            self.runtime = build_runtime(sinks, capture_content=capture, **self._overrides)
             self.loop.run_until_complete(self.runtime.start())
         except BaseException as exc:  # reported to start()
             self._error = exc

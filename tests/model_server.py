@@ -26,12 +26,15 @@ from typing import Any
 @dataclass
 class Completion:
     """A model answer: text and/or tool calls ``(name, raw argument text)``; ``usage`` is
-    ``(prompt_tokens, completion_tokens)`` (None: the server reports none)."""
+    ``(prompt_tokens, completion_tokens)`` (None: the server reports none); ``id`` the
+    completion's id and ``model`` the model that answered (None: the one asked for)."""
 
     content: str = ""
     tool_calls: list[tuple[str, str]] = field(default_factory=list)
     usage: tuple[int, int] | None = (0, 0)
     finish_reason: str | None = None
+    id: str = "chatcmpl-test"
+    model: str | None = None
 
 
 @dataclass
@@ -173,10 +176,10 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         if reply.tool_calls:
             message["tool_calls"] = self._calls(reply)
         data: dict[str, Any] = {
-            "id": "chatcmpl-test",
+            "id": reply.id,
             "object": "chat.completion",
             "created": 0,
-            "model": body.get("model", ""),
+            "model": reply.model or body.get("model", ""),
             "choices": [{"index": 0, "message": message, "finish_reason": self._finish(reply)}],
         }
         if reply.usage is not None:
@@ -207,7 +210,7 @@ class ChatCompletionsHandler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
-        base = {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+        base = {"id": reply.id, "object": "chat.completion.chunk", "created": 0, "model": reply.model or body["model"]}
 
         def send(choices: list[dict[str, Any]], **extra: Any) -> None:
             event = {**base, "choices": choices, **extra}

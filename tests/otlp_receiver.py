@@ -47,7 +47,8 @@ def attributes(pairs: Iterator[KeyValue] | Any) -> dict[str, Any]:
 @dataclass(frozen=True)
 class ReceivedSpan:
     """One received span: ids as hex (``parent_id`` '' for a root), times in ns, ``kind`` the
-    OTLP enum name (``SPAN_KIND_INTERNAL``...), ``status`` ``(code name, message)``."""
+    OTLP enum name (``SPAN_KIND_INTERNAL``...), ``status`` ``(code name, message)``, ``links``
+    the ``(trace id, span id)`` of each span it links to."""
 
     name: str
     trace_id: str
@@ -60,6 +61,7 @@ class ReceivedSpan:
     status: tuple[str, str]
     events: tuple[str, ...]
     resource: dict[str, Any]
+    links: tuple[tuple[str, str], ...] = ()
 
     def __getitem__(self, key: str) -> Any:
         return self.attributes[key]
@@ -135,6 +137,7 @@ class OtlpReceiver:
                             status=(Status.StatusCode.Name(span.status.code), span.status.message),
                             events=tuple(e.name for e in span.events),
                             resource=resource,
+                            links=tuple((link.trace_id.hex(), link.span_id.hex()) for link in span.links),
                         )
                     )
         with self._lock:

@@ -409,9 +409,16 @@ class ModelCalled(RuntimeEvent):
     ``round`` counts this call's model answers from 1. Usage is in tokens; ``estimated`` is
     True when the server reported none and TeamClaw estimated it (never shown as reported).
     ``finish_reason`` and ``answer_format`` (``json_schema_strict``, ``json_schema`` or
-    ``prompt``) are the reply's; ``tool_calls`` the functions it asked for. On failure
-    ``error`` is the AgentError's JSON shape (``code`` an ErrorCode, or ``CancelledError``
-    when the invoke's timeout stopped the request) and the usage is 0."""
+    ``prompt``) are the reply's; ``tool_calls`` the functions it asked for;
+    ``response_model`` and ``response_id`` the model that answered and the completion's id as
+    the server sent them (None when it sent none). On failure ``error`` is the AgentError's
+    JSON shape (``code`` an ErrorCode, or ``CancelledError`` when the invoke's timeout stopped
+    the request) and the usage is 0.
+
+    Only when the model settings capture content (``ModelSettings.capture_content``, for the
+    traces' opt-in ``gen_ai.input.messages``) do ``input_messages`` (the chat-completions
+    messages as sent) and ``output_message`` (the answer as an ``assistant`` message) carry
+    the conversation; otherwise they are None."""
 
     kind: ClassVar[EventKind] = EventKind.MODEL_CALL
     site: CallSite
@@ -426,6 +433,10 @@ class ModelCalled(RuntimeEvent):
     answer_format: str = "prompt"
     tool_calls: tuple[str, ...] = ()
     error: Mapping[str, Any] | None = None
+    response_model: str | None = None
+    response_id: str | None = None
+    input_messages: tuple[Mapping[str, Any], ...] | None = None
+    output_message: Mapping[str, Any] | None = None
 
 
 EVENT_TYPES: tuple[type[RuntimeEvent], ...] = (

@@ -114,6 +114,9 @@ class ModelSettings:
     request_timeout_s: float = 120.0
     max_output_tokens: int = 4096
     token_limit_field: str = "max_tokens"
+    capture_content: bool = False
+    """Put the messages and the answer in each ``ModelCalled`` event (the traces' opt-in
+    content capture, ``monitoring.tracing``); never set from ``settings.TEAMCLAW``."""
 
     @classmethod
     def from_mapping(cls, conf: Mapping[str, Any]) -> ModelSettings:
@@ -293,6 +296,10 @@ class ChatReply:
     answer_format: str = "prompt"
     """How the answer's shape was asked for: ``json_schema_strict``, ``json_schema`` (the
     ``response_format``, strict or not) or ``prompt`` (in the prompt only)."""
+    response_id: str | None = None
+    """The completion's ``id`` as the server sent it."""
+    response_model: str | None = None
+    """The ``model`` the server says answered (often a dated version of the one asked for)."""
 
     def assistant_message(self) -> dict[str, Any]:
         """The answer as an ``assistant`` message for the next request."""
@@ -412,10 +419,11 @@ class ModelChat:
         try:
             reply = await self._send(request, with_tools, percent, step)
         except AgentFailure as failure:
-            self._called(started, None, failure.error.as_dict())
+            self._called(started, None, failure.error.as_dict(), messages)
             raise
         except asyncio.CancelledError:  # the invoke's timeout stopped the request
-            self._called(started, None, {"code": "CancelledError", "message": "stopped while waiting", "details": {}})
+            stopped = {"code": "CancelledError", "message": "stopped while waiting", "details": {}}
+            self._called(started, None, stopped, messages)
             raise
         if "response_format" in request:
             strict = bool(request["response_format"].get("json_schema", {}).get("strict"))
@@ -426,7 +434,7 @@ class ModelChat:
             reply.input_tokens = prompt_estimate
             reply.output_tokens = estimate_tokens(reply.content + "".join(c.arguments for c in reply.tool_calls))
             reply.estimated = True
-        self._called(started, reply, None)
+        self._called(started, reply, None, messages)
         self.call.charge_tokens(reply.input_tokens, reply.output_tokens, estimated=estimated)
         if reply.finish_reason == "length" and limited:
             self._budget_cut(limit)
@@ -448,8 +456,11 @@ class ModelChat:
             self._note_refusal(refused, with_tools)
             return reply
 
-    def _called(self, started: float, reply: ChatReply | None, error: dict[str, Any] | None) -> None:
-        """Emit the ``ModelCalled`` event of one request that began at ``started`` (clock s)."""
+    def _called(
+        self, started: float, reply: ChatReply | None, error: dict[str, Any] | None, messages: list[dict[str, Any]]
+    ) -> None:
+        """Emit the ``ModelCalled`` event of one request (``messages``) that began at
+        ``started`` (clock s); with ``capture_content`` the messages and the answer go in it."""
         fields: dict[str, Any] = {"error": error}
         if reply is not None:
             fields = {
@@ -459,7 +470,12 @@ class ModelChat:
                 "finish_reason": reply.finish_reason,
                 "answer_format": reply.answer_format,
                 "tool_calls": tuple(c.name for c in reply.tool_calls),
+                "response_model": reply.response_model,
+                "response_id": reply.response_id,
             }
+        if self.settings.capture_content:
+            fields["input_messages"] = tuple(dict(m) for m in messages)
+            fields["output_message"] = reply.assistant_message() if reply is not None else None
         self.call.port.emit(
             ModelCalled,
             site=self.call.site,
@@ -648,6 +664,7 @@ class ModelChat:
                 )
             )
         reply = ChatReply(_text(message.get("content")), calls, choice.get("finish_reason"), -1, -1, False)
+        reply.response_id, reply.response_model = _optional_text(data.get("id")), _optional_text(data.get("model"))
         self._check_size(reply)
         return _with_usage(reply, data.get("usage"))
 
@@ -662,11 +679,13 @@ class ModelChat:
         calls: dict[int, dict[str, str]] = {}
         finish: str | None = None
         usage: Any = None
+        answered: dict[str, str | None] = {"id": None, "model": None}
         async with stream:
             async for chunk in stream:
                 data = chunk.to_dict() if hasattr(chunk, "to_dict") else dict(chunk)
                 if data.get("usage"):
                     usage = data["usage"]
+                _note_identity(answered, data)
                 for choice in data.get("choices") or []:
                     if choice.get("index", 0) != 0:
                         continue
@@ -708,6 +727,7 @@ class ModelChat:
             for index, slot in sorted(calls.items())
         ]
         reply = ChatReply("".join(content), calls_list, finish, -1, -1, False)
+        reply.response_id, reply.response_model = answered["id"], answered["model"]
         return _with_usage(reply, usage)
 
     def _check_size(self, reply: ChatReply) -> None:
@@ -735,6 +755,18 @@ def _text(value: Any) -> str:
     if isinstance(value, list):
         return "".join(p.get("text", "") for p in value if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
+
+
+def _note_identity(answered: dict[str, str | None], chunk: Mapping[str, Any]) -> None:
+    """Keep the first ``id`` and ``model`` a streamed answer's chunks name."""
+    for key in ("id", "model"):
+        answered[key] = answered[key] or _optional_text(chunk.get(key))
+
+
+def _optional_text(value: Any) -> str | None:
+    """A server-given identifier (a completion's ``id`` or ``model``) as text, at most 200
+    characters; None when it is absent, empty or not a string."""
+    return value[:200] if isinstance(value, str) and value else None
 
 
 def _arguments(function: Mapping[str, Any]) -> str:
