@@ -33,7 +33,7 @@ def race(clients: Callable[[], Any], make_pair: Callable[[int], tuple[Attempt, A
         pair = make_pair(index)
         barrier = threading.Barrier(len(pair))
 
-        def attempt(send: Attempt) -> None:
+        def attempt(send: Attempt, barrier: threading.Barrier = barrier) -> None:
             client = clients()
             try:
                 barrier.wait(10)
@@ -67,7 +67,7 @@ def test_racing_constraint_forms_audit_every_refusal(builtin, staff_user):
         return lambda client: client.post("/constraints/pm/", body).status_code
 
     def make_pair(index: int) -> tuple[Attempt, Attempt]:
-        version = APIClient_for(staff_user).get("/api/v1/constraints/pm").json()["version"]
+        version = token_client(staff_user).get("/api/v1/constraints/pm").json()["version"]
         loser = form(version, str(31 + index)) if index % 2 else form(version, "soon")
         return form(version, str(40 + index)), loser
 
@@ -96,20 +96,20 @@ def test_racing_matrix_saves_through_the_api_and_the_page_audit_every_refusal(bu
         return send
 
     def make_pair(index: int) -> tuple[Attempt, Attempt]:
-        doc = APIClient_for(staff_user).get(api_url).json()
+        doc = token_client(staff_user).get(api_url).json()
         now = doc["matrix"]["pm"]["dba"]
         allowed = now.get("allowed") if isinstance(now, dict) else now
         loser = api_put(doc["version"], not allowed) if index % 2 else page_post(doc["version"], "not json")
         return api_put(doc["version"], not allowed), loser
 
     before = refused_rows()
-    statuses = race(lambda: APIClient_for(staff_user), make_pair)
+    statuses = race(lambda: token_client(staff_user), make_pair)
     refusals = [s for s in statuses if s >= 400]
     assert len(refusals) == PAIRS
     assert refused_rows() - before == len(refusals)
 
 
-def APIClient_for(user: Any) -> APIClient:  # noqa: N802 - reads as the client it makes
+def token_client(user: Any) -> APIClient:
     client = APIClient()
     token, _ = Token.objects.get_or_create(user=user)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
