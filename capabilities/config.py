@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.db import transaction
+from django.db import OperationalError, transaction
 
 from capabilities.models import ConfigChange, ConfigState, Project
 
@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 ConfigListener = Callable[[dict[str, Any]], None]
 _listeners: list[ConfigListener] = []
+REFUSAL_WRITE_ATTEMPTS = 3
+"""How often ``record_refusal`` tries its row when the database reports contention."""
 
 
 def add_listener(listener: ConfigListener) -> None:
@@ -101,22 +103,32 @@ def record_refusal(
 
     Call it after the attempt's transaction rolled back, so it records the refusal and
     nothing of the change: no version bump (old and new version are the current one), no
-    ``changes``, no ConfigChangeEvent.
+    ``changes``, no ConfigChangeEvent. A write the database refuses for contention
+    (OperationalError) is tried ``REFUSAL_WRITE_ATTEMPTS`` times, then raised.
     """
+    row = {
+        "config_type": config_type,
+        "role": role[:40],
+        "project": project,
+        "changed_fields": sorted({str(f)[:200] for f in attempted_fields})[:100],
+        "changes": {},
+        "note": note[:2000],
+        "actor": actor if getattr(actor, "is_authenticated", False) else None,
+        "outcome": ConfigChange.REFUSED,
+        "refusal": refusal,
+    }
+    for _attempt in range(REFUSAL_WRITE_ATTEMPTS - 1):
+        try:
+            return _refused_row(row)
+        except OperationalError:  # SQLite's lock given up under a burst of writers: once more
+            continue
+    return _refused_row(row)
+
+
+def _refused_row(row: dict[str, Any]) -> ConfigChange:
+    """Create the refused attempt's ``row`` at the current version (old = new)."""
     version = current_version()
-    return ConfigChange.every.create(
-        config_type=config_type,
-        role=role[:40],
-        project=project,
-        old_version=version,
-        new_version=version,
-        changed_fields=sorted({str(f)[:200] for f in attempted_fields})[:100],
-        changes={},
-        note=note[:2000],
-        actor=actor if getattr(actor, "is_authenticated", False) else None,
-        outcome=ConfigChange.REFUSED,
-        refusal=refusal,
-    )
+    return ConfigChange.every.create(old_version=version, new_version=version, **row)
 
 
 def publish(event: dict[str, Any]) -> None:

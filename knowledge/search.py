@@ -143,13 +143,15 @@ def search(
     projects: list[str] | None = None,
     skills: list[str] | None = None,
     k: int = 5,
+    within: Q | None = None,
 ) -> list[Hit]:
     """The best ``k`` chunks for ``query`` among the sources of any of ``roles`` (role names),
     ``projects`` (project slugs) or ``skills`` (skill ids); every source when all three are
     None. Best first; ``Hit.score`` is bm25 on SQLite FTS5 and PostgreSQL, a term count on
     the ``LIKE`` path, the fused reciprocal-rank score when the ranking is hybrid (module
-    docstring; ``ranked_search`` also says which)."""
-    return ranked_search(query, roles=roles, projects=projects, skills=skills, k=k).hits
+    docstring; ``ranked_search`` also says which). ``within`` (a filter of the sources, such
+    as the ones a user may read) narrows any scope further; None: no further filter."""
+    return ranked_search(query, roles=roles, projects=projects, skills=skills, k=k, within=within).hits
 
 
 def ranked_search(
@@ -159,12 +161,15 @@ def ranked_search(
     projects: list[str] | None = None,
     skills: list[str] | None = None,
     k: int = 5,
+    within: Q | None = None,
 ) -> Ranked:
     """``search``, saying which ranking ordered the hits: ``HYBRID`` when embeddings are
     active (``knowledge.embeddings.active``) and some chunk in scope has a vector, else
     ``FULL_TEXT`` (module docstring)."""
     long, short = query_terms(query)
     scope = _scope(roles, projects, skills)
+    if scope is not None and within is not None:
+        scope &= within
     if scope is None or k <= 0:
         return Ranked([], FULL_TEXT)
     if embeddings.active() and query.strip():
@@ -233,11 +238,18 @@ def reciprocal_rank_fusion(rankings: list[list[int]], k: int = RRF_K) -> list[tu
 
 
 def search_in(
-    query: str, *, role: str | None = None, skill: str | None = None, project: str | None = None, k: int = 5
+    query: str,
+    *,
+    role: str | None = None,
+    skill: str | None = None,
+    project: str | None = None,
+    k: int = 5,
+    within: Q | None = None,
 ) -> Ranked:
     """``ranked_search`` within one role (name), skill (id) and/or project (slug): the
-    sources of any of those given, or every source when none is (the API's and the
-    knowledge page's search, which say which ranking answered)."""
+    sources of any of those given, or every source when none is, and of those only the ones
+    ``within`` lets through (the API's and the knowledge page's search pass what the user may
+    read, ``monitoring.access.readable_knowledge``; they say which ranking answered)."""
     scoped = bool(role or skill or project)
     return ranked_search(
         query,
@@ -245,6 +257,7 @@ def search_in(
         skills=[skill] if skill else ([] if scoped else None),
         projects=[project] if project else ([] if scoped else None),
         k=k,
+        within=within,
     )
 
 

@@ -13,6 +13,12 @@ private to the people responsible for them:
 A task nobody started (a standalone invoke or hook from the API, a command-line run) is
 visible to the see-every-task group only. A task, context or snapshot the user may not see
 is answered as *not found*, so its existence does not leak.
+
+**Projects' knowledge** (seed 003 KnowledgeContext; issue 31) follows the same rule, not a
+second one: a user sees a project's knowledge sources, chunks and search results when they
+may see one of its tasks (``visible_projects``), the see-every-task group every project's.
+Knowledge of no project (a role's, a skill's) is for every signed-in user. So the sources an
+agent retrieves for a task (its project's) are sources the user who started it may read.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
+from capabilities.models import Project
 from monitoring.models import ExecutionContext, Task
 
 
@@ -46,6 +53,25 @@ def visible_contexts(user: Any) -> QuerySet[ExecutionContext]:
     if sees_every_task(user):
         return ExecutionContext.objects.all()
     return ExecutionContext.objects.filter(task__in=visible_tasks(user).values("id"))
+
+
+def visible_projects(user: Any) -> QuerySet[Project]:
+    """The projects whose knowledge ``user`` may read: every one for the see-every-task
+    group, else those of the tasks ``user`` may see (module docstring); none anonymously."""
+    if sees_every_task(user):
+        return Project.objects.all()
+    return Project.objects.filter(slug__in=visible_tasks(user).exclude(project=None).values("project"))
+
+
+def readable_knowledge(user: Any) -> Q:
+    """A filter of ``knowledge.KnowledgeSource`` to what ``user`` may read: ``Q()`` (all)
+    for the see-every-task group, else the sources of no project and those of
+    ``visible_projects``; nothing for an anonymous user."""
+    if sees_every_task(user):
+        return Q()
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return Q(pk__in=[])
+    return Q(project__isnull=True) | Q(project__in=visible_projects(user))
 
 
 def can_view_task(user: Any, task: Task) -> bool:

@@ -15,6 +15,24 @@ from runs.models import InstanceSlot, RuntimeWorker
 
 RECENT_STOPPED = 10
 """Stopped or silent workers listed after the live ones."""
+HOST_FIELDS = ("id", "hostname", "pid")
+"""What of a worker's row identifies its host (its ``id`` is ``<hostname>-<pid>-<hex>``):
+for staff only (issue 31, ``sees_worker_hosts``)."""
+
+
+def sees_worker_hosts(user: Any) -> bool:
+    """Whether ``user`` may see which host and process runs what (``HOST_FIELDS``, a task's or
+    an instance's ``worker``): active staff and superusers, who operate the deployment. Others
+    see the workers' state and load, not where they run."""
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return False
+    return bool(user.is_staff or user.is_superuser)
+
+
+def worker_for(user: Any, worker_id: str) -> str | None:
+    """``worker_id`` (a task's ``owner``, an instance's worker) as ``user`` may see it: itself
+    for ``sees_worker_hosts``, else None; None for no worker either way."""
+    return (worker_id or None) if sees_worker_hosts(user) else None
 
 
 def silence_limit_s() -> float:
@@ -45,9 +63,9 @@ def held_slots() -> dict[str, dict[str, int]]:
 def worker_rows() -> list[dict[str, Any]]:
     """Live workers first, then up to ``RECENT_STOPPED`` stopped or silent ones:
     ``{id, kind, hostname, pid, concurrency, started_at, heartbeat_at, stopped_at, state,
-    running, slots}`` with ``state`` ``alive``, ``silent`` (no heartbeat for ``silence_limit_s``:
-    it probably died; its tasks move once their leases expire) or ``stopped``, and ``slots``
-    the instance slots it holds per role (``held_slots``)."""
+    running, slots}`` (for a user, ``worker_rows_for``) with ``state`` ``alive``, ``silent``
+    (no heartbeat for ``silence_limit_s``: it probably died; its tasks move once their leases
+    expire) or ``stopped``, and ``slots`` the instance slots it holds per role (``held_slots``)."""
     cutoff = timezone.now() - timedelta(seconds=silence_limit_s())
     slots = held_slots()
     running = dict(
@@ -79,3 +97,12 @@ def worker_rows() -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def worker_rows_for(user: Any) -> list[dict[str, Any]]:
+    """``worker_rows`` as ``user`` may see them: without ``HOST_FIELDS`` unless
+    ``sees_worker_hosts(user)``."""
+    rows = worker_rows()
+    if sees_worker_hosts(user):
+        return rows
+    return [{key: value for key, value in row.items() if key not in HOST_FIELDS} for row in rows]

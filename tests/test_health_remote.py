@@ -92,3 +92,18 @@ def test_a_terminal_run_alone_serves_only_its_own_task(remote, api):
     health = api.get("/api/v1/health/schema_query").json()
     assert health["status"] == "HEALTHY" and health["instances"] == [], health
     assert "the newest runtime worker heartbeat was" in health["message"]  # a dead one shows its age
+
+
+def test_an_instances_worker_is_named_to_staff_only(remote, api, viewer_user):
+    """Issue 31: a worker's id is ``<hostname>-<pid>-<hex>``; who is not staff sees the
+    instances and their health, not where they run."""
+    worker("build-host-7-4242-0a1b2c3d")
+    hold("dba", 0, "build-host-7-4242-0a1b2c3d", "dba-aaaa")
+    paths = ("/api/v1/health/schema_query", "/api/v1/capabilities/schema_query/health")
+    for path in paths:
+        assert [i["worker"] for i in api.get(path).json()["instances"]] == ["build-host-7-4242-0a1b2c3d"]
+    api.force_authenticate(viewer_user)
+    for path in paths:
+        body = api.get(path).json()
+        assert [(i["instance_id"], i["worker"]) for i in body["instances"]] == [("dba-aaaa", None)]
+        assert "build-host-7" not in str(body)

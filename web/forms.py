@@ -120,6 +120,9 @@ class PageRefusalAuditMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         exc = getattr(request, REFUSAL_ATTRIBUTE, None)
+        if exc is None and response.status_code in (400, 409):
+            # a governed form refused without naming why: audited all the same (issue 31)
+            exc = DomainError(f"the form was refused ({response.status_code})", status=response.status_code)
         config_type = page_config_type(request) if exc is not None and request.method == "POST" else None
         if config_type and isinstance(exc, DomainError):
             try:

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -35,6 +34,9 @@ ACTION_TYPES = {
 }
 """``config_actions`` action -> the audit trail's ``config_type``."""
 ENVELOPE = frozenset({"version", "document_version", "note"})
+REFUSED_STATUSES = frozenset({400, 409, 413, 415, 422})
+"""The answers to a governed write that are refusals of it (PRD §4.8: audited as
+``outcome: refused``): a body or value refused, a stale version. 401, 403 and 404 are not."""
 
 
 class RefusalAudit(APIView):
@@ -42,15 +44,18 @@ class RefusalAudit(APIView):
     whose permission is checked otherwise: ``{method: config_type}``): a write the service
     refused (a DomainError such as a 409 stale version, a 400 naming fields, a body that
     cannot be read) is audited as ``outcome: refused`` (``capabilities.config.record_refusal``)
-    once the error answer is made, after the attempt's transaction rolled back. A refused
-    login or permission, and anything not found, is not a config refusal."""
+    once the error answer is made, after the attempt's transaction rolled back. Which
+    refusals count is read from the answer's status (``REFUSED_STATUSES``), not from the
+    exception's class, so none escapes the trail (issue 31: a Django ValidationError, a 413
+    or a 415 did). A refused login or permission, and anything not found, is not a config
+    refusal."""
 
     config_actions: dict[str, str] = {}
     refusal_types: dict[str, str] = {}
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
-        if isinstance(exc, DomainError | ValidationError | ParseError):
+        if response.status_code in REFUSED_STATUSES:
             config_type = self.refusal_types.get(self.request.method or "") or ACTION_TYPES.get(
                 self.config_actions.get(self.request.method or "", "")
             )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -16,6 +17,7 @@ from capabilities.models import CapabilityCard, Project
 from capabilities.skill_index import parse_duration
 from monitoring.metrics import capability_metrics
 from runs.health_here import capability_health_here, capability_status_here
+from runs.workers import worker_for
 from teamclaw.api_errors import error_response
 
 
@@ -29,9 +31,19 @@ class CapabilityHealthView(APIView):
             raise NotFound(f"project '{project}' does not exist")
 
         try:
-            return Response(capability_health_here(project, capability_id))
+            return Response(_hosts_for(request, capability_health_here(project, capability_id)))
         except KeyError:
             raise NotFound(f"capability '{capability_id}' does not exist") from None
+
+
+def _hosts_for(request: Request, health: dict[str, Any]) -> dict[str, Any]:
+    """``health`` with each instance's ``worker`` (``<hostname>-<pid>-<hex>``) as the user may
+    see it: for staff only, None for others (``runs.workers.worker_for``; issue 31)."""
+    instances = [
+        {**i, "worker": worker_for(request.user, i["worker"] or "")} if "worker" in i else i
+        for i in health.get("instances", [])
+    ]
+    return {**health, "instances": instances} if "instances" in health else health
 
 
 def _not_found(capability_id: str) -> Response:
@@ -49,7 +61,7 @@ class HealthView(APIView):
         health = capability_status_here(capability_id)
         if health is None:  # registered after the runtime's last config load and gone since
             return _not_found(capability_id)
-        return Response(health)
+        return Response(_hosts_for(request, health))
 
 
 class MetricsView(APIView):

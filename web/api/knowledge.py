@@ -31,6 +31,7 @@ from knowledge.sources import (
     reindex_source,
     source_document,
 )
+from monitoring.access import readable_knowledge, visible_projects
 from teamclaw import api_fields
 from teamclaw.api_parsers import SafeJSONParser
 from teamclaw.api_query import integer, query_parameters
@@ -95,9 +96,12 @@ SCOPE_PARAMS = [
 ]
 
 
-def scoped_sources(scope: dict[str, str]) -> QuerySet[KnowledgeSource]:
-    """The sources of any of the role, skill and project in ``scope``; all when none is given."""
-    sources = KnowledgeSource.objects.select_related("role", "skill", "project", "uploaded_by")
+def scoped_sources(scope: dict[str, str], user: Any) -> QuerySet[KnowledgeSource]:
+    """The sources ``user`` may read (``monitoring.access.readable_knowledge``) of any of the
+    role, skill and project in ``scope``; all they may read when none is given."""
+    sources = KnowledgeSource.objects.select_related("role", "skill", "project", "uploaded_by").filter(
+        readable_knowledge(user)
+    )
     wanted = [
         Q(**{lookup: scope[key]})
         for key, lookup in (("role", "role__role"), ("skill", "skill__skill_id"), ("project", "project__slug"))
@@ -110,7 +114,8 @@ def scoped_sources(scope: dict[str, str]) -> QuerySet[KnowledgeSource]:
 
 class KnowledgeSourceListView(APIView):
     """Knowledge sources (``GET ?role=&skill=&project=``: those of any scope given, or every
-    source; each folder source with its ``file_state``, and ``folders``: the changes of each
+    source, of the sources the user may read: a project's only when they may see one of its
+    tasks, ``monitoring.access``; each folder source with its ``file_state``, and ``folders``: the changes of each
     listed project's folder since indexing, ``KnowledgeFolderChangesView``'s shape, ``folder``
     None for non-staff) and adding
     one (``POST`` multipart -> 201 with its chunk count)."""
@@ -122,7 +127,7 @@ class KnowledgeSourceListView(APIView):
     @query_parameters(*SCOPE_PARAMS)
     def get(self, request: Request) -> Response:
         scope = api_fields.read_body(SourceFilterSerializer, request.query_params)
-        sources = list(scoped_sources(scope))
+        sources = list(scoped_sources(scope, request.user))
         changes = {
             project.pk: folder_changes(project)
             for project in {s.project for s in sources if s.origin == Origin.FOLDER and s.project is not None}
@@ -199,8 +204,10 @@ def _changes_document(changes: FolderChanges, request: Request) -> dict[str, Any
     return document
 
 
-def _project(slug: str) -> Project:
-    project = Project.objects.filter(slug=slug).first()
+def _project(slug: str, user: Any) -> Project:
+    """The project ``slug`` names if ``user`` may see it (``monitoring.access.visible_projects``).
+    Raises NotFound (404) for an unknown one and for one they may not see alike."""
+    project = visible_projects(user).filter(slug=slug).first()
     if project is None:
         raise NotFound(f"there is no project {slug!r}")
     return project
@@ -216,7 +223,7 @@ class KnowledgeFolderChangesView(APIView):
 
     @extend_schema(operation_id="knowledge_folder_changes", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, project: str) -> Response:
-        return Response(_changes_document(folder_changes(_project(project)), request))
+        return Response(_changes_document(folder_changes(_project(project, request.user)), request))
 
 
 class KnowledgeFolderRefreshView(APIView):
@@ -233,7 +240,9 @@ class KnowledgeFolderRefreshView(APIView):
     )
     def post(self, request: Request, project: str) -> Response:
         data = api_fields.read_body(FolderRefreshSerializer, request.data)
-        done = refresh_project_folder(_project(project).slug, data.get("load_level") or None, user=request.user)
+        done = refresh_project_folder(
+            _project(project, request.user).slug, data.get("load_level") or None, user=request.user
+        )
         return Response(
             {
                 "folder": done.folder,
@@ -259,9 +268,11 @@ class KnowledgeSourceDetailView(APIView):
     permission_classes = [CanChangeConfig]
 
     def _source(self, source_id: int) -> KnowledgeSource:
+        """The source if the user may read it; NotFound (404) for one they may not, as for
+        one that does not exist, so its existence does not leak (``monitoring.access``)."""
         source = (
             KnowledgeSource.objects.select_related("role", "skill", "project", "uploaded_by")
-            .filter(pk=source_id)
+            .filter(readable_knowledge(self.request.user), pk=source_id)
             .first()
         )
         if source is None:
@@ -281,7 +292,8 @@ class KnowledgeSourceDetailView(APIView):
 class KnowledgeSearchView(APIView):
     """``GET ?q=&role=&skill=&project=&k=``: the best ``k`` (5, at most 50) chunks, best
     first, among the sources of the role, the skill or the project (every source when none
-    is given); the same search the agents' retrieval uses (``knowledge.search.search``).
+    is given) that the user may read (``monitoring.access.readable_knowledge``); the same
+    search the agents' retrieval uses (``knowledge.search.search``).
     Answers ``{results: [{source, chunk, score}], ranking, chunks_without_vector}``:
     ``ranking`` is ``full_text`` or ``hybrid`` (full text fused with the chunks' vectors, the
     ``embeddings`` extra; issue 15), ``chunks_without_vector`` the chunks in scope that the
@@ -303,6 +315,7 @@ class KnowledgeSearchView(APIView):
             skill=data.get("skill") or None,
             project=data.get("project") or None,
             k=data["k"],
+            within=readable_knowledge(request.user),
         )
         results = [
             {

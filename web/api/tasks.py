@@ -20,6 +20,7 @@ from monitoring.trace import task_trace
 from runs.compare import compare_artifacts
 from runs.operator_inputs import give, task_inputs
 from runs.tasks import DECISION_MODES, START_POINTS, cancel_task, fork_task, start_task
+from runs.workers import worker_for
 from teamclaw import api_fields
 from teamclaw.api_query import StrictPagination, query_parameters
 from teamclaw.errors import InvalidField, NotFound
@@ -65,8 +66,10 @@ class TaskCreateSerializer(api_fields.StrictSerializer):
             raise serializers.ValidationError(f"project '{value}' does not exist") from None
 
 
-def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
-    """A task in the API's shape: status, contexts (one per agent instance) and artifacts."""
+def task_document(task: Task, user: Any, *, full: bool = True) -> dict[str, object]:
+    """A task in the API's shape: status, contexts (one per agent instance) and artifacts;
+    its ``worker`` (``<hostname>-<pid>-<hex>``) only for staff, None for ``user`` otherwise
+    (``runs.workers.worker_for``)."""
     body: dict[str, object] = {
         "task_id": task.id,
         "kind": task.kind,
@@ -85,7 +88,7 @@ def task_document(task: Task, *, full: bool = True) -> dict[str, object]:
         if (fork := (task.run_spec or {}).get("fork"))
         else None,
         "resumed_steps": task.resumed_steps,
-        "worker": task.owner or None,
+        "worker": worker_for(user, task.owner),
         "outcome": task_outcome(task),
     }
     if task.workflow == "requirement_review":
@@ -154,7 +157,7 @@ class TaskListView(APIView):
             queryset = queryset.filter(kind=kind)
         paginator = StrictPagination()
         page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response([task_document(t, full=False) for t in page or []])
+        return paginator.get_paginated_response([task_document(t, request.user, full=False) for t in page or []])
 
 
 class TaskDetailView(APIView):
@@ -163,7 +166,7 @@ class TaskDetailView(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, task_id: str) -> Response:
         task = found(visible_tasks(request.user).prefetch_related("contexts", "artifacts"), "task", pk=task_id)
-        return Response(task_document(task))
+        return Response(task_document(task, request.user))
 
 
 class TaskTraceView(APIView):
@@ -192,7 +195,7 @@ class TaskCancelView(APIView):
         data = TaskCancelSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         task = cancel_task(request.user, task_id, data.validated_data.get("reason", ""))
-        return Response(task_document(task, full=False))
+        return Response(task_document(task, request.user, full=False))
 
 
 class TaskForkSerializer(api_fields.StrictSerializer):

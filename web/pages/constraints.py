@@ -92,6 +92,7 @@ def constraints_edit(request: HttpRequest, role: str) -> HttpResponse:
                     messages.info(request, _("Nothing changed."))
                 return redirect(scoped_url("constraints-edit", project, role=obj.role))
         else:
+            note_refusal(request, ConfigInvalid(errors))
             status = 400
     doc = constraints_document(obj, project)
     fields = []

@@ -16,7 +16,7 @@ from monitoring.access import visible_tasks
 from monitoring.models import AgentInstance
 from monitoring.outcome import verdicts, waiting_for_operator
 from runs.host import executor_problems
-from runs.workers import worker_rows
+from runs.workers import worker_rows_for
 from team.snapshot import build_snapshot
 
 
@@ -52,6 +52,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "model": model_status(),
             "executor_problems": executor_problems(),
             "entry_points": entry_points,
-            "workers": worker_rows(),
+            "workers": worker_rows_for(request.user),
         },
     )

@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from capabilities.models import AgentRole, Project, Skill
+from capabilities.models import AgentRole, Skill
 from knowledge import embeddings
 from knowledge.folder_changes import folder_changes, refresh_project_folder
 from knowledge.models import LOAD_LIMITS, KnowledgeSource, LoadLevel, Origin
@@ -32,6 +32,7 @@ from knowledge.sources import (
     index_project_folder,
     reindex_source,
 )
+from monitoring.access import readable_knowledge, visible_projects
 from teamclaw.errors import DomainError, InvalidField
 from web.forms import show_refusal
 
@@ -53,8 +54,9 @@ def owner_of(value: str) -> dict[str, str | None]:
     return owner
 
 
-def _owners() -> list[dict[str, Any]]:
-    """The owner choices, grouped: ``[{kind, label, options: [(value, name)]}]``."""
+def _owners(request: HttpRequest) -> list[dict[str, Any]]:
+    """The owner choices, grouped: ``[{kind, label, options: [(value, name)]}]``; the
+    projects only those the user may see (``monitoring.access.visible_projects``)."""
     return [
         {
             "kind": "role",
@@ -69,7 +71,7 @@ def _owners() -> list[dict[str, Any]]:
         {
             "kind": "project",
             "label": _("Projects"),
-            "options": [(f"project:{p.slug}", p.name) for p in Project.objects.all()],
+            "options": [(f"project:{p.slug}", p.name) for p in visible_projects(request.user)],
         },
     ]
 
@@ -103,8 +105,14 @@ def _folders(sources: list[KnowledgeSource]) -> list[dict[str, Any]]:
 
 @require_GET
 def knowledge_page(request: HttpRequest) -> HttpResponse:
-    """``/knowledge/``: the sources, the forms, and ``?q=&owner=&k=`` the search."""
-    sources = list(KnowledgeSource.objects.select_related("role", "skill", "project", "uploaded_by").defer("document"))
+    """``/knowledge/``: the sources, the forms, and ``?q=&owner=&k=`` the search; of a
+    project's sources only those of projects the user may see (``monitoring.access``)."""
+    readable = readable_knowledge(request.user)
+    sources = list(
+        KnowledgeSource.objects.filter(readable)
+        .select_related("role", "skill", "project", "uploaded_by")
+        .defer("document")
+    )
     folders = _folders(sources)
     query = request.GET.get("q", "").strip()[:2000]
     scope = request.GET.get("owner", "")
@@ -122,7 +130,9 @@ def knowledge_page(request: HttpRequest) -> HttpResponse:
         except InvalidField as refused:
             errors, status = refused.errors, 400
         else:
-            ranked = search_in(query, role=owner["role"], skill=owner["skill"], project=owner["project"], k=k)
+            ranked = search_in(
+                query, role=owner["role"], skill=owner["skill"], project=owner["project"], k=k, within=readable
+            )
             results = [{"hit": hit, "source": hit.chunk.source} for hit in ranked.hits]
     context = {
         "nav": "knowledge",
@@ -130,8 +140,8 @@ def knowledge_page(request: HttpRequest) -> HttpResponse:
         "folders": folders,
         "source_count": len(sources),
         "chunk_count": sum(s.chunk_count for s in sources),
-        "owners": _owners(),
-        "projects": Project.objects.all(),
+        "owners": _owners(request),
+        "projects": visible_projects(request.user),
         "levels": [(level.value, level.label, LOAD_LIMITS[level]) for level in LoadLevel],
         "query": query,
         "scope": scope,

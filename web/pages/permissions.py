@@ -112,6 +112,7 @@ def matrix_editor(request: HttpRequest, which: str) -> HttpResponse:
     try:
         staged, desired = staged_cells(kind, request.POST, project)
     except ConfigInvalid as exc:
+        note_refusal(request, exc)
         return _editor(request, kind, project, errors=exc.errors, note=note, status=400)
     desired = {cell: desired[cell] for cell in staged}  # only what the operator changed survives a refusal
     if not staged:
