@@ -321,6 +321,8 @@ class McpEndpoint:
             self.server,
             stateless=False,
             session_idle_timeout=SESSION_IDLE_TIMEOUT_S,
+            # A backstop only: read_json_body refuses a larger body first, as a JSON-RPC error.
+            max_request_body_size=request_body_limit(),
             # Origin is checked here (origin_allowed) against the site's own hosts; the SDK's
             # check would need every host name the operator serves under listed again.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
