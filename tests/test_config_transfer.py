@@ -251,7 +251,7 @@ def test_a_changed_prompt_needs_a_new_version(api, builtin):
     ("text", "where", "reason"),
     [
         ("format: teamclaw-config/1\nroles: {}\nroles: {}\n", "line 3", "duplicate key 'roles'"),
-        ("!!python/object/apply:os.system ['echo pwned']\n", "line 1", "!!python/object/apply:os.system is not accepted"),
+        ("!!python/object/apply:os.system ['echo pwned']\n", "line 1", "!!python/object/apply:os.system is not"),
         ("format: !!python/name:os.system\n", "line 1", "is not accepted"),
         ("format: !custom x\n", "line 1", "the tag !custom is not accepted"),
         ("a: &a [*a]\n", "line 1", "anchors (&a) are not accepted"),
