@@ -102,7 +102,7 @@ def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     return deepest if isinstance(value, dict | list) else 0
 
 
-def loads(raw: bytes | str, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> Any:
+def loads(raw: bytes | bytearray | str, *, max_bytes: int, max_depth: int = MAX_DEPTH, strict: bool = True) -> Any:
     """Parse untrusted JSON text: the one bounded parser of every entry point (REST, MCP, A2A,
     websockets, config import, skill and page forms).
 
@@ -110,6 +110,9 @@ def loads(raw: bytes | str, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> An
     and arrays nest at most ``max_depth`` levels. The strict hooks above apply: a key may
     appear once per object, ``NaN`` / ``Infinity`` / ``1e400`` are refused. Returns plain
     dicts, lists, str, int, float, bool and None. Raises JsonRefused, never RecursionError.
+    ``strict=False`` leaves out the hooks (the last of two equal keys wins, ``NaN`` is a float),
+    for answers the runtime validates itself and reports by JSON pointer (a plugin's, a model's);
+    the size and depth bounds always apply.
     The size is checked before anything is parsed; depth after the C parser is done (it
     raises RecursionError far past ``max_depth``, which is reported the same way)."""
     size = len(raw) if isinstance(raw, bytes | bytearray) else len(raw.encode("utf-8", "surrogatepass"))
@@ -117,9 +120,12 @@ def loads(raw: bytes | str, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> An
         raise JsonRefused("too_large", too_large_message(size, max_bytes))
     try:
         text = raw.decode("utf-8-sig") if isinstance(raw, bytes | bytearray) else raw
-        data = json.loads(
-            text, object_pairs_hook=refuse_duplicate_keys, parse_constant=refuse_constant, parse_float=finite_float
+        hooks: dict[str, Any] = (
+            {"object_pairs_hook": refuse_duplicate_keys, "parse_constant": refuse_constant, "parse_float": finite_float}
+            if strict
+            else {}
         )
+        data = json.loads(text, **hooks)
     except DuplicateKey as exc:
         raise JsonRefused("duplicate_key", f"{exc}: an object may name a key only once", key=exc.key) from None
     except json.JSONDecodeError as exc:
