@@ -13,8 +13,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
+
 from capabilities.errors import ConfigInvalid
 from capabilities.matrices import INVOKE, MODES, Cell, MatrixKind
+from teamclaw.strict_json import loads
 
 INHERIT = "inherit"
 
@@ -31,7 +34,7 @@ def base_values(kind: MatrixKind, doc: Mapping[str, Any]) -> dict[str, dict[str,
 def read_base(post: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The ``base`` JSON the page was rendered with; ConfigInvalid when it is missing or mangled."""
     try:
-        base = json.loads(post.get("base") or "")
+        base = loads(post.get("base") or "", max_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
     except ValueError:
         base = None
     if not isinstance(base, dict) or not all(isinstance(v, dict) for v in base.values()):

@@ -1,40 +1,30 @@
 """Reading config documents safely: YAML or JSON text to plain data (US-10 import).
 
-- YAML goes through ``ConfigLoader``, a ``yaml.SafeLoader`` (no Python tags: ``!!python/...``
-  is refused) that also refuses duplicate keys and non-string keys (YAML 1.1 reads ``on:``
-  as ``True``), and bounds alias expansion: the document is composed first and its size
-  *with every alias expanded* is measured (nodes and characters) before anything is
-  constructed, so a "billion laughs" document is refused without being built. Recursive
-  aliases are refused.
-- JSON goes through ``json.loads`` refusing duplicate keys and ``NaN``/``Infinity``.
+- YAML goes through ``capabilities.strict_yaml.read_yaml``, the one YAML reader of the
+  product (skill-index.yaml and workflows use it too), so one policy holds everywhere: safe
+  loading into plain data by the YAML 1.2 core schema, no anchors or aliases (a "billion
+  laughs" document is refused before anything is built), no merge keys, no explicit tags
+  but the core ones (``!!python/...`` and custom tags refused), no duplicate keys, one
+  document.
+- JSON goes through ``teamclaw.strict_json.loads``, the one bounded JSON parser of every
+  entry point: no duplicate keys, no ``NaN`` / ``Infinity`` / ``1e400``.
 - Both refuse text over the size limit (``TEAMCLAW_MAX_CONFIG_BYTES``, 2 MB by default),
-  text that is not UTF-8, nesting deeper than 64 levels (so no later check recurses too
-  deep), and a top level that is not a mapping.
+  text that is not UTF-8, nesting deeper than ``MAX_DEPTH`` (64) levels, and a top level
+  that is not a mapping.
 
-Every refusal is a ``DocumentError`` whose ``errors`` name a location (``line 3, column 5``).
+Every refusal is a ``DocumentError`` whose ``errors`` name a location (``line 3`` for YAML,
+``line 3, column 5`` for a JSON syntax error, ``document`` for the whole text).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
-import yaml
 from django.conf import settings
-from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from capabilities.strict_yaml import YamlError, read_yaml
 from teamclaw.errors import DomainError
-from teamclaw.strict_json import finite_float, refuse_constant, refuse_duplicate_keys
-
-MAX_EXPANDED_NODES = 250_000
-"""Most YAML nodes a document may have once every alias is expanded."""
-MAX_EXPANDED_CHARS_FACTOR = 4
-"""Expanded scalar text may be at most this many times the size limit."""
-MERGE_TAG = "tag:yaml.org,2002:merge"
-MAX_DEPTH = 64
-"""Deepest nesting of mappings and lists accepted (a JSON Schema inside a card needs ~10)."""
+from teamclaw.strict_json import JsonRefused, loads
 
 
 class DocumentError(DomainError, ValueError):
@@ -52,80 +42,6 @@ class DocumentError(DomainError, ValueError):
 def max_config_bytes() -> int:
     """The size limit of an imported document (bytes)."""
     return int(settings.TEAMCLAW.get("MAX_CONFIG_BYTES", 2_000_000))
-
-
-def _where(mark: Any) -> str:
-    return f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "document"
-
-
-class ConfigLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate and non-string mapping keys."""
-
-    def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[str, Any] = {}
-        for key_node, _value in node.value:
-            if key_node.tag == MERGE_TAG:
-                continue
-            if not isinstance(key_node, ScalarNode):
-                raise ConstructorError(None, None, "mapping keys must be plain strings", key_node.start_mark)
-            key = self.construct_object(key_node)
-            if not isinstance(key, str):
-                raise ConstructorError(
-                    None,
-                    None,
-                    f"the key {key_node.value!r} is read as {type(key).__name__}; quote it to use it as a name",
-                    key_node.start_mark,
-                )
-            if key in seen:
-                raise ConstructorError(
-                    None, None, f"duplicate key {key!r} (first at {_where(seen[key])})", key_node.start_mark
-                )
-            seen[key] = key_node.start_mark
-        return super().construct_mapping(node, deep=deep)
-
-
-def expanded_size(root: Node) -> tuple[int, int]:
-    """``(nodes, scalar characters)`` of ``root`` with every alias expanded, computed in time
-    linear in the composed graph. Raises DocumentError for a recursive alias or past the
-    bounds."""
-    memo: dict[int, tuple[int, int]] = {}
-    active: set[int] = set()
-    char_limit = max_config_bytes() * MAX_EXPANDED_CHARS_FACTOR
-
-    def size(node: Node) -> tuple[int, int]:
-        key = id(node)
-        if key in memo:
-            return memo[key]
-        if key in active:
-            raise DocumentError({_where(node.start_mark): ["recursive alias: a node that contains itself"]})
-        active.add(key)
-        if isinstance(node, ScalarNode):
-            total = (1, len(node.value))
-        else:
-            children: list[Node] = []
-            if isinstance(node, SequenceNode):
-                children = list(node.value)
-            elif isinstance(node, MappingNode):
-                children = [part for pair in node.value for part in pair]
-            nodes, chars = 1, 0
-            for child in children:
-                n, c = size(child)
-                nodes, chars = nodes + n, chars + c
-            total = (nodes, chars)
-        active.discard(key)
-        if total[0] > MAX_EXPANDED_NODES or total[1] > char_limit:
-            raise DocumentError(
-                {
-                    _where(node.start_mark): [
-                        f"the document expands to more than {MAX_EXPANDED_NODES:,} nodes or {char_limit:,} characters "
-                        "(aliases are expanded); refused"
-                    ]
-                }
-            )
-        memo[key] = total
-        return total
-
-    return size(root)
 
 
 def _decode(raw: bytes | str) -> str:
@@ -148,61 +64,27 @@ def _decode(raw: bytes | str) -> str:
 
 
 def load_yaml(text: str) -> Any:
-    """Parse YAML safely (see module docstring). Raises DocumentError."""
-    loader = ConfigLoader(text)
+    """Parse YAML by the product's one YAML policy (``strict_yaml.read_yaml``; see module
+    docstring). Raises DocumentError with each problem under ``line N`` (``document`` when
+    it has no line), its message as the skill loader words it."""
     try:
-        root = loader.get_single_node()
-        if root is None:
-            raise DocumentError({"document": ["is empty"]})
-        expanded_size(root)
-        return loader.construct_document(root)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        reason = exc.problem or exc.context or "cannot be read"
-        if "could not determine a constructor" in reason:
-            tag = re.search(r"'([^']*)'", reason)
-            reason = f"the tag {tag.group(1) if tag else ''} is not allowed: only plain YAML data is accepted"
-        raise DocumentError({_where(mark): [reason]}) from None
-    except yaml.YAMLError as exc:
-        raise DocumentError({"document": [f"is not valid YAML: {exc}"]}) from None
-    except RecursionError:
-        raise DocumentError({"document": ["is nested too deeply"]}) from None
-    finally:
-        loader.dispose()
+        return read_yaml(text, max_bytes=max_config_bytes()).data
+    except YamlError as exc:
+        errors: dict[str, list[str]] = {}
+        for problem in exc.problems:
+            reason = f"{problem.path}: {problem.message}" if problem.path else problem.message
+            errors.setdefault(f"line {problem.line}" if problem.line else "document", []).append(reason)
+        raise DocumentError(errors) from None
 
 
 def load_json(text: str) -> Any:
-    """Parse JSON refusing duplicate keys and NaN/Infinity. Raises DocumentError."""
+    """Parse JSON with the one bounded parser (``teamclaw.strict_json.loads``: no duplicate
+    keys, no NaN/Infinity, at most ``max_config_bytes()`` and ``MAX_DEPTH`` levels). Raises
+    DocumentError under ``line L, column C`` for a syntax error, else ``document``."""
     try:
-        return json.loads(
-            text, object_pairs_hook=refuse_duplicate_keys, parse_constant=refuse_constant, parse_float=finite_float
-        )
-    except json.JSONDecodeError as exc:
-        raise DocumentError({f"line {exc.lineno}, column {exc.colno}": [exc.msg]}) from None
-    except RecursionError:
-        raise DocumentError({"document": ["is nested too deeply"]}) from None
-    except ValueError as exc:
-        raise DocumentError({"document": [str(exc)]}) from None
-
-
-def depth(data: Any) -> int:
-    """How deeply mappings and lists nest in ``data`` (a scalar is 0), without recursion."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(data, 0)]
-    seen: set[int] = set()
-    while stack:
-        value, level = stack.pop()
-        if isinstance(value, dict | list):
-            if id(value) in seen and level <= deepest:
-                continue
-            seen.add(id(value))
-            level += 1
-            deepest = max(deepest, level)
-            if deepest > MAX_DEPTH:
-                return deepest
-            children = value.values() if isinstance(value, dict) else value
-            stack.extend((child, level) for child in children)
-    return deepest
+        return loads(text, max_bytes=max_config_bytes())
+    except JsonRefused as exc:
+        raise DocumentError({exc.where or "document": [exc.message]}) from None
 
 
 def guess_format(text: str, content_type: str = "") -> str:
@@ -225,8 +107,6 @@ def load_document(raw: bytes | str, fmt: str = "") -> dict[str, Any]:
     if fmt not in {"yaml", "json"}:
         raise DocumentError({"format": ["must be yaml or json"]})
     data = load_json(text) if fmt == "json" else load_yaml(text)
-    if depth(data) > MAX_DEPTH:
-        raise DocumentError({"document": [f"is nested deeper than {MAX_DEPTH} levels"]})
     if not isinstance(data, dict):
         raise DocumentError({"document": ["the top level must be a mapping (format, roles, capabilities, ...)"]})
     return data

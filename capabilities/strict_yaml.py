@@ -1,4 +1,5 @@
-"""Strict, safe YAML reading for operator-supplied documents (skill-index.yaml, workflows).
+"""Strict, safe YAML reading: the product's one YAML policy, for every document an operator
+supplies (skill-index.yaml, workflows, the config import through ``capabilities.safe_yaml``).
 
 PyYAML's ``safe_load`` never runs code, but it still surprises: YAML 1.1 reads ``NO``,
 ``on`` and ``y`` as booleans, ``0755`` as octal, ``1:20`` as 80, ``1.10`` as the number 1.1,
@@ -14,7 +15,8 @@ is a few hundred bytes). Seed 003's skill files are written by people, so ``read
   can say "quote it";
 - refuses anchors and aliases, merge keys, duplicate keys, non-scalar keys, explicit tags
   other than the YAML core ones (``!!python/object`` included), more than one document,
-  nesting deeper than ``MAX_DEPTH``, and documents over the caller's byte limit.
+  nesting deeper than ``MAX_DEPTH`` (``teamclaw.strict_json``'s, the JSON parser's: one
+  limit and one wording for both), and documents over the caller's byte limit.
 
 Every refusal is a ``YamlProblem`` with a dotted path (``skill.capabilities[2].type``) and a
 1-based line, all of them at once where the parser lets us go on.
@@ -30,9 +32,7 @@ from typing import Any
 import yaml
 
 from teamclaw.errors import DomainError
-
-MAX_DEPTH = 64
-"""Deepest nesting of mappings/sequences accepted (PyYAML's composer recurses per level)."""
+from teamclaw.strict_json import MAX_DEPTH, too_deep_message, too_large_message
 
 _CORE = "tag:yaml.org,2002:"
 _PLAIN = "tag:teamclaw,2026:plain"
@@ -158,7 +158,7 @@ def _check_events(text: str) -> list[YamlProblem]:
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    problems.append(YamlProblem("", line, f"nesting deeper than {MAX_DEPTH} levels"))
+                    problems.append(YamlProblem("", line, too_deep_message(MAX_DEPTH)))
                     break
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
@@ -176,15 +176,16 @@ def read_yaml(raw: bytes | str, *, max_bytes: int = 262_144) -> YamlDocument:
     """
     if isinstance(raw, bytes):
         if len(raw) > max_bytes:
-            raise YamlError([YamlProblem("", 0, f"the document is {len(raw):,} bytes; the limit is {max_bytes:,}")])
+            raise YamlError([YamlProblem("", 0, too_large_message(len(raw), max_bytes))])
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise YamlError([YamlProblem("", 0, f"the document is not UTF-8 text (byte {exc.start})")]) from None
     else:
         text = raw
-        if len(text.encode("utf-8", errors="replace")) > max_bytes:
-            raise YamlError([YamlProblem("", 0, f"the document is larger than {max_bytes:,} bytes")])
+        size = len(text.encode("utf-8", errors="replace"))
+        if size > max_bytes:
+            raise YamlError([YamlProblem("", 0, too_large_message(size, max_bytes))])
     if "\x00" in text:
         raise YamlError([YamlProblem("", 0, "the document contains NUL bytes: it is binary, not YAML")])
     if not text.strip():
@@ -199,6 +200,8 @@ def read_yaml(raw: bytes | str, *, max_bytes: int = 262_144) -> YamlDocument:
         line = mark.line + 1 if mark else 0
         column = f", column {mark.column + 1}" if mark else ""
         reason = " ".join(str(part) for part in (exc.context, exc.problem) if part)
+        if "exceeded maximum nesting depth" in reason:  # libyaml's own bound (1,000), met scanning ahead
+            raise YamlError([YamlProblem("", line, too_deep_message(MAX_DEPTH))]) from None
         raise YamlError([YamlProblem("", line, f"YAML syntax error{column}: {reason}")]) from None
     except yaml.YAMLError as exc:  # reader errors (control characters) carry no problem_mark
         raise YamlError([YamlProblem("", 0, f"not readable as YAML: {exc}")]) from None

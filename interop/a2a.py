@@ -32,7 +32,6 @@ on the first request (``A2AApplication``).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -76,7 +75,7 @@ from interop import a2a_tasks
 from interop.a2a_card import CARD_PATH, RPC_PATH, card_document, handler_card
 from interop.a2a_tasks import Caller, TaskView
 from interop.models import A2ATask, RoleToken
-from interop.mounts import BodyLimit, ProtocolHeaders
+from interop.mounts import JSON_BODY_SCOPE_KEY, JsonRpcBody, ProtocolHeaders
 from interop.role_tokens import authenticate, bearer_secret
 from monitoring.models import Task as ProductTask
 from teamclaw.runtime.messages import new_id
@@ -344,45 +343,21 @@ async def _no_receive() -> dict[str, Any]:
 class ParamsShape:
     """ASGI middleware: a JSON-RPC call to the endpoint whose ``params`` is present but not an
     object (``null``, a list, a string...) is answered with a clean invalid-params error
-    (``-32602``) instead of the SDK's parser's Python error text. The body is read whole (it is
-    bounded by ``BodyLimit`` outside) and handed on unchanged."""
+    (``-32602``) instead of the SDK's parser's Python error text. The body was read and parsed
+    outside (``JsonRpcBody``, which hands it on unchanged)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "POST" or scope["path"] == CARD_PATH:
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        raw = b"".join(chunks)
-        try:
-            document = json.loads(raw)
-        except ValueError:
-            document = None
+        document = scope.get(JSON_BODY_SCOPE_KEY)
         if isinstance(document, dict) and "params" in document and not isinstance(document["params"], dict):
             request_id = document.get("id")
             request_id = request_id if isinstance(request_id, str | int) and not isinstance(request_id, bool) else None
             kind = "null" if document["params"] is None else type(document["params"]).__name__
             await _invalid_params(scope, send, request_id, f"Invalid params: 'params' must be an object, not {kind}")
             return
-        replayed = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-            return dict(await receive())
-
-        await self.app(scope, replay, send)
+        await self.app(scope, receive, send)
 
 
 class RoleTokenAuth:
@@ -452,7 +427,9 @@ def build_app() -> ASGIApp:
         *create_jsonrpc_routes(handler, RPC_PATH, context_builder=CallerContextBuilder(), enable_v0_3_compat=True),
     ]
     app = Starlette(routes=routes)
-    return ProtocolHeaders(RoleTokenAuth(BodyLimit(ParamsShape(app), int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))))
+    # A body the bounded parser refuses is a -32700 under HTTP 200, as the SDK answers one that
+    # is not JSON at all; a body over the limit a -32700 under 413.
+    return ProtocolHeaders(RoleTokenAuth(JsonRpcBody(ParamsShape(app), error_status=200)))
 
 
 class A2AApplication:

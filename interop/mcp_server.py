@@ -80,6 +80,7 @@ from capabilities.snapshot import governance_snapshot
 from interop import role_tokens
 from interop.mcp_tools import is_tool, tools_digest, tools_for_role
 from interop.models import RoleToken
+from interop.mounts import read_json_body, request_body_limit
 from runs.commands import call_anywhere
 from teamclaw.runtime.config import ConfigSnapshot
 
@@ -337,6 +338,8 @@ class McpEndpoint:
             self.server,
             stateless=False,
             session_idle_timeout=SESSION_IDLE_TIMEOUT_S,
+            # A backstop only: read_json_body refuses a larger body first, as a JSON-RPC error.
+            max_request_body_size=request_body_limit(),
             # Origin is checked here (origin_allowed) against the site's own hosts; the SDK's
             # check would need every host name the operator serves under listed again.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
@@ -515,6 +518,13 @@ class McpEndpoint:
         caller = await _authenticated(scope, send)
         if caller is None:
             return
+        if scope.get("method") == "POST":
+            # The one bounded parser first: a body it refuses is a -32700 under HTTP 400, as the
+            # SDK answers one that is not JSON at all (413 past the limit).
+            read = await read_json_body(scope, receive, send, limit=request_body_limit(), error_status=400)
+            if read is None:
+                return
+            receive = read[1]
         await self.ensure_started()
         scope = dict(scope)
         scope[SCOPE_KEY] = caller

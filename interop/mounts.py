@@ -1,7 +1,9 @@
 """Mounting the protocols' ASGI apps beside Django (issue 16): ``teamclaw.asgi`` sends HTTP
 requests whose path is one of a mount's prefixes (exactly, or followed by ``/``) to that app
 and everything else to Django. What Django's middleware gives its responses, a mounted app
-gets from ``ProtocolHeaders`` and ``BodyLimit``."""
+gets from ``ProtocolHeaders``; what DRF's parser does for the API, a JSON-RPC endpoint gets
+from ``read_json_body`` / ``JsonRpcBody`` (the same bounded parser, its refusals as
+JSON-RPC parse errors)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from typing import Any
 from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from teamclaw.strict_json import JsonRefused, loads, too_large_message
 
 
 class PathMounts:
@@ -81,33 +84,91 @@ class ProtocolHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-class BodyLimit:
-    """ASGI middleware refusing request bodies over ``limit`` bytes: 413 at once when
-    ``Content-Length`` says so, else Starlette's ``HTTPException(413)`` from ``receive`` once
-    that many bytes arrived (the A2A dispatcher answers it as a JSON-RPC error)."""
+JSON_BODY_SCOPE_KEY = "teamclaw.json_body"
+"""Where ``JsonRpcBody`` leaves the parsed body on the scope for the app inside."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+PARSE_ERROR = -32700
+"""JSON-RPC 2.0 §5.1 "Parse error: invalid JSON was received by the server. An error occurred
+on the server while parsing the JSON text." A body past the parser's limits (size, depth:
+RFC 8259 §9 lets a parser set both) is one the server could not parse, so it gets this code
+and not -32600 (Invalid Request), which says the text parsed but is not a Request object:
+nothing about the object is known when it was never built."""
+
+
+def request_body_limit() -> int:
+    """The largest request body a mounted protocol app reads (bytes): Django's
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE``, the REST API's limit too, read per request."""
+    return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+
+
+def parse_error(message: str) -> dict[str, Any]:
+    """The JSON-RPC 2.0 response to a body that could not be parsed (``id`` is null then)."""
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": f"Parse error: {message}"}}
+
+
+async def read_json_body(
+    scope: Scope, receive: Receive, send: Send, *, limit: int, error_status: int
+) -> tuple[Any, Receive] | None:
+    """Read a JSON-RPC POST body whole and parse it with the one bounded parser
+    (``teamclaw.strict_json.loads``, at most ``limit`` bytes and ``MAX_DEPTH`` levels).
+
+    Returns ``(document, receive)``: the parsed body and a ``receive`` that hands the same
+    bytes on to the protocol's SDK. Returns None when it answered the request itself: with
+    a JSON-RPC parse error (-32700, ``parse_error``) under HTTP 413 for a body over ``limit``
+    (at once when ``Content-Length`` says so, else once that many bytes arrived), under
+    ``error_status`` for anything else the parser refuses; or nothing when the client went
+    away."""
+    length = Headers(scope=scope).get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        await JSONResponse(parse_error(too_large_message(int(length), limit)), status_code=413)(scope, receive, send)
+        return None
+    chunks: list[bytes] = []
+    received = 0
+    more = True
+    while more and received <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None  # the client went away
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        received += len(chunk)
+        more = message.get("more_body", False)
+    raw = b"".join(chunks)
+    try:
+        document = loads(raw, max_bytes=limit)
+    except JsonRefused as exc:
+        status = 413 if exc.reason == "too_large" else error_status
+        await JSONResponse(parse_error(str(exc)), status_code=status)(scope, receive, send)
+        return None
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        return dict(await receive())
+
+    return document, replay
+
+
+class JsonRpcBody:
+    """ASGI middleware for a JSON-RPC endpoint (A2A): every POST body goes through
+    ``read_json_body`` (at most ``request_body_limit()`` bytes; a parse error under
+    ``error_status``), and the app inside gets the same bytes and the parsed document in
+    ``scope[JSON_BODY_SCOPE_KEY]``. Other methods pass as they are."""
+
+    def __init__(self, app: ASGIApp, *, error_status: int) -> None:
         self.app = app
-        self.limit = limit
+        self.error_status = error_status
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
-        length = Headers(scope=scope).get("content-length", "")
-        if length.isdigit() and int(length) > self.limit:
-            detail = f"the request body is {int(length):,} bytes; the limit is {self.limit:,}"
-            await JSONResponse({"detail": detail, "errors": {}}, status_code=413)(scope, receive, send)
+        limit = request_body_limit()
+        read = await read_json_body(scope, receive, send, limit=limit, error_status=self.error_status)
+        if read is None:
             return
-        received = 0
-
-        async def limited() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise HTTPException(413)
-            return message
-
-        await self.app(scope, limited, send)
+        document, replay = read
+        await self.app({**scope, JSON_BODY_SCOPE_KEY: document}, replay, send)

@@ -1,7 +1,7 @@
 """Import a config document (US-10): validate all of it, then apply all of it or nothing.
 
-1. ``safe_yaml.load_document`` reads the text (safe YAML or JSON, size limit, no duplicate
-   keys, bounded aliases);
+1. ``safe_yaml.load_document`` reads the text (YAML by the skill loader's rules, no anchors
+   or aliases; JSON by the one bounded parser; size and depth limits, no duplicate keys);
 2. the document is validated against the published JSON Schema (``config_schema``), then
    its references are checked against the database and the document itself (roles named
    in matrices exist, cards are valid under the registry's own ``validate_card``, prompt

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-import codecs
 import json
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError, ValidationError
 
-from teamclaw.strict_json import DuplicateKey, finite_float, refuse_constant, refuse_duplicate_keys
+from teamclaw.strict_json import JsonRefused, loads
 
 
 class SafeJSONParser(parsers.JSONParser):
-    """DRF's JSON parser, answering 400 instead of 500 for a body nested too deeply to parse
-    or holding text that is not valid Unicode (a lone surrogate such as the escape ``\\ud800``, which
+    """DRF's JSON parser through the one bounded parser (``teamclaw.strict_json.loads``):
+    400 ``JSON parse error - <reason>`` for a body that is not JSON, nests deeper than
+    ``MAX_DEPTH`` levels, or repeats a key; 413 past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (what
+    ``teamclaw.api_errors`` answers for ``RequestDataTooBig``), also for a chunked body; 400 for
+    a body holding text that is not valid Unicode (a lone surrogate such as the escape ``\\ud800``, which
     JSON can spell but no database, renderer or model can store), or a NUL character (which
     PostgreSQL text and jsonb refuse). An object that repeats a key is refused naming the key
     (``duplicate key 'enabled'``) instead of letting the last value silently win, as the YAML
@@ -25,19 +28,19 @@ class SafeJSONParser(parsers.JSONParser):
 
     def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> Any:
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        raw = stream.read(limit + 1)
         try:
-            data = json.load(
-                codecs.getreader(encoding)(stream),
-                object_pairs_hook=refuse_duplicate_keys,
-                parse_constant=refuse_constant,
-                parse_float=finite_float,
-            )
-        except DuplicateKey as exc:
-            reason = f"JSON parse error - duplicate key {exc.key!r}: an object may name a key only once"
-            raise ParseError({"non_field_errors": [reason]}) from None
-        except RecursionError:
-            raise ParseError("JSON parse error - the document nests too deeply") from None
-        except ValueError as exc:
+            text = raw.decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - the body is not {encoding} text ({exc})") from None
+        try:
+            data = loads(text, max_bytes=limit)
+        except JsonRefused as exc:
+            if exc.reason == "too_large":  # a body sent without Content-Length (chunked)
+                raise RequestDataTooBig(exc.message) from None
+            if exc.reason == "duplicate_key":
+                raise ParseError({"non_field_errors": [f"JSON parse error - {exc}"]}) from None
             raise ParseError(f"JSON parse error - {exc}") from None
         try:
             json.dumps(data, ensure_ascii=False).encode("utf-8")
@@ -47,8 +50,6 @@ class SafeJSONParser(parsers.JSONParser):
             raise ValidationError(
                 {path or "non_field_errors": ["holds an unpaired surrogate (not valid Unicode)"]}
             ) from None
-        except RecursionError:
-            raise ParseError("JSON parse error - the document nests too deeply") from None
         path = _text_path(data, _has_nul)
         if path is not None:  # databases (PostgreSQL text and jsonb) cannot store it
             # Named like any other field error: {"detail": "<field>: ...", "errors": {field: [...]}}.

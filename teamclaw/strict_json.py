@@ -1,10 +1,15 @@
-"""Strict JSON parsing hooks shared by the API's parser (``teamclaw.api_parsers``) and the
-configuration documents (``capabilities.safe_yaml.load_json``): an object may name a key only
-once, and ``NaN`` / ``Infinity`` are not JSON numbers, nor is a number too large for a float
-(``1e400``, which Python would read as infinity)."""
+"""The one bounded JSON parser of every entry point (``loads``) and its strict hooks: an
+object may name a key only once, and ``NaN`` / ``Infinity`` are not JSON numbers, nor is a
+number too large for a float (``1e400``, which Python would read as infinity).
+
+``loads`` adds the limits RFC 8259 §9 lets a parser set: a size (``max_bytes``, chosen per
+entry point) and a depth (``MAX_DEPTH``), and raises one error type, ``JsonRefused``, which
+each protocol answers in its own shape (README "Input limits"). It imports nothing of
+Django, so every layer (the runtime included) may use it."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -39,3 +44,98 @@ def finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{text} is too large in magnitude for a JSON number (at most about 1.8e308)")
     return value
+
+
+MAX_DEPTH = 64
+"""Deepest nesting of objects and arrays (mappings and lists in YAML) any input may have:
+every JSON entry point (``loads``) and every YAML document (``capabilities.strict_yaml``).
+A JSON Schema inside a capability card needs about 10; 64 keeps every later walk of the
+data (validation, rendering, ``json.dumps``) far from Python's recursion limit."""
+
+
+def too_deep_message(limit: int = MAX_DEPTH) -> str:
+    """The one wording of a depth refusal, for JSON and YAML alike."""
+    return f"the document nests too deeply: more than {limit} levels"
+
+
+def too_large_message(size: int, limit: int) -> str:
+    """The one wording of a size refusal (``size`` and ``limit`` in bytes)."""
+    return f"the document is {size:,} bytes; the limit is {limit:,} bytes"
+
+
+class JsonRefused(ValueError):
+    """Untrusted JSON text that ``loads`` refuses. The one error every entry point maps to its
+    own protocol's error (REST 400 / 413, JSON-RPC -32700, a websocket close 4400, a config or
+    skill document's 400).
+
+    - ``reason``: ``syntax`` (not JSON), ``duplicate_key``, ``number`` (``NaN``, ``Infinity``,
+      ``1e400``), ``encoding`` (not UTF-8), ``too_deep`` (past ``max_depth``) or
+      ``too_large`` (past ``max_bytes``);
+    - ``message``: what is wrong, in English (the API's JSON stays English);
+    - ``where``: ``line L, column C`` for a syntax error, else ``""``;
+    - ``key``: the repeated key of a ``duplicate_key``, else None.
+
+    ``str(exc)`` is ``"<where>: <message>"`` (or the message alone)."""
+
+    def __init__(self, reason: str, message: str, *, where: str = "", key: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.reason = reason
+        self.message = message
+        self.where = where
+        self.key = key
+
+
+def nesting_depth(value: Any, limit: int = MAX_DEPTH) -> int:
+    """How deeply objects and arrays nest in parsed JSON ``value`` (a scalar is 0, ``[]`` is
+    1), walked without recursion; the walk stops once past ``limit`` (the result is then
+    ``limit + 1``)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        level += 1
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, level) for child in children if isinstance(child, dict | list))
+    return deepest if isinstance(value, dict | list) else 0
+
+
+def loads(raw: bytes | bytearray | str, *, max_bytes: int, max_depth: int = MAX_DEPTH, strict: bool = True) -> Any:
+    """Parse untrusted JSON text: the one bounded parser of every entry point (REST, MCP, A2A,
+    websockets, config import, skill and page forms).
+
+    ``raw`` is UTF-8 bytes (a BOM is allowed) or text, at most ``max_bytes`` bytes; objects
+    and arrays nest at most ``max_depth`` levels. The strict hooks above apply: a key may
+    appear once per object, ``NaN`` / ``Infinity`` / ``1e400`` are refused. Returns plain
+    dicts, lists, str, int, float, bool and None. Raises JsonRefused, never RecursionError.
+    ``strict=False`` leaves out the hooks (the last of two equal keys wins, ``NaN`` is a float),
+    for answers the runtime validates itself and reports by JSON pointer (a plugin's, a model's);
+    the size and depth bounds always apply.
+    The size is checked before anything is parsed; depth after the C parser is done (it
+    raises RecursionError far past ``max_depth``, which is reported the same way)."""
+    size = len(raw) if isinstance(raw, bytes | bytearray) else len(raw.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise JsonRefused("too_large", too_large_message(size, max_bytes))
+    try:
+        text = raw.decode("utf-8-sig") if isinstance(raw, bytes | bytearray) else raw
+        hooks: dict[str, Any] = (
+            {"object_pairs_hook": refuse_duplicate_keys, "parse_constant": refuse_constant, "parse_float": finite_float}
+            if strict
+            else {}
+        )
+        data = json.loads(text, **hooks)
+    except DuplicateKey as exc:
+        raise JsonRefused("duplicate_key", f"{exc}: an object may name a key only once", key=exc.key) from None
+    except json.JSONDecodeError as exc:
+        raise JsonRefused("syntax", exc.msg, where=f"line {exc.lineno}, column {exc.colno}") from None
+    except UnicodeDecodeError as exc:
+        raise JsonRefused("encoding", f"the document is not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise JsonRefused("too_deep", too_deep_message(max_depth)) from None
+    except ValueError as exc:  # the number hooks
+        raise JsonRefused("number", str(exc)) from None
+    if nesting_depth(data, max_depth) > max_depth:
+        raise JsonRefused("too_deep", too_deep_message(max_depth))
+    return data

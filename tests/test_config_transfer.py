@@ -250,13 +250,13 @@ def test_a_changed_prompt_needs_a_new_version(api, builtin):
 @pytest.mark.parametrize(
     ("text", "where", "reason"),
     [
-        ("format: teamclaw-config/1\nroles: {}\nroles: {}\n", "line 3, column 1", "duplicate key 'roles'"),
-        ("format: teamclaw-config/1\non: 1\n", "line 2, column 1", "quote it"),
-        ("!!python/object/apply:os.system ['echo pwned']\n", "line 1, column 1", "is not allowed"),
-        ("format: !!python/name:os.system\n", "line 1, column 9", "is not allowed"),
-        ("a: &a [*a]\n", "line 1, column 4", "recursive alias"),
+        ("format: teamclaw-config/1\nroles: {}\nroles: {}\n", "line 3", "duplicate key 'roles'"),
+        ("!!python/object/apply:os.system ['echo pwned']\n", "line 1", "!!python/object/apply:os.system is not"),
+        ("format: !!python/name:os.system\n", "line 1", "is not accepted"),
+        ("format: !custom x\n", "line 1", "the tag !custom is not accepted"),
+        ("a: &a [*a]\n", "line 1", "anchors (&a) are not accepted"),
         ("- 1\n- 2\n", "document", "top level must be a mapping"),
-        ("format: [unclosed\n", "line 2, column 1", ""),
+        ("format: [unclosed\n", "line 2", "YAML syntax error, column 1"),
         ("   \n", "document", "empty"),
     ],
 )
@@ -277,7 +277,7 @@ def test_a_yaml_bomb_is_refused_before_it_is_expanded(api, builtin):
     bomb = "format: teamclaw-config/1\n" + "\n".join(lines) + "\n"
     response = post(api, bomb)
     assert response.status_code == 400
-    assert "expands to more than" in json.dumps(response.json()["errors"])
+    assert "aliases (*a0) are not accepted" in json.dumps(response.json()["errors"])
 
 
 def test_json_duplicates_constants_and_bad_encoding_are_refused(api, builtin):
@@ -395,7 +395,7 @@ def test_deep_nesting_is_refused_instead_of_crashing(api, builtin):
     deep += "}}}"
     response = post(api, deep, "application/json")
     assert response.status_code == 400
-    assert "nested deeper than 64 levels" in response.json()["errors"]["document"][0]
+    assert "nests too deeply: more than 64 levels" in response.json()["errors"]["document"][0]
     yaml_deep = "format: teamclaw-config/1\nx: " + "[" * 5000 + "]" * 5000 + "\n"
     response = post(api, yaml_deep)
     assert response.status_code == 400

@@ -389,8 +389,12 @@ def test_oversized_or_unwalkable_params_are_refused_cleanly(api, runtime_host):
     for _ in range(700):
         node["x"] = {}
         node = node["x"]
-    walked = invoke(api, capability_id="schema_query", from_role="coderA", target_role="dba", params=deep)
-    assert walked["success"] is False
-    assert walked["error"]["code"] == "invalid_params"
+    walked = api.post(
+        "/api/v1/capabilities/invoke",
+        {"capability_id": "schema_query", "from_role": "coderA", "target_role": "dba", "params": deep},
+        format="json",
+    )
+    assert walked.status_code == 400  # past the parser's 64 levels (teamclaw.strict_json.MAX_DEPTH)
+    assert "nests too deeply" in walked.json()["detail"]
     runtime_host.recorder.flush()
     assert not Task.objects.filter(status="running").exists()

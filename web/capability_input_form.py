@@ -23,10 +23,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.utils.translation import gettext
 from jsonschema import Draft202012Validator
 
-from teamclaw.strict_json import finite_float, refuse_constant, refuse_duplicate_keys
+from teamclaw.strict_json import loads
 
 FIELD_PREFIX = "param:"
 """Posted field names are ``param:<property>`` so they never clash with the form's own."""
@@ -89,11 +90,10 @@ WHOLE_PARAMS = "params"
 
 
 def loads_strict(text: str) -> Any:
-    """``json.loads`` refusing duplicate keys and NaN / Infinity (``teamclaw.strict_json``);
-    ValueError on bad JSON."""
-    return json.loads(
-        text, object_pairs_hook=refuse_duplicate_keys, parse_constant=refuse_constant, parse_float=finite_float
-    )
+    """The one bounded JSON parser (``teamclaw.strict_json.loads``: no duplicate keys, no
+    NaN / Infinity, at most ``MAX_DEPTH`` levels and ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes);
+    ``JsonRefused`` (a ValueError) on text it refuses."""
+    return loads(text, max_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
 
 
 def _parse(field: InputField, raw: str, errors: dict[str, list[str]]) -> tuple[bool, Any]:
@@ -143,7 +143,7 @@ def _enum_values(field: InputField) -> tuple[Any, ...]:
             values.append(posted)
             continue
         try:
-            values.append(json.loads(posted))
+            values.append(loads_strict(posted))
         except ValueError:
             values.append(posted)
     return tuple(values)

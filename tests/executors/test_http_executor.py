@@ -21,6 +21,7 @@ from teamclaw.runtime.executors.http import (
     check_plugin_url,
     parse_allowed_hosts,
 )
+from teamclaw.strict_json import MAX_DEPTH, too_deep_message
 from tests.factories import object_schema, small_snapshot
 
 Answer = tuple[int, dict[str, str], bytes]
@@ -209,6 +210,16 @@ async def test_an_answer_that_is_not_a_json_object_is_an_executor_error(raw, rea
     assert not result.success
     assert result.error.code == "executor_error"
     assert reason in result.error.message
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+async def test_an_answer_nested_too_deeply_is_an_executor_error_naming_the_depth(depth):
+    raw = b'{"text": ' + b"[" * depth + b"]" * depth + b"}"
+    with PluginServer(lambda path, body: (200, {}, raw)) as plugin:
+        result = await call_plugin(plugin.url(), [f"127.0.0.1:{plugin.port}"])
+    assert not result.success
+    assert result.error.code == "executor_error"
+    assert too_deep_message(MAX_DEPTH) in result.error.message
 
 
 async def test_an_answer_that_breaks_the_output_schema_is_output_invalid():

@@ -136,7 +136,7 @@ def test_a_yaml11_boolean_in_a_boolean_field_is_refused_with_the_fix(builtin):
         ("skill:\n  id: a\n  id: b\n", ["duplicate key 'id' (first at line 2)"]),
         ("skill:\n  <<: {id: a}\n", ["merge keys"]),
         ("---\nskill: {}\n---\nskill: {}\n", ["only one YAML document"]),
-        ("skill: [" * 70 + "]" * 70, ["nesting deeper"]),
+        ("skill: [" * 70 + "]" * 70, ["nests too deeply: more than 64 levels"]),
         ("skill:\n  id: [unclosed\n", ["syntax error"]),
         ("", ["empty"]),
         ("skill: \x07\n", ["not readable", "control"]),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -47,6 +48,7 @@ from prompts.queries import (
 from prompts.render import ALWAYS_AVAILABLE, MAX_TEMPLATE_CHARS, PromptRenderError
 from prompts.versions import BUMPS, next_version, parse
 from team.prompt_preview import preview_role
+from teamclaw.strict_json import JsonRefused, loads
 from web.htmx import wants_fragment
 
 HISTORY_PAGE_SIZE = 25
@@ -211,9 +213,9 @@ def _json_field(text: str, name: str, kind: type) -> Any:
     if not text.strip():
         return kind()
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PromptChangeError(f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", name) from None
+        value = loads(text, max_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
+    except JsonRefused as exc:
+        raise PromptChangeError(f"not valid JSON: {exc}", name) from None
     if not isinstance(value, kind):
         raise PromptChangeError(f"must be a JSON {'list' if kind is list else 'object'}", name)
     return value

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import semver
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -37,6 +38,7 @@ from monitoring.models import Alert
 from monitoring.skill_contexts import running_contexts
 from runs.health_here import capability_status_here
 from team.snapshot import build_snapshot
+from teamclaw.strict_json import JsonRefused, loads
 
 ACTIONS = ("install", "activate", "deactivate", "uninstall")
 HEALTH_WAIT_S = 5.0
@@ -245,9 +247,9 @@ def _details(message: str, errors: dict[str, list[str]]) -> dict[str, list[str]]
 def _perform(action: str, skill_id: str, form: dict[str, Any], user: Any) -> Any:
     if action == "install":
         try:
-            config = json.loads(form["config"])
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"config is not JSON: {exc.msg} (line {exc.lineno})") from None
+            config = loads(form["config"], max_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
+        except JsonRefused as exc:
+            raise ValueError(f"config is not JSON: {exc}") from None
         if not isinstance(config, dict):
             raise ValueError("config must be a JSON object")
         return install_skill(skill_id, config, actor=user)

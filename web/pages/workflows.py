@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -17,6 +17,7 @@ from capabilities.workflow_actions import WorkflowConflict, delete_workflow, sav
 from capabilities.workflow_spec import WorkflowError
 from monitoring.models import Task
 from runs.workflow_runs import RunInputError, start_workflow_run
+from teamclaw.strict_json import JsonRefused, loads
 from web.pages.skills import require_staff
 
 
@@ -66,10 +67,10 @@ def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
     error = ""
     if request.method == "POST":
         try:
-            data = json.loads(run_input or "{}")
+            data = loads(run_input or "{}", max_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
             task = start_workflow_run(workflow, data, user=request.user)
-        except json.JSONDecodeError as exc:
-            error = f"input is not JSON: {exc.msg} (line {exc.lineno})"
+        except JsonRefused as exc:
+            error = f"input is not JSON: {exc}"
         except RunInputError as exc:
             error = exc.reason
         else:

@@ -10,7 +10,6 @@ zone when that is another (``monitoring.live_times.in_zone``)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from monitoring.live_filters import FilterError, LiveFilters
 from monitoring.live_sink import LIVE_GROUP, get_live_sink, project_group, task_group
 from monitoring.metrics import live_drops
 from monitoring.models import Task
+from teamclaw.strict_json import JsonRefused, loads
 from web.sockets.languages import socket_language, socket_time_zone
 from web.sockets.outbox import Outbox
 
@@ -225,8 +225,12 @@ class LiveSocket(AsyncWebsocketConsumer, ABC):
             await self.close(code=CLOSE_MESSAGE_TOO_BIG)
             return
         try:
-            message = json.loads(text_data or "")
-        except ValueError:
+            message = loads(text_data or "", max_bytes=MAX_CLIENT_FRAME_BYTES)
+        except JsonRefused as exc:
+            if exc.reason == "too_deep":  # past the parser's depth (the size was checked above)
+                self.refused = True
+                await self.close(code=CLOSE_BAD_REQUEST)
+                return
             log.debug("ignoring a non-JSON frame from a live socket")
             return
         if isinstance(message, dict) and message.get("type") == "ack":

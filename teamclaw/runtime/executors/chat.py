@@ -44,6 +44,7 @@ from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.events import ModelCalled
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.executors.structured import StructuredSupport, refuses_response_format
+from teamclaw.strict_json import JsonRefused, loads
 
 if TYPE_CHECKING:
     from teamclaw.runtime.config import CardSpec, RoleSpec
@@ -644,10 +645,10 @@ class ModelChat:
                         ErrorCode.EXECUTOR_ERROR, f"the model's response exceeded {MAX_RESPONSE_BYTES:,} bytes"
                     )
         try:
-            data = json.loads(body)
-        except ValueError:
+            data = loads(body, max_bytes=MAX_RESPONSE_BYTES, strict=False)
+        except JsonRefused as exc:
             raise self._failure(
-                ErrorCode.EXECUTOR_ERROR, "the model server answered something that is not JSON"
+                ErrorCode.EXECUTOR_ERROR, f"the model server answered something that is not JSON ({exc})"
             ) from None
         if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
             raise self._failure(ErrorCode.EXECUTOR_ERROR, "the model server's answer has no choices")

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from teamclaw.runtime.config import CapabilityType, ToolMode
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
+from teamclaw.strict_json import JsonRefused, loads
 
 if TYPE_CHECKING:
     from teamclaw.runtime.execution import ExecutionCall
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_TOOL_RESULT_CHARS = 16_000
 """Longest function result returned to the model (characters); longer ones are cut."""
+MAX_ARGUMENTS_BYTES = 1_000_000
+"""Largest function-call ``arguments`` read (bytes of JSON): the bound the API puts on ``params``."""
+
 MAX_CALLS_PER_ROUND = 8
 """Function calls run per model answer; further ones are answered with an error."""
 MAX_DESCRIPTION_CHARS = 1000
@@ -222,9 +226,9 @@ class FunctionTools:
         if not text:
             return {}, None
         try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            return None, self._malformed(request, f"the arguments are not valid JSON ({exc.msg} at {exc.pos})")
+            value = loads(text, max_bytes=MAX_ARGUMENTS_BYTES, strict=False)
+        except JsonRefused as exc:
+            return None, self._malformed(request, f"the arguments are not valid JSON ({exc})")
         if not isinstance(value, dict):
             return None, self._malformed(request, "the arguments must be a JSON object")
         return value, None

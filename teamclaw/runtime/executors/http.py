@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import json
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ import httpx2
 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.progress import CALLING_PLUGIN
+from teamclaw.strict_json import JsonRefused, loads
 
 if TYPE_CHECKING:
     from teamclaw.runtime.execution import ExecutionCall
@@ -311,9 +311,11 @@ class HttpExecutor:
         if status >= 300:
             raise self._refuse(f"the plugin at {_public(url)} answered {status}: {text[:300]}", url, status=status)
         try:
-            data = json.loads(text)
-        except ValueError:
-            raise self._refuse(f"the plugin at {_public(url)} answered something that is not JSON", url) from None
+            data = loads(text, max_bytes=MAX_RESPONSE_BYTES, strict=False)
+        except JsonRefused as exc:
+            raise self._refuse(
+                f"the plugin at {_public(url)} answered something that is not JSON ({exc})", url
+            ) from None
         if not isinstance(data, dict):
             raise self._refuse(
                 f"the plugin at {_public(url)} answered a JSON {type(data).__name__}, not an object", url

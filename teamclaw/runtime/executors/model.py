@@ -45,12 +45,20 @@ import httpx2
 import openai
 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
-from teamclaw.runtime.executors.chat import ModelChat, ModelOptions, ModelSettings, redact, resolve_options
+from teamclaw.runtime.executors.chat import (
+    MAX_RESPONSE_BYTES,
+    ModelChat,
+    ModelOptions,
+    ModelSettings,
+    redact,
+    resolve_options,
+)
 from teamclaw.runtime.executors.function_tools import FunctionTools
 from teamclaw.runtime.executors.structured import StructuredSupport, response_format_for
 from teamclaw.runtime.knowledge import knowledge_text
 from teamclaw.runtime.progress import ANSWERED, ANSWERED_DROPPING, MODEL_ROUND, REPAIRING
 from teamclaw.runtime.schemas import compile_schema, schema_errors
+from teamclaw.strict_json import JsonRefused, loads
 
 if TYPE_CHECKING:
     from teamclaw.runtime.execution import ExecutionCall
@@ -60,6 +68,9 @@ ModelHandler = Callable[["ExecutionCall", "ModelSession"], Awaitable[dict[str, A
 
 AnswerCheck = Callable[[dict[str, Any]], list[dict[str, str]]]
 """Checks beyond the JSON Schema: ``answer -> [{"pointer", "message"}]`` (empty = fine)."""
+
+MAX_ANSWER_BYTES = MAX_RESPONSE_BYTES
+"""Largest answer ``parse_answer`` reads (bytes of JSON): what the chat reads of a response."""
 
 MAX_ANSWER_ECHO_CHARS = 8000
 """Longest invalid answer echoed back to the model in the repair request (characters)."""
@@ -74,17 +85,17 @@ def parse_answer(content: str) -> tuple[Any, str | None]:
     if fenced:
         text = fenced.group(1)
     try:
-        return json.loads(text), None
-    except json.JSONDecodeError as exc:
+        return loads(text, max_bytes=MAX_ANSWER_BYTES, strict=False), None
+    except JsonRefused as exc:
         start, end = text.find("{"), text.rfind("}")
-        if 0 <= start < end:
+        if exc.reason == "syntax" and 0 <= start < end:
             try:
-                return json.loads(text[start : end + 1]), None
+                return loads(text[start : end + 1], max_bytes=MAX_ANSWER_BYTES, strict=False), None
             except ValueError:
                 pass
         if not text:
             return None, "the answer is empty"
-        return None, f"the answer is not JSON ({exc.msg} at character {exc.pos})"
+        return None, f"the answer is not JSON ({exc})"
 
 
 class ModelSession:
