@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.db import OperationalError, transaction
+from django.db import transaction
 
 from capabilities.models import ConfigChange, ConfigState, Project
 
@@ -21,8 +21,6 @@ log = logging.getLogger(__name__)
 
 ConfigListener = Callable[[dict[str, Any]], None]
 _listeners: list[ConfigListener] = []
-REFUSAL_WRITE_ATTEMPTS = 3
-"""How often ``record_refusal`` tries its row when the database reports contention."""
 
 
 def add_listener(listener: ConfigListener) -> None:
@@ -103,8 +101,7 @@ def record_refusal(
 
     Call it after the attempt's transaction rolled back, so it records the refusal and
     nothing of the change: no version bump (old and new version are the current one), no
-    ``changes``, no ConfigChangeEvent. A write the database refuses for contention
-    (OperationalError) is tried ``REFUSAL_WRITE_ATTEMPTS`` times, then raised.
+    ``changes``, no ConfigChangeEvent.
     """
     row = {
         "config_type": config_type,
@@ -117,11 +114,6 @@ def record_refusal(
         "outcome": ConfigChange.REFUSED,
         "refusal": refusal,
     }
-    for _attempt in range(REFUSAL_WRITE_ATTEMPTS - 1):
-        try:
-            return _refused_row(row)
-        except OperationalError:  # SQLite's lock given up under a burst of writers: once more
-            continue
     return _refused_row(row)
 
 
