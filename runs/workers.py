@@ -43,6 +43,16 @@ def silence_limit_s() -> float:
     return 2 * float(settings.TEAMCLAW["WORKER_HEARTBEAT_S"]) + settings.TEAMCLAW["LEASE_S"]
 
 
+def workers_alive() -> bool:
+    """True when some process that takes calls and commands (the embedded server's runtime
+    or a ``runtime_worker``) has beaten within ``silence_limit_s``: without one, an outside
+    call or a command could only wait for nobody (answered ``no_worker`` at once instead)."""
+    cutoff = timezone.now() - timedelta(seconds=silence_limit_s())
+    return RuntimeWorker.objects.filter(
+        kind__in=("embedded", "worker"), stopped_at__isnull=True, heartbeat_at__gte=cutoff
+    ).exists()
+
+
 def held_slots() -> dict[str, dict[str, int]]:
     """The instance slots each worker holds under a lease still running (``runs.InstanceSlot``,
     PRD §4.7 instances per role across workers): ``{worker id: {role: slots}}``."""
