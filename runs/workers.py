@@ -53,6 +53,25 @@ def workers_alive() -> bool:
     ).exists()
 
 
+def retire_dead_workers() -> list[str]:
+    """Mark ``stopped`` each worker silent past ``silence_limit_s`` whose tasks have all
+    moved to another worker (none queued or running is still its own): it is gone, and the
+    workers list stops showing it as ``silent`` for ever (issue 28). Returns their ids. A
+    plain read first, so a beat that finds none takes no write lock."""
+    cutoff = timezone.now() - timedelta(seconds=silence_limit_s())
+    holding = Task.objects.filter(status__in=("queued", "running")).exclude(owner="").values("owner")
+    dead = list(
+        RuntimeWorker.objects.filter(stopped_at__isnull=True, heartbeat_at__lt=cutoff)
+        .exclude(pk__in=holding)
+        .values_list("pk", flat=True)
+    )
+    if dead:
+        RuntimeWorker.objects.filter(pk__in=dead, stopped_at__isnull=True, heartbeat_at__lt=cutoff).update(
+            stopped_at=timezone.now()
+        )
+    return dead
+
+
 def held_slots() -> dict[str, dict[str, int]]:
     """The instance slots each worker holds under a lease still running (``runs.InstanceSlot``,
     PRD §4.7 instances per role across workers): ``{worker id: {role: slots}}``."""
