@@ -21,6 +21,7 @@ from runs.dispatch import Dispatcher, publish_wake
 from runs.host import current_host, get_host
 from runs.models import RuntimeCommand
 from runs.outside_calls import CALLS, CallOutcome, not_running
+from runs.workers import workers_alive
 from teamclaw.errors import DomainError
 from teamclaw.runtime import TaskNotRunning
 
@@ -34,8 +35,18 @@ class CommandRefused(DomainError):
     that fits (409: the task or context is no longer running; 503: no worker answered), with
     the field ``errors`` and ``extra`` keys of the worker's answer."""
 
-    def __init__(self, message: str, status: int, errors: dict[str, list[str]] | None = None, **extra: Any) -> None:
-        super().__init__(message, errors=errors, status=status, extra=extra)
+    def __init__(
+        self,
+        message: str,
+        status: int,
+        errors: dict[str, list[str]] | None = None,
+        *,
+        code: str | None = None,
+        **extra: Any,
+    ) -> None:
+        if code is not None:
+            extra["errorCode"] = code  # in the API body too, for programs (``no_worker``)
+        super().__init__(message, errors=errors, status=status, code=code, extra=extra)
 
 
 async def _apply(dispatcher: Dispatcher, kind: str, task_id: str, payload: dict[str, Any]) -> Any:
@@ -48,7 +59,10 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
     holds what it changed.
 
     Raises CommandRefused: 409 when the task (or the context named) is not running or ends
-    before a worker takes the command, 503 when no worker answered within ``timeout_s`` s.
+    before a worker takes the command; 503 ``no_worker`` at once when no runtime worker is
+    alive (``runs.workers.workers_alive``), or as soon as the last one stops beating while
+    nobody took the command (checked every second); 503 when no worker answered within
+    ``timeout_s`` s.
     """
     host = current_host()
     dispatcher = host.dispatcher if host is not None else None
@@ -61,6 +75,8 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
         return result
     if task_id and not Task.objects.filter(pk=task_id, status__in=["queued", "running"]).exists():
         raise CommandRefused(f"task {task_id} is not running", 409)
+    if not workers_alive():
+        raise no_worker()
     command = RuntimeCommand.objects.create(task_id=task_id, kind=kind, payload=payload)
     publish_wake("command", task_id)
     deadline = time.monotonic() + timeout_s
@@ -68,14 +84,9 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
     while time.monotonic() < deadline:
         time.sleep(ANSWER_POLL_S)
         command.refresh_from_db(fields=["status", "result", "error", "taken_by"])
-        if task_id and not command.taken_by and time.monotonic() >= next_check:
+        if not command.taken_by and time.monotonic() >= next_check:
             next_check = time.monotonic() + 1.0
-            if not Task.objects.filter(pk=task_id, status__in=["queued", "running"]).exists() and (
-                RuntimeCommand.objects.filter(pk=command.pk, taken_by="").update(
-                    status="failed", error={"status": 409, "detail": "the task ended"}, done_at=timezone.now()
-                )
-            ):
-                raise CommandRefused(f"task {task_id} ended before its worker took the command", 409)
+            _check_still_wanted(command, task_id)
         if command.status == "done":
             return command.result
         if command.status == "failed":
@@ -101,6 +112,35 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
         )
     who = f"the worker running task {task_id}" if task_id else "the runtime worker that took the call"
     raise CommandRefused(f"{who} took the command but did not answer in time", 503)
+
+
+def no_worker() -> CommandRefused:
+    """The 503 for a call or command when no runtime worker is alive (``workers_alive``)."""
+    return CommandRefused(
+        "no runtime worker is running, so nothing can take this: start one "
+        "(python manage.py runtime_worker) or run the embedded server (make run)",
+        503,
+        code="no_worker",
+    )
+
+
+def _check_still_wanted(command: RuntimeCommand, task_id: str) -> None:
+    """While nobody took ``command``: withdraw it and raise when its task ended (409) or no
+    worker is alive any more (503 ``no_worker``), so it is never applied later."""
+    if task_id and not Task.objects.filter(pk=task_id, status__in=["queued", "running"]).exists():
+        if _withdraw(command, 409, "the task ended"):
+            raise CommandRefused(f"task {task_id} ended before its worker took the command", 409)
+    elif not workers_alive() and _withdraw(command, 503, "no worker"):
+        raise no_worker()
+
+
+def _withdraw(command: RuntimeCommand, status: int, detail: str) -> bool:
+    """Fail ``command`` if no worker took it meanwhile; True when it was withdrawn."""
+    return bool(
+        RuntimeCommand.objects.filter(pk=command.pk, taken_by="").update(
+            status="failed", error={"status": status, "detail": detail}, done_at=timezone.now()
+        )
+    )
 
 
 async def call_anywhere(kind: str, payload: dict[str, Any]) -> CallOutcome:

@@ -55,6 +55,7 @@ from runs.models import RuntimeCommand, RuntimeWorker
 from runs.outside_calls import CALLS
 from runs.pinned_config import pinned_for
 from runs.resume import journal_for
+from runs.workers import retire_dead_workers
 from teamclaw.runtime import ConfigSnapshot, InvokeResult, Runtime, TaskNotRunning
 from teamclaw.runtime.overlay import ConfigOverlay
 from teamclaw.runtime.resume import ResumeJournal
@@ -459,6 +460,7 @@ class Dispatcher:
             if self.stopping:
                 return [], None
             lost = self.renew(task_ids)
+            retire_dead_workers()
             for task_id, answered in (resumed or {}).items():
                 if task_id not in lost:
                     Task.objects.filter(pk=task_id, owner=self.id).update(resumed_steps=answered)

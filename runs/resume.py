@@ -17,6 +17,9 @@ from monitoring.recovery import FINAL_CONTEXT_STATUSES
 from teamclaw.runtime.progress import RESUMED
 from teamclaw.runtime.resume import RecordedArtifact, RecordedConfirmation, RecordedStep, ResumeJournal
 
+UNDELIVERED = "undelivered: its worker stopped before delivering it; attempt %(attempt)s took the task over"
+"""The ``reason`` of a message an earlier attempt left queued when its worker stopped."""
+
 
 def recorded_steps(task_id: str) -> list[RecordedStep]:
     """The invokes of task ``task_id`` that got a response, in the order they completed
@@ -112,7 +115,9 @@ def journal_for(task: Task) -> ResumeJournal | None:
     tool confirmations.
 
     The contexts an earlier attempt left open end ``terminated`` (with the reason in
-    ``current_step``): the resumed attempt's agents get contexts of their own. The tokens
+    ``current_step``): the resumed attempt's agents get contexts of their own; the messages
+    it left ``queued`` end ``dropped`` with the reason ``UNDELIVERED`` (nothing will deliver
+    them: the mailboxes were the dead worker's). The tokens
     those contexts were charged carry over (``tokens_spent``): the task's count and budget go
     on from them.
     """
@@ -128,6 +133,10 @@ def journal_for(task: Task) -> ResumeJournal | None:
                 status="terminated",
                 current_step=RESUMED % {"attempt": task.attempt},
                 updated_at=timezone.now(),
+            )
+            # what the earlier attempt's mailboxes still held died with its worker
+            Message.objects.filter(task_id=task.id, status="queued").update(
+                status="dropped", reason=UNDELIVERED % {"attempt": task.attempt}
             )
         steps += recorded_steps(task.id)
         artifacts += recorded_artifacts(task.id)

@@ -43,6 +43,35 @@ def silence_limit_s() -> float:
     return 2 * float(settings.TEAMCLAW["WORKER_HEARTBEAT_S"]) + settings.TEAMCLAW["LEASE_S"]
 
 
+def workers_alive() -> bool:
+    """True when some process that takes calls and commands (the embedded server's runtime
+    or a ``runtime_worker``) has beaten within ``silence_limit_s``: without one, an outside
+    call or a command could only wait for nobody (answered ``no_worker`` at once instead)."""
+    cutoff = timezone.now() - timedelta(seconds=silence_limit_s())
+    return RuntimeWorker.objects.filter(
+        kind__in=("embedded", "worker"), stopped_at__isnull=True, heartbeat_at__gte=cutoff
+    ).exists()
+
+
+def retire_dead_workers() -> list[str]:
+    """Mark ``stopped`` each worker silent past ``silence_limit_s`` whose tasks have all
+    moved to another worker (none queued or running is still its own): it is gone, and the
+    workers list stops showing it as ``silent`` for ever (issue 28). Returns their ids. A
+    plain read first, so a beat that finds none takes no write lock."""
+    cutoff = timezone.now() - timedelta(seconds=silence_limit_s())
+    holding = Task.objects.filter(status__in=("queued", "running")).exclude(owner="").values("owner")
+    dead = list(
+        RuntimeWorker.objects.filter(stopped_at__isnull=True, heartbeat_at__lt=cutoff)
+        .exclude(pk__in=holding)
+        .values_list("pk", flat=True)
+    )
+    if dead:
+        RuntimeWorker.objects.filter(pk__in=dead, stopped_at__isnull=True, heartbeat_at__lt=cutoff).update(
+            stopped_at=timezone.now()
+        )
+    return dead
+
+
 def held_slots() -> dict[str, dict[str, int]]:
     """The instance slots each worker holds under a lease still running (``runs.InstanceSlot``,
     PRD §4.7 instances per role across workers): ``{worker id: {role: slots}}``."""

@@ -132,6 +132,12 @@ def test_a_stale_matrix_form_is_audited_as_refused(page_client, builtin):
     (row,) = ConfigChange.every.filter(outcome=ConfigChange.REFUSED)
     assert (row.config_type, row.note, row.refusal["status"]) == ("permission", "mine", 409)
     assert row.refusal["code"] == "stale_version"
+    # what was tried, as config keys and read as such on the audit page (issue 30), not the
+    # form's own field names (allow, base, days)
+    assert row.changed_fields == ["invoke_matrix.pm.dba"]
+    page = page_client.get("/config/changes/?outcome=refused", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "invoke pm → dba" in page
+    assert "allow, base" not in page
 
 
 def test_a_page_that_refuses_nothing_writes_no_refusal(page_client, builtin):

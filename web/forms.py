@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -85,6 +85,14 @@ PAGE_CONFIG_TYPES = {
 ``config_type``; the tool matrix's page is ``tool_binding``, see ``page_config_type``)."""
 REFUSAL_ATTRIBUTE = "teamclaw_config_refusal"
 CONFIG_TYPE_ATTRIBUTE = "teamclaw_config_type"
+ATTEMPTED_ATTRIBUTE = "teamclaw_attempted_fields"
+
+
+def note_attempted(request: HttpRequest, keys: Iterable[str]) -> None:
+    """Name what this page request tried to change as config keys (``invoke_matrix.pm.dba``),
+    so a refusal is audited with those (read as "invoke pm → dba") rather than the form's
+    own field names (``allow``, ``base``); without it the fields at fault, else the form's."""
+    setattr(request, ATTEMPTED_ATTRIBUTE, sorted(keys))
 
 
 def note_refusal(request: HttpRequest, exc: DomainError) -> None:
@@ -135,7 +143,12 @@ class PageRefusalAuditMiddleware:
         match = request.resolver_match
         kwargs = match.kwargs if match is not None else {}
         slug = request.GET.get("project") or kwargs.get("slug") or ""
-        ignored = {"csrfmiddlewaretoken", "version", "note", "next"}
+        ignored = {"csrfmiddlewaretoken", "version", "note", "next", "base", "days", "reset"}
+        attempted = (
+            getattr(request, ATTEMPTED_ATTRIBUTE, None)
+            or list(exc.errors)
+            or [key for key in request.POST if key not in ignored]
+        )
         record_refusal(
             config_type,
             refusal={
@@ -147,7 +160,7 @@ class PageRefusalAuditMiddleware:
                 "path": request.path,
                 "form": True,
             },
-            attempted_fields=[key for key in request.POST if key not in ignored],
+            attempted_fields=attempted,
             role=str(kwargs.get("role") or ""),
             project=Project.objects.filter(slug=slug).first() if slug else None,
             note=form_note(request),

@@ -22,7 +22,7 @@ from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, sav
 from capabilities.matrix_forms import INHERIT, base_json, grid, nested, staged_cells
 from capabilities.models import AgentRole, Project, ProjectRoleOverride
 from monitoring.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
-from web.forms import form_note, form_version, note_refusal
+from web.forms import form_note, form_version, note_attempted, note_refusal
 from web.scope import project_scope, scoped_url
 
 KINDS = {"invoke": INVOKE, "tools": TOOL}
@@ -115,6 +115,7 @@ def matrix_editor(request: HttpRequest, which: str) -> HttpResponse:
         note_refusal(request, exc)
         return _editor(request, kind, project, errors=exc.errors, note=note, status=400)
     desired = {cell: desired[cell] for cell in staged}  # only what the operator changed survives a refusal
+    note_attempted(request, (f"{kind.name}.{row}.{col}" for row, col in staged))
     if not staged:
         messages.info(request, _("Nothing to save: no cell was changed."))
         return redirect(scoped_url("matrix-editor", project, which=which))
