@@ -170,7 +170,9 @@ def _texts(path: Path, rule: str, row: dict[str, Any], key: str, languages: tupl
     return {lang: value[lang] for lang in languages}
 
 
-def _examples(path: Path, rule: str, row: dict[str, Any], languages: tuple[str, ...]) -> dict[str, dict[str, list[str]]]:
+def _examples(
+    path: Path, rule: str, row: dict[str, Any], languages: tuple[str, ...]
+) -> dict[str, dict[str, list[str]]]:
     value = row.get("examples")
     if not isinstance(value, dict):
         raise RuleFileError(path, rule, "examples must give positive and negative examples per language")
