@@ -17,6 +17,7 @@ and a suggestion in the document's language, and the change it proposes. Detecto
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,8 +36,9 @@ _DURATION = re.compile(
     r"(?:minutes?|hours?|days?|weeks?|months?|years?|分钟|小时|个工作日|工作日|天|日|周|个月|月|年)",
     re.IGNORECASE,
 )
-NOT_REVIEWED_SECTIONS = ("background", "introduction", "overview", "背景", "概述", "简介")
-"""Sections that describe, not require (seed 002 §6.2 reviews the requirements)."""
+NOT_REVIEWED_SECTIONS = ("background", "introduction", "overview", "goal", "背景", "概述", "简介", "目标")
+"""Sections that describe or set business goals, not requirements (seed 002 §6.2 reviews the
+requirements; the product manager's own checks read the goals)."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,18 @@ def _finding(rule: Rule, line: Line, span: tuple[int, int], values: dict[str, st
     )  # fmt: skip
 
 
+def covered(rule: Rule, lines: list[Line]) -> bool:
+    """True when one line of the document matches every ``covered_by`` pattern of ``rule``
+    (a document-wide statement, such as a privacy policy, that settles the rule's point)."""
+    if not lines:
+        return False
+    patterns = rule.covered_by.patterns.get(lines[0].language, ())
+    return bool(patterns) and any(all(p.search(line.text) for p in patterns) for line in lines)
+
+
 def _line_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+    if covered(rule, context["all_lines"]):
+        return []
     out = []
     for line in lines:
         span = hit(rule.trigger, line)
@@ -264,10 +277,15 @@ def _pair_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[Q
 
 
 def _personal_data_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+    """``line`` findings named by fields, sensitive categories and law; a document-wide
+    privacy statement (``covered_by``) settles ordinary data, never sensitive data."""
+    policy = covered(rule, context["all_lines"])
     out = []
-    for finding in _line_rule(rule, lines, context):
+    for finding in _line_rule(dataclasses.replace(rule, covered_by=Matcher()), lines, context):
         line = next(x for x in lines if x.number == finding.line)
         fields, sensitive = personal_data_in(line, context["extras"])
+        if policy and not sensitive:
+            continue
         law = context["law"]
         values = {"fields": "、".join(fields) if line.language == "zh" else ", ".join(fields),
                   "sensitive": ("、" if line.language == "zh" else ", ").join(sensitive) or "-",

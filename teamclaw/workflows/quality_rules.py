@@ -14,6 +14,7 @@ category of ``docs/review-rules.md``)::
           pos: {zh: [a, ad, d]}              # a matched Chinese word must carry one of these tags
         requires: {patterns: {...}}          # all of these kinds must also match the line
         exempt: {words: {...}, patterns: {...}}   # any of these on the line: no finding
+        covered_by: {patterns: {...}}        # all of these on one line of the document: no finding
         detector: line                       # or a document-level detector (see quality_engine)
         message: {en: "'{match}' ...", zh: "“{match}”……"}
         suggestion: {en: ..., zh: ...}
@@ -66,7 +67,7 @@ ACTIONS = ("open_point", "replace", "append_section")
 DETECTORS = ("line", "defined_elsewhere", "pair", "personal_data")
 _RULE_KEYS = {
     "id", "severity", "languages", "trigger", "requires", "exempt", "detector", "counterpart",
-    "same", "message", "suggestion", "change", "examples", "definition",
+    "same", "message", "suggestion", "change", "examples", "definition", "covered_by",
 }  # fmt: skip
 _MATCH_KEYS = {"words", "patterns", "pos"}
 
@@ -106,6 +107,7 @@ class Rule:
     counterpart: Matcher
     same: str
     definition: Matcher
+    covered_by: Matcher
     message: dict[str, str]
     suggestion: dict[str, str]
     change: dict[str, Any]
@@ -224,6 +226,7 @@ def _rule(path: Path, category: str, row: Any) -> Rule:
         counterpart=_matcher(path, rid, row.get("counterpart"), "counterpart"),
         same=str(row.get("same", "")),
         definition=_matcher(path, rid, row.get("definition"), "definition"),
+        covered_by=_matcher(path, rid, row.get("covered_by"), "covered_by"),
         message=_texts(path, rid, row, "message", languages),
         suggestion=_texts(path, rid, row, "suggestion", languages),
         change=_change(path, rid, row, languages),
