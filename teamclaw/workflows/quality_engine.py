@@ -286,10 +286,11 @@ def _personal_data_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) 
         fields, sensitive = personal_data_in(line, context["extras"])
         if policy and not sensitive:
             continue
-        law = context["law"]
-        values = {"fields": "、".join(fields) if line.language == "zh" else ", ".join(fields),
-                  "sensitive": ("、" if line.language == "zh" else ", ").join(sensitive) or "-",
-                  "law": law.get(line.language, "")}  # fmt: skip
+        labels = context["extras"].get("sensitive_labels", {})
+        shown = [labels.get(c, {}).get(line.language, c) for c in sensitive]
+        join = "、" if line.language == "zh" else ", "
+        values = {"fields": join.join(fields), "sensitive": join.join(shown) or "-",
+                  "law": context["law"].get(line.language, "")}  # fmt: skip
         finding.message = _format(rule.message[line.language], {**values, "quote": finding.quote})
         finding.suggestion = _format(rule.suggestion[line.language], {**values, "quote": finding.quote})
         finding.data = {"fields": fields, "sensitive": sensitive, "jurisdiction": context["jurisdiction"]}
@@ -337,6 +338,11 @@ def default_rules() -> RuleSet:
 def _reviewed(statement: Statement) -> bool:
     section = statement.section.lower()
     return not any(k in section for k in NOT_REVIEWED_SECTIONS)
+
+
+def checked_lines(document: RequirementDocument) -> set[int]:
+    """The numbers of the lines the engine reviews (requirement statements, not background or goals)."""
+    return {s.number for s in reviewable(document).statements if _reviewed(s)}
 
 
 def check_document(
