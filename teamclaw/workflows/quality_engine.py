@@ -277,9 +277,11 @@ def _pair_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[Q
 
 
 def _personal_data_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
-    """``line`` findings named by fields, sensitive categories and law; a document-wide
+    """``line`` findings named by fields, sensitive categories and law, on every reviewable
+    line (data handled is a fact wherever it is told, background included); a document-wide
     privacy statement (``covered_by``) settles ordinary data, never sensitive data."""
     policy = covered(rule, context["all_lines"])
+    lines = context["reviewable_lines"]
     out = []
     for finding in _line_rule(dataclasses.replace(rule, covered_by=Matcher()), lines, context):
         line = next(x for x in lines if x.number == finding.line)
@@ -335,14 +337,20 @@ def default_rules() -> RuleSet:
     return load_rules()
 
 
-def _reviewed(statement: Statement) -> bool:
-    section = statement.section.lower()
-    return not any(k in section for k in NOT_REVIEWED_SECTIONS)
+def _reviewed_section(section: str) -> bool:
+    return not any(k in section.lower() for k in NOT_REVIEWED_SECTIONS)
 
 
 def checked_lines(document: RequirementDocument) -> set[int]:
-    """The numbers of the lines the engine reviews (requirement statements, not background or goals)."""
-    return {s.number for s in reviewable(document).statements if _reviewed(s)}
+    """The numbers of the lines the engine has judged: the requirement statements it reviews
+    and the background it finds nothing to review in (goals are left to the product manager's
+    own checks, seed 002 §6.2)."""
+    goal_sections = ("goal", "目标")
+    return {
+        s.number
+        for s in reviewable(document).statements
+        if not any(k in s.section.lower() for k in goal_sections)
+    }
 
 
 def check_document(
@@ -353,12 +361,13 @@ def check_document(
     rules = rules or default_rules()
     language = document.language
     everything = [prepare(s, language) for s in document.statements]
-    lines = [prepare(s, language) for s in reviewable(document).statements if _reviewed(s)]
+    reviewable_lines = [prepare(s, language) for s in reviewable(document).statements]
+    lines = [line for line in reviewable_lines if _reviewed_section(line.section)]
     if not lines:
         return []
     extras = rules.extras.get("personal_data", {})
     code, law = jurisdiction(everything, extras)
-    context = {"all_lines": everything, "extras": extras, "law": law, "jurisdiction": code,
+    context = {"all_lines": everything, "reviewable_lines": reviewable_lines, "extras": extras, "law": law, "jurisdiction": code,
                "stopwords": rules.extras.get("contradiction", {}).get("stopwords", {}).get(language, ())}  # fmt: skip
     findings: list[QualityFinding] = []
     for rule in rules.rules:

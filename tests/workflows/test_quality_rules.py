@@ -102,3 +102,54 @@ def test_no_function_of_the_engine_is_above_complexity_10():
         check=False,
     )
     assert result.returncode == 0, result.stdout
+
+
+CLINIC_ZH = """# 社区诊所网上预约
+
+## 背景
+居民目前通过电话预约，高峰期占线。
+
+## 功能需求
+- 居民可以通过电话预约，也可以在微信中预约。
+- 系统要快。
+- 每个时段每位医生最多接诊 6 人。
+- 患者爽约的，系统将限制其预约。
+- 支持手机访问。
+- 居民注册时填写手机号。
+"""
+
+
+def _issues(text: str, perspective: str) -> list[dict]:
+    from teamclaw.workflows.document import parse_document
+    from teamclaw.workflows.review_rules import review
+
+    return review(parse_document(text), perspective)
+
+
+def test_each_expert_reports_the_engine_findings_of_its_categories_on_the_users_lines():
+    found = {
+        p: {(i["category"], i["location"]["line"]) for i in _issues(CLINIC_ZH, p)} for p in ("dev", "pm", "domain")
+    }
+    assert ("vague_term", 8) in found["pm"]
+    assert ("untestable", 11) in found["pm"]
+    assert ("limit_without_overflow", 9) in found["dev"]
+    assert ("domain_rule_gap", 9) in found["domain"]  # add-ons beyond the per-slot cap
+    assert ("domain_rule_gap", 10) in found["domain"]  # who records a no-show
+
+
+def test_booking_by_phone_is_no_personal_data_for_the_domain_expert():
+    """电话预约 (booking by phone) is not 电话号码: the finding is on the line with the 手机号."""
+    privacy = [i for i in _issues(CLINIC_ZH, "domain") if i["category"] in ("personal_data", "privacy")]
+    assert {i["location"]["line"] for i in privacy} == {12}
+    assert "PIPL" in privacy[0]["problem"]
+
+
+def test_the_quality_check_lists_vague_and_absolute_wording_left_in_the_final_document():
+    from teamclaw.workflows.consolidation import quality_check
+
+    final = "# 预约\n\n## 功能需求\n- 数据要安全，任何时候都不能泄露。\n"
+    report = quality_check(final, final)
+    clarity = next(c for c in report["checks"] if c["name"] == "clarity")
+    assert not clarity["passed"]
+    assert any("第 4 行" in f and "安全" in f for f in clarity["findings"])
+    assert not report["passed"]
