@@ -346,11 +346,7 @@ def checked_lines(document: RequirementDocument) -> set[int]:
     and the background it finds nothing to review in (goals are left to the product manager's
     own checks, seed 002 §6.2)."""
     goal_sections = ("goal", "目标")
-    return {
-        s.number
-        for s in reviewable(document).statements
-        if not any(k in s.section.lower() for k in goal_sections)
-    }
+    return {s.number for s in reviewable(document).statements if not any(k in s.section.lower() for k in goal_sections)}
 
 
 def check_document(
@@ -367,8 +363,14 @@ def check_document(
         return []
     extras = rules.extras.get("personal_data", {})
     code, law = jurisdiction(everything, extras)
-    context = {"all_lines": everything, "reviewable_lines": reviewable_lines, "extras": extras, "law": law, "jurisdiction": code,
-               "stopwords": rules.extras.get("contradiction", {}).get("stopwords", {}).get(language, ())}  # fmt: skip
+    context = {
+        "all_lines": everything,
+        "reviewable_lines": reviewable_lines,
+        "extras": extras,
+        "law": law,
+        "jurisdiction": code,
+        "stopwords": rules.extras.get("contradiction", {}).get("stopwords", {}).get(language, ()),
+    }
     findings: list[QualityFinding] = []
     for rule in rules.rules:
         if language in rule.languages and (not categories or rule.category in categories):

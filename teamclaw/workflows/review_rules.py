@@ -997,9 +997,7 @@ decides. The engine is the judge: such a finding stays (with its richer change, 
 taxonomy category) only where the engine finds the same category on the same line."""
 
 
-def reconcile(
-    legacy: dict[str, list[Finding]], found: list[Finding], checked: set[int]
-) -> dict[str, list[Finding]]:
+def reconcile(legacy: dict[str, list[Finding]], found: list[Finding], checked: set[int]) -> dict[str, list[Finding]]:
     """Per perspective: its branching findings that the engine confirms or does not judge
     (a line finding of a ``LEGACY_CATEGORY`` rule on a line the engine ``checked`` and found
     nothing of that category on is dropped), then the engine findings of its categories
