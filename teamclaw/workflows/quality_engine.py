@@ -250,6 +250,8 @@ def _paired(rule: Rule, a: Line, span: tuple[int, int], b: Line, stop: frozenset
         return False
     if rule.same == "duration" and not (_durations(a) & _durations(b)):
         return False
+    if rule.same == "section":  # both statements sit under the same heading
+        return a.section == b.section
     if rule.same == "action":  # what A allows only after a condition is what B promises by a deadline
         words = content_words(a, span, stop, after=a.language == "zh")
         return bool(words & content_words(b, hit(rule.counterpart, b), stop))
