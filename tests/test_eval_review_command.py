@@ -80,3 +80,17 @@ def test_eval_review_refuses_a_bad_labels_file_naming_it(tmp_path, labels, reaso
 def test_eval_review_refuses_a_missing_folder(tmp_path):
     with pytest.raises(CommandError, match="not a folder"):
         call_command("eval_review", str(tmp_path / "none"))
+
+
+def test_a_bad_rule_file_is_refused_at_start_up_by_a_system_check(tmp_path, monkeypatch):
+    from django.core.management import call_command as run
+
+    from teamclaw.workflows import quality_rules
+
+    source = (quality_rules.RULES_DIR / "absolute.yaml").read_text(encoding="utf-8")
+    (tmp_path / "absolute.yaml").write_text(
+        source.replace("category: absolute", "category: absolutes"), encoding="utf-8"
+    )
+    monkeypatch.setattr(quality_rules, "RULES_DIR", tmp_path)
+    with pytest.raises(Exception, match=r"runs\.E001.*absolute\.yaml.*unknown category"):
+        run("check")
