@@ -105,12 +105,21 @@ def _english_words(words: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile(rf"(?<![A-Za-z])(?:{alternatives})(?![A-Za-z])", re.IGNORECASE)
 
 
-def _chinese_word_hit(words: tuple[str, ...], tags: frozenset[str], line: Line) -> tuple[int, int] | None:
+def _whole(line: Line, start: int, end: int, suffix: bool) -> bool:
+    """True when ``start:end`` is whole words of ``line``, or (``suffix``) ends a longer word."""
+    if end not in line.edges:
+        return False
+    return start in line.edges or (suffix and any(w.start < start and w.end == end for w in line.words))
+
+
+def _chinese_word_hit(
+    words: tuple[str, ...], tags: frozenset[str], line: Line, suffix: bool = False
+) -> tuple[int, int] | None:
     for word in words:
         start = line.text.find(word)
         while start >= 0:
             end = start + len(word)
-            if start in line.edges and end in line.edges and _tag_ok(line, start, end, tags):
+            if _whole(line, start, end, suffix) and _tag_ok(line, start, end, tags):
                 return start, end
             start = line.text.find(word, start + 1)
     return None
@@ -128,7 +137,8 @@ def hit(matcher: Matcher, line: Line) -> tuple[int, int] | None:
     language = line.language
     words = matcher.words.get(language, ())
     if language == "zh":
-        span = _chinese_word_hit(words, matcher.pos.get(language, frozenset()), line) if words else None
+        tags, suffix = matcher.pos.get(language, frozenset()), language in matcher.suffix
+        span = _chinese_word_hit(words, tags, line, suffix) if words else None
     else:
         pattern = _english_words(words)
         found = pattern.search(line.text) if pattern else None
@@ -200,11 +210,14 @@ def _line_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[Q
 
 
 def _defined(rule: Rule, term: str, lines: list[Line], here: int) -> bool:
-    """True when a ``definition`` pattern (``{term}`` replaced by ``term``) matches a line
-    of the document (``same: line``: the line ``here`` only)."""
+    """True when a ``definition`` pattern (``{term}`` replaced by ``term``, ``{stem}`` by the
+    term without an English -s/-es/-ing/-ed/-e ending) matches a line of the document
+    (``same: line``: the line ``here`` only)."""
     searched = [line for line in lines if line.number == here] if rule.same == "line" else lines
+    stem = re.sub(r"(?:ing|es|s|ed|e)$", "", term) if term.isascii() else term
     for pattern in rule.definition.patterns.get(lines[0].language, ()):
-        concrete = re.compile(pattern.pattern.replace("{term}", re.escape(term)), re.IGNORECASE)
+        text = pattern.pattern.replace("{term}", re.escape(term)).replace("{stem}", re.escape(stem))
+        concrete = re.compile(text, re.IGNORECASE)
         if any(concrete.search(line.raw) for line in searched):
             return True
     return False

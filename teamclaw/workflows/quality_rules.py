@@ -12,6 +12,7 @@ category of ``docs/review-rules.md``)::
           words: {en: [fast], zh: [快速]}     # whole words (Chinese: jieba words)
           patterns: {en: ['\\bin a timely manner\\b'], zh: ['尽快']}
           pos: {zh: [a, ad, d]}              # a matched Chinese word must carry one of these tags
+          suffix: [zh]                       # a word may also end a longer word (数据安全)
         requires: {patterns: {...}}          # all of these kinds must also match the line
         exempt: {words: {...}, patterns: {...}}   # any of these on the line: no finding
         covered_by: {patterns: {...}}        # all of these on one line of the document: no finding
@@ -69,7 +70,7 @@ _RULE_KEYS = {
     "id", "severity", "languages", "trigger", "requires", "exempt", "detector", "counterpart",
     "same", "message", "suggestion", "change", "examples", "definition", "covered_by",
 }  # fmt: skip
-_MATCH_KEYS = {"words", "patterns", "pos"}
+_MATCH_KEYS = {"words", "patterns", "pos", "suffix"}
 
 
 class RuleFileError(ValueError):
@@ -87,6 +88,9 @@ class Matcher:
     words: dict[str, tuple[str, ...]] = field(default_factory=dict)
     patterns: dict[str, tuple[re.Pattern[str], ...]] = field(default_factory=dict)
     pos: dict[str, frozenset[str]] = field(default_factory=dict)
+    suffix: frozenset[str] = frozenset()
+    """Languages in which a listed word also matches as the end of a longer segmented word
+    (数据安全 ends with 安全)."""
 
     def empty(self, language: str) -> bool:
         return not self.words.get(language) and not self.patterns.get(language)
@@ -154,8 +158,12 @@ def _matcher(path: Path, rule: str, value: Any, what: str) -> Matcher:
     words = _per_language(path, rule, value.get("words"), f"{what}.words")
     patterns = _per_language(path, rule, value.get("patterns"), f"{what}.patterns")
     pos = _per_language(path, rule, value.get("pos"), f"{what}.pos")
+    suffix = value.get("suffix") or []
+    if not isinstance(suffix, list) or not set(suffix) <= set(LANGUAGES):
+        raise RuleFileError(path, rule, f"{what}.suffix must list languages ({', '.join(LANGUAGES)})")
     chinese_words.add_words(str(w) for w in words.get("zh", []))
     return Matcher(
+        suffix=frozenset(suffix),
         words={lang: tuple(str(w).lower() for w in items) for lang, items in words.items()},
         patterns={lang: tuple(_compile(path, rule, p, lang) for p in items) for lang, items in patterns.items()},
         pos={lang: frozenset(str(t) for t in items) for lang, items in pos.items()},
