@@ -294,9 +294,11 @@ def _pair_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[Q
 def _personal_data_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
     """``line`` findings named by fields, sensitive categories and law, on every reviewable
     line (data handled is a fact wherever it is told, background included); a document-wide
-    privacy statement (``covered_by``) settles ordinary data, never sensitive data."""
+    privacy statement (``covered_by``) settles ordinary data, never sensitive data. One
+    finding a line, whichever personal-data row finds it first (it names every field)."""
     policy = covered(rule, context["all_lines"])
-    lines = context["reviewable_lines"]
+    reported: set[int] = context.setdefault("personal_data_lines", set())
+    lines = [line for line in context["reviewable_lines"] if line.number not in reported]
     out = []
     for finding in _line_rule(dataclasses.replace(rule, covered_by=Matcher()), lines, context):
         line = next(x for x in lines if x.number == finding.line)
@@ -311,6 +313,7 @@ def _personal_data_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) 
         finding.message = _format(rule.message[line.language], {**values, "quote": finding.quote})
         finding.suggestion = _format(rule.suggestion[line.language], {**values, "quote": finding.quote})
         finding.data = {"fields": fields, "sensitive": sensitive, "jurisdiction": context["jurisdiction"]}
+        reported.add(line.number)
         out.append(finding)
     return out
 
