@@ -64,7 +64,12 @@ test: install
 	elif [ -n "$$CI" ]; then echo "== no PostgreSQL at $(PG_TEST_URL), and CI is set: failing"; exit 1; \
 	else echo "== no PostgreSQL at $(PG_TEST_URL): skipping the PostgreSQL run"; fi
 
+# The review's labelled corpus (issue 27): override with REVIEW_CORPUS=DIR; skipped when absent.
+REVIEW_CORPUS ?= ../shared/requirements/dev
+
 bench: install
+	@if [ -d "$(REVIEW_CORPUS)" ]; then $(BIN)/python manage.py eval_review "$(REVIEW_CORPUS)"; \
+	else echo "== no review corpus at $(REVIEW_CORPUS): skipping eval_review"; fi
 	$(BIN)/python bench/runtime_bench.py
 	$(BIN)/python bench/governance_bench.py
 	$(BIN)/python bench/message_log_bench.py

@@ -6,3 +6,6 @@ class RunsConfig(AppConfig):
 
     name = "runs"
     verbose_name = "Runs"
+
+    def ready(self) -> None:
+        from runs import checks  # noqa: F401 (registers the review rule-file check)

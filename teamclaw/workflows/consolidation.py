@@ -26,7 +26,8 @@ import json
 import re
 from typing import Any
 
-from teamclaw.workflows.document import document_language, parse_document
+from teamclaw.workflows.document import RequirementDocument, Statement, document_language, parse_document
+from teamclaw.workflows.quality_engine import check_document
 from teamclaw.workflows.review_rules import UNDECIDED, acceptance_criterion, review_domain, testable
 from teamclaw.workflows.review_text import (
     PROPOSED,
@@ -45,8 +46,12 @@ ADDED_SECTIONS = ("Acceptance criteria", "Error handling", "AI behaviour", "Priv
 """The sections a finding may add (canonical keys; written in the document's language)."""
 ALL_SECTION_TITLES = {title for titles in SECTION_TITLES.values() for title in titles.values()}
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-COMPLIANCE = {"privacy", "compliance", "terminology", "time"}
-TECHNICAL = {"performance", "reliability", "integration", "units", "scalability", "evaluation", "data"}
+COMPLIANCE = {"privacy", "compliance", "terminology", "time"} | {
+    "personal_data", "notification_consent", "time_boundary", "undefined_term", "domain_rule_gap",
+}  # fmt: skip
+TECHNICAL = {"performance", "reliability", "integration", "units", "scalability", "evaluation", "data"} | {
+    "missing_unit", "limit_without_overflow", "missing_error_handling", "integration_failure", "ai_without_evaluation",
+}  # fmt: skip
 
 
 def _key(issue: dict[str, Any]) -> tuple[Any, ...]:
@@ -429,6 +434,24 @@ def _open_section(doc_titles: list[str]) -> set[str]:
     return {t for t in doc_titles if t in (SECTION_TITLES["Open points"]["en"], SECTION_TITLES["Open points"]["zh"])}
 
 
+CLARITY_CATEGORIES = ("vague_term", "absolute", "escape_clause", "untestable", "contradiction")
+"""The engine's categories the quality check reports on the final document (seed 002 §6.7:
+objective, declarative, no contradictions; docs/review-rules.md)."""
+
+
+def _clarity_check(document: RequirementDocument, statements: list[Statement], language: str) -> dict[str, Any]:
+    """The ``clarity`` check: each engine finding of ``CLARITY_CATEGORIES`` on a requirement
+    line of the final ``document`` that carries no proposal awaiting confirmation (those are
+    listed as unresolved already), as "line N: “quote”: message" in ``language``."""
+    lines = {s.number for s in statements if not PROPOSED.search(s.text)}
+    findings = [
+        say(language, f"line {f.line}: '{f.quote}': {f.message}", f"第 {f.line} 行：“{f.quote}”：{f.message}")
+        for f in check_document(document, categories=CLARITY_CATEGORIES)
+        if f.line in lines
+    ]
+    return {"name": "clarity", "passed": not findings, "findings": findings}
+
+
 def quality_check(final: str, original: str) -> dict[str, Any]:
     """The §6.7 review_report checks on ``final``: structure, objectivity, consistency,
     closure (testable acceptance criteria), completeness and ``unresolved`` (open points and
@@ -474,6 +497,7 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
         if markers.search(PROPOSED.sub("", s.text)) or PROPOSED.sub("", s.text).rstrip().endswith(("?", "？"))
     ]
     checks.append({"name": "objectivity", "passed": not findings, "findings": findings})
+    checks.append(_clarity_check(final_doc, statements, language))
 
     targets: dict[str, set[str]] = {}
     for statement in statements:

@@ -28,7 +28,7 @@ def _categories(review: dict[str, Any]) -> set[str]:
     return {issue["category"] for issue in review.get("issues", [])}
 
 
-AI_FIELD = {"ai", "data", "evaluation", "reliability"}
+AI_FIELD = {"ai", "data", "evaluation", "reliability", "ai_without_evaluation"}
 """What the AI expert's field covers, for an AI feature the document has."""
 
 
@@ -113,7 +113,8 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
                 )
             elif (
                 me == "pm"
-                and issue["category"] in ("performance", "units", "evaluation")
+                and issue["category"]
+                in ("performance", "units", "evaluation", "vague_term", "missing_unit", "ai_without_evaluation")
                 and ("acceptance" in my_categories)
             ):
                 stance = "supplement"
@@ -127,7 +128,7 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
                     "A target that is not in the acceptance criteria is not verified.",
                     "不在验收标准中的目标不会被验证。",
                 )
-            elif me == "dev" and issue["category"] in ("privacy", "compliance"):
+            elif me == "dev" and issue["category"] in ("privacy", "compliance", "personal_data"):
                 stance = "supplement"
                 comment = say(
                     lang,

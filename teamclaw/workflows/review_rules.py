@@ -27,11 +27,13 @@ adopted, seed 002 merge rule 3) or ``open_point`` (needs the requirement owner).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
 from teamclaw.workflows.document import RequirementDocument, Statement
 from teamclaw.workflows.domain_review import review_domain
+from teamclaw.workflows.quality_engine import check_document, checked_lines
 from teamclaw.workflows.review_findings import Finding, clip, q, quote
 from teamclaw.workflows.review_text import PROPOSED, proposed, say
 from teamclaw.workflows.review_vocabulary import (
@@ -966,10 +968,65 @@ def review_ai(document: RequirementDocument) -> list[Finding]:
 
 REVIEWERS = {"dev": review_dev, "pm": review_pm, "ai": review_ai, "domain": review_domain}
 
+ENGINE_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "dev": ("missing_unit", "limit_without_overflow", "missing_error_handling", "integration_failure", "absolute"),
+    "pm": ("vague_term", "untestable", "compound", "escape_clause", "passive_no_actor", "role_permission_gap",
+           "contradiction"),
+    "ai": ("ai_without_evaluation",),
+    "domain": ("personal_data", "notification_consent", "time_boundary", "undefined_term", "domain_rule_gap"),
+}  # fmt: skip
+"""The requirement-quality engine's categories (docs/review-rules.md) each expert reports
+(seed 002 §6.2 review focus): every category has exactly one owner."""
+for _perspective, _categories in ENGINE_CATEGORIES.items():
+    PERSPECTIVES[_perspective]["affinity"] |= set(_categories)
+
+LEGACY_CATEGORY = {
+    "no_measurable_target": "vague_term", "unmeasurable_quality": "vague_term", "number_without_unit": "missing_unit",
+    "limit_without_behaviour": "limit_without_overflow", "open_ended_list": "escape_clause",
+    "undecided_requirement": "escape_clause", "integration_failure_undefined": "integration_failure",
+    "notification_failure_undefined": "notification_consent", "notification_without_consent": "notification_consent",
+    "undefined_metric": "undefined_term", "undefined_term": "undefined_term",
+    "ai_without_evaluation": "ai_without_evaluation",
+    "ai_without_fallback": "ai_without_evaluation", "personal_data_without_privacy": "personal_data",
+    "retention_undefined": "personal_data", "jurisdiction_unknown": "personal_data",
+    "time_window_without_boundary": "time_boundary",
+    "time_without_zone": "time_boundary",
+}  # fmt: skip
+"""The taxonomy category of each line rule of the branching reviewers that the engine also
+decides. The engine is the judge: such a finding stays (with its richer change, under the
+taxonomy category) only where the engine finds the same category on the same line."""
+
+
+def reconcile(legacy: dict[str, list[Finding]], found: list[Finding], checked: set[int]) -> dict[str, list[Finding]]:
+    """Per perspective: its branching findings that the engine confirms or does not judge
+    (a line finding of a ``LEGACY_CATEGORY`` rule on a line the engine ``checked`` and found
+    nothing of that category on is dropped), then the engine findings of its categories
+    (``ENGINE_CATEGORIES``) that no kept branching finding makes."""
+    confirmed = {(f.line, f.category) for f in found}
+    kept: dict[str, list[Finding]] = {}
+    for perspective, findings in legacy.items():
+        kept[perspective] = []
+        for finding in findings:
+            category = LEGACY_CATEGORY.get(finding.rule) if finding.line in checked else None
+            if category is None:
+                kept[perspective].append(finding)
+            elif (finding.line, category) in confirmed:
+                kept[perspective].append(dataclasses.replace(finding, category=category))
+    made = {(f.line, f.category) for findings in kept.values() for f in findings}
+    for perspective, categories in ENGINE_CATEGORIES.items():
+        extra = [f for f in found if f.category in categories and (f.line, f.category) not in made]
+        kept.setdefault(perspective, []).extend(extra)
+    return kept
+
 
 def review(document: RequirementDocument, perspective: str) -> list[dict[str, Any]]:
     """The findings of ``perspective`` as ``review_*.json`` issue dicts (ids ``<perspective>-N``;
-    seed 002 §6.2), written in the document's language (``document.language``)."""
-    reviewer = REVIEWERS.get(perspective)
-    findings = reviewer(document) if reviewer else []
+    seed 002 §6.2), written in the document's language (``document.language``): the
+    branching reviewer's findings the requirement-quality engine confirms or does not cover,
+    then the engine's own (docs/review-rules.md, ``reconcile``)."""
+    legacy = {p: reviewer(document) for p, reviewer in REVIEWERS.items()}
+    if perspective not in legacy:
+        return []
+    found = [f.as_finding() for f in check_document(document)]
+    findings = reconcile(legacy, found, checked_lines(document))[perspective]
     return [finding.as_dict(index, perspective) for index, finding in enumerate(findings)]

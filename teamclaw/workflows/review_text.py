@@ -52,6 +52,25 @@ WORDS: dict[str, dict[str, str]] = {
     "privacy": {"zh": "隐私"},
     "terminology": {"zh": "术语"},
     "time": {"zh": "时间"},
+    # the requirement-quality engine's categories (docs/review-rules.md)
+    "vague_term": {"zh": "模糊用语"},
+    "missing_unit": {"zh": "缺少单位"},
+    "undefined_term": {"zh": "术语未定义"},
+    "escape_clause": {"zh": "逃避条款"},
+    "absolute": {"zh": "绝对化表述"},
+    "compound": {"zh": "复合需求"},
+    "passive_no_actor": {"zh": "缺少执行者"},
+    "untestable": {"zh": "不可测试"},
+    "missing_error_handling": {"zh": "缺少异常处理"},
+    "limit_without_overflow": {"zh": "上限未定处理"},
+    "time_boundary": {"zh": "时间边界"},
+    "role_permission_gap": {"zh": "权限缺口"},
+    "personal_data": {"zh": "个人信息"},
+    "notification_consent": {"zh": "通知同意"},
+    "contradiction": {"zh": "前后矛盾"},
+    "integration_failure": {"zh": "外部依赖失败"},
+    "ai_without_evaluation": {"zh": "AI 未评估"},
+    "domain_rule_gap": {"zh": "领域规则缺口"},
 }
 """Field values (consensus levels, severities, categories) as a reader sees them, per
 language; the values themselves stay English in the JSON."""

@@ -1,0 +1,401 @@
+"""The requirement-quality engine: runs the rule rows of ``quality_rules`` over a document
+(issue 27; seed 002 §6.2 independent review, §6.7 quality check).
+
+Each finding carries one ``category`` of docs/review-rules.md, the ``rule`` id of its row,
+the ``line`` (1-based) and the exact ``quote`` (a clause of that line, verbatim), a message
+and a suggestion in the document's language, and the change it proposes. Detectors:
+
+- ``line``: the rule's trigger hits a statement, all of its ``requires`` hit, no ``exempt`` hits.
+- ``defined_elsewhere``: as ``line``, unless another line defines the matched term
+  (a ``definition`` pattern with ``{term}`` in it).
+- ``pair``: two lines contradict each other: one hits ``trigger``, the other ``counterpart``,
+  and they share a content word (``same: duration``: and the same duration phrase).
+  Both lines get a finding with the same ``pair`` id.
+- ``personal_data``: as ``line``, and the message names the data fields found, their
+  sensitive categories and the law of the jurisdiction the text implies (never a guessed one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from teamclaw.workflows import chinese_words
+from teamclaw.workflows.document import RequirementDocument, Statement, parse_document, reviewable
+from teamclaw.workflows.quality_rules import Matcher, Rule, RuleSet, load_rules
+from teamclaw.workflows.review_findings import Finding
+
+_NUMBERING = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+")
+_EN_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'’-]*")
+_CLAUSE_END = {"en": re.compile(r"[;；]|\.(?:\s|$)"), "zh": re.compile(r"[，,；;。！？!?]")}
+_DURATION = re.compile(
+    r"\d+(?:[.,]\d+)?\s*(?:(?:working|calendar|business)\s+)?"
+    r"(?:minutes?|hours?|days?|weeks?|months?|years?|分钟|小时|个工作日|工作日|天|日|周|个月|月|年)",
+    re.IGNORECASE,
+)
+NOT_REVIEWED_SECTIONS = ("background", "introduction", "overview", "goal", "背景", "概述", "简介", "目标")
+"""Sections that describe or set business goals, not requirements (seed 002 §6.2 reviews the
+requirements; the product manager's own checks read the goals)."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One statement prepared for matching: ``text`` without its requirement number
+    (``offset`` characters were cut), its ``words`` (jieba words for Chinese, tokens for
+    English) and their ``edges`` (word start and end offsets)."""
+
+    number: int
+    section: str
+    language: str
+    raw: str
+    text: str
+    offset: int
+    words: tuple[chinese_words.Word, ...]
+    edges: frozenset[int]
+
+
+@dataclass
+class QualityFinding:
+    """One engine finding (see the module docstring)."""
+
+    rule: str
+    category: str
+    severity: str
+    line: int
+    section: str
+    quote: str
+    message: str
+    suggestion: str
+    change: dict[str, Any] = field(default_factory=dict)
+    pair: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def as_finding(self) -> Finding:
+        """The finding as a ``review_findings.Finding`` (``review_*.json`` issue)."""
+        change = dict(self.change)
+        if self.pair:
+            change["pair"] = self.pair
+        return Finding(
+            self.rule, self.category, self.severity, self.message, self.suggestion,
+            self.line, self.section, self.quote, change,
+        )  # fmt: skip
+
+
+def prepare(statement: Statement, language: str) -> Line:
+    """``statement`` ready for matching in ``language``."""
+    numbering = _NUMBERING.match(statement.text)
+    offset = numbering.end() if numbering else 0
+    text = statement.text[offset:]
+    if language == "zh":
+        words = chinese_words.segment(text)
+    else:
+        words = tuple(chinese_words.Word(m.group(0).lower(), "", m.start()) for m in _EN_TOKEN.finditer(text))
+    return Line(statement.number, statement.section, language, statement.text, text, offset, words,
+                frozenset(chinese_words.boundaries(words)))  # fmt: skip
+
+
+@lru_cache(maxsize=512)
+def _english_words(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not words:
+        return None
+    alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z])(?:{alternatives})(?![A-Za-z])", re.IGNORECASE)
+
+
+def _whole(line: Line, start: int, end: int, suffix: bool) -> bool:
+    """True when ``start:end`` is whole words of ``line``, or (``suffix``) ends a longer word."""
+    if end not in line.edges:
+        return False
+    return start in line.edges or (suffix and any(w.start < start and w.end == end for w in line.words))
+
+
+def _chinese_word_hit(
+    words: tuple[str, ...], tags: frozenset[str], line: Line, suffix: bool = False
+) -> tuple[int, int] | None:
+    for word in words:
+        start = line.text.find(word)
+        while start >= 0:
+            end = start + len(word)
+            if _whole(line, start, end, suffix) and _tag_ok(line, start, end, tags):
+                return start, end
+            start = line.text.find(word, start + 1)
+    return None
+
+
+def _tag_ok(line: Line, start: int, end: int, tags: frozenset[str]) -> bool:
+    if not tags:
+        return True
+    return any(w.start == start and w.end == end and w.tag in tags for w in line.words)
+
+
+def hit(matcher: Matcher, line: Line) -> tuple[int, int] | None:
+    """The span (offsets in ``line.text``) of the first word or pattern of ``matcher`` in
+    ``line``, or None."""
+    language = line.language
+    words = matcher.words.get(language, ())
+    if language == "zh":
+        tags, suffix = matcher.pos.get(language, frozenset()), language in matcher.suffix
+        span = _chinese_word_hit(words, tags, line, suffix) if words else None
+    else:
+        pattern = _english_words(words)
+        found = pattern.search(line.text) if pattern else None
+        span = found.span() if found else None
+    if span:
+        return span
+    for pattern in matcher.patterns.get(language, ()):
+        found = pattern.search(line.text)
+        if found:
+            return found.span("term") if "term" in pattern.groupindex else found.span()
+    return None
+
+
+def _requires(rule: Rule, line: Line) -> bool:
+    return rule.requires.empty(line.language) or hit(rule.requires, line) is not None
+
+
+def _exempt(rule: Rule, line: Line) -> bool:
+    return not rule.exempt.empty(line.language) and hit(rule.exempt, line) is not None
+
+
+def clause(line: Line, span: tuple[int, int]) -> str:
+    """The clause of ``line`` around ``span``, verbatim (the finding's ``quote``)."""
+    ends = [m.start() for m in _CLAUSE_END[line.language].finditer(line.text)]
+    start = max([e + 1 for e in ends if e < span[0]], default=0)
+    end = min([e for e in ends if e >= span[1]], default=len(line.text))
+    return line.text[start:end].strip() or line.text[span[0] : span[1]]
+
+
+def _format(template: str, values: dict[str, str]) -> str:
+    return template.format_map(_Defaults(values))
+
+
+class _Defaults(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def _finding(rule: Rule, line: Line, span: tuple[int, int], values: dict[str, str] | None = None) -> QualityFinding:
+    language = line.language
+    values = {"match": line.text[span[0] : span[1]], "quote": clause(line, span), **(values or {})}
+    change = dict(rule.change)
+    if isinstance(change.get("question"), dict):
+        change["question"] = _format(change["question"][language], values)
+    return QualityFinding(
+        rule.id, rule.category, rule.severity, line.number, line.section, values["quote"],
+        _format(rule.message[language], values), _format(rule.suggestion[language], values), change,
+    )  # fmt: skip
+
+
+def covered(rule: Rule, lines: list[Line]) -> bool:
+    """True when one line of the document matches every ``covered_by`` pattern of ``rule``
+    (a document-wide statement, such as a privacy policy, that settles the rule's point)."""
+    if not lines:
+        return False
+    patterns = rule.covered_by.patterns.get(lines[0].language, ())
+    return bool(patterns) and any(all(p.search(line.text) for p in patterns) for line in lines)
+
+
+def _line_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+    if covered(rule, context["all_lines"]):
+        return []
+    out = []
+    for line in lines:
+        span = hit(rule.trigger, line)
+        if span and _requires(rule, line) and not _exempt(rule, line):
+            out.append(_finding(rule, line, span))
+    return out
+
+
+def _defined(rule: Rule, term: str, lines: list[Line], here: int) -> bool:
+    """True when a ``definition`` pattern (``{term}`` replaced by ``term``, ``{stem}`` by the
+    term without an English -s/-es/-ing/-ed/-e ending) matches a line of the document
+    (``same: line``: the line ``here`` only)."""
+    searched = [line for line in lines if line.number == here] if rule.same == "line" else lines
+    stem = re.sub(r"(?:ing|es|s|ed|e)$", "", term) if term.isascii() else term
+    for pattern in rule.definition.patterns.get(lines[0].language, ()):
+        text = pattern.pattern.replace("{term}", re.escape(term)).replace("{stem}", re.escape(stem))
+        concrete = re.compile(text, re.IGNORECASE)
+        if any(concrete.search(line.raw) for line in searched):
+            return True
+    return False
+
+
+def _defined_elsewhere_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+    out = []
+    for line in lines:
+        span = hit(rule.trigger, line)
+        if not span or not _requires(rule, line) or _exempt(rule, line):
+            continue
+        term = line.text[span[0] : span[1]]
+        if not _defined(rule, term, context["all_lines"], line.number):
+            out.append(_finding(rule, line, span))
+    return out
+
+
+def content_words(
+    line: Line, span: tuple[int, int] | None = None, stop: frozenset[str] = frozenset(), after: bool = False
+) -> set[str]:
+    """The content words of ``line`` (of the clause around ``span`` when given, only the part
+    after ``span`` when ``after``): Chinese nouns and verbs of 2+ characters, English words
+    of 4+ letters without a plural -s; ``stop`` words left out."""
+    text = clause(line, span) if span else line.text
+    start = line.text.find(text)
+    end = start + len(text)
+    if after and span:
+        start = span[1]
+    inside = [w for w in line.words if start <= w.start < end]
+    if line.language == "zh":
+        found = {w.text for w in inside if len(w.text) > 1 and w.tag[:1] in ("n", "v")}
+    else:
+        found = {w.text.removesuffix("s") for w in inside if len(w.text) > 3}
+    return found - stop
+
+
+def _durations(line: Line) -> set[str]:
+    return {re.sub(r"\s+", " ", m.group(0)).lower() for m in _DURATION.finditer(line.text)}
+
+
+def _paired(rule: Rule, a: Line, span: tuple[int, int], b: Line, stop: frozenset[str]) -> bool:
+    if a.number == b.number or hit(rule.counterpart, b) is None or _exempt(rule, b):
+        return False
+    if rule.same == "duration" and not (_durations(a) & _durations(b)):
+        return False
+    if rule.same == "section":  # both statements sit under the same heading
+        return a.section == b.section
+    if rule.same == "action":  # what A allows only after a condition is what B promises by a deadline
+        words = content_words(a, span, stop, after=a.language == "zh")
+        return bool(words & content_words(b, hit(rule.counterpart, b), stop))
+    scope = None if rule.same == "duration" else span
+    return bool(content_words(a, scope, stop) & content_words(b, None, stop))
+
+
+def _pair_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+    stop = frozenset(context.get("stopwords", ()))
+    out: list[QualityFinding] = []
+    for a in lines:
+        span = hit(rule.trigger, a)
+        if not span or _exempt(rule, a):
+            continue
+        for b in lines:
+            if not _paired(rule, a, span, b, stop):
+                continue
+            pair = f"{rule.id}:{min(a.number, b.number)}-{max(a.number, b.number)}"
+            other = hit(rule.counterpart, b) or (0, len(b.text))
+            for line, where, partner in ((a, span, b), (b, other, a)):
+                finding = _finding(rule, line, where, {"other": str(partner.number)})
+                finding.pair = pair
+                out.append(finding)
+    return out
+
+
+def _personal_data_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+    """``line`` findings named by fields, sensitive categories and law, on every reviewable
+    line (data handled is a fact wherever it is told, background included); a document-wide
+    privacy statement (``covered_by``) settles ordinary data, never sensitive data. One
+    finding a line, whichever personal-data row finds it first (it names every field)."""
+    policy = covered(rule, context["all_lines"])
+    reported: set[int] = context.setdefault("personal_data_lines", set())
+    lines = [line for line in context["reviewable_lines"] if line.number not in reported]
+    out = []
+    for finding in _line_rule(dataclasses.replace(rule, covered_by=Matcher()), lines, context):
+        line = next(x for x in lines if x.number == finding.line)
+        fields, sensitive = personal_data_in(line, context["extras"])
+        if policy and not sensitive:
+            continue
+        labels = context["extras"].get("sensitive_labels", {})
+        shown = [labels.get(c, {}).get(line.language, c) for c in sensitive]
+        join = "、" if line.language == "zh" else ", "
+        values = {"fields": join.join(fields), "sensitive": join.join(shown) or "-",
+                  "law": context["law"].get(line.language, "")}  # fmt: skip
+        finding.message = _format(rule.message[line.language], {**values, "quote": finding.quote})
+        finding.suggestion = _format(rule.suggestion[line.language], {**values, "quote": finding.quote})
+        finding.data = {"fields": fields, "sensitive": sensitive, "jurisdiction": context["jurisdiction"]}
+        reported.add(line.number)
+        out.append(finding)
+    return out
+
+
+def personal_data_in(line: Line, extras: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The personal-data fields ``line`` handles and their sensitive categories, from the
+    ``sensitive`` vocabulary of personal_data.yaml (``{category: {lang: [words]}}``)."""
+    fields, categories = [], []
+    for category, words in extras.get("sensitive", {}).items():
+        for word in words.get(line.language, ()):
+            if hit(Matcher(words={line.language: (word.lower(),)}), line):
+                fields.append(word)
+                if category != "ordinary" and category not in categories:
+                    categories.append(category)
+    return fields, categories
+
+
+def jurisdiction(lines: list[Line], extras: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    """The jurisdiction code the text implies and its law per language (``"unknown"`` and the
+    ``unknown`` texts when no hint is found: a foreign law is never assumed)."""
+    for entry in extras.get("jurisdictions", ()):
+        matcher = Matcher(words={k: tuple(w.lower() for w in v) for k, v in entry["hints"].items()})
+        if any(hit(matcher, line) for line in lines):
+            return entry["code"], entry["law"]
+    return "unknown", extras.get("unknown_law", {})
+
+
+_DETECTORS = {
+    "line": _line_rule,
+    "defined_elsewhere": _defined_elsewhere_rule,
+    "pair": _pair_rule,
+    "personal_data": _personal_data_rule,
+}
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> RuleSet:
+    """The rules shipped in ``teamclaw/workflows/rule_files`` (loaded once)."""
+    return load_rules()
+
+
+def _reviewed_section(section: str) -> bool:
+    return not any(k in section.lower() for k in NOT_REVIEWED_SECTIONS)
+
+
+def checked_lines(document: RequirementDocument) -> set[int]:
+    """The numbers of the lines the engine has judged: the requirement statements it reviews
+    and the background it finds nothing to review in (goals are left to the product manager's
+    own checks, seed 002 §6.2)."""
+    goal_sections = ("goal", "目标")
+    return {s.number for s in reviewable(document).statements if not any(k in s.section.lower() for k in goal_sections)}
+
+
+def check_document(
+    document: RequirementDocument, rules: RuleSet | None = None, categories: tuple[str, ...] = ()
+) -> list[QualityFinding]:
+    """Every finding of ``rules`` (the shipped ones by default; only ``categories`` when
+    given) on the requirement statements of ``document``, ordered by line."""
+    rules = rules or default_rules()
+    language = document.language
+    everything = [prepare(s, language) for s in document.statements]
+    reviewable_lines = [prepare(s, language) for s in reviewable(document).statements]
+    lines = [line for line in reviewable_lines if _reviewed_section(line.section)]
+    if not lines:
+        return []
+    extras = rules.extras.get("personal_data", {})
+    code, law = jurisdiction(everything, extras)
+    context = {
+        "all_lines": everything,
+        "reviewable_lines": reviewable_lines,
+        "extras": extras,
+        "law": law,
+        "jurisdiction": code,
+        "stopwords": rules.extras.get("contradiction", {}).get("stopwords", {}).get(language, ()),
+    }
+    findings: list[QualityFinding] = []
+    for rule in rules.rules:
+        if language in rule.languages and (not categories or rule.category in categories):
+            findings += _DETECTORS[rule.detector](rule, lines, context)
+    return sorted(findings, key=lambda f: (f.line, f.category, f.rule))
+
+
+def check_text(text: str, rules: RuleSet | None = None, categories: tuple[str, ...] = ()) -> list[QualityFinding]:
+    """``check_document`` on Markdown ``text``."""
+    return check_document(parse_document(text), rules, categories)
