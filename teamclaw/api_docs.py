@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.views import SpectacularSwaggerSplitView
 from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
@@ -44,6 +44,22 @@ class StrictSerializerSchema(OpenApiSerializerExtension):
             mapped = schema.get("properties", {}).get(name, {})
             if _refuses_blank(field) and mapped.get("type") == "string" and "minLength" not in mapped:
                 mapped["minLength"] = 1
+            if getattr(field, "documented_required", False) and name not in schema.get("required", []):
+                schema.setdefault("required", []).append(name)
+        return schema
+
+
+class DocumentedFieldSchema(OpenApiSerializerFieldExtension):
+    """A ``DocumentedField`` is documented with the JSON Schema it was given (the rules of the
+    domain check that validates it), its help text as the description."""
+
+    target_class = "teamclaw.api_fields.DocumentedField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema = dict(self.target.schema)
+        if self.target.help_text and "description" not in schema:
+            schema["description"] = str(self.target.help_text)
         return schema
 
 
