@@ -150,3 +150,62 @@ def _resolved(result: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
         found: dict[str, Any] = result.get("components", {}).get("schemas", {}).get(reference.rsplit("/", 1)[1], {})
         return found
     return schema
+
+
+def openapi_dialect(schema: Any, defs: dict[str, Any] | None = None) -> Any:
+    """A JSON Schema (2020-12, as the product checks its documents with: the config document,
+    skill-index.yaml, the orchestration YAML) in OpenAPI 3.0's dialect, so the API document
+    can describe a body with the very schema the server checks it against: ``$ref``s to
+    ``#/$defs/<name>`` inlined, ``const`` as a one-value ``enum``, a ``null`` type as
+    ``nullable``, ``if``/``then``/``else`` as ``anyOf`` of the two branches, ``propertyNames``
+    listing names (an ``enum``) as those ``properties``; a ``propertyNames`` pattern (role
+    slugs, capability ids: names that must exist) goes to the description. Nothing here is a
+    rule the product does not check."""
+    if isinstance(schema, list):
+        return [openapi_dialect(item, defs) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if defs is None:
+        defs = schema.get("$defs", {})
+    reference = schema.get("$ref")
+    if isinstance(reference, str) and reference.startswith("#/$defs/"):
+        rest = {key: value for key, value in schema.items() if key != "$ref"}
+        return openapi_dialect({**defs[reference.rsplit("/", 1)[1]], **rest}, defs)
+    result: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in {"$schema", "$id", "$defs", "if", "then", "else", "propertyNames"}:
+            continue
+        result[key] = openapi_dialect(value, defs)
+    _openapi_keywords(schema, result, defs)
+    return result
+
+
+def _openapi_keywords(schema: dict[str, Any], result: dict[str, Any], defs: dict[str, Any]) -> None:
+    """The keywords ``openapi_dialect`` rewrites (``result`` is the schema's other keywords)."""
+    if "const" in result:
+        result["enum"] = [result.pop("const")]
+    kinds = result.get("type")
+    if isinstance(kinds, list):
+        others = [kind for kind in kinds if kind != "null"]
+        result["type"] = others[0] if len(others) == 1 else None
+        if result["type"] is None:
+            del result["type"]
+            result["anyOf"] = [{"type": kind} for kind in others]
+        if "null" in kinds:
+            result["nullable"] = True
+    if None in result.get("enum", []):
+        result["nullable"] = True
+    if "if" in schema:
+        condition = openapi_dialect(schema["if"], defs)
+        then, otherwise = (openapi_dialect(schema.get(key, {}), defs) for key in ("then", "else"))
+        result.setdefault("allOf", []).append(
+            {"anyOf": [{"allOf": [condition, then]}, {"allOf": [{"not": condition}, otherwise]}]}
+        )
+    names = schema.get("propertyNames")
+    if isinstance(names, dict) and "enum" in names:
+        value = result.pop("additionalProperties", {})
+        result["properties"] = {str(name): value for name in names["enum"]}
+        result["additionalProperties"] = False
+    elif isinstance(names, dict) and "pattern" in names:
+        note = f"Keys match {names['pattern']} and name things that must exist."
+        result["description"] = f"{result['description']} {note}" if result.get("description") else note

@@ -18,6 +18,7 @@ naming only that field is the server's honest answer to a well-formed name of no
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema_rs
@@ -56,6 +57,16 @@ IGNORED_QUERY_EXTRAS = {("GET", "/api/v1/config/export")}
 """Undeclared query parameters are ignored by design (``teamclaw.api_query``: caches and
 browsers add their own); where schemathesis's invalid data is only such extras mixed with a
 repeated key, negative data rejection is not asked."""
+WORKFLOW_REFERENCES = frozenset(
+    {
+        *(f"orchestration.steps[*].{key}" for key in ("capability", "input", "output", "condition")),
+        *(f"orchestration.steps[*].{key}" for key in ("next", "cases", "default", "id")),
+        "orchestration.steps[*]$",  # unreachable
+        "orchestration.steps$",  # the steps loop
+    }
+)
+"""A workflow's references (``web.api.workflows.workflow_document_schema``): the capability a
+step calls, step ids and the steps a ``next`` or a ``${...}`` names, reachability and loops."""
 NAMES_THAT_MUST_EXIST: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/auth/role-tokens"): frozenset({"role"}),
     ("POST", "/api/v1/knowledge/folders"): frozenset({"project"}),
@@ -65,6 +76,8 @@ NAMES_THAT_MUST_EXIST: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/permissions/tool-matrix/what-if"): frozenset({"matrix"}),
     ("POST", "/api/v1/projects"): frozenset({"slug"}),  # a new slug: not one a project has
     ("POST", "/api/v1/mcp-sources"): frozenset({"name", "project", "command", "url"}),  # allowlists
+    ("POST", "/api/v1/workflows"): WORKFLOW_REFERENCES,
+    ("PUT", "/api/v1/workflows/{workflow_id}"): WORKFLOW_REFERENCES,
 }
 """Body fields naming a role, project, capability or allowed command or host (a matrix's rows
 and columns are roles), or a new name that must not be taken: a 400 naming only these (or
@@ -74,7 +87,6 @@ SCHEMA_GAPS: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/roles"): "the new role's fields are PassThroughFields checked by capabilities.roles",
     ("POST", "/api/v1/config/import"): "the YAML document's schema is /api/v1/config/schema, not inlined",
     ("POST", "/api/v1/skills"): "the skill-index.yaml schema is not inlined in the request body",
-    ("POST", "/api/v1/workflows"): "the orchestration YAML schema is not inlined in the request body",
 }
 """Operations whose request body the document does not yet describe field by field: positive
 data acceptance is not asked of them; every other check is."""
@@ -116,8 +128,11 @@ def names_nothing(response: Any, fields: frozenset[str]) -> bool:
 
 def within(key: str, field: str) -> bool:
     """Whether the error ``key`` (``a``, ``a.b``, ``a[0]``, a JSON pointer ``/a/b``) is ``field``
-    or a path inside it."""
-    return key == field or key.startswith((f"{field}.", f"{field}[", f"{field}/"))
+    or a path inside it; ``*`` in ``field`` stands for one index or name (``steps[*].next``),
+    and a ``field`` ending in ``$`` matches only itself, not the paths inside it."""
+    exact = field.endswith("$")
+    pattern = re.escape(field.removesuffix("$")).replace(r"\*", r"[^.\]/]*")
+    return re.fullmatch(pattern + ("" if exact else r"(?:[.\[/].*)?"), key) is not None
 
 
 def all_checks(operation: Any) -> list[Any]:
