@@ -132,15 +132,41 @@ def document_what_the_server_takes(result: dict[str, Any], operation: dict[str, 
     """What every operation's inputs may hold, said once for the whole document (issue 31):
     a request body whose schema requires fields must be sent (``requestBody.required``; the
     server refuses a missing one with 400 naming the fields), and a free-text path or query
-    parameter holds no NUL character (``NO_NUL``)."""
+    parameter, or a text anywhere in a request body, holds no NUL character (``NO_NUL``: the
+    JSON parser, ``teamclaw.api_parsers``, and the YAML readers refuse it, naming its path)."""
     body = operation.get("requestBody")
     if body and any(_resolved(result, media.get("schema", {})).get("required") for media in body["content"].values()):
         body["required"] = True
+    for media in (body or {}).get("content", {}).values():
+        _texts_without_nul(result, media.get("schema", {}), set())
     for parameter in operation.get("parameters", []):
         schema = parameter.get("schema", {})
         if parameter.get("in") in {"path", "query"} and schema.get("type") == "string":
             if not {"enum", "pattern", "format", "anyOf"} & set(schema):
                 schema["pattern"] = NO_NUL
+
+
+def _texts_without_nul(result: dict[str, Any], schema: Any, seen: set[str]) -> None:
+    """Give every free text of ``schema`` (and of the components it names, once each) the
+    ``NO_NUL`` pattern; a text with a pattern, an enum or a format of its own keeps it."""
+    if isinstance(schema, list):
+        for item in schema:
+            _texts_without_nul(result, item, seen)
+        return
+    if not isinstance(schema, dict):
+        return
+    reference = schema.get("$ref", "")
+    if reference:
+        if reference not in seen:
+            seen.add(reference)
+            _texts_without_nul(result, _resolved(result, schema), seen)
+        return
+    if schema.get("type") == "string" and not {"enum", "pattern", "format"} & set(schema):
+        if schema.get("maxLength") != 0:
+            schema["pattern"] = NO_NUL
+    for key, value in schema.items():
+        if key != "enum" and isinstance(value, dict | list):
+            _texts_without_nul(result, value, seen)
 
 
 def _resolved(result: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
@@ -156,8 +182,8 @@ def openapi_dialect(schema: Any, defs: dict[str, Any] | None = None) -> Any:
     """A JSON Schema (2020-12, as the product checks its documents with: the config document,
     skill-index.yaml, the orchestration YAML) in OpenAPI 3.0's dialect, so the API document
     can describe a body with the very schema the server checks it against: ``$ref``s to
-    ``#/$defs/<name>`` inlined, ``const`` as a one-value ``enum``, a ``null`` type as
-    ``nullable``, ``if``/``then``/``else`` as ``anyOf`` of the two branches, ``propertyNames``
+    ``#/$defs/<name>`` inlined, ``const`` as a one-value ``enum``, a ``null`` type (or an
+    ``anyOf`` option ``{"type": "null"}``) as ``nullable``, ``if``/``then``/``else`` as ``anyOf`` of the two branches, ``propertyNames``
     listing names (an ``enum``) as those ``properties``; a ``propertyNames`` pattern (role
     slugs, capability ids: names that must exist) goes to the description. Nothing here is a
     rule the product does not check."""
@@ -194,6 +220,15 @@ def _openapi_keywords(schema: dict[str, Any], result: dict[str, Any], defs: dict
         if "null" in kinds:
             result["nullable"] = True
     if None in result.get("enum", []):
+        result["nullable"] = True
+    options = result.get("anyOf")
+    if isinstance(options, list) and {"type": "null"} in options:
+        others = [option for option in options if option != {"type": "null"}]
+        del result["anyOf"]
+        if len(others) == 1:
+            result.update(others[0])
+        else:
+            result["anyOf"] = others
         result["nullable"] = True
     if "if" in schema:
         condition = openapi_dialect(schema["if"], defs)
