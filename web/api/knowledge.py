@@ -72,7 +72,11 @@ class ReindexSerializer(api_fields.StrictSerializer):
 class FolderIndexSerializer(ReindexSerializer):
     """``project`` (slug) whose folder is read, and ``load_level`` (basic when left out)."""
 
-    project = api_fields.StrictCharField(max_length=64, error_messages={"required": "a project is required"})
+    project = api_fields.StrictCharField(
+        max_length=64,
+        error_messages={"required": "a project is required"},
+        help_text="An existing project's slug whose folder exists on this server (400 naming project otherwise).",
+    )
 
 
 class FolderRefreshSerializer(api_fields.StrictSerializer):
