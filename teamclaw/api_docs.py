@@ -183,10 +183,10 @@ def openapi_dialect(schema: Any, defs: dict[str, Any] | None = None) -> Any:
     skill-index.yaml, the orchestration YAML) in OpenAPI 3.0's dialect, so the API document
     can describe a body with the very schema the server checks it against: ``$ref``s to
     ``#/$defs/<name>`` inlined, ``const`` as a one-value ``enum``, a ``null`` type (or an
-    ``anyOf`` option ``{"type": "null"}``) as ``nullable``, ``if``/``then``/``else`` as ``anyOf`` of the two branches, ``propertyNames``
-    listing names (an ``enum``) as those ``properties``; a ``propertyNames`` pattern (role
-    slugs, capability ids: names that must exist) goes to the description. Nothing here is a
-    rule the product does not check."""
+    ``anyOf`` option ``{"type": "null"}``) as ``nullable``, ``if``/``then``/``else`` as
+    ``anyOf`` of the two branches, ``propertyNames`` listing names (an ``enum``) as those
+    ``properties``; a ``propertyNames`` pattern (role slugs, capability ids: names that must
+    exist) goes to the description. Nothing here is a rule the product does not check."""
     if isinstance(schema, list):
         return [openapi_dialect(item, defs) for item in schema]
     if not isinstance(schema, dict):

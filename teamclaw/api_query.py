@@ -117,7 +117,8 @@ def parameter_problem(parameter: OpenApiParameter, raw: str) -> str | None:
 
 def check_query(params: Mapping[str, str], parameters: list[OpenApiParameter]) -> None:
     """Raise a ValidationError (400) naming every declared query parameter of ``parameters``
-    whose value in ``params`` is not valid, and every required one that is missing."""
+    whose value in ``params`` is not valid or that is given more than once, and every required
+    one that is missing."""
     errors: dict[str, list[str]] = {}
     for parameter in parameters:
         if parameter.location != OpenApiParameter.QUERY:
@@ -126,6 +127,11 @@ def check_query(params: Mapping[str, str], parameters: list[OpenApiParameter]) -
         if raw is None:
             if parameter.required:
                 errors[parameter.name] = ["this query parameter is required"]
+            continue
+        getlist = getattr(params, "getlist", None)
+        if getlist is not None and len(getlist(parameter.name)) > 1:
+            # only the last would be read, unchecked by the others: ambiguous, so refused
+            errors[parameter.name] = ["given more than once; send it once"]
             continue
         if reason := parameter_problem(parameter, raw):
             errors[parameter.name] = [reason]

@@ -35,7 +35,7 @@ from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.core.failures import Failure
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi import _hypothesis as openapi_hypothesis
-from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 from schemathesis.transport.wsgi import WSGI_TRANSPORT
 
 MAX_EXAMPLES = 6
@@ -52,10 +52,6 @@ LEFT_OUT = {
     ("GET", "/api/v1/capabilities/{capability_id}/health"): "asks the runtime, tests/test_runtime_api.py",
     ("GET", "/api/v1/health/{capability_id}"): "asks the runtime, tests/skills/test_health_metrics_alerts.py",
 }
-IGNORED_QUERY_EXTRAS = {("GET", "/api/v1/config/export")}
-"""Undeclared query parameters are ignored by design (``teamclaw.api_query``: caches and
-browsers add their own); where schemathesis's invalid data is only such extras mixed with a
-repeated key, negative data rejection is not asked."""
 WORKFLOW_REFERENCES = frozenset(
     {
         *(f"orchestration.steps[*].{key}" for key in ("capability", "input", "output", "condition")),
@@ -184,8 +180,6 @@ def all_checks(operation: Any) -> list[Any]:
     key = (operation.method.upper(), operation.path)
     if key in SCHEMA_GAPS:
         return [check for check in checks if check is not positive_data_acceptance]
-    if key in IGNORED_QUERY_EXTRAS:
-        return [check for check in checks if check is not negative_data_rejection]
     fields = NAMES_THAT_MUST_EXIST.get(key, frozenset())
 
     def positive_data_acceptance_of_existing_names(ctx: Any, response: Any, case: Any) -> bool | None:

@@ -177,3 +177,12 @@ def test_format_json_on_a_yaml_body_is_refused_naming_format(api):
         content_type="text/plain",
     )
     assert plain.status_code == 200, plain.content
+
+
+def test_a_declared_query_parameter_given_twice_is_refused_naming_it(api):
+    """Only the last of a repeated key would be read (and the others never checked): an
+    invalid ``format`` followed by a valid one is refused, not exported."""
+    answer = api.get("/api/v1/config/export?format=nope&format=yaml")
+    assert answer.status_code == 400, answer.content
+    assert list(answer.json()["errors"]) == ["format"]
+    assert api.get("/api/v1/config/export?format=yaml&utm_source=mail").status_code == 200
