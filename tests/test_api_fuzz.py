@@ -77,6 +77,11 @@ NAMES_THAT_MUST_EXIST: dict[tuple[str, str], frozenset[str]] = {
         {"owner_roles", "executor_config.url", "input_schema", "output_schema"}
     ),
     ("PUT", "/api/v1/workflows/{workflow_id}"): WORKFLOW_REFERENCES,
+    ("POST", "/api/v1/roles"): frozenset(  # roles and cards that must exist, a new slug, one list per tool
+        {"role", "capabilities", "copy_prompts_from", "constraints.max_concurrent_instances"}
+        | {f"permissions.{name}" for name in ("can_invoke", "can_be_invoked_by", "max_concurrent_instances")}
+        | {f"permissions.{name}" for name in ("allowed_tools", "denied_tools", "requires_user_confirmation")}
+    ),
 }
 """Body fields naming a role, project, capability or allowed command or host (a matrix's rows
 and columns are roles), or a new name that must not be taken: a 400 naming only these (or
@@ -84,7 +89,6 @@ paths inside them) is not a refused valid body. Each field's schema description 
 SCHEMA_GAPS: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/knowledge/sources"): "the file must be UTF-8 text of a listed kind, at most 1 MB, with one "
     "existing role, skill or project as its scope (knowledge.sources)",
-    ("POST", "/api/v1/roles"): "the new role's fields are PassThroughFields checked by capabilities.roles",
     ("POST", "/api/v1/config/import"): "the document's schema is the body's (JSON and YAML), but the names it holds "
     "(roles, cards, matrix rows and columns) and the prompts' templates are checked by team.config_import",
     ("POST", "/api/v1/skills"): "the skill-index schema is the body's, but unique names, alert conditions and "

@@ -186,3 +186,32 @@ def test_a_declared_query_parameter_given_twice_is_refused_naming_it(api):
     assert answer.status_code == 400, answer.content
     assert list(answer.json()["errors"]) == ["format"]
     assert api.get("/api/v1/config/export?format=yaml&utm_source=mail").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("capabilities", False), ("permissions", []), ("responsibilities", 0), ("copy_prompts_from", False)],
+)
+def test_a_new_role_field_of_the_wrong_type_is_refused_even_when_it_is_falsy(schema, api, field, value):
+    """``false`` or ``0`` is no empty list: the document says which types each field takes,
+    and the server refuses another one naming the field instead of reading it as "none"."""
+    body = {"role": "scribe", "display_name": "Scribe", field: value}
+    assert not validator(schema, "/api/v1/roles", "post").is_valid(body)
+    answer = api.post("/api/v1/roles", body, format="json")
+    assert answer.status_code == 400, answer.content
+    assert list(answer.json()["errors"]) == [field], answer.content
+
+
+def test_a_new_role_body_is_closed_and_names_what_it_needs(schema, api):
+    role = body_schema(schema, "/api/v1/roles", "post")
+    assert role["additionalProperties"] is False and set(role["required"]) == {"role", "display_name"}
+    check = validator(schema, "/api/v1/roles", "post")
+    good = {"role": "scribe", "display_name": "Scribe", "responsibilities": "Take notes\nShare them"}
+    assert check.is_valid(good)
+    assert api.post("/api/v1/roles", good, format="json").status_code == 201
+    for bad in (
+        {"role": "operator", "display_name": "Op"},
+        {"role": "Scribe2", "display_name": "S", "permissions": {"x": 1}},
+    ):
+        assert not check.is_valid(bad)
+        assert api.post("/api/v1/roles", bad, format="json").status_code == 400
