@@ -113,7 +113,7 @@ def generation_without_the_canonical_path(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def multipart_of_any_value():
-    """schemathesis 4.24 (and 4.32) hands werkzeug a multipart body as a mapping, so a
+    """schemathesis 4.24 hands werkzeug a multipart body as a mapping, so a
     negative case whose body is no object (``true``, ``140``) fails in the client with an
     AttributeError before any request is sent. Such a body is sent as its JSON text under the
     multipart Content-Type, as a careless client would, so the server's answer is what is
