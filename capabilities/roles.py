@@ -107,8 +107,14 @@ def _responsibilities(problems: Problems, value: Any) -> list[str] | None:
     return items
 
 
+def absent_as(value: Any, default: Any) -> Any:
+    """``value``, or ``default`` when it is ``null`` (left out): ``false``, ``0`` or ``""`` in
+    place of a list or an object is a wrong type, refused naming the field, not "none"."""
+    return default if value is None else value
+
+
 def _role_list(problems: Problems, path: str, value: Any, known: set[str]) -> list[str]:
-    if value in (None, ""):
+    if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         problems.add(path, "must be a list of role slugs")
@@ -129,7 +135,7 @@ def _tool_modes(problems: Problems, permissions: dict[str, Any]) -> dict[str, st
         return {tool: DEFAULT_TOOLS.get(tool, ToolMode.DENY.value) for tool in TOOLS}
     modes: dict[str, str] = {}
     for name, mode in lists.items():
-        value = permissions.get(name) or []
+        value = absent_as(permissions.get(name), [])
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
             problems.add(f"permissions.{name}", "must be a list of tool names")
             continue
@@ -222,12 +228,12 @@ def check_new_role(data: Any) -> dict[str, Any]:
     spec["display_name"] = _text(problems, data, "display_name", 100, required=True)
     spec["emoji"] = _text(problems, data, "emoji", 16) or ""
     spec["description"] = _text(problems, data, "description", 2000) or ""
-    spec["responsibilities"] = _responsibilities(problems, data.get("responsibilities") or [])
+    spec["responsibilities"] = _responsibilities(problems, absent_as(data.get("responsibilities"), []))
     known = set(AgentRole.objects.values_list("role", flat=True))
     if isinstance(slug, str):
         known.add(slug)
-    spec["capabilities"] = _capabilities(problems, data.get("capabilities") or [])
-    permissions = _permissions(problems, data.get("permissions") or {})
+    spec["capabilities"] = _capabilities(problems, absent_as(data.get("capabilities"), []))
+    permissions = _permissions(problems, absent_as(data.get("permissions"), {}))
     spec["can_invoke"] = _role_list(problems, "permissions.can_invoke", permissions.get("can_invoke"), known)
     default_callers = ["main"] if "main" in known else []
     spec["can_be_invoked_by"] = _role_list(
@@ -237,7 +243,7 @@ def check_new_role(data: Any) -> dict[str, Any]:
         known,
     )
     spec["tools"] = _tool_modes(problems, permissions)
-    constraints = data.get("constraints") or {}
+    constraints = absent_as(data.get("constraints"), {})
     if "max_concurrent_instances" in permissions and isinstance(constraints, dict):
         constraints = {**constraints, "max_concurrent_instances": permissions["max_concurrent_instances"]}
     try:
@@ -250,7 +256,8 @@ def check_new_role(data: Any) -> dict[str, Any]:
     if isinstance(slug, str) and slug in spec["can_invoke"] and isinstance(limit, int) and limit < 2:
         given = "permissions" if "max_concurrent_instances" in permissions else "constraints"
         problems.add(f"{given}.max_concurrent_instances", SelfInvocationConflict(slug, None, limit).reason())
-    source = data.get("copy_prompts_from") or None
+    source = data.get("copy_prompts_from")
+    source = None if source is None or source == "" else source
     if source is not None and (not isinstance(source, str) or source not in known - {slug}):
         problems.add("copy_prompts_from", f"unknown role {source!r}")
     spec["copy_prompts_from"] = source

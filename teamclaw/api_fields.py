@@ -227,6 +227,22 @@ class PassThroughField(serializers.JSONField):
         return dictionary.get(self.field_name, serializers.empty)
 
 
+class DocumentedField(PassThroughField):
+    """A ``PassThroughField`` whose value the API schema describes with ``schema`` (a JSON
+        Schema in OpenAPI 3.0's dialect, ``teamclaw.api_docs.DocumentedFieldSchema``): the domain
+        check still validates it and names every refusal, the document tells a client in advance
+        what that check takes. ``null`` is refused (400 naming the field) unless ``schema`` says
+    ``nullable``. ``documented_required``: the domain check refuses a body without
+        it ("this field is required"), so the schema lists it as required."""
+
+    def __init__(self, schema: dict[str, Any], *, documented_required: bool = False, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", bool(schema.get("nullable")))
+        super().__init__(**kwargs)
+        self.schema = schema
+        self.documented_required = documented_required
+
+
 NOT_AN_OBJECT = "the body must be a JSON object"
 
 

@@ -58,6 +58,28 @@ def integer(minimum: int | None = None, maximum: int | None = None) -> dict[str,
     return schema
 
 
+NON_BLANK_PATTERN = "^[^\\x00]*[^\\x00\\s][^\\x00]*$"
+"""Pattern of a query text that must hold more than white space (and, as every URL text, no
+NUL: ``teamclaw.middleware``)."""
+
+
+def non_blank_text(max_length: int | None = None) -> dict[str, Any]:
+    """The schema of a text query parameter that refuses a blank value (400 "may not be
+    blank"): ``OpenApiParameter("task_id", non_blank_text())``."""
+    schema: dict[str, Any] = {"type": "string", "pattern": NON_BLANK_PATTERN}
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return schema
+
+
+def non_blank_when_required(parameter: OpenApiParameter) -> OpenApiParameter:
+    """``parameter``, a required plain text one documented as ``non_blank_text()``:
+    ``parameter_problem`` refuses its blank value."""
+    if parameter.required and _kind(parameter) == "str" and not parameter.enum and not isinstance(parameter.type, dict):
+        parameter.type = non_blank_text()
+    return parameter
+
+
 def bounds(parameter: OpenApiParameter) -> tuple[int | None, int | None]:
     """``(minimum, maximum)`` of an integer parameter declared with ``integer()`` (None:
     unbounded)."""
@@ -95,7 +117,8 @@ def parameter_problem(parameter: OpenApiParameter, raw: str) -> str | None:
 
 def check_query(params: Mapping[str, str], parameters: list[OpenApiParameter]) -> None:
     """Raise a ValidationError (400) naming every declared query parameter of ``parameters``
-    whose value in ``params`` is not valid, and every required one that is missing."""
+    whose value in ``params`` is not valid or that is given more than once, and every required
+    one that is missing."""
     errors: dict[str, list[str]] = {}
     for parameter in parameters:
         if parameter.location != OpenApiParameter.QUERY:
@@ -104,6 +127,11 @@ def check_query(params: Mapping[str, str], parameters: list[OpenApiParameter]) -
         if raw is None:
             if parameter.required:
                 errors[parameter.name] = ["this query parameter is required"]
+            continue
+        getlist = getattr(params, "getlist", None)
+        if getlist is not None and len(getlist(parameter.name)) > 1:
+            # only the last would be read, unchecked by the others: ambiguous, so refused
+            errors[parameter.name] = ["given more than once; send it once"]
             continue
         if reason := parameter_problem(parameter, raw):
             errors[parameter.name] = [reason]
@@ -141,7 +169,7 @@ def query_parameters(
     """Declare a view method's query parameters: documented in the OpenAPI document and
     checked before the method runs (``check_query``). ``paginated`` adds ``page`` and
     ``page_size`` (1..``max_page_size``). Works on sync and async (adrf) methods."""
-    declared = [*map(whole_number_at_least_zero, parameters)]
+    declared = [non_blank_when_required(whole_number_at_least_zero(parameter)) for parameter in parameters]
     declared += [PAGE, page_size_parameter(max_page_size)] if paginated else []
 
     def decorate(method: Callable[..., Any]) -> Callable[..., Any]:

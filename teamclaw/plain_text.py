@@ -23,3 +23,12 @@ def hidden_character_problem(value: str) -> str | None:
     if found is None:
         return None
     return f"holds an invisible control character (U+{ord(found.group(0)):04X} at position {found.start()}); remove it"
+
+
+_HIDDEN = HIDDEN_CHARACTERS.pattern[1:-1]
+PLAIN_TEXT_PATTERN = f"^[^{_HIDDEN}]*$"
+"""JSON Schema ``pattern`` of plain text (what ``hidden_character_problem`` passes), for the
+API schema of the fields it checks."""
+NON_BLANK_PLAIN_TEXT_PATTERN = f"^[^{_HIDDEN}]*[^{_HIDDEN}\\s][^{_HIDDEN}]*$"
+"""JSON Schema ``pattern`` of plain text holding something other than white space (a name
+that must not be blank once stripped)."""

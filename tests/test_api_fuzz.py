@@ -18,6 +18,7 @@ naming only that field is the server's honest answer to a well-formed name of no
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema_rs
@@ -34,7 +35,8 @@ from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.core.failures import Failure
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi import _hypothesis as openapi_hypothesis
-from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+from schemathesis.transport.wsgi import WSGI_TRANSPORT
 
 MAX_EXAMPLES = 6
 LEFT_OUT = {
@@ -49,13 +51,17 @@ LEFT_OUT = {
     ("POST", "/api/v1/contexts/{context_id}/instructions"): "commands the runtime, tests/test_contexts_api.py",
     ("GET", "/api/v1/capabilities/{capability_id}/health"): "asks the runtime, tests/test_runtime_api.py",
     ("GET", "/api/v1/health/{capability_id}"): "asks the runtime, tests/skills/test_health_metrics_alerts.py",
-    ("POST", "/api/v1/knowledge/sources"): "schemathesis 4.24 fails (AttributeError) to encode a non-object "
-    "invalid multipart body, the only multipart-only operation; tests/knowledge/test_api.py",
 }
-IGNORED_QUERY_EXTRAS = {("GET", "/api/v1/config/export")}
-"""Undeclared query parameters are ignored by design (``teamclaw.api_query``: caches and
-browsers add their own); where schemathesis's invalid data is only such extras mixed with a
-repeated key, negative data rejection is not asked."""
+WORKFLOW_REFERENCES = frozenset(
+    {
+        *(f"orchestration.steps[*].{key}" for key in ("capability", "input", "output", "condition")),
+        *(f"orchestration.steps[*].{key}" for key in ("next", "cases", "default", "id")),
+        "orchestration.steps[*]$",  # unreachable
+        "orchestration.steps$",  # the steps loop
+    }
+)
+"""A workflow's references (``web.api.workflows.workflow_document_schema``): the capability a
+step calls, step ids and the steps a ``next`` or a ``${...}`` names, reachability and loops."""
 NAMES_THAT_MUST_EXIST: dict[tuple[str, str], frozenset[str]] = {
     ("POST", "/api/v1/auth/role-tokens"): frozenset({"role"}),
     ("POST", "/api/v1/knowledge/folders"): frozenset({"project"}),
@@ -63,21 +69,34 @@ NAMES_THAT_MUST_EXIST: dict[tuple[str, str], frozenset[str]] = {
     ("PUT", "/api/v1/permissions/tool-matrix"): frozenset({"matrix"}),
     ("POST", "/api/v1/permissions/invoke-matrix/what-if"): frozenset({"matrix"}),
     ("POST", "/api/v1/permissions/tool-matrix/what-if"): frozenset({"matrix"}),
+    ("POST", "/api/v1/projects"): frozenset({"slug"}),  # a new slug: not one a project has
+    ("POST", "/api/v1/mcp-sources"): frozenset({"name", "project", "command", "url"}),  # allowlists
+    ("POST", "/api/v1/workflows"): WORKFLOW_REFERENCES,
+    # roles that must exist, a host on the allowlist, JSON Schemas checked against the meta-schema
+    ("POST", "/api/v1/capabilities"): frozenset(
+        {"owner_roles", "executor_config.url", "input_schema", "output_schema"}
+    ),
+    ("PUT", "/api/v1/workflows/{workflow_id}"): WORKFLOW_REFERENCES,
+    ("POST", "/api/v1/roles"): frozenset(  # roles and cards that must exist, a new slug, one list per tool
+        {"role", "capabilities", "copy_prompts_from", "constraints.max_concurrent_instances"}
+        | {f"permissions.{name}" for name in ("can_invoke", "can_be_invoked_by", "max_concurrent_instances")}
+        | {f"permissions.{name}" for name in ("allowed_tools", "denied_tools", "requires_user_confirmation")}
+    ),
 }
-"""Body fields naming a role, project or allowed command (a matrix's rows and columns are
-roles): a 400 naming only these (or paths inside them) is not a refused valid body."""
+"""Body fields naming a role, project, capability or allowed command or host (a matrix's rows
+and columns are roles), or a new name that must not be taken: a 400 naming only these (or
+paths inside them) is not a refused valid body. Each field's schema description says so."""
 SCHEMA_GAPS: dict[tuple[str, str], str] = {
-    ("POST", "/api/v1/capabilities"): "a plugin card is checked by capabilities.registration, not a schema",
-    ("POST", "/api/v1/roles"): "the new role's fields are PassThroughFields checked by capabilities.roles",
-    ("POST", "/api/v1/projects"): "the project's fields are PassThroughFields checked by capabilities.projects",
-    ("POST", "/api/v1/config/import"): "the YAML document's schema is /api/v1/config/schema, not inlined",
-    ("POST", "/api/v1/skills"): "the skill-index.yaml schema is not inlined in the request body",
-    ("POST", "/api/v1/workflows"): "the orchestration YAML schema is not inlined in the request body",
-    ("POST", "/api/v1/mcp-sources"): "name, url and command are checked by tools.mcp_sources beyond their types",
+    ("POST", "/api/v1/knowledge/sources"): "the file must be UTF-8 text of a listed kind, at most 1 MB, with one "
+    "existing role, skill or project as its scope (knowledge.sources)",
+    ("POST", "/api/v1/config/import"): "the document's schema is the body's (JSON and YAML), but the names it holds "
+    "(roles, cards, matrix rows and columns) and the prompts' templates are checked by team.config_import",
+    ("POST", "/api/v1/skills"): "the skill-index schema is the body's, but unique names, alert conditions and "
+    "durations, defaults of their type and PROVIDER-only implementations are checked by capabilities.skill_index",
 }
-"""Operations whose request body the document does not yet describe field by field (the
-server checks it in the domain and names every refused field): positive data acceptance is
-not asked of them; every other check is. Issue 31 follow-up: shrink this to nothing."""
+"""Operations whose request body the document does not yet describe in full (the server checks
+more in the domain and names every refused field): positive data acceptance is not asked of
+them; every other check is. Issue 31 follow-up: shrink this to nothing."""
 SESSION_COOKIE = "sessionid"
 
 
@@ -92,6 +111,25 @@ def generation_without_the_canonical_path(monkeypatch):
         monkeypatch.setattr(openapi_hypothesis, "_canonical_strategy_or_none", lambda *args, **kwargs: None)
 
 
+@pytest.fixture(autouse=True)
+def multipart_of_any_value():
+    """schemathesis 4.24 hands werkzeug a multipart body as a mapping, so a
+    negative case whose body is no object (``true``, ``140``) fails in the client with an
+    AttributeError before any request is sent. Such a body is sent as its JSON text under the
+    multipart Content-Type, as a careless client would, so the server's answer is what is
+    checked (a 400: it is no multipart body)."""
+    original = WSGI_TRANSPORT._serializers["multipart/form-data"]
+
+    def serialize(ctx: Any, value: Any) -> dict[str, Any]:
+        if isinstance(value, dict):
+            return original(ctx, value)
+        return {"data": json.dumps(value).encode()}
+
+    WSGI_TRANSPORT.serializer("multipart/form-data")(serialize)
+    yield
+    WSGI_TRANSPORT.serializer("multipart/form-data")(original)
+
+
 @pytest.fixture
 def wsgi_app():
     """Django's WSGI application inside this test's transaction: as Django's test client
@@ -103,6 +141,21 @@ def wsgi_app():
     request_finished.connect(close_old_connections)
 
 
+def nul_in_a_key(value: Any) -> bool:
+    """Whether a key of an object anywhere in ``value`` holds U+0000: the JSON parser refuses
+    it (400 naming its path), and OpenAPI 3.0 has no ``propertyNames`` to say so of a map."""
+    if isinstance(value, dict):
+        return any("\x00" in str(key) or nul_in_a_key(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(nul_in_a_key(item) for item in value)
+    return False
+
+
+def refused_nul_key(response: Any, case: Any) -> bool:
+    """Whether ``response`` is the parser's 400 for a NUL in a key of ``case``'s body."""
+    return response.status_code == 400 and b"NUL character" in response.content and nul_in_a_key(case.body)
+
+
 def names_nothing(response: Any, fields: frozenset[str]) -> bool:
     """Whether ``response`` is a 400 whose ``errors`` name only ``fields`` (a name of nothing)."""
     if response.status_code != 400:
@@ -111,7 +164,16 @@ def names_nothing(response: Any, fields: frozenset[str]) -> bool:
         errors = json.loads(response.content).get("errors") or {}
     except (ValueError, AttributeError):
         return False
-    return bool(errors) and all(str(key).split(".")[0].split("[")[0] in fields for key in errors)
+    return bool(errors) and all(any(within(str(key), field) for field in fields) for key in errors)
+
+
+def within(key: str, field: str) -> bool:
+    """Whether the error ``key`` (``a``, ``a.b``, ``a[0]``, a JSON pointer ``/a/b``) is ``field``
+    or a path inside it; ``*`` in ``field`` stands for one index or name (``steps[*].next``),
+    and a ``field`` ending in ``$`` matches only itself, not the paths inside it."""
+    exact = field.endswith("$")
+    pattern = re.escape(field.removesuffix("$")).replace(r"\*", r"[^.\]/]*")
+    return re.fullmatch(pattern + ("" if exact else r"(?:[.\[/].*)?"), key) is not None
 
 
 def all_checks(operation: Any) -> list[Any]:
@@ -122,14 +184,10 @@ def all_checks(operation: Any) -> list[Any]:
     key = (operation.method.upper(), operation.path)
     if key in SCHEMA_GAPS:
         return [check for check in checks if check is not positive_data_acceptance]
-    if key in IGNORED_QUERY_EXTRAS:
-        return [check for check in checks if check is not negative_data_rejection]
-    fields = NAMES_THAT_MUST_EXIST.get(key)
-    if fields is None:
-        return checks
+    fields = NAMES_THAT_MUST_EXIST.get(key, frozenset())
 
     def positive_data_acceptance_of_existing_names(ctx: Any, response: Any, case: Any) -> bool | None:
-        if names_nothing(response, fields):
+        if names_nothing(response, fields) or refused_nul_key(response, case):
             return None
         return positive_data_acceptance(ctx, response, case)
 
@@ -162,14 +220,18 @@ def exercise(operation: Any, headers: dict[str, str], failures: dict[str, str]) 
         # token header authenticates; the session cookie is tested by the HTML page tests.
         case.cookies.pop(SESSION_COOKIE, None)
         sent += 1
+        answer = ""
         try:
-            case.call_and_validate(headers=headers, checks=checks)
+            response = case.call(headers=headers)
+            answer = f"-> {response.status_code} {response.content[:400]!r}"
+            case.validate_response(response, checks=checks, headers=headers)
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:  # schemathesis's FailureGroup is a BaseExceptionGroup
             for failure in getattr(exc, "exceptions", [exc]):
                 title = failure.title if isinstance(failure, Failure) else type(failure).__name__
-                failures.setdefault(f"{label}: {title}", f"{str(failure)[:600]}\n{case.as_curl_command()[:600]}")
+                report = f"{str(failure)[:600]}\n{case.as_curl_command()[:600]}\n{answer}"
+                failures.setdefault(f"{label}: {title}", report)
 
     run()
     return sent

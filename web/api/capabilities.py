@@ -14,12 +14,14 @@ from rest_framework.response import Response
 from capabilities.access import CanChangeConfig
 from capabilities.card_settings import capability_document, update_capability
 from capabilities.errors import StaleVersion
-from capabilities.models import CapabilityCard
+from capabilities.models import CAPABILITY_ID, CapabilityCard
 from capabilities.registration import register_capability
 from capabilities.registry import card_document, filter_capabilities
-from teamclaw import api_fields
+from team.config_schema import SEMVER
+from teamclaw import api_fields, plain_text
 from teamclaw.api_query import query_parameters
-from teamclaw.runtime.config import CATEGORIES, CapabilityType
+from teamclaw.runtime.config import CATEGORIES, TOOLS, CapabilityType
+from teamclaw.runtime.schemas import CARD_REQUIRED, RESERVED_IDS, TEXT_LIMITS
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
 from web.api.lookup import found
 from web.scope import project_scope, scoped_snapshot
@@ -40,6 +42,69 @@ class CapabilityEditSerializer(api_fields.DocumentSerializer):
     note = api_fields.ChangeNoteField()
 
 
+ASCII_SEMVER = SEMVER.replace("\\d", "[0-9]")
+"""``team.config_schema.SEMVER`` with ASCII digits only (``semver`` reads no other digits)."""
+_CARD_SCHEMA_FIELD = {
+    "type": "object",
+    "required": ["type", "properties"],
+    "properties": {
+        "type": {"type": "string", "enum": ["object"]},
+        "properties": {"type": "object", "minProperties": 1},
+    },
+    "description": "A JSON Schema (2020-12) of an object that declares its properties. It is checked against the "
+    "meta-schema, and unknown keywords, required names it does not declare, formats nothing checks and $ref loops "
+    "are refused (400 naming this field).",
+}
+PLUGIN_CARD_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [*CARD_REQUIRED, "executor_config"],
+    "properties": {
+        "id": {
+            "type": "string",
+            "pattern": CAPABILITY_ID,
+            "not": {"enum": sorted(RESERVED_IDS)},
+            "description": "The new card's id; an id a card has is refused with 409.",
+        },
+        **{
+            name: {"type": "string", "minLength": 1, "maxLength": limit, "pattern": plain_text.PLAIN_TEXT_PATTERN}
+            for name, limit in TEXT_LIMITS.items()
+        },
+        "category": {"type": "string", "enum": list(CATEGORIES)},
+        "input_schema": _CARD_SCHEMA_FIELD,
+        "output_schema": _CARD_SCHEMA_FIELD,
+        "version": {"type": "string", "pattern": ASCII_SEMVER},
+        "owner_roles": {
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "string"},
+            "description": "Roles that offer it: each must exist (400 naming owner_roles otherwise).",
+        },
+        "required_tools": {"type": "array", "items": {"type": "string", "enum": list(TOOLS)}},
+        "timeout": {"type": "integer", "minimum": 1, "maximum": 3600, "description": "Seconds; default 60."},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "executor": {"type": "string", "enum": ["http"]},
+        "executor_config": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["url"],
+            "properties": {
+                "url": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The URL to POST to: http(s) on a host of TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS "
+                    "(this server's setting; 400 naming executor_config.url otherwise).",
+                },
+                "timeout_s": {"type": "integer", "minimum": 1, "maximum": 3600},
+            },
+        },
+        "idempotent": {"type": "boolean", "description": "Calling it twice does no harm (then retried)."},
+    },
+}
+"""A plugin card as ``capabilities.registration.register_capability`` takes it (PRD §2.2 fields
+and its http executor, US-12); any other key is refused."""
+
+
 class CapabilityListView(RefusalAudit):
     """The registry: every capability card, filtered by ``role``, ``category``, ``q`` (search),
     ``skillId`` and ``type`` (ENTRY/EXPOSED/INTERNAL); POST registers a plugin card (US-12, staff)."""
@@ -53,7 +118,7 @@ class CapabilityListView(RefusalAudit):
         PROJECT_PARAM,
         OpenApiParameter("role", str),
         OpenApiParameter("category", str, enum=list(CATEGORIES)),
-        OpenApiParameter("q", str, description="Keyword in id, name, description or tags."),
+        OpenApiParameter("q", str, description="Keyword in id, name, description or tags; empty: no filter."),
         OpenApiParameter("skillId", str),
         OpenApiParameter("type", str, enum=[t.value for t in CapabilityType]),
     )
@@ -72,7 +137,7 @@ class CapabilityListView(RefusalAudit):
         )
         return Response({"count": len(cards), "capabilities": [card_document(c) for c in cards]})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request={"application/json": PLUGIN_CARD_SCHEMA}, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         if not request.user.is_staff:
             raise PermissionDenied("registering capabilities needs a staff account")

@@ -23,6 +23,7 @@ from team.config_import import import_config
 from team.config_schema import config_document_schema
 from team.revert import find_change, revert, revert_preview
 from teamclaw import api_fields
+from teamclaw.api_docs import openapi_dialect
 from teamclaw.api_errors import error_response
 from teamclaw.api_query import StrictPagination, flag, query_parameters
 from web.api.governance import PROJECT_PARAM, GovernanceView
@@ -48,7 +49,7 @@ class ConfigChangeListView(GovernanceView):
         OpenApiParameter("role", str),
         OpenApiParameter("actor", str, description="Username"),
         OpenApiParameter("since_version", int, description="Only changes with a newer version."),
-        OpenApiParameter("q", str, description="Text in the note or the changed fields."),
+        OpenApiParameter("q", str, description="Text in the note or the changed fields; empty or blank: no filter."),
         paginated=True,
     )
     def get(self, request: Request) -> Response:
@@ -106,6 +107,12 @@ class ConfigExportView(APIView):
         return response
 
 
+CONFIG_DOCUMENT = openapi_dialect(config_document_schema())
+"""An import's body: a config document of ``GET /api/v1/config/schema`` (US-10), in YAML or
+JSON. The names it holds (roles, capabilities, tools of the matrices, the project of a project
+document) must exist; anything else wrong is refused with 400 naming its JSON pointer."""
+
+
 class ConfigImportView(GovernanceView):
     """Import a YAML or JSON document sent as the request body (US-10).
 
@@ -113,8 +120,10 @@ class ConfigImportView(GovernanceView):
     configuration first: every problem is listed by JSON pointer and nothing changes.
     ``dry_run=true`` returns the exact change list without applying it; otherwise all
     changes apply in one transaction as one config version. ``expected_version`` refuses
-    (409) when the configuration moved since a reviewed dry run. ``format`` overrides the
-    Content-Type; ``note`` goes to the audit trail.
+    (409) when the configuration moved since a reviewed dry run. ``format`` overrides a
+    Content-Type that names no document format (``text/plain``); ``format=json`` on a YAML
+    Content-Type is a contradiction, refused with 400 naming ``format``. ``note`` goes to the
+    audit trail.
     """
 
     config_actions = {"POST": "import"}
@@ -122,7 +131,7 @@ class ConfigImportView(GovernanceView):
     content_negotiation_class = DocumentFormatNegotiation
 
     @extend_schema(
-        request={"application/yaml": OpenApiTypes.STR, "application/json": OpenApiTypes.OBJECT},
+        request={"application/yaml": CONFIG_DOCUMENT, "application/json": CONFIG_DOCUMENT},
         responses=OpenApiTypes.OBJECT,
     )
     @query_parameters(
@@ -148,6 +157,11 @@ class ConfigImportView(GovernanceView):
                 code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
             )
         raw = request.body
+        # "{" reads as JSON unless the Content-Type names YAML: only then do the two disagree
+        if fmt == "json" and guess_format("{", request.content_type or "") == "yaml":
+            raise ValidationError(
+                {"format": [f"format=json, but the body is sent as {request.content_type}: send JSON or leave it out"]}
+            )
         data = load_document(raw, fmt or guess_format(raw[:64].decode("utf-8", "replace"), request.content_type))
         result = import_config(
             data,

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from monitoring.access import visible_tasks
 from runs.confirmations import confirmation_dict, decide, list_confirmations
 from teamclaw import api_fields
-from teamclaw.api_query import StrictPagination, query_parameters
+from teamclaw.api_query import StrictPagination, non_blank_text, query_parameters
 
 
 class ConfirmationDecisionSerializer(api_fields.StrictSerializer):
@@ -41,7 +41,7 @@ class ConfirmationListView(APIView):
 
     @extend_schema(operation_id="confirmations_list", responses=OpenApiTypes.OBJECT)
     @query_parameters(
-        OpenApiParameter("task_id", str, description="only this task's"),
+        OpenApiParameter("task_id", non_blank_text(), description="only this task's (not blank)"),
         OpenApiParameter("status", str, enum=["pending", "approved", "rejected", "expired"]),
         paginated=True,
     )

@@ -99,7 +99,7 @@ class ContextListView(APIView):
 
     @extend_schema(operation_id="contexts_list", responses=OpenApiTypes.OBJECT)
     @query_parameters(
-        OpenApiParameter("task_id", str),
+        OpenApiParameter("task_id", str, description="Only this task's; empty: no filter."),
         OpenApiParameter("role", str),
         OpenApiParameter("status", str, enum=STATUSES),
         paginated=True,

@@ -34,7 +34,7 @@ from knowledge.sources import (
 from monitoring.access import readable_knowledge, visible_projects
 from teamclaw import api_fields
 from teamclaw.api_parsers import SafeJSONParser
-from teamclaw.api_query import integer, query_parameters
+from teamclaw.api_query import integer, non_blank_text, query_parameters
 from teamclaw.errors import NotFound
 
 MAX_K = 50
@@ -72,7 +72,11 @@ class ReindexSerializer(api_fields.StrictSerializer):
 class FolderIndexSerializer(ReindexSerializer):
     """``project`` (slug) whose folder is read, and ``load_level`` (basic when left out)."""
 
-    project = api_fields.StrictCharField(max_length=64, error_messages={"required": "a project is required"})
+    project = api_fields.StrictCharField(
+        max_length=64,
+        error_messages={"required": "a project is required"},
+        help_text="An existing project's slug whose folder exists on this server (400 naming project otherwise).",
+    )
 
 
 class FolderRefreshSerializer(api_fields.StrictSerializer):
@@ -303,7 +307,7 @@ class KnowledgeSearchView(APIView):
 
     @extend_schema(operation_id="knowledge_search", responses=OpenApiTypes.OBJECT)
     @query_parameters(
-        OpenApiParameter("q", str, required=True, description="The search text."),
+        OpenApiParameter("q", non_blank_text(2000), required=True, description="The search text (not blank)."),
         *SCOPE_PARAMS,
         OpenApiParameter("k", integer(1, MAX_K), description=f"How many results (1-{MAX_K}, default 5)."),
     )

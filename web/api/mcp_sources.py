@@ -49,6 +49,61 @@ class McpSourceSerializer(api_fields.StrictSerializer):
     url = api_fields.StrictCharField(required=False, allow_blank=True, max_length=2000)
 
 
+_ARGS = {
+    "type": "array",
+    "maxItems": MAX_ARGS,
+    "items": {"type": "string", "maxLength": MAX_ARG_CHARS, "pattern": "^[^\\x00]*$"},
+}
+_COMMON = {
+    "name": {
+        "type": "string",
+        "pattern": mcp_sources.SOURCE_NAME.pattern,
+        "description": "The source's name, new: a name another source has is refused (400 naming name).",
+    },
+    "project": {
+        "type": "string",
+        "maxLength": 64,
+        "nullable": True,
+        "description": "An existing project's slug (400 naming project for another); blank or absent: global.",
+    },
+}
+MCP_SOURCE_SCHEMA: dict[str, Any] = {
+    "description": "A stdio source (a command of TEAMCLAW_MCP_STDIO_ALLOWLIST with its arguments) or an http "
+    "one (a URL on a host of TEAMCLAW_HTTP_EXECUTOR_ALLOWED_HOSTS). The allowlists are this server's "
+    "settings: a command or URL outside them is refused with 400 naming command or url.",
+    "oneOf": [
+        {
+            "type": "object",
+            "title": "stdio",
+            "additionalProperties": False,
+            "required": ["name", "command"],
+            "properties": {
+                **_COMMON,
+                "transport": {"type": "string", "enum": ["stdio"]},
+                "command": {"type": "string", "minLength": 1, "maxLength": 200, "description": "An allowlisted name."},
+                "args": _ARGS,
+                "url": {"type": "string", "maxLength": 0, "description": "A stdio source has no URL."},
+            },
+        },
+        {
+            "type": "object",
+            "title": "http",
+            "additionalProperties": False,
+            "required": ["name", "url"],
+            "properties": {
+                **_COMMON,
+                "transport": {"type": "string", "enum": ["http"]},
+                "url": {"type": "string", "format": "uri", "minLength": 1, "maxLength": 2000},
+                "command": {"type": "string", "maxLength": 0, "description": "An http source starts no command."},
+                "args": {"type": "array", "maxItems": 0},
+            },
+        },
+    ],
+}
+"""The registration body as ``McpSourceSerializer`` and ``mcp_sources.check_registration``
+take it: one of the two transports (``transport`` defaults to http when a ``url`` is given)."""
+
+
 class RefreshSerializer(api_fields.StrictSerializer):
     """``note`` (optional) for the audit trail."""
 
@@ -108,7 +163,9 @@ class McpSourceListView(APIView):
         project = project_scope(request)
         return Response({"results": [source_document(s) for s in mcp_sources.sources_for(project)]})
 
-    @extend_schema(request=McpSourceSerializer, responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request={"application/json": MCP_SOURCE_SCHEMA}, responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT}
+    )
     def post(self, request: Request) -> Response:
         data = api_fields.read_body(McpSourceSerializer, request.data)
         slug = data.pop("project", None)

@@ -66,7 +66,7 @@ class MessageListView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @query_parameters(
-        OpenApiParameter("task_id", str),
+        OpenApiParameter("task_id", str, description="Only this task's; empty: no filter."),
         OpenApiParameter("conversation_id", str),
         OpenApiParameter("from_role", str),
         OpenApiParameter("to_role", str),

@@ -22,7 +22,13 @@ REQUIRED = {"required": "this field is required"}
 
 
 @extend_schema_field(
-    {"type": "object", "additionalProperties": {"type": "object"}, "description": "{row: {column: value}}"}
+    {
+        "type": "object",
+        "additionalProperties": {"type": "object"},
+        "description": "{row: {column: value}}: rows and columns are existing roles (and tools, in the tool "
+        "matrix), values the matrix's choices; a row or column that names nothing is refused with 400 naming "
+        "matrix.<row> or matrix.<row>.<column>.",
+    }
 )
 class MatrixField(api_fields.PassThroughField):
     """Matrix cells ``{row: {column: value}}``: an object of objects (``parse_cells`` names a

@@ -11,21 +11,50 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from capabilities.models import Project
+from capabilities.projects import FIELDS, SLUG
 from team.projects import create_project, project_document, update_project
-from teamclaw import api_fields
+from teamclaw import api_fields, plain_text
 from web.api.governance import GovernanceView
 from web.api.lookup import found
 
+_HIDDEN = plain_text.HIDDEN_CHARACTERS.pattern[1:-1]
+_SEGMENT = f"(?:[^/{_HIDDEN}]*[^/.{_HIDDEN}][^/{_HIDDEN}]*|\\.{{3,}})"
+WORKING_DIRECTORY_PATTERN = f"^(?:(?:/+\\.?)*/+{_SEGMENT}(?:/+(?:{_SEGMENT}|\\.)?)*)?$"
+"""What ``capabilities.projects.working_directory_problem`` passes: blank, or an absolute
+path with a name below the root and no ``..`` part."""
+
+
+def _text(limit: int, pattern: str = plain_text.PLAIN_TEXT_PATTERN) -> dict[str, Any]:
+    return {"type": "string", "maxLength": limit, "pattern": pattern}
+
+
+PROJECT_TEXT: dict[str, dict[str, Any]] = {
+    "name": {**_text(FIELDS["name"], plain_text.NON_BLANK_PLAIN_TEXT_PATTERN), "description": "Plain text, not blank."},
+    "description": _text(FIELDS["description"]),
+    "tech_stack": _text(FIELDS["tech_stack"]),
+    "working_directory": {
+        **_text(FIELDS["working_directory"], WORKING_DIRECTORY_PATTERN),
+        "description": "Blank, or an absolute path below the root without '..' (e.g. /srv/projects/shop).",
+    },
+}
+"""The schema of each project text field (``capabilities.projects.FIELDS`` limits, plain text)."""
+
 
 class ProjectCreateSerializer(api_fields.DocumentSerializer):
-    """A new project: checked as a whole by ``capabilities.projects.check_fields``."""
+    """A new project: checked as a whole by ``capabilities.projects.check_fields`` (every
+    problem at once, each naming its field); the schema of each field says what it takes."""
 
     envelope = ("note",)
-    slug = api_fields.PassThroughField(required=False)
-    name = api_fields.PassThroughField(required=False)
-    description = api_fields.PassThroughField(required=False)
-    tech_stack = api_fields.PassThroughField(required=False)
-    working_directory = api_fields.PassThroughField(required=False)
+    slug = api_fields.DocumentedField(
+        {"type": "string", "pattern": SLUG.pattern},
+        documented_required=True,
+        help_text="The new project's slug: 1-64 lowercase letters, digits, '-' or '_'. It must not be "
+        "taken: a slug of an existing project is refused (400 naming slug).",
+    )
+    name = api_fields.DocumentedField(PROJECT_TEXT["name"], documented_required=True)
+    description = api_fields.DocumentedField(PROJECT_TEXT["description"])
+    tech_stack = api_fields.DocumentedField(PROJECT_TEXT["tech_stack"])
+    working_directory = api_fields.DocumentedField(PROJECT_TEXT["working_directory"])
     note = api_fields.ChangeNoteField()
 
 
@@ -33,10 +62,10 @@ class ProjectEditSerializer(api_fields.DocumentSerializer):
     """A project edit: any of its fields (not its slug)."""
 
     version = api_fields.DocumentVersionField(help_text="The version you loaded.")
-    name = api_fields.PassThroughField(required=False)
-    description = api_fields.PassThroughField(required=False)
-    tech_stack = api_fields.PassThroughField(required=False)
-    working_directory = api_fields.PassThroughField(required=False)
+    name = api_fields.DocumentedField(PROJECT_TEXT["name"])
+    description = api_fields.DocumentedField(PROJECT_TEXT["description"])
+    tech_stack = api_fields.DocumentedField(PROJECT_TEXT["tech_stack"])
+    working_directory = api_fields.DocumentedField(PROJECT_TEXT["working_directory"])
     note = api_fields.ChangeNoteField()
 
 

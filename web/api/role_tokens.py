@@ -23,7 +23,9 @@ from teamclaw.api_query import StrictPagination, query_parameters
 
 
 class RoleTokenRequestSerializer(api_fields.StrictSerializer):
-    role = api_fields.StrictCharField(max_length=40)
+    role = api_fields.StrictCharField(
+        max_length=40, help_text="An existing role's slug (a role that does not exist: 400 naming role)."
+    )
     name = api_fields.StrictCharField(max_length=100)
 
 

@@ -16,12 +16,14 @@ from rest_framework.response import Response
 from capabilities.access import CanChangeConfig
 from capabilities.errors import StaleVersion
 from capabilities.executors import model_status, role_executor, role_kinds, set_role_executor
-from capabilities.models import AgentRole, Project, RoleExecutor
+from capabilities.models import ROLE_SLUG, AgentRole, Project, RoleExecutor
 from capabilities.registry import role_definition
-from capabilities.roles import delete_role
+from capabilities.role_constraints import bounds
+from capabilities.roles import MAX_RESPONSIBILITIES, RESERVED_SLUGS, delete_role
 from team.config_schema import constraint_fields_schema, openapi_schema
 from team.roles import create_role, role_document, update_role
-from teamclaw import api_fields
+from teamclaw import api_fields, plain_text
+from teamclaw.runtime.config import TOOLS
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
 from web.api.lookup import found
 from web.scope import project_scope, scoped_snapshot
@@ -33,25 +35,75 @@ class NewRoleConstraintsField(api_fields.PassThroughField):
     ``capabilities.roles.check_new_role`` (400 naming ``constraints.<field>``)."""
 
 
+_PLAIN = plain_text.PLAIN_TEXT_PATTERN
+_BREAKS = "\\n\\r\\x85\\u2028\\u2029"
+_LINE = f"[^{_BREAKS}{plain_text.HIDDEN_CHARACTERS.pattern[1:-1]}]{{0,200}}"
+RESPONSIBILITY_LINES = f"^{_LINE}(?:[{_BREAKS}]+{_LINE}){{0,{MAX_RESPONSIBILITIES - 1}}}$"
+"""Responsibilities sent as one text: at most ``MAX_RESPONSIBILITIES`` lines of 200 plain characters."""
+_ROLES = {"type": "array", "items": {"type": "string"}, "nullable": True}
+_TOOLS = {"type": "array", "items": {"type": "string", "enum": list(TOOLS)}, "nullable": True}
+PERMISSIONS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "nullable": True,
+    "description": "PRD §4.1 PermissionSet. can_invoke and can_be_invoked_by name existing roles (or the new "
+    "one); a tool may be in one of the three tool lists only; a role that may invoke itself needs "
+    "max_concurrent_instances >= 2. Each refusal is a 400 naming permissions.<field>.",
+    "properties": {
+        "can_invoke": _ROLES,
+        "can_be_invoked_by": {**_ROLES, "description": "Default [main]."},
+        "allowed_tools": _TOOLS,
+        "denied_tools": _TOOLS,
+        "requires_user_confirmation": _TOOLS,
+        "max_concurrent_instances": {"type": "integer", **bounds()["max_concurrent_instances"]},
+    },
+}
+
+
 class RoleCreateSerializer(api_fields.DocumentSerializer):
-    """A custom role (US-09): checked as a whole by ``capabilities.roles.check_new_role``."""
+    """A custom role (US-09): checked as a whole by ``capabilities.roles.check_new_role``
+    (every problem at once, each naming its field); each field's schema says what it takes."""
 
     envelope = ("note",)
-    role = api_fields.PassThroughField(required=False, help_text="The new role's slug")
-    display_name = api_fields.PassThroughField(required=False)
-    emoji = api_fields.PassThroughField(required=False)
-    description = api_fields.PassThroughField(required=False)
-    responsibilities = api_fields.PassThroughField(required=False, help_text="A list of lines")
-    capabilities = api_fields.PassThroughField(required=False, help_text="Capability ids it will own")
-    permissions = api_fields.PassThroughField(
-        required=False, help_text="can_invoke, can_be_invoked_by, allowed/denied/requires_user_confirmation tools"
+    role = api_fields.DocumentedField(
+        {"type": "string", "pattern": ROLE_SLUG, "not": {"enum": sorted(RESERVED_SLUGS)}},
+        documented_required=True,
+        help_text="The new role's slug; a slug a role has (in any case) is refused (400 naming role).",
     )
+    display_name = api_fields.DocumentedField(
+        {"type": "string", "maxLength": 100, "pattern": plain_text.NON_BLANK_PLAIN_TEXT_PATTERN},
+        documented_required=True,
+    )
+    emoji = api_fields.DocumentedField({"type": "string", "maxLength": 16, "pattern": _PLAIN})
+    description = api_fields.DocumentedField({"type": "string", "maxLength": 2000, "pattern": _PLAIN})
+    responsibilities = api_fields.DocumentedField(
+        {
+            "nullable": True,
+            "anyOf": [
+                {
+                    "type": "array",
+                    "maxItems": MAX_RESPONSIBILITIES,
+                    "items": {"type": "string", "maxLength": 200, "pattern": _PLAIN},
+                },
+                {"type": "string", "pattern": RESPONSIBILITY_LINES},
+            ],
+        },
+        help_text="A list of lines, or one text with a line each",
+    )
+    capabilities = api_fields.DocumentedField(
+        {"type": "array", "items": {"type": "string"}, "nullable": True},
+        help_text="Existing capability ids (not a skill's) it will also offer (400 naming capabilities otherwise)",
+    )
+    permissions = api_fields.DocumentedField(PERMISSIONS_SCHEMA)
     constraints = NewRoleConstraintsField(
         required=False,
         help_text="PRD §4.7 constraint fields; the defaults for the rest (memory_tokens null = the process "
         "default TEAMCLAW_MEMORY_TOKENS)",
     )
-    copy_prompts_from = api_fields.PassThroughField(required=False, help_text="A role whose prompts to copy")
+    copy_prompts_from = api_fields.DocumentedField(
+        {"type": "string", "nullable": True},
+        help_text="An existing role whose prompts to copy (400 naming copy_prompts_from otherwise); blank: none",
+    )
     note = api_fields.ChangeNoteField()
 
 

@@ -33,6 +33,7 @@ from capabilities.skill_index import MAX_SKILL_INDEX_BYTES
 from capabilities.skill_models import SkillStatus
 from monitoring.skill_contexts import running_contexts
 from teamclaw import api_fields
+from teamclaw.api_docs import openapi_dialect
 from teamclaw.api_errors import error_response
 from teamclaw.api_parsers import SafeJSONParser
 from teamclaw.api_query import query_parameters
@@ -149,6 +150,12 @@ class SkillActivateSerializer(api_fields.StrictSerializer):
     )
 
 
+SKILL_INDEX_YAML = openapi_dialect(load_schema("skill-index"))
+"""The request body of ``POST /skills``: a skill-index.yaml of the published schema
+(``GET /api/v1/skills/schema``, seed 003), as ``capabilities.skill_index`` checks it first
+(JSON ``{"yaml": text}`` and a multipart ``file`` are read too, for forms)."""
+
+
 class SkillListView(RefusalAudit):
     """``GET /skills`` (``?status=``) and ``POST /skills`` (skill-index.yaml -> DISCOVERED)."""
 
@@ -167,7 +174,7 @@ class SkillListView(RefusalAudit):
         return Response({"count": len(rows), "skills": rows})
 
     @extend_schema(
-        request={"application/yaml": OpenApiTypes.STR},
+        request={"application/yaml": SKILL_INDEX_YAML},
         parameters=[OpenApiParameter("allow_downgrade", bool, description="replace a newer version with an older one")],
         responses={201: OpenApiTypes.OBJECT},
     )

@@ -22,7 +22,7 @@ from runs.operator_inputs import give, task_inputs
 from runs.tasks import DECISION_MODES, START_POINTS, cancel_task, fork_task, start_task
 from runs.workers import worker_for
 from teamclaw import api_fields
-from teamclaw.api_query import StrictPagination, query_parameters
+from teamclaw.api_query import StrictPagination, non_blank_text, query_parameters
 from teamclaw.errors import InvalidField, NotFound
 from teamclaw.json_types import json_type_name
 from teamclaw.workflows import WORKFLOWS
@@ -236,7 +236,7 @@ class TaskCompareView(APIView):
     """``GET /tasks/{task_id}/compare?with=<other>``: the two tasks' artifacts side by side."""
 
     @extend_schema(
-        parameters=[OpenApiParameter("with", str, required=True, description="the other task's id")],
+        parameters=[OpenApiParameter("with", non_blank_text(), required=True, description="the other task's id")],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: Request, task_id: str) -> Response:
@@ -266,8 +266,10 @@ class TaskDecisionsSerializer(TaskInputSerializer):
 
 
 class TaskNextSerializer(TaskInputSerializer):
-    action = api_fields.PassThroughField(help_text="modify | review | end")
-    markdown = api_fields.PassThroughField(required=False, help_text="with modify: the edited document")
+    action = api_fields.DocumentedField({"type": "string", "enum": ["modify", "review", "end"]}, required=True)
+    markdown = api_fields.DocumentedField(
+        {"type": "string"}, help_text="Only with modify: the edited document (400 naming markdown otherwise)."
+    )
 
 
 class TaskInputView(APIView):

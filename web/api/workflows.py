@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -11,11 +13,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.models import Project
+from capabilities.published_schemas import load_schema
 from capabilities.skill_documents import workflow_document
 from capabilities.skill_models import Workflow
 from capabilities.workflow_actions import delete_workflow, save_workflow
+from capabilities.workflow_spec import END
 from runs.workflow_runs import start_workflow_run
 from teamclaw import api_fields
+from teamclaw.api_docs import openapi_dialect
 from teamclaw.api_errors import error_response
 from web.api.skills import PARSERS, StaffForChanges, yaml_body
 
@@ -26,6 +31,57 @@ def workflow_or_404(workflow_id: str) -> Workflow:
     if workflow is None:
         raise NotFound(f"there is no workflow '{workflow_id}'")
     return workflow
+
+
+_TARGET = {"type": "object", "required": ["next"]}
+_STEP_KINDS = {
+    "oneOf": [
+        {
+            "title": "invoke step",
+            "required": ["capability"],
+            "properties": {"type": {"enum": ["invoke"]}},
+            "not": {"anyOf": [{"required": [key]} for key in ("condition", "cases", "default")]},
+        },
+        {
+            "title": "switch step",
+            "required": ["type", "condition", "cases"],
+            "properties": {
+                "type": {"enum": ["switch"]},
+                "cases": {"minProperties": 1, "not": {"required": ["default"], "maxProperties": 1}},
+            },
+            "not": {
+                "anyOf": [
+                    *({"required": [key]} for key in ("capability", "input", "output", "next")),
+                    {"required": ["default"], "properties": {"cases": {"required": ["default"]}}},
+                ]
+            },
+        },
+    ]
+}
+"""What ``capabilities.workflow_spec`` asks of a step's fields beyond the published schema: an
+invoke step names a capability and has no switch fields; a switch step has a condition and at
+least one case besides ``default``, and nothing an invoke step has."""
+
+
+def workflow_document_schema() -> dict[str, Any]:
+    """The orchestration YAML as ``POST``/``PUT /workflows`` read it: the published schema
+    (``GET /api/v1/workflows/schema``) with each step's kind (``_STEP_KINDS``). What no schema
+    can say is checked at save and refused with 400 naming the path: the capability a step
+    calls must exist (and not be INTERNAL), step ids are unique, every ``next`` names a step or
+    ``end``, every step is reachable, the steps never loop, and a ``${step...}`` reference
+    names a step that ran before."""
+    schema: dict[str, Any] = openapi_dialect(load_schema("orchestration"))
+    step = schema["properties"]["orchestration"]["properties"]["steps"]["items"]
+    step["allOf"] = [_STEP_KINDS]
+    step["properties"]["id"]["not"] = {"enum": ["userInput", "result", END]}
+    for target in (step["properties"]["default"], step["properties"]["cases"]["additionalProperties"]):
+        target["description"] = "next: a step id of this workflow, or 'end'."
+    return schema
+
+
+WORKFLOW_YAML = {"application/yaml": workflow_document_schema()}
+"""The request body of ``POST /workflows`` and ``PUT /workflows/{id}``: a YAML document of
+that shape (JSON ``{"yaml": text}`` and a multipart ``file`` are read too, for forms)."""
 
 
 class WorkflowRunSerializer(api_fields.StrictSerializer):
@@ -46,7 +102,7 @@ class WorkflowListView(APIView):
         rows = [workflow_document(w, full=False) for w in Workflow.objects.all()]
         return Response({"count": len(rows), "workflows": rows})
 
-    @extend_schema(request={"application/yaml": OpenApiTypes.STR}, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=WORKFLOW_YAML, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
         return _save(request, None)
 
@@ -61,7 +117,7 @@ class WorkflowDetailView(APIView):
     def get(self, request: Request, workflow_id: str) -> Response:
         return Response(workflow_document(workflow_or_404(workflow_id)))
 
-    @extend_schema(request={"application/yaml": OpenApiTypes.STR}, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=WORKFLOW_YAML, responses=OpenApiTypes.OBJECT)
     def put(self, request: Request, workflow_id: str) -> Response:
         workflow_or_404(workflow_id)
         return _save(request, workflow_id)
