@@ -26,6 +26,7 @@ class ProjectCreateSerializer(api_fields.DocumentSerializer):
     description = api_fields.PassThroughField(required=False)
     tech_stack = api_fields.PassThroughField(required=False)
     working_directory = api_fields.PassThroughField(required=False)
+    members = api_fields.PassThroughField(required=False, help_text="usernames who may use the project")
     note = api_fields.ChangeNoteField()
 
 
@@ -37,6 +38,9 @@ class ProjectEditSerializer(api_fields.DocumentSerializer):
     description = api_fields.PassThroughField(required=False)
     tech_stack = api_fields.PassThroughField(required=False)
     working_directory = api_fields.PassThroughField(required=False)
+    members = api_fields.PassThroughField(
+        required=False, help_text="usernames who may start tasks in it and read its knowledge (besides staff)"
+    )
     note = api_fields.ChangeNoteField()
 
 
