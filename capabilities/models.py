@@ -22,7 +22,8 @@ CAPABILITY_ID = r"^[a-z][a-z0-9_]{1,63}$"
 
 
 class Project(models.Model):
-    """A project whose agents may run with overridden roles, permissions and prompts."""
+    """A project whose agents may run with overridden roles, permissions and prompts, used by
+    its ``members`` (issue 31: a project's tasks and knowledge are for its members)."""
 
     slug = models.SlugField(max_length=64, unique=True, help_text="Stable id used in the API (?project=).")
     name = models.CharField(max_length=200)
@@ -30,6 +31,13 @@ class Project(models.Model):
     tech_stack = models.CharField(max_length=500, blank=True)
     working_directory = models.CharField(
         max_length=1000, blank=True, help_text="Absolute path file tools are confined to; blank = the data folder."
+    )
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="teamclaw_projects",
+        help_text="Who may start tasks in this project and read its knowledge, besides staff and the users "
+        "who may see every task (monitoring.access.can_use_project).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

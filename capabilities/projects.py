@@ -1,5 +1,9 @@
 """Projects: create and edit them, and count what each overrides (PRD §4.1, §4.5, §4.7).
 
+``members`` (usernames) are who may start tasks in the project and read its knowledge,
+besides staff and the users who may see every task (``monitoring.access``, issue 31); a
+non-staff user who creates a project is one of its members.
+
 A project (name, description, tech stack, working directory) may override role and card
 switches, invoke and tool matrix cells, constraints and prompts; the effective value is the
 project's override else the global one. ``name``, ``description`` and ``tech_stack`` feed the
@@ -13,6 +17,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from capabilities.errors import ConfigInvalid, Problems
@@ -32,6 +37,8 @@ from teamclaw.plain_text import hidden_character_problem
 
 SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 FIELDS = {"name": 200, "description": 5000, "tech_stack": 500, "working_directory": 1000}
+MAX_MEMBERS = 500
+"""Most users one project may list as members."""
 
 
 def override_counts(project: Project) -> dict[str, int]:
@@ -47,19 +54,51 @@ def override_counts(project: Project) -> dict[str, int]:
 
 
 def project_document(project: Project) -> dict[str, Any]:
-    """``{slug, name, description, tech_stack, working_directory, version, created_at,
-    updated_at}`` (``team.projects.project_document`` adds the override counts)."""
+    """``{slug, name, description, tech_stack, working_directory, members (usernames), version,
+    created_at, updated_at}`` (``team.projects.project_document`` adds the override counts)."""
     doc: dict[str, Any] = {
         "slug": project.slug,
         "name": project.name,
         "description": project.description,
         "tech_stack": project.tech_stack,
         "working_directory": project.working_directory,
+        "members": member_names(project),
         "version": document_version("project", project),
         "created_at": project.created_at.isoformat(),
         "updated_at": project.updated_at.isoformat(),
     }
     return doc
+
+
+def member_names(project: Project) -> list[str]:
+    """The usernames of ``project``'s members, sorted (who may use it besides staff, issue 31)."""
+    return sorted(project.members.values_list("username", flat=True))
+
+
+def _check_members(value: Any, problems: Problems, clean: dict[str, Any]) -> None:
+    """``members``: a list of at most MAX_MEMBERS usernames of active users (duplicates
+    folded), naming the first one that is not."""
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        problems.add("members", "must be a list of usernames")
+        return
+    names = sorted(set(value))
+    if len(names) > MAX_MEMBERS:
+        problems.add("members", f"at most {MAX_MEMBERS} members")
+        return
+    known = set(get_user_model().objects.filter(username__in=names, is_active=True).values_list("username", flat=True))
+    if missing := [name for name in names if name not in known]:
+        problems.add("members", f"there is no active user {missing[0]!r}")
+        return
+    clean["members"] = names
+
+
+def _set_members(project: Project, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Make ``names`` the members of ``project``; the change ``{old, new}`` when they differ."""
+    old = member_names(project)
+    if old == names:
+        return {}
+    project.members.set(get_user_model().objects.filter(username__in=names))
+    return {f"projects.{project.slug}.members": {"old": old, "new": names}}
 
 
 def working_directory_problem(value: str) -> str | None:
@@ -86,9 +125,9 @@ def check_fields(data: Any, *, creating: bool) -> dict[str, Any]:
         raise ConfigInvalid({"non_field_errors": ["expected an object"]})
     problems = Problems()
     clean: dict[str, Any] = {}
-    request_fields = ("slug", *FIELDS, "note") if creating else ("version", *FIELDS, "note")
+    request_fields = ("slug", *FIELDS, "members", "note") if creating else ("version", *FIELDS, "members", "note")
     for name in data:
-        if name not in FIELDS and name != "slug":
+        if name not in FIELDS and name not in ("slug", "members"):
             problems.add(name, unknown_field_reason(request_fields))
     if creating:
         _check_slug(data, problems, clean)
@@ -97,6 +136,8 @@ def check_fields(data: Any, *, creating: bool) -> dict[str, Any]:
     for name, limit in FIELDS.items():
         if name in data:
             _check_text(name, data[name], limit, problems, clean)
+    if "members" in data:
+        _check_members(data["members"], problems, clean)
     problems.raise_if_any()
     return clean
 
@@ -141,11 +182,15 @@ def add_project(data: Any, *, note: str = "", actor: Any = None) -> tuple[Config
     with transaction.atomic():
         lock_config()
         clean = check_fields(data, creating=True)
+        members = clean.pop("members", [])
+        if getattr(actor, "is_authenticated", False) and not actor.is_staff and actor.username not in members:
+            members = sorted([*members, actor.username])  # a non-staff creator may use what it made
         project = Project.objects.create(**clean)
         changes = {f"projects.{project.slug}.created": {"old": None, "new": project.name}}
         changes.update(
             {f"projects.{project.slug}.{k}": {"old": None, "new": v} for k, v in clean.items() if k != "slug" and v}
         )
+        changes.update(_set_members(project, members))
         change = commit_change(
             "project", documents=["project"], changes=changes, project=project, note=note, actor=actor
         )
@@ -162,12 +207,12 @@ def edit_project(
         lock_config()
         expect_version("project", project, version)
         project = Project.objects.filter(pk=project.pk).first() or _gone(project)
-        changes = {}
+        changes = _set_members(project, clean.pop("members")) if "members" in clean else {}
         for name, value in clean.items():
             if getattr(project, name) != value:
                 changes[f"projects.{project.slug}.{name}"] = {"old": getattr(project, name), "new": value}
                 setattr(project, name, value)
-        if changes:
+        if any(not key.endswith(".members") for key in changes):
             project.save()
         change = commit_change(
             "project", documents=["project"], changes=changes, project=project, note=note, actor=actor

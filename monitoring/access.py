@@ -14,11 +14,14 @@ A task nobody started (a standalone invoke or hook from the API, a command-line 
 visible to the see-every-task group only. A task, context or snapshot the user may not see
 is answered as *not found*, so its existence does not leak.
 
-**Projects' knowledge** (seed 003 KnowledgeContext; issue 31) follows the same rule, not a
-second one: a user sees a project's knowledge sources, chunks and search results when they
-may see one of its tasks (``visible_projects``), the see-every-task group every project's.
-Knowledge of no project (a role's, a skill's) is for every signed-in user. So the sources an
-agent retrieves for a task (its project's) are sources the user who started it may read.
+**Projects** (issue 31) are for their members (``Project.members``) and the see-every-task
+group: only they may start a task in one (``can_use_project``, checked by
+``runs.tasks.start_task`` and every path that runs in a project's scope: the API, the pages,
+A2A, an outside invoke, a workflow run) and read its knowledge sources, chunks and search
+results (``visible_projects``, ``readable_knowledge``). Knowledge of no project (a role's, a
+skill's) is for every signed-in user. So the sources an agent retrieves for a task (its
+project's) are sources the user who started it may read. A project the user may not use is
+answered as not existing.
 """
 
 from __future__ import annotations
@@ -56,11 +59,23 @@ def visible_contexts(user: Any) -> QuerySet[ExecutionContext]:
 
 
 def visible_projects(user: Any) -> QuerySet[Project]:
-    """The projects whose knowledge ``user`` may read: every one for the see-every-task
-    group, else those of the tasks ``user`` may see (module docstring); none anonymously."""
+    """The projects ``user`` may use (start tasks in, read the knowledge of): every one for
+    the see-every-task group, else those it is a member of (``Project.members``); none
+    anonymously."""
     if sees_every_task(user):
         return Project.objects.all()
-    return Project.objects.filter(slug__in=visible_tasks(user).exclude(project=None).values("project"))
+    if not getattr(user, "is_authenticated", False) or not user.is_active:
+        return Project.objects.none()
+    return Project.objects.filter(members=user)
+
+
+def can_use_project(user: Any, project: Project | None) -> bool:
+    """Whether ``user`` may start a task in ``project`` or read its knowledge: always for
+    the global scope (None) and for a run with no user (a terminal's ``run_workflow``),
+    else ``visible_projects``."""
+    if project is None or user is None:
+        return True
+    return visible_projects(user).filter(pk=project.pk).exists()
 
 
 def readable_knowledge(user: Any) -> Q:

@@ -18,7 +18,7 @@ from capabilities.executors import workflow_executors
 from capabilities.models import AgentRole, Project
 from capabilities.snapshot import effective_constraints
 from monitoring import live_items
-from monitoring.access import can_operate_task, can_view_task
+from monitoring.access import can_operate_task, can_use_project, can_view_task
 from monitoring.live_events import LiveItem
 from monitoring.live_sink import get_live_sink
 from monitoring.models import Task
@@ -209,8 +209,10 @@ def start_task(
     made by ``teamclaw.runtime.messages.new_id``); otherwise a new one.
 
     Raises DocumentError (400, naming the field) for a bad document, a missing description or
-    a value outside its choices.
+    a value outside its choices, and for a ``project`` the user may not use (answered as not
+    existing: ``monitoring.access.can_use_project``).
     """
+    check_project(user, project)
     if workflow == "requirement_review":
         params, text, title = _review_params(
             input_markdown, description, start_at, decision_mode, project_type, think_time_ms, title, project
@@ -239,6 +241,15 @@ def start_task(
         run_spec=run_spec("task_orchestration", params, params["task_description"], prompt_enhancement),
     )
     return enqueue(task)
+
+
+def check_project(user: Any, project: Project | None) -> None:
+    """DocumentError (400 on ``project``) unless ``user`` may use ``project`` (its members,
+    staff, the see-every-task group; issue 31). Worded as for a project that does not exist,
+    so a closed project's name does not leak."""
+    if not can_use_project(user, project):
+        assert project is not None
+        raise DocumentError(f"project '{project.slug}' does not exist", "project")
 
 
 def project_types() -> list[str]:
@@ -358,6 +369,7 @@ def fork_task(user: Any, task_id: str, from_step: Any, overrides: Any = None, re
     (still running, or not a workflow run).
     """
     source = _forkable(user, task_id)
+    check_project(user, source.project)
     steps = len(recorded_steps(task_id))
     if isinstance(from_step, bool) or not isinstance(from_step, int) or not 0 <= from_step <= steps:
         raise InvalidField(f"must be a whole number from 0 to {steps} (the task's completed steps)", "from_step")

@@ -11,6 +11,7 @@ from typing import Any
 
 from capabilities.models import Project
 from capabilities.skill_models import Workflow
+from monitoring.access import can_use_project
 from monitoring.models import Task
 from runs.tasks import enqueue, run_spec
 from teamclaw.errors import InvalidField
@@ -28,8 +29,12 @@ class RunInputError(InvalidField, ValueError):
 
 def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, project: Project | None = None) -> Task:
     """Record a task for ``workflow`` on ``run_input`` (a mapping: ``${userInput...}``) and
-    hand it to a runtime worker (``runs.tasks.enqueue``; returns at once). Raises RunInputError."""
+    hand it to a runtime worker (``runs.tasks.enqueue``; returns at once). Raises RunInputError;
+    InvalidField on ``project`` for one the user may not use (``monitoring.access.can_use_project``)."""
 
+    if not can_use_project(user, project):
+        assert project is not None
+        raise InvalidField(f"project '{project.slug}' does not exist", "project")
     if run_input is None:
         run_input = {}
     if not isinstance(run_input, dict):

@@ -54,16 +54,20 @@ class RevertKey:
     recorded_old: Any
     recorded_new: Any
     current: Any
-
-    @property
-    def changed_since(self) -> bool:
-        """True when the key no longer holds what the change wrote (a later change moved it)."""
-        return self.current != self.recorded_new
+    settled: bool | None = None
+    """Whether the key already holds what ``old`` stands for, when equality of values does not
+    say it (a prompt rolled back to ``old`` is a new version number with ``old``'s content)."""
 
     @property
     def effective(self) -> bool:
         """True when reverting still changes this key (it is not back at ``old`` already)."""
-        return self.current != self.recorded_old
+        return not self.settled if self.settled is not None else self.current != self.recorded_old
+
+    @property
+    def changed_since(self) -> bool:
+        """True when a later change moved the key away from what this change wrote (and the
+        revert would overwrite that too); never for a key already back at ``old``."""
+        return self.effective and self.current != self.recorded_new
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -124,20 +128,28 @@ def _constraint_current(key: str, project: Project | None) -> Any:
     return (doc["overrides"] if project is not None else doc["constraints"]).get(name)
 
 
-def _prompt_current(change: ConfigChange, key: str) -> Any:
+def _prompt_key(change: ConfigChange, key: str, values: dict[str, Any]) -> RevertKey:
+    """A prompt change's ``<type>.active_version`` key: its active version now, and whether
+    the active version already has the old version's content (a rollback makes a new number
+    with the old content, so equal numbers cannot tell)."""
     template_type = key.split(".", 1)[0]
     template = PromptTemplate.objects.filter(
         role__role=change.role, template_type=template_type, project=change.project
     ).first()
     active = template.versions.filter(is_active=True).first() if template else None
-    return active.version if active else None
+    old = template.versions.filter(version=values.get("old")).first() if template else None
+    settled = bool(active and old) and _same_text(active, old)
+    return RevertKey(key, values.get("old"), values.get("new"), active.version if active else None, settled)
+
+
+def _same_text(one: Any, other: Any) -> bool:
+    return bool((one.content, one.variables, one.language) == (other.content, other.variables, other.language))
 
 
 def _current(change: ConfigChange, key: str) -> Any:
     readers: dict[str, Callable[[], Any]] = {
         "matrix": lambda: _matrix_current(key, change.project),
         "constraints": lambda: _constraint_current(key, change.project),
-        "prompt": lambda: _prompt_current(change, key),
     }
     return readers[_kind(key)]()
 
@@ -146,9 +158,22 @@ def revert_keys(change: ConfigChange) -> list[RevertKey]:
     """Each revertible key of ``change`` with its recorded and current values, sorted."""
     out = []
     for key, values in sorted(change.changes.items()):
-        if _kind(key) and isinstance(values, dict):
+        if not _kind(key) or not isinstance(values, dict):
+            continue
+        if _kind(key) == "prompt":
+            out.append(_prompt_key(change, key, values))
+        else:
             out.append(RevertKey(key, values.get("old"), values.get("new"), _current(change, key)))
     return out
+
+
+def gone_roles(change: ConfigChange) -> list[str]:
+    """The roles ``change``'s keys (or its prompt's role) name that no longer exist, sorted."""
+    named = {key.split(".")[1] for key in change.changes if _kind(key) in ("matrix", "constraints")}
+    named |= {key.split(".")[2] for key in change.changes if key.startswith(f"{INVOKE.name}.")}
+    if change.config_type == "prompt" and change.role:
+        named.add(change.role)
+    return sorted(named - set(AgentRole.objects.filter(role__in=named).values_list("role", flat=True)))
 
 
 def revert_preview(change: ConfigChange) -> dict[str, Any]:
@@ -161,6 +186,8 @@ def revert_preview(change: ConfigChange) -> dict[str, Any]:
     reason = ""
     if unsupported:
         reason = f"a revert cannot write back {', '.join(unsupported)} ({change.config_type} changes)"
+    elif gone := gone_roles(change):
+        reason = f"role {', '.join(gone)} no longer exists"
     elif not any(k.effective for k in keys):
         reason = "every key already holds the value this change replaced: nothing to revert"
     return {
@@ -184,7 +211,8 @@ def revert(change: ConfigChange, *, version: Any, actor: Any, note: str = "") ->
     when the old values are no longer valid (a role gone, a self-invocation conflict)."""
     if isinstance(version, bool) or not isinstance(version, int):
         raise ConfigInvalid({"version": ["must be the config version the preview showed (a whole number)"]})
-    note = note or f"Revert of change #{change.pk} (version {change.new_version})"
+    label = f"Revert of change #{change.pk} (version {change.new_version})"
+    note = f"{label}: {note}" if note else label
     if change.config_type == "prompt":
         return _revert_prompt(change, version, actor, note)
     with transaction.atomic():
@@ -256,7 +284,7 @@ def _revert_prompt(change: ConfigChange, version: int, actor: Any, note: str) ->
     key = next((k for k in revert_keys(change) if k.effective), None)
     if key is None or key.recorded_old is None:
         raise Conflict("this prompt change made the first version: there is no earlier version to go back to")
-    role = AgentRole.objects.get(role=change.role)
+    role = AgentRole.objects.get(role=change.role)  # revert_preview refused a role gone
     result = rollback(
         role=role,
         template_type=key.key.split(".", 1)[0],
@@ -264,5 +292,6 @@ def _revert_prompt(change: ConfigChange, version: int, actor: Any, note: str) ->
         actor=actor,
         project=change.project,
         note=note,
+        base_version=key.current or "",  # another revert or edit since: 409, nothing written
     )
     return result.change

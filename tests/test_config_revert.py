@@ -47,7 +47,10 @@ def test_a_matrix_change_is_previewed_and_reverted_as_a_new_audited_change(api, 
     revert_row = ConfigChange.objects.order_by("-new_version").first()
     assert revert_row.pk == response.json()["change"]["id"]
     assert revert_row.changes == {"tool_matrix.main.file_write": {"old": changed, "new": before}}
-    assert revert_row.note == "undo"
+    assert (
+        revert_row.note
+        == f"Revert of change #{change_id} (version {ConfigChange.objects.get(pk=change_id).new_version}): undo"
+    )
     assert revert_row.actor.username == "operator"
     assert revert_row.new_version == preview["version"] + 1
     assert response.json()["preview"]["revertible"] is False  # reverting again changes nothing
@@ -73,16 +76,19 @@ def test_an_invoke_and_a_constraint_change_revert_too(api, builtin):
 
 
 def test_a_revert_at_a_stale_version_changes_nothing_and_shows_the_fresh_preview(api, builtin):
-    change_id = put_tool(api, "deny" if tool_mode() != "deny" else "confirm")
+    before = tool_mode()
+    made = "deny" if before != "deny" else "confirm"
+    change_id = put_tool(api, made)
     preview = api.get(f"/api/v1/config/changes/{change_id}/revert").json()
-    put_tool(api, "allow", "someone else moved it")  # the key changed since
+    later = ({"allow", "confirm", "deny"} - {before, made}).pop()
+    put_tool(api, later, "someone else moved it")  # the key changed since
     state = database_state()
     response = api.post(f"/api/v1/config/changes/{change_id}/revert", {"version": preview["version"]}, format="json")
     assert response.status_code == 409
     body = response.json()
     assert body["current_version"] == current_version()
     assert body["preview"]["keys"][0]["changed_since"] is True
-    assert body["preview"]["keys"][0]["current"] == "allow"
+    assert body["preview"]["keys"][0]["current"] == later
     assert database_state() == state  # applied changes and values as they were (refusals are in ``every``)
     refused = ConfigChange.every.filter(outcome="refused").order_by("-id").first()
     assert refused is not None and refused.refusal["status"] == 409
@@ -145,3 +151,58 @@ def test_a_prompt_activation_reverts_as_a_rollback_to_the_version_before(api, bu
     now = active()
     assert now.content == before.content
     assert now.rollback_of == before.version
+
+
+def test_a_prompt_revert_is_done_once_reverted_and_a_second_one_is_refused(api, builtin):
+    """A review found that a prompt change stayed 'revertible' for ever (a rollback makes a
+    new version number with the old content) and that concurrent reverts all applied."""
+    api.post("/api/v1/prompts/pm/persona/versions", {"content": "A sharper persona."}, format="json")
+    change = ConfigChange.objects.filter(config_type="prompt").order_by("-new_version").first()
+    version = api.get(f"/api/v1/config/changes/{change.pk}/revert").json()["version"]
+    assert (
+        api.post(f"/api/v1/config/changes/{change.pk}/revert", {"version": version}, format="json").status_code == 201
+    )
+    after = api.get(f"/api/v1/config/changes/{change.pk}/revert").json()
+    assert after["revertible"] is False and "nothing to revert" in after["reason"]
+    assert after["keys"][0]["changes_now"] is False and after["keys"][0]["changed_since"] is False
+    again = api.post(f"/api/v1/config/changes/{change.pk}/revert", {"version": after["version"]}, format="json")
+    assert again.status_code == 409
+
+
+def test_concurrent_prompt_reverts_apply_once(api, builtin, transactional_db):
+    import threading
+
+    from prompts.models import PromptVersion
+
+    api.post("/api/v1/prompts/pm/persona/versions", {"content": "A sharper persona."}, format="json")
+    change = ConfigChange.objects.filter(config_type="prompt").order_by("-new_version").first()
+    version = api.get(f"/api/v1/config/changes/{change.pk}/revert").json()["version"]
+    statuses: list[int] = []
+    start = threading.Barrier(4)
+
+    def revert_once() -> None:
+        start.wait()
+        response = api.post(f"/api/v1/config/changes/{change.pk}/revert", {"version": version}, format="json")
+        statuses.append(response.status_code)
+
+    threads = [threading.Thread(target=revert_once) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [201, 409, 409, 409]
+    rollbacks = PromptVersion.objects.filter(template__role__role="pm", template__template_type="persona")
+    assert rollbacks.exclude(rollback_of="").count() == 1
+
+
+def test_a_revert_for_a_role_that_is_gone_says_so(api, builtin):
+    response = api.post("/api/v1/roles", {"role": "brk", "display_name": "Brk"}, format="json")
+    assert response.status_code == 201, response.content
+    api.post("/api/v1/prompts/brk/persona/versions", {"content": "Be brief."}, format="json")
+    change = ConfigChange.objects.filter(config_type="prompt", role="brk").order_by("-new_version").first()
+    version = api.get("/api/v1/roles/brk").json()["version"]
+    assert api.delete(f"/api/v1/roles/brk?version={version}").status_code == 204
+    preview = api.get(f"/api/v1/config/changes/{change.pk}/revert").json()
+    assert preview["revertible"] is False and preview["reason"] == "role brk no longer exists"
+    refused = api.post(f"/api/v1/config/changes/{change.pk}/revert", {"version": preview["version"]}, format="json")
+    assert refused.status_code == 409

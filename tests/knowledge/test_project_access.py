@@ -1,6 +1,6 @@
-"""Issue 31 item 3: a project's knowledge follows who may see the project's tasks
-(``monitoring.access``): staff read every source; a non-staff user reads the sources of no
-project and those of the projects whose tasks they may see, and a source of any other
+"""Issue 31 item 3: a project's knowledge is for its members (``monitoring.access``): staff
+read every source; a non-staff user reads the sources of no project and those of the
+projects it is a member of, and a source of any other
 project is not found (404), absent from lists and from search results, through the API and
 the knowledge page alike."""
 
@@ -17,7 +17,6 @@ from rest_framework.test import APIClient
 from capabilities.models import Project
 from knowledge.models import KnowledgeSource
 from knowledge.sources import Upload, add_source
-from monitoring.models import Task
 from tests.knowledge.helpers import librarian
 
 SOURCES = "/api/v1/knowledge/sources"
@@ -56,15 +55,15 @@ def document(owner: str) -> Upload:
 @pytest.fixture
 def library(db, staff_user) -> Library:
     """Projects ``a`` and ``b`` with a source each, a role's source (no project), and a
-    non-staff user who started a task in each project."""
+    non-staff member of each project."""
     librarian()
     users = get_user_model().objects
     sources = {"global": add_source(document("global"), role="librarian", project=None, load_level="full")}
     for slug in ("a", "b"):
-        Project.objects.create(slug=slug, name=f"Project {slug.upper()}")
+        project = Project.objects.create(slug=slug, name=f"Project {slug.upper()}")
         sources[slug] = add_source(document(slug), role=None, project=slug, load_level="full")
         member = users.create_user(f"member-{slug}", password="x")
-        Task.objects.create(id=f"t-{slug}", project_id=slug, created_by=member, title=f"work in {slug}")
+        project.members.add(member)
     return Library(
         sources,
         reader(staff_user),

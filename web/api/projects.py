@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from capabilities.models import Project
-from capabilities.projects import FIELDS, SLUG
+from capabilities.projects import FIELDS, MAX_MEMBERS, SLUG
 from team.projects import create_project, project_document, update_project
 from teamclaw import api_fields, plain_text
 from web.api.governance import GovernanceView
@@ -38,6 +38,12 @@ PROJECT_TEXT: dict[str, dict[str, Any]] = {
     },
 }
 """The schema of each project text field (``capabilities.projects.FIELDS`` limits, plain text)."""
+MEMBERS: dict[str, Any] = {
+    "type": "array",
+    "maxItems": MAX_MEMBERS,
+    "items": {"type": "string", "minLength": 1, "maxLength": 150},
+}
+"""The schema of ``members`` (``capabilities.projects.MAX_MEMBERS`` usernames)."""
 
 
 class ProjectCreateSerializer(api_fields.DocumentSerializer):
@@ -55,6 +61,11 @@ class ProjectCreateSerializer(api_fields.DocumentSerializer):
     description = api_fields.DocumentedField(PROJECT_TEXT["description"])
     tech_stack = api_fields.DocumentedField(PROJECT_TEXT["tech_stack"])
     working_directory = api_fields.DocumentedField(PROJECT_TEXT["working_directory"])
+    members = api_fields.DocumentedField(
+        MEMBERS,
+        help_text="Usernames of active users who may start tasks in the project and read its knowledge, "
+        "besides staff (an unknown one is refused: 400 naming members).",
+    )
     note = api_fields.ChangeNoteField()
 
 
@@ -66,12 +77,17 @@ class ProjectEditSerializer(api_fields.DocumentSerializer):
     description = api_fields.DocumentedField(PROJECT_TEXT["description"])
     tech_stack = api_fields.DocumentedField(PROJECT_TEXT["tech_stack"])
     working_directory = api_fields.DocumentedField(PROJECT_TEXT["working_directory"])
+    members = api_fields.DocumentedField(
+        MEMBERS,
+        help_text="Usernames of active users who may start tasks in the project and read its knowledge, "
+        "besides staff (an unknown one is refused: 400 naming members).",
+    )
     note = api_fields.ChangeNoteField()
 
 
 class ProjectListView(GovernanceView):
     """Projects (``GET``) and creating one (``POST {slug, name, description, tech_stack,
-    working_directory, note}`` -> 201)."""
+    working_directory, members, note}`` -> 201)."""
 
     config_actions = {"POST": "project_create"}
 
@@ -89,7 +105,7 @@ class ProjectListView(GovernanceView):
 
 class ProjectDetailView(GovernanceView):
     """One project with its override counts; ``PATCH {version, name?, description?,
-    tech_stack?, working_directory?, note?}``."""
+    tech_stack?, working_directory?, members?, note?}``."""
 
     config_actions = {"PATCH": "project"}
 

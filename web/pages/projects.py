@@ -11,6 +11,7 @@ from django.views.decorators.http import require_http_methods
 from capabilities.access import can_change, require_change
 from capabilities.errors import ConfigInvalid, StaleVersion
 from capabilities.models import AgentRole, CapabilityCard, Project, ProjectCapabilityOverride, ProjectRoleOverride
+from capabilities.projects import member_names
 from capabilities.versions import document_version
 from team.projects import create_project, project_document, update_project
 from web.forms import form_note, form_version, note_refusal
@@ -60,7 +61,9 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
     status = 200
     if request.method == "POST":
         require_change(request.user, "project")
-        data = {name: request.POST.get(name, "") for name in PROJECT_FIELDS[1:]}
+        data: dict[str, object] = {name: request.POST.get(name, "") for name in PROJECT_FIELDS[1:]}
+        if "members" in request.POST:
+            data["members"] = request.POST["members"].replace(",", " ").split()
         try:
             result = update_project(
                 project,
@@ -112,6 +115,7 @@ def project_detail(request: HttpRequest, slug: str) -> HttpResponse:
             "nav": "projects",
             "project": project,
             "doc": project_document(project),
+            "members": member_names(project),
             "roles": roles,
             "cards": cards,
             "errors": errors,

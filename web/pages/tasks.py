@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import Project
-from monitoring.access import visible_tasks
+from monitoring.access import visible_projects, visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact, Task
 from monitoring.outcome import verdicts, waiting_for_operator
@@ -269,7 +269,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
             "nav": "tasks",
             "form": form,
             "error": error,
-            "projects": Project.objects.all(),
+            "projects": visible_projects(request.user),
             "project_types": project_type_labels(get_language()),
             "limit": max_document_bytes(),
         },
