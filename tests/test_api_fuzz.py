@@ -69,7 +69,8 @@ NAMES_THAT_MUST_EXIST: dict[tuple[str, str], frozenset[str]] = {
     ("PUT", "/api/v1/permissions/tool-matrix"): frozenset({"matrix"}),
     ("POST", "/api/v1/permissions/invoke-matrix/what-if"): frozenset({"matrix"}),
     ("POST", "/api/v1/permissions/tool-matrix/what-if"): frozenset({"matrix"}),
-    ("POST", "/api/v1/projects"): frozenset({"slug"}),  # a new slug: not one a project has
+    ("POST", "/api/v1/projects"): frozenset({"slug", "members"}),  # a new slug; members: existing users
+    ("PATCH", "/api/v1/projects/{slug}"): frozenset({"members"}),
     ("POST", "/api/v1/mcp-sources"): frozenset({"name", "project", "command", "url"}),  # allowlists
     ("POST", "/api/v1/workflows"): WORKFLOW_REFERENCES,
     # roles that must exist, a host on the allowlist, JSON Schemas checked against the meta-schema

@@ -90,6 +90,7 @@ class ProjectListView(GovernanceView):
     working_directory, members, note}`` -> 201)."""
 
     config_actions = {"POST": "project_create"}
+    parser_classes = api_fields.JSON_BODY_ONLY
 
     @extend_schema(operation_id="projects_list", responses=OpenApiTypes.OBJECT)
     def get(self, request: Request) -> Response:
@@ -108,6 +109,7 @@ class ProjectDetailView(GovernanceView):
     tech_stack?, working_directory?, members?, note?}``."""
 
     config_actions = {"PATCH": "project"}
+    parser_classes = api_fields.JSON_BODY_ONLY
 
     def current_document(self, request: Request) -> dict[str, Any] | None:
         return project_document(found(Project, "project", slug=self.kwargs["slug"]))
