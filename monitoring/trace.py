@@ -13,7 +13,8 @@ Shape (``task_trace``)::
     node = {"id", "kind", "role", "capability_id", "round", "started_at" (ISO 8601 UTC),
             "latency_ms" (int or null while running / not recorded), "tokens" (int or null),
             "status", "prompt_versions" ({template_type: version} or {}), "input", "output",
-            "children": [node, ...], "links": {"context_id"?, "callee_context_id"?, "artifacts"?}}
+            "children": [node, ...],
+            "links": {"context_id"?, "received"? (invoke node ids), "callee_context_id"?, "artifacts"?}}
 
 ``kind`` is ``agent`` (a context), ``invoke``, ``hook``, ``model_call``, ``tool_use`` or
 ``operator_wait``. An agent node's children are its calls in the order they started; an
@@ -105,8 +106,17 @@ class TraceBuilder:
         return out
 
     def build(self) -> dict[str, Any]:
-        """``{"task_id", "status", "nodes"}`` (module docstring)."""
-        return {"task_id": self.task.id, "status": self.task.status, "nodes": [self.agent(c) for c in self.contexts]}
+        """``{"task_id", "status", "nodes"}`` (module docstring); each agent node's
+        ``links.received`` lists the ids of the invoke nodes it answered."""
+        nodes = [self.agent(c) for c in self.contexts]
+        received: dict[str, list[str]] = {}
+        for node in nodes:
+            for call in node["children"]:
+                if callee := call["links"].get("callee_context_id"):
+                    received.setdefault(callee, []).append(call["id"])
+        for node in nodes:
+            node["links"]["received"] = received.get(node["id"], [])
+        return {"task_id": self.task.id, "status": self.task.status, "nodes": nodes}
 
     def agent(self, context: ExecutionContext) -> dict[str, Any]:
         """The node of one agent instance's context, with its calls."""

@@ -213,3 +213,20 @@ def test_bad_reason_and_reconsider_values_are_refused_by_field(api, runtime_host
         response = api.post(f"/api/v1/tasks/{source.id}/fork", body, format="json")
         assert response.status_code == 400, (body, response.content)
         assert field in response.json()["errors"], (body, response.json())
+
+
+def test_the_fork_form_uses_the_prompt_layer_typed_and_keeps_an_unchanged_one(api, page_client, runtime_host):
+    """A layer typed into the page's fork form is the fork's (it was dropped silently unless
+    a checkbox was ticked); one left as the task's own is no override."""
+    source = review(api, runtime_host)
+    page_client.post(f"/tasks/{source.id}/fork", {"from_step": "0", "prompt_enhancement": "Answer strictly."})
+    typed = Task.objects.exclude(pk=source.id).get()
+    assert typed.run_spec["fork"]["overrides"] == {"prompt_enhancement": "Answer strictly."}
+    assert typed.prompt_enhancement == "Answer strictly."
+    wait_for_task(runtime_host, typed.id)
+    page_client.post(f"/tasks/{source.id}/fork", {"from_step": "0", "prompt_enhancement": source.prompt_enhancement})
+    kept = Task.objects.exclude(pk__in=[source.id, typed.id]).get()
+    assert kept.run_spec["fork"]["overrides"] == {}
+    wait_for_task(runtime_host, kept.id)
+    page = page_client.get(f"/tasks/{source.id}/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "needs a user who may change them" in page

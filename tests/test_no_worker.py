@@ -21,7 +21,9 @@ def remote(settings):
 
 
 def dead_worker(worker_id: str = "host-1-dead") -> RuntimeWorker:
-    """A worker that stopped beating a minute ago (``kill -9``)."""
+    """A worker that stopped beating a minute ago (``kill -9``), the only one listed: rows an
+    earlier test's processes left are removed, so no worker is alive."""
+    RuntimeWorker.objects.exclude(pk=worker_id).delete()
     long_ago = timezone.now() - timedelta(minutes=1)
     return RuntimeWorker.objects.create(
         id=worker_id, kind="worker", hostname="host", pid=1, concurrency=4, started_at=long_ago, heartbeat_at=long_ago
@@ -41,6 +43,7 @@ def test_an_invoke_with_no_worker_alive_is_no_worker_at_once(api, builtin, remot
 
 
 def test_a_hook_with_no_worker_alive_is_no_worker(api, builtin, remote):
+    dead_worker()
     hook = {"event_type": "deploy.done", "from_role": "devops", "target_roles": ["main"], "payload": {}}
     response = api.post("/api/v1/hooks", hook, format="json")
     assert response.status_code == 503, response.content

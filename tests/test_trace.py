@@ -35,6 +35,9 @@ def test_the_trace_lists_every_agent_and_the_experts_rounds(api, reviewed):
     rounds = {(c["role"], c["round"]) for c in reviews}
     experts = {"architect", "pm", "ai_expert", "domain_expert"}
     assert rounds == {(role, mode) for role in experts for mode in ("review", "evaluate", "respond")}
+    for role in experts:  # each expert's node lists the three rounds it answered (pm: the quality check too)
+        rounds_of_role = {c["id"] for c in reviews if c["role"] == role}
+        assert len(rounds_of_role) == 3 and rounds_of_role <= set(agents[role]["links"]["received"])
     for call in reviews:
         assert call["status"] == "ok"
         assert call["latency_ms"] >= 0

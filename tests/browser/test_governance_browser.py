@@ -180,7 +180,7 @@ def test_revert_a_matrix_change_from_the_audit_trail(logged_in_page, live_server
     assert allowed("coderA", "dba")
     reverted = ConfigChange.objects.order_by("-new_version").first()
     assert reverted.new_version == saved.new_version + 1
-    assert reverted.note == "the architect is away"
+    assert reverted.note == f"Revert of change #{saved.pk} (version {saved.new_version}): the architect is away"
     assert reverted.changes == {"invoke_matrix.coderA.dba": {"old": False, "new": True}}
     expect(page.locator("#audit-table tbody tr").first).to_contain_text("the architect is away")
     page.goto(f"{live_server.url}/permissions/invoke/")

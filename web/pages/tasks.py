@@ -102,13 +102,16 @@ def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
 
 @require_POST
 def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
-    """Re-run an ended task from step N as a new task (``runs.tasks.fork_task``), optionally
-    with another task prompt layer; opens the new task, or says why not on this one."""
+    """Re-run an ended task from step N as a new task (``runs.tasks.fork_task``), with the
+    task prompt layer the form holds when it differs from this task's; opens the new task,
+    or says why not on this one."""
     raw = (request.POST.get("from_step") or "").strip()
     from_step: object = int(raw) if raw.isdigit() else raw
-    overrides = (
-        {"prompt_enhancement": request.POST.get("prompt_enhancement", "")} if request.POST.get("change_prompt") else {}
-    )
+    source = visible_tasks(request.user).filter(pk=task_id).first()
+    layer = request.POST.get("prompt_enhancement")
+    # the form shows this task's layer: what the operator leaves as it is, the fork keeps
+    changed = layer is not None and source is not None and layer.replace("\r\n", "\n") != source.prompt_enhancement
+    overrides = {"prompt_enhancement": layer.replace("\r\n", "\n")} if changed and layer is not None else {}
     forked = attempt(request, lambda: fork_task(request.user, task_id, from_step, overrides))
     if forked is None:
         return redirect("task-detail", task_id=task_id)
