@@ -96,12 +96,23 @@ def page_client(staff_user) -> Client:
     return client
 
 
-@pytest.fixture
-def api(staff_user) -> APIClient:
+def token_client(user) -> APIClient:
+    """An API client that sends ``user``'s token, as a program would."""
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=staff_user)
+    token, _ = Token.objects.get_or_create(user=user)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client
+
+
+@pytest.fixture
+def api(staff_user) -> APIClient:
+    return token_client(staff_user)
+
+
+@pytest.fixture
+def viewer_api(viewer_user) -> APIClient:
+    """The API as a signed-in user without the staff flag."""
+    return token_client(viewer_user)
 
 
 @pytest.fixture(autouse=True)

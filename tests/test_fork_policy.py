@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from capabilities.models import ConfigChange
@@ -23,11 +22,8 @@ from tests.helpers import wait_for_task
 
 
 @pytest.fixture
-def user_api(viewer_user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=viewer_user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
+def user_api(viewer_api) -> APIClient:
+    return viewer_api
 
 
 def set_main_file_write(api, mode: str) -> None:

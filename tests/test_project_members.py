@@ -25,9 +25,9 @@ def alice(db):
 
 @pytest.fixture
 def alice_api(alice) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(alice)
-    return client
+    from tests.conftest import token_client
+
+    return token_client(alice)
 
 
 @pytest.fixture

@@ -46,6 +46,15 @@ MEMBERS: dict[str, Any] = {
 """The schema of ``members`` (``capabilities.projects.MAX_MEMBERS`` usernames)."""
 
 
+def members_field() -> api_fields.DocumentedField:
+    """The ``members`` field of a project body, new or edited."""
+    return api_fields.DocumentedField(
+        MEMBERS,
+        help_text="Usernames of active users who may start tasks in the project and read its knowledge, "
+        "besides staff (an unknown one is refused: 400 naming members).",
+    )
+
+
 class ProjectCreateSerializer(api_fields.DocumentSerializer):
     """A new project: checked as a whole by ``capabilities.projects.check_fields`` (every
     problem at once, each naming its field); the schema of each field says what it takes."""
@@ -61,11 +70,7 @@ class ProjectCreateSerializer(api_fields.DocumentSerializer):
     description = api_fields.DocumentedField(PROJECT_TEXT["description"])
     tech_stack = api_fields.DocumentedField(PROJECT_TEXT["tech_stack"])
     working_directory = api_fields.DocumentedField(PROJECT_TEXT["working_directory"])
-    members = api_fields.DocumentedField(
-        MEMBERS,
-        help_text="Usernames of active users who may start tasks in the project and read its knowledge, "
-        "besides staff (an unknown one is refused: 400 naming members).",
-    )
+    members = members_field()
     note = api_fields.ChangeNoteField()
 
 
@@ -77,11 +82,7 @@ class ProjectEditSerializer(api_fields.DocumentSerializer):
     description = api_fields.DocumentedField(PROJECT_TEXT["description"])
     tech_stack = api_fields.DocumentedField(PROJECT_TEXT["tech_stack"])
     working_directory = api_fields.DocumentedField(PROJECT_TEXT["working_directory"])
-    members = api_fields.DocumentedField(
-        MEMBERS,
-        help_text="Usernames of active users who may start tasks in the project and read its knowledge, "
-        "besides staff (an unknown one is refused: 400 naming members).",
-    )
+    members = members_field()
     note = api_fields.ChangeNoteField()
 
 
