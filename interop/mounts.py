@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from teamclaw.strict_json import JsonRefused, loads, too_large_message
+from teamclaw.whole_numbers import whole_number_or_none
 
 
 class PathMounts:
@@ -118,9 +119,9 @@ async def read_json_body(
     (at once when ``Content-Length`` says so, else once that many bytes arrived), under
     ``error_status`` for anything else the parser refuses; or nothing when the client went
     away."""
-    length = Headers(scope=scope).get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        await JSONResponse(parse_error(too_large_message(int(length), limit)), status_code=413)(scope, receive, send)
+    length = whole_number_or_none(Headers(scope=scope).get("content-length", ""))
+    if length is not None and length > limit:
+        await JSONResponse(parse_error(too_large_message(length, limit)), status_code=413)(scope, receive, send)
         return None
     chunks: list[bytes] = []
     received = 0

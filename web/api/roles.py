@@ -24,6 +24,7 @@ from team.config_schema import constraint_fields_schema, openapi_schema
 from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields, plain_text
 from teamclaw.runtime.config import TOOLS
+from teamclaw.whole_numbers import whole_number
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
 from web.api.lookup import found
 from web.scope import project_scope, scoped_snapshot
@@ -264,7 +265,7 @@ def role_delete(request: Request, role: str) -> Response:
     data: Any = body.copy() if isinstance(body, QueryDict) else dict(body) if isinstance(body, dict) else {}
     raw = request.query_params.get("version")
     if raw is not None:
-        data["version"] = int(raw) if raw.isdigit() else raw
+        data["version"] = whole_number(raw, "version")
     elif "version" not in data:
         data["version"] = None
     values = api_fields.read_body(RoleDeleteSerializer, data)
