@@ -46,6 +46,26 @@ def finite_float(text: str) -> float:
     return value
 
 
+LARGEST_INTEGER = 2**63 - 1
+"""Largest magnitude of an integer a document (JSON here, YAML in ``capabilities.strict_yaml``)
+may hold: what a signed 64-bit column stores; every count, version and duration fits."""
+
+
+def too_large_integer_message(limit: int = LARGEST_INTEGER) -> str:
+    """The one wording of an integer refused for its size, for JSON and YAML alike."""
+    return f"the number is too large: at most {limit} in magnitude"
+
+
+def bounded_int(text: str) -> int:
+    """``json.loads(parse_int=...)``: the integer; ValueError when its magnitude is past
+    LARGEST_INTEGER (its digits are counted first, so no text past Python's 4,300-digit
+    int-conversion limit is converted)."""
+    digits = text.lstrip("-").lstrip("0")
+    if len(digits) > len(str(LARGEST_INTEGER)) or int(digits or "0") > LARGEST_INTEGER:
+        raise ValueError(too_large_integer_message())
+    return int(text)
+
+
 MAX_DEPTH = 64
 """Deepest nesting of objects and arrays (mappings and lists in YAML) any input may have:
 every JSON entry point (``loads``) and every YAML document (``capabilities.strict_yaml``).
@@ -69,7 +89,7 @@ class JsonRefused(ValueError):
     skill document's 400).
 
     - ``reason``: ``syntax`` (not JSON), ``duplicate_key``, ``number`` (``NaN``, ``Infinity``,
-      ``1e400``), ``encoding`` (not UTF-8), ``too_deep`` (past ``max_depth``) or
+      ``1e400``, an integer past ``LARGEST_INTEGER``), ``encoding`` (not UTF-8), ``too_deep`` (past ``max_depth``) or
       ``too_large`` (past ``max_bytes``);
     - ``message``: what is wrong, in English (the API's JSON stays English);
     - ``where``: ``line L, column C`` for a syntax error, else ``""``;
@@ -108,7 +128,8 @@ def loads(raw: bytes | bytearray | str, *, max_bytes: int, max_depth: int = MAX_
 
     ``raw`` is UTF-8 bytes (a BOM is allowed) or text, at most ``max_bytes`` bytes; objects
     and arrays nest at most ``max_depth`` levels. The strict hooks above apply: a key may
-    appear once per object, ``NaN`` / ``Infinity`` / ``1e400`` are refused. Returns plain
+    appear once per object, ``NaN`` / ``Infinity`` / ``1e400`` and integers past
+    ``LARGEST_INTEGER`` are refused. Returns plain
     dicts, lists, str, int, float, bool and None. Raises JsonRefused, never RecursionError.
     ``strict=False`` leaves out the hooks (the last of two equal keys wins, ``NaN`` is a float),
     for answers the runtime validates itself and reports by JSON pointer (a plugin's, a model's);
@@ -121,7 +142,12 @@ def loads(raw: bytes | bytearray | str, *, max_bytes: int, max_depth: int = MAX_
     try:
         text = raw.decode("utf-8-sig") if isinstance(raw, bytes | bytearray) else raw
         hooks: dict[str, Any] = (
-            {"object_pairs_hook": refuse_duplicate_keys, "parse_constant": refuse_constant, "parse_float": finite_float}
+            {
+                "object_pairs_hook": refuse_duplicate_keys,
+                "parse_constant": refuse_constant,
+                "parse_float": finite_float,
+                "parse_int": bounded_int,
+            }
             if strict
             else {}
         )
