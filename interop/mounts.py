@@ -7,6 +7,7 @@ JSON-RPC parse errors)."""
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Mapping
 from typing import Any
 
@@ -134,7 +135,8 @@ async def read_json_body(
         chunks.append(chunk)
         received += len(chunk)
         more = message.get("more_body", False)
-    raw = b"".join(chunks)
+    # One leading BOM is ignored (``loads``, RFC 8259 §8.1); the SDK gets the body without it.
+    raw = b"".join(chunks).removeprefix(codecs.BOM_UTF8)
     try:
         document = loads(raw, max_bytes=limit)
     except JsonRefused as exc:
