@@ -16,10 +16,11 @@ class SafeJSONParser(parsers.JSONParser):
     """DRF's JSON parser through the one bounded parser (``teamclaw.strict_json.loads``):
     400 ``JSON parse error - <reason>`` for a body that is not JSON, nests deeper than
     ``MAX_DEPTH`` levels, or repeats a key; 413 past ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (what
-    ``teamclaw.api_errors`` answers for ``RequestDataTooBig``), also for a chunked body; 400 for
-    a body holding text that is not valid Unicode (a lone surrogate such as the escape ``\\ud800``, which
-    ``loads`` refuses naming where it is) or a NUL character (which PostgreSQL text and jsonb
-    refuse), named as a field error. One leading BOM is ignored, as ``loads`` does everywhere. An object that repeats a key is refused naming the key
+    ``teamclaw.api_errors`` answers for ``RequestDataTooBig``), also for a chunked body; 400
+    for a body holding text that is not valid Unicode (a lone surrogate such as the escape
+    ``\\ud800``, which ``loads`` refuses naming where it is) or a NUL character (which
+    PostgreSQL text and jsonb refuse), named as a field error. One leading BOM is ignored, as
+    ``loads`` does everywhere. An object that repeats a key is refused naming the key
     (``duplicate key 'enabled'``) instead of letting the last value silently win, as the YAML
     and JSON documents (``capabilities.safe_yaml``) are; ``NaN`` and ``Infinity`` are refused
     as DRF's strict parser does."""
