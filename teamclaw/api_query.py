@@ -30,7 +30,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
-from teamclaw.whole_numbers import whole_number_or_none, whole_number_problem
+from teamclaw.whole_numbers import LARGEST, whole_number_or_none, whole_number_problem
 
 TRUE_TEXTS = frozenset({"true", "1", "yes"})
 FALSE_TEXTS = frozenset({"false", "0", "no"})
@@ -51,12 +51,11 @@ def _kind(parameter: OpenApiParameter) -> str:
 
 def integer(minimum: int | None = None, maximum: int | None = None) -> dict[str, Any]:
     """The schema of a whole-number query parameter with its bounds, as ``OpenApiParameter``'s
-    type: ``OpenApiParameter("days", integer(1, 90))``."""
-    schema: dict[str, Any] = {"type": "integer"}
+    type: ``OpenApiParameter("days", integer(1, 90))``. Without ``maximum`` the bound is
+    ``teamclaw.whole_numbers.LARGEST`` (18 digits), the most any query parameter takes."""
+    schema: dict[str, Any] = {"type": "integer", "maximum": LARGEST if maximum is None else maximum}
     if minimum is not None:
         schema["minimum"] = minimum
-    if maximum is not None:
-        schema["maximum"] = maximum
     return schema
 
 
@@ -95,9 +94,9 @@ def _whole_number_problem(raw: str, low: int | None, high: int | None) -> str | 
     value = whole_number_or_none(raw)
     if value is not None and (low is None or value >= low) and (high is None or value <= high):
         return None
-    if low is None and high is None:
+    if low is None and high in (None, LARGEST):
         return whole_number_problem(raw)
-    if high is None:
+    if high in (None, LARGEST):
         return f"must be a whole number >= {low}"
     if low is None:
         return f"must be a whole number <= {high}"

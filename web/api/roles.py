@@ -23,6 +23,7 @@ from capabilities.roles import MAX_RESPONSIBILITIES, RESERVED_SLUGS, delete_role
 from team.config_schema import constraint_fields_schema, openapi_schema
 from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields, plain_text
+from teamclaw.api_query import integer
 from teamclaw.runtime.config import TOOLS
 from teamclaw.whole_numbers import whole_number
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
@@ -170,7 +171,7 @@ class RoleDetailView(RefusalAudit):
     def patch(self, request: Request, role: str) -> Response:
         return role_patch(request, role)
 
-    @extend_schema(parameters=[OpenApiParameter("version", int)], responses={204: None})
+    @extend_schema(parameters=[OpenApiParameter("version", integer(0))], responses={204: None})
     def delete(self, request: Request, role: str) -> Response:
         return role_delete(request, role)
 
