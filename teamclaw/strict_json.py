@@ -52,22 +52,27 @@ def finite_float(text: str) -> float:
 
 
 LARGEST_INTEGER = 2**63 - 1
-"""Largest magnitude of an integer a document (JSON here, YAML in ``capabilities.strict_yaml``)
-may hold: what a signed 64-bit column stores; every count, version and duration fits."""
+"""Largest magnitude of an integer a YAML document (``capabilities.strict_yaml``: config,
+skill-index.yaml, workflows) may hold: what a signed 64-bit column stores; every count,
+version and duration fits."""
+
+MAX_INTEGER_DIGITS = 4_300
+"""Most digits of an integer in JSON: Python's int-conversion limit (``sys.int_info``). JSON
+bodies may carry free-form values (a capability card's JSON Schema, a workflow's input), so
+their integers are not held to LARGEST_INTEGER; each field's own check bounds what it uses."""
 
 
 def too_large_integer_message(limit: int = LARGEST_INTEGER) -> str:
-    """The one wording of an integer refused for its size, for JSON and YAML alike."""
+    """The one wording of a YAML integer refused for its size (a JSON one says the same
+    first words: "the number is too large")."""
     return f"the number is too large: at most {limit} in magnitude"
 
 
 def bounded_int(text: str) -> int:
-    """``json.loads(parse_int=...)``: the integer; ValueError when its magnitude is past
-    LARGEST_INTEGER (its digits are counted first, so no text past Python's 4,300-digit
-    int-conversion limit is converted)."""
-    digits = text.lstrip("-").lstrip("0")
-    if len(digits) > len(str(LARGEST_INTEGER)) or int(digits or "0") > LARGEST_INTEGER:
-        raise ValueError(too_large_integer_message())
+    """``json.loads(parse_int=...)``: the integer; ValueError ("the number is too large")
+    when it has more than MAX_INTEGER_DIGITS digits, counted before anything is converted."""
+    if len(text.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise ValueError(f"the number is too large: more than {MAX_INTEGER_DIGITS:,} digits")
     return int(text)
 
 
@@ -94,7 +99,7 @@ class JsonRefused(ValueError):
     skill document's 400).
 
     - ``reason``: ``syntax`` (not JSON), ``duplicate_key``, ``number`` (``NaN``, ``Infinity``,
-      ``1e400``, an integer past ``LARGEST_INTEGER``), ``encoding`` (not UTF-8, or a string
+      ``1e400``, an integer of more than ``MAX_INTEGER_DIGITS`` digits), ``encoding`` (not UTF-8, or a string
       or key holding an unpaired surrogate such as the escape ``\\ud800``, which no database,
       renderer or encoder can store), ``too_deep`` (past ``max_depth``) or ``too_large``
       (past ``max_bytes``);
@@ -186,8 +191,8 @@ def loads(raw: bytes | bytearray | str, *, max_bytes: int, max_depth: int = MAX_
     (RFC 8259 §8.1); objects and arrays nest at most ``max_depth`` levels; no string or key
     holds an unpaired surrogate (``\\ud800``, refused as ``encoding`` naming its ``path``),
     strict or not. The strict hooks above apply: a key may
-    appear once per object, ``NaN`` / ``Infinity`` / ``1e400`` and integers past
-    ``LARGEST_INTEGER`` are refused. Returns plain
+    appear once per object, ``NaN`` / ``Infinity`` / ``1e400`` and integers of more than
+    ``MAX_INTEGER_DIGITS`` digits are refused. Returns plain
     dicts, lists, str, int, float, bool and None. Raises JsonRefused, never RecursionError.
     ``strict=False`` leaves out the hooks (the last of two equal keys wins, ``NaN`` is a float),
     for answers the runtime validates itself and reports by JSON pointer (a plugin's, a model's);

@@ -1,6 +1,6 @@
-"""An integer too large for the product (more than ``2**63 - 1`` in magnitude: a 5,000-digit one
-is past Python's int-conversion limit) is refused naming its line in YAML and as a JSON number
-refusal, in decimal, hex and octal alike: a 400 at every entry point that reads a document,
+"""An integer too large for the product is refused: in YAML past ``2**63 - 1`` in magnitude,
+decimal, hex and octal alike, naming its line; in JSON past 4,300 digits (Python's
+int-conversion limit) as a number refusal. A 400 at every entry point that reads a document,
 never a 500 (``capabilities.strict_yaml``, ``teamclaw.strict_json``)."""
 
 from __future__ import annotations
