@@ -45,8 +45,14 @@ def require_change(user: Any, action: str) -> None:
         raise PermissionDenied(refusal(action))
 
 
+STAFF_ONLY = "this change needs a staff user"
+"""Why a signed-in user's write is refused where no Django permission grants it (only staff)."""
+
+
 class CanChangeConfig(BasePermission):
-    """DRF permission: reads need a login; writes need ``view.config_actions[method]``."""
+    """DRF permission: reads need a login (401 "authentication required"); writes need
+    ``view.config_actions[method]`` (403 ``refusal(action)``), or the staff flag where the
+    view names no action for the method (403 ``STAFF_ONLY``)."""
 
     message = "authentication required"
 
@@ -56,8 +62,11 @@ class CanChangeConfig(BasePermission):
         if request.method in SAFE_METHODS:
             return True
         action = getattr(view, "config_actions", {}).get(request.method)
-        if action is None:
-            return bool(request.user.is_staff)
+        if action is None:  # no Django permission grants this write: staff only
+            if request.user.is_staff:
+                return True
+            self.message = STAFF_ONLY
+            return False
         if can_change(request.user, action):
             return True
         self.message = refusal(action)

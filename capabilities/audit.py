@@ -13,6 +13,7 @@ from django.db.models import Q, QuerySet
 
 from capabilities.errors import Problems
 from capabilities.models import ConfigChange
+from teamclaw.whole_numbers import whole_number_problem
 
 CONFIG_TYPES = tuple(value for value, _label in ConfigChange.CONFIG_TYPES)
 
@@ -48,8 +49,8 @@ def filter_changes(params: Mapping[str, Any]) -> QuerySet[ConfigChange]:
         rows = rows.filter(actor__username=actor)
     since = params.get("since_version") or ""
     if since:
-        if not str(since).isdigit():
-            problems.add("since_version", "must be a whole number")
+        if problem := whole_number_problem(str(since)):
+            problems.add("since_version", problem)
         else:
             rows = rows.filter(new_version__gt=int(since))
     if q := (params.get("q") or "").strip():

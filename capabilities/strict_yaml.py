@@ -32,7 +32,13 @@ from typing import Any
 import yaml
 
 from teamclaw.errors import DomainError
-from teamclaw.strict_json import MAX_DEPTH, too_deep_message, too_large_message
+from teamclaw.strict_json import (
+    LARGEST_INTEGER,
+    MAX_DEPTH,
+    too_deep_message,
+    too_large_integer_message,
+    too_large_message,
+)
 
 _CORE = "tag:yaml.org,2002:"
 _PLAIN = "tag:teamclaw,2026:plain"
@@ -50,6 +56,9 @@ _FLOAT = re.compile(
 _YAML11_BOOL = re.compile(r"^(?:y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF)$")
 _YAML11_TRUE = {"y", "yes", "on"}
 _LEADING_ZERO = re.compile(r"^[-+]?0[0-9]+$")
+TOO_LARGE = too_large_integer_message()
+"""An integer past LARGEST_INTEGER (5,000 nines, past Python's 4,300-digit int-conversion
+limit, or ``0xfff...``) is refused naming its line instead of being read."""
 _SEXAGESIMAL = re.compile(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
 _UNDERSCORE_NUMBER = re.compile(r"^[-+]?[0-9][0-9_]*_[0-9_]*(?:\.[0-9_]*)?$")
 
@@ -291,6 +300,9 @@ def _scalar(node: yaml.ScalarNode, path: str, line: int, document: YamlDocument,
             errors.append(YamlProblem(path, line, f"the tag {_tag_name(tag)} is not accepted (only plain YAML values)"))
             return None
         return _explicit(text, tag, path, line, errors)
+    if _integer_too_large(text):
+        errors.append(YamlProblem(path, line, TOO_LARGE))
+        return None
     value = _core_value(text)
     if isinstance(value, str):
         notice = _yaml11_reading(text)
@@ -308,6 +320,9 @@ def _scalar(node: yaml.ScalarNode, path: str, line: int, document: YamlDocument,
 
 
 def _explicit(text: str, tag: str, path: str, line: int, errors: list[YamlProblem]) -> Any:
+    if _integer_too_large(text):
+        errors.append(YamlProblem(path, line, TOO_LARGE))
+        return None
     value = _core_value(text)
     kind = tag[len(_CORE) :]
     expected = {"int": int, "float": float, "bool": bool, "null": type(None)}.get(kind)
@@ -317,6 +332,20 @@ def _explicit(text: str, tag: str, path: str, line: int, errors: list[YamlProble
         errors.append(YamlProblem(path, line, f"{text!r} is not a valid !!{kind}"))
         return None
     return value
+
+
+def _integer_too_large(text: str) -> bool:
+    """Whether plain ``text`` is a core-schema integer (decimal, ``0o`` octal, ``0x`` hex)
+    whose magnitude is past LARGEST_INTEGER. Decimal text is measured by its digits first, so
+    no text past Python's int-conversion limit is converted."""
+    if not _INT.match(text) or _LEADING_ZERO.match(text):
+        return False
+    if text.startswith(("0o", "0x")):
+        digits = text[2:].lstrip("0")
+        bits_per_digit = 3 if text.startswith("0o") else 4
+        return len(digits) * bits_per_digit > 64 or int(digits or "0", 2**bits_per_digit) > LARGEST_INTEGER
+    digits = text.lstrip("+-").lstrip("0")
+    return len(digits) > len(str(LARGEST_INTEGER)) or int(digits or "0") > LARGEST_INTEGER
 
 
 def _core_value(text: str) -> Any:

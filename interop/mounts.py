@@ -7,6 +7,7 @@ JSON-RPC parse errors)."""
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from teamclaw.strict_json import JsonRefused, loads, too_large_message
+from teamclaw.whole_numbers import whole_number_or_none
 
 
 class PathMounts:
@@ -118,9 +120,9 @@ async def read_json_body(
     (at once when ``Content-Length`` says so, else once that many bytes arrived), under
     ``error_status`` for anything else the parser refuses; or nothing when the client went
     away."""
-    length = Headers(scope=scope).get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        await JSONResponse(parse_error(too_large_message(int(length), limit)), status_code=413)(scope, receive, send)
+    length = whole_number_or_none(Headers(scope=scope).get("content-length", ""))
+    if length is not None and length > limit:
+        await JSONResponse(parse_error(too_large_message(length, limit)), status_code=413)(scope, receive, send)
         return None
     chunks: list[bytes] = []
     received = 0
@@ -133,7 +135,8 @@ async def read_json_body(
         chunks.append(chunk)
         received += len(chunk)
         more = message.get("more_body", False)
-    raw = b"".join(chunks)
+    # One leading BOM is ignored (``loads``, RFC 8259 §8.1); the SDK gets the body without it.
+    raw = b"".join(chunks).removeprefix(codecs.BOM_UTF8)
     try:
         document = loads(raw, max_bytes=limit)
     except JsonRefused as exc:

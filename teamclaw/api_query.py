@@ -30,6 +30,8 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
+from teamclaw.whole_numbers import LARGEST, whole_number_or_none, whole_number_problem
+
 TRUE_TEXTS = frozenset({"true", "1", "yes"})
 FALSE_TEXTS = frozenset({"false", "0", "no"})
 MAX_PAGE_SIZE = 200
@@ -49,12 +51,11 @@ def _kind(parameter: OpenApiParameter) -> str:
 
 def integer(minimum: int | None = None, maximum: int | None = None) -> dict[str, Any]:
     """The schema of a whole-number query parameter with its bounds, as ``OpenApiParameter``'s
-    type: ``OpenApiParameter("days", integer(1, 90))``."""
-    schema: dict[str, Any] = {"type": "integer"}
+    type: ``OpenApiParameter("days", integer(1, 90))``. Without ``maximum`` the bound is
+    ``teamclaw.whole_numbers.LARGEST`` (18 digits), the most any query parameter takes."""
+    schema: dict[str, Any] = {"type": "integer", "maximum": LARGEST if maximum is None else maximum}
     if minimum is not None:
         schema["minimum"] = minimum
-    if maximum is not None:
-        schema["maximum"] = maximum
     return schema
 
 
@@ -87,6 +88,21 @@ def bounds(parameter: OpenApiParameter) -> tuple[int | None, int | None]:
     return declared.get("minimum"), declared.get("maximum")
 
 
+def _whole_number_problem(raw: str, low: int | None, high: int | None) -> str | None:
+    """Why ``raw`` is no whole number (``teamclaw.whole_numbers``: ASCII digits, at most 18)
+    within ``low``..``high`` (None: unbounded; no bound at all is 0..10**18 - 1)."""
+    value = whole_number_or_none(raw)
+    if value is not None and (low is None or value >= low) and (high is None or value <= high):
+        return None
+    if low is None and high in (None, LARGEST):
+        return whole_number_problem(raw)
+    if high in (None, LARGEST):
+        return f"must be a whole number >= {low}"
+    if low is None:
+        return f"must be a whole number <= {high}"
+    return f"must be a whole number from {low} to {high}"
+
+
 def parameter_problem(parameter: OpenApiParameter, raw: str) -> str | None:
     """Why the query text ``raw`` is no value of ``parameter``, or None when it is."""
     kind = _kind(parameter)
@@ -96,16 +112,7 @@ def parameter_problem(parameter: OpenApiParameter, raw: str) -> str | None:
             return f"must be one of {', '.join(allowed)}"
         return None
     if kind == "int":
-        if not raw.isascii() or not raw.isdigit():
-            return "must be a whole number"
-        low, high = bounds(parameter)
-        if (low is not None and int(raw) < low) or (high is not None and int(raw) > high):
-            if high is None:
-                return f"must be a whole number >= {low}"
-            if low is None:
-                return f"must be a whole number <= {high}"
-            return f"must be a whole number from {low} to {high}"
-        return None
+        return _whole_number_problem(raw, *bounds(parameter))
     if kind == "bool":
         if raw.strip().lower() not in TRUE_TEXTS | FALSE_TEXTS:
             return "must be true or false"
@@ -208,15 +215,15 @@ class StrictPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_size_query_param or "page_size")
         if raw is None:
             return self.page_size
-        if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= (self.max_page_size or MAX_PAGE_SIZE):
-            limit = self.max_page_size or MAX_PAGE_SIZE
-            raise ValidationError({"page_size": [f"must be a whole number from 1 to {limit}"]})
+        limit = self.max_page_size or MAX_PAGE_SIZE
+        if problem := whole_number_problem(raw, 1, limit):
+            raise ValidationError({"page_size": [problem]})
         return int(raw)
 
     def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any] | None:
         raw = request.query_params.get(self.page_query_param)
         if raw is not None and raw not in self.last_page_strings:
-            if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+            if whole_number_problem(raw, 1) is not None:
                 raise ValidationError({self.page_query_param: ["must be a whole number >= 1 (or 'last')"]})
         try:
             return super().paginate_queryset(queryset, request, view)

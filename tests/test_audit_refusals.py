@@ -60,14 +60,20 @@ def test_an_invalid_write_is_audited_with_its_field_errors(api, builtin):
 
 
 def test_reads_and_refused_logins_are_no_config_refusals(api, builtin, viewer_user):
+    """A read, and a write by nobody signed in (401), are not refused writes; a signed-in
+    user's write refused for want of permission (403) is one (issue 31)."""
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
     assert api.get(f"{ROLES}/pm").status_code == 200
+    assert APIClient().patch(f"{ROLES}/pm", {"version": 0}, format="json").status_code == 401
+    assert api.get(CHANGES, {"outcome": "refused"}).json()["count"] == 0
     viewer = APIClient()
     viewer.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")
     assert viewer.patch(f"{ROLES}/pm", {"version": 0}, format="json").status_code == 403
-    assert api.get(CHANGES, {"outcome": "refused"}).json()["count"] == 0
+    (row,) = api.get(CHANGES, {"outcome": "refused"}).json()["results"]
+    assert row["refusal"]["status"] == 403
+    assert row["actor"] == viewer_user.username
 
 
 def test_the_outcome_filter_is_checked(api, builtin):

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Iterable
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -119,18 +120,29 @@ class PageRefusalAuditMiddleware:
     """Audits a refused governed write made through a page form (``note_refusal``) as
     ``outcome: refused`` once the page has been answered, after the attempt's transaction
     rolled back (``capabilities.config.record_refusal``, the API's ``RefusalAudit`` shape:
-    ``{status, code, detail, errors, method, path}``). A refusal that cannot be audited is
-    logged; the page is answered either way."""
+    ``{status, code, detail, errors, method, path}``). A signed-in user refused for want of
+    permission (403, ``PermissionDenied`` with its reason) is audited too, as the API does
+    (``web.api.governance.refused_write``); an anonymous one, sent to the login page, is not.
+    A refusal that cannot be audited is logged; the page is answered either way."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
+    def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+        """Note a ``PermissionDenied`` a page raised, with its reason, for ``__call__`` to
+        audit; Django still answers it (the 403 page)."""
+        if isinstance(exception, PermissionDenied) and getattr(request, REFUSAL_ATTRIBUTE, None) is None:
+            reason = str(exception) or "permission denied"
+            note_refusal(request, DomainError(reason, status=403, code="permission_denied"))
+
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         exc = getattr(request, REFUSAL_ATTRIBUTE, None)
-        if exc is None and response.status_code in (400, 409):
+        if exc is None and response.status_code in (400, 403, 409):
             # a governed form refused without naming why: audited all the same (issue 31)
             exc = DomainError(f"the form was refused ({response.status_code})", status=response.status_code)
+        if getattr(exc, "status", None) == 403 and not request.user.is_authenticated:
+            exc = None  # nobody to name
         config_type = page_config_type(request) if exc is not None and request.method == "POST" else None
         if config_type and isinstance(exc, DomainError):
             try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
+from teamclaw.whole_numbers import whole_number_or_none
 
 END = "end"
 
@@ -34,8 +35,8 @@ def lookup(expression: str, scope: dict[str, Any]) -> Any:
     for depth, part in enumerate(parts[1:], start=1):
         if isinstance(value, dict) and part in value:
             value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
+        elif isinstance(value, list) and (index := whole_number_or_none(part)) is not None and index < len(value):
+            value = value[index]
         else:
             where = ".".join(parts[:depth])
             raise MissingReference(f"${{{expression}}}: {where} has no {part!r}")

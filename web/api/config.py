@@ -26,6 +26,7 @@ from teamclaw import api_fields
 from teamclaw.api_docs import openapi_dialect
 from teamclaw.api_errors import error_response
 from teamclaw.api_query import StrictPagination, flag, query_parameters
+from teamclaw.whole_numbers import whole_number_or_none
 from web.api.governance import PROJECT_PARAM, GovernanceView
 from web.scope import project_scope
 
@@ -149,10 +150,10 @@ class ConfigImportView(GovernanceView):
         if len(note) > api_fields.NOTE_MAX:
             raise ValidationError({"note": [f"must be at most {api_fields.NOTE_MAX} characters"]})
         limit = max_config_bytes()
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > limit:
+        length = whole_number_or_none(request.META.get("CONTENT_LENGTH") or "0")
+        if length is not None and length > limit:
             return error_response(
-                f"the document is {int(length):,} bytes; the limit is {limit:,} bytes",
+                f"the document is {length:,} bytes; the limit is {limit:,} bytes",
                 {"document": [f"larger than {limit:,} bytes"]},
                 code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
             )

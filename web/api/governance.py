@@ -36,7 +36,17 @@ ACTION_TYPES = {
 ENVELOPE = frozenset({"version", "document_version", "note"})
 REFUSED_STATUSES = frozenset({400, 409, 413, 415, 422})
 """The answers to a governed write that are refusals of it (PRD §4.8: audited as
-``outcome: refused``): a body or value refused, a stale version. 401, 403 and 404 are not."""
+``outcome: refused``): a body or value refused, a stale version; and a 403 to a signed-in
+user (``refused_write``). A 401 (nobody to name) and a 404 are not."""
+
+
+def refused_write(status: int, user: Any) -> bool:
+    """Whether an answer with ``status`` to a governed write by ``user`` refuses it (issue 31:
+    every refused write is audited): a status of REFUSED_STATUSES, or a 403 to a user who
+    signed in (an anonymous caller's 401 or 403 names nobody and stays out of the trail)."""
+    if status in REFUSED_STATUSES:
+        return True
+    return status == 403 and bool(getattr(user, "is_authenticated", False))
 
 
 class RefusalAudit(APIView):
@@ -47,15 +57,15 @@ class RefusalAudit(APIView):
     once the error answer is made, after the attempt's transaction rolled back. Which
     refusals count is read from the answer's status (``REFUSED_STATUSES``), not from the
     exception's class, so none escapes the trail (issue 31: a Django ValidationError, a 413
-    or a 415 did). A refused login or permission, and anything not found, is not a config
-    refusal."""
+    or a 415 did). A signed-in user's write refused for want of permission (403) is audited
+    too; an anonymous one (401), and anything not found, is not."""
 
     config_actions: dict[str, str] = {}
     refusal_types: dict[str, str] = {}
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
-        if response.status_code in REFUSED_STATUSES:
+        if refused_write(response.status_code, getattr(self.request, "_user", None)):
             config_type = self.refusal_types.get(self.request.method or "") or ACTION_TYPES.get(
                 self.config_actions.get(self.request.method or "", "")
             )

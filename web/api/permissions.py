@@ -15,6 +15,7 @@ from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, par
 from monitoring.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
 from teamclaw import api_fields
 from teamclaw.api_query import integer, query_parameters
+from teamclaw.whole_numbers import whole_number_problem
 from web.api.governance import PROJECT_PARAM, GovernanceView
 from web.scope import project_scope
 
@@ -109,7 +110,7 @@ class ToolMatrixView(MatrixView):
 def days_param(request: Request) -> int:
     """``?days=`` (1..90, default 7)."""
     raw = request.query_params.get("days") or str(DEFAULT_DAYS)
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_DAYS:
+    if whole_number_problem(raw, 1, MAX_DAYS):
         raise ValidationError({"days": [f"must be a whole number of days between 1 and {MAX_DAYS}"]})
     return int(raw)
 

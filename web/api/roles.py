@@ -23,7 +23,9 @@ from capabilities.roles import MAX_RESPONSIBILITIES, RESERVED_SLUGS, delete_role
 from team.config_schema import constraint_fields_schema, openapi_schema
 from team.roles import create_role, role_document, update_role
 from teamclaw import api_fields, plain_text
+from teamclaw.api_query import integer
 from teamclaw.runtime.config import TOOLS
+from teamclaw.whole_numbers import whole_number
 from web.api.governance import PROJECT_PARAM, RefusalAudit, with_current
 from web.api.lookup import found
 from web.scope import project_scope, scoped_snapshot
@@ -169,7 +171,7 @@ class RoleDetailView(RefusalAudit):
     def patch(self, request: Request, role: str) -> Response:
         return role_patch(request, role)
 
-    @extend_schema(parameters=[OpenApiParameter("version", int)], responses={204: None})
+    @extend_schema(parameters=[OpenApiParameter("version", integer(0))], responses={204: None})
     def delete(self, request: Request, role: str) -> Response:
         return role_delete(request, role)
 
@@ -264,7 +266,7 @@ def role_delete(request: Request, role: str) -> Response:
     data: Any = body.copy() if isinstance(body, QueryDict) else dict(body) if isinstance(body, dict) else {}
     raw = request.query_params.get("version")
     if raw is not None:
-        data["version"] = int(raw) if raw.isdigit() else raw
+        data["version"] = whole_number(raw, "version")
     elif "version" not in data:
         data["version"] = None
     values = api_fields.read_body(RoleDeleteSerializer, data)

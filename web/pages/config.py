@@ -22,7 +22,8 @@ from capabilities.models import Project
 from capabilities.safe_yaml import DocumentError, load_document, max_config_bytes
 from team.config_import import import_config
 from team.revert import REVERTIBLE_TYPES, find_change, revert, revert_preview
-from teamclaw.errors import DomainError
+from teamclaw.errors import DomainError, InvalidField
+from teamclaw.whole_numbers import whole_number
 from web.forms import CONFIG_TYPE_ATTRIBUTE, form_note, show_refusal
 
 
@@ -71,9 +72,7 @@ def change_revert(request: HttpRequest, change_id: int) -> HttpResponse:
         setattr(request, CONFIG_TYPE_ATTRIBUTE, change.config_type)
         raw = request.POST.get("version", "")
         try:
-            reverted = revert(
-                change, version=int(raw) if raw.isdigit() else raw, actor=request.user, note=form_note(request)
-            )
+            reverted = revert(change, version=whole_number(raw, "version"), actor=request.user, note=form_note(request))
         except DomainError as exc:
             show_refusal(request, exc)
         else:
@@ -134,14 +133,14 @@ def config_transfer(request: HttpRequest) -> HttpResponse:
             result = import_config(
                 data,
                 dry_run=not apply,
-                expected_version=int(expected) if apply and expected.isdigit() else None,
+                expected_version=whole_number(expected, "expected_version") if apply and expected else None,
                 note=context["note"],
                 actor=request.user,
             )
         except DocumentError as exc:
             context["errors"], status = exc.errors, 400
             context["text"] = raw if isinstance(raw, str) else ""
-        except ConfigInvalid as exc:
+        except (ConfigInvalid, InvalidField) as exc:
             context["errors"], status = exc.errors, 400
         except StaleVersion as exc:
             context["conflict"], status = exc, 409

@@ -34,6 +34,7 @@ from knowledge.sources import (
 )
 from monitoring.access import readable_knowledge, visible_projects
 from teamclaw.errors import DomainError, InvalidField
+from teamclaw.whole_numbers import whole_number_or_none
 from web.forms import show_refusal
 
 MAX_K = 20
@@ -120,10 +121,11 @@ def knowledge_page(request: HttpRequest) -> HttpResponse:
     ranked = None
     errors: dict[str, list[str]] = {}
     status = 200
-    try:
-        k = min(MAX_K, max(1, int(request.GET.get("k") or 5)))
-    except ValueError:
+    asked_k = whole_number_or_none(request.GET.get("k") or "5")
+    if asked_k is None:
         k, errors, status = 5, {"k": [_("must be a whole number")]}, 400
+    else:
+        k = min(MAX_K, max(1, asked_k))
     if query and not errors:
         try:
             owner = owner_of(scope)

@@ -22,6 +22,7 @@ from capabilities.matrices import INVOKE, TOOL, MatrixKind, matrix_document, sav
 from capabilities.matrix_forms import INHERIT, base_json, grid, nested, staged_cells
 from capabilities.models import AgentRole, Project, ProjectRoleOverride
 from monitoring.whatif import DEFAULT_DAYS, MAX_DAYS, what_if
+from teamclaw.whole_numbers import whole_number_or_none
 from web.forms import form_note, form_version, note_attempted, note_refusal
 from web.scope import project_scope, scoped_url
 
@@ -32,8 +33,10 @@ DAY_CHOICES = (1, 7, 30, 90)
 
 
 def form_days(request: HttpRequest) -> int:
-    raw = request.POST.get("days") or request.GET.get("days") or ""
-    return int(raw) if raw.isdigit() and 1 <= int(raw) <= MAX_DAYS else DEFAULT_DAYS
+    """The what-if window's ``days`` (1..MAX_DAYS) from the form or the query; DEFAULT_DAYS
+    when absent or not such a whole number (the page's select offers DAY_CHOICES)."""
+    days = whole_number_or_none(request.POST.get("days") or request.GET.get("days") or "")
+    return days if days is not None and 1 <= days <= MAX_DAYS else DEFAULT_DAYS
 
 
 def _kind(which: str) -> MatrixKind:

@@ -36,6 +36,7 @@ from runs.tasks import (
     start_task,
 )
 from teamclaw.errors import DomainError
+from teamclaw.whole_numbers import whole_number_or_none
 from web.forms import show_refusal
 from web.htmx import fragment_or_page
 
@@ -106,7 +107,8 @@ def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
     task prompt layer the form holds when it differs from this task's; opens the new task,
     or says why not on this one."""
     raw = (request.POST.get("from_step") or "").strip()
-    from_step: object = int(raw) if raw.isdigit() else raw
+    step = whole_number_or_none(raw)  # else fork_task refuses the text, naming from_step and its bounds
+    from_step: object = raw if step is None else step
     source = visible_tasks(request.user).filter(pk=task_id).first()
     layer = request.POST.get("prompt_enhancement")
     # the form shows this task's layer: what the operator leaves as it is, the fork keeps
