@@ -193,9 +193,8 @@ class ConfigChangeRevertView(GovernanceView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # the refusal's audit type is the reverted change's, known before the permission check
         # (a non-staff attempt is audited as a refused write of that kind, issue 31)
-        config_type = (
-            ConfigChange.every.filter(pk=kwargs.get("change_id")).values_list("config_type", flat=True).first()
-        )
+        change_id = int(kwargs.get("change_id") or 0)
+        config_type = ConfigChange.every.filter(pk=change_id).values_list("config_type", flat=True).first()
         if config_type:
             self.refusal_types = {"POST": config_type}
         super().initial(request, *args, **kwargs)
