@@ -76,8 +76,8 @@ def member_names(project: Project) -> list[str]:
 
 
 def _check_members(value: Any, problems: Problems, clean: dict[str, Any]) -> None:
-    """``members``: a list of at most MAX_MEMBERS usernames of active users (duplicates
-    folded), naming the first one that is not."""
+    """``members``: a list of at most MAX_MEMBERS usernames of existing users (duplicates
+    folded), naming the first one that is not (cut at 150 characters)."""
     if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
         problems.add("members", "must be a list of usernames")
         return
@@ -85,9 +85,10 @@ def _check_members(value: Any, problems: Problems, clean: dict[str, Any]) -> Non
     if len(names) > MAX_MEMBERS:
         problems.add("members", f"at most {MAX_MEMBERS} members")
         return
-    known = set(get_user_model().objects.filter(username__in=names, is_active=True).values_list("username", flat=True))
+    # an inactive user may stay listed (it cannot sign in), so a round trip of the document works
+    known = set(get_user_model().objects.filter(username__in=names).values_list("username", flat=True))
     if missing := [name for name in names if name not in known]:
-        problems.add("members", f"there is no active user {missing[0]!r}")
+        problems.add("members", f"there is no user {missing[0][:150]!r}")
         return
     clean["members"] = names
 

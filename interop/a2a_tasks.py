@@ -41,6 +41,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from django.contrib.auth import get_user_model
 from django.db.models.functions import Length
 from django.utils import translation
 from django.utils.translation import gettext as _
@@ -50,6 +51,7 @@ from google.protobuf.struct_pb2 import Value
 from capabilities.models import Project
 from capabilities.snapshot import governance_snapshot
 from interop.models import A2ATask, RoleToken
+from monitoring.access import can_use_project
 from monitoring.models import Artifact, Task, ToolConfirmation
 from monitoring.outcome import task_outcome, task_phase
 from runs.commands import CommandRefused
@@ -242,6 +244,22 @@ def may_start(caller: Caller) -> None:
         )
 
 
+def may_use_project(caller: Caller, project: Project | None) -> None:
+    """A role token acts with the authority of the user who issued it: a task in a project
+    needs that user to be able to use it now (``monitoring.access.can_use_project``; a token
+    whose issuer is gone may start none). Raises InvalidParamsError naming ``project``."""
+    if project is None:
+        return
+    issuer = RoleToken.objects.filter(pk=caller.token_id).values_list("created_by", flat=True).first()
+    user = get_user_model().objects.filter(pk=issuer).first() if issuer else None
+    if user is None or not can_use_project(user, project):
+        raise refused(
+            InvalidParamsError,
+            _("the user who issued this token may not use project '%(slug)s'") % {"slug": project.slug},
+            {"project": [_("not a member")]},
+        )
+
+
 def start(task_id: str, message: Message, caller: Caller) -> Task:
     """Start the product task ``task_id`` for ``message`` (``start_arguments``) as ``caller``;
     the SDK's first save of the A2A task records it as the caller's (``save_document``).
@@ -249,6 +267,7 @@ def start(task_id: str, message: Message, caller: Caller) -> Task:
     input); nothing is recorded then."""
     may_start(caller)
     arguments = start_arguments(message)
+    may_use_project(caller, arguments["project"])
     try:
         task = start_task(workflow="requirement_review", task_id=task_id, **arguments)
     except DomainError as exc:

@@ -243,13 +243,18 @@ def start_task(
     return enqueue(task)
 
 
+def not_a_member(project: Project) -> str:
+    """Why a user may not use ``project`` (projects are listed to every signed-in user, so
+    the message says what to do rather than pretend it does not exist)."""
+    return f"you are not a member of project '{project.slug}': a staff user can add you to its members"
+
+
 def check_project(user: Any, project: Project | None) -> None:
     """DocumentError (400 on ``project``) unless ``user`` may use ``project`` (its members,
-    staff, the see-every-task group; issue 31). Worded as for a project that does not exist,
-    so a closed project's name does not leak."""
+    staff, the see-every-task group; issue 31), saying how to get access."""
     if not can_use_project(user, project):
         assert project is not None
-        raise DocumentError(f"project '{project.slug}' does not exist", "project")
+        raise DocumentError(not_a_member(project), "project")
 
 
 def project_types() -> list[str]:

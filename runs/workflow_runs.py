@@ -13,7 +13,7 @@ from capabilities.models import Project
 from capabilities.skill_models import Workflow
 from monitoring.access import can_use_project
 from monitoring.models import Task
-from runs.tasks import enqueue, run_spec
+from runs.tasks import enqueue, not_a_member, run_spec
 from teamclaw.errors import InvalidField
 from teamclaw.runtime.messages import new_id
 
@@ -34,7 +34,7 @@ def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, 
 
     if not can_use_project(user, project):
         assert project is not None
-        raise InvalidField(f"project '{project.slug}' does not exist", "project")
+        raise InvalidField(not_a_member(project), "project")
     if run_input is None:
         run_input = {}
     if not isinstance(run_input, dict):

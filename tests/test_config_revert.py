@@ -124,10 +124,10 @@ def test_only_staff_may_revert(api, builtin, viewer_user):
     viewer = APIClient()
     viewer.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=viewer_user).key}")
     version = viewer.get(f"/api/v1/config/changes/{change_id}/revert").json()["version"]
-    assert (
-        viewer.post(f"/api/v1/config/changes/{change_id}/revert", {"version": version}, format="json").status_code
-        == 403
-    )
+    refused = viewer.post(f"/api/v1/config/changes/{change_id}/revert", {"version": version}, format="json")
+    assert refused.status_code == 403
+    (row,) = ConfigChange.every.filter(outcome="refused")  # audited as a refused tool-matrix write
+    assert (row.config_type, row.refusal["status"], row.actor) == ("tool_binding", 403, viewer_user)
 
 
 def test_a_prompt_activation_reverts_as_a_rollback_to_the_version_before(api, builtin):

@@ -104,6 +104,26 @@ def test_only_a_role_the_invoke_matrix_lets_invoke_main_starts_tasks(builtin):
         a2a_tasks.may_start(Caller(token_id=1, role="coderA", name="x"))
 
 
+def test_a_task_in_a_project_needs_the_token_issuer_to_be_able_to_use_it(builtin, staff_user, viewer_user):
+    """Issue 31: a role token acts with the authority of the user who issued it; a token
+    whose issuer may not use the project (not a member, or gone) starts no task in it, which
+    would otherwise bring the project's knowledge into the task."""
+    from interop.role_tokens import issue
+
+    shop = Project.objects.create(slug="shop", name="Shop")
+    by_staff = issue(role="main", name="staff's", created_by=staff_user)
+    a2a_tasks.may_use_project(Caller.of(by_staff.row), shop)  # staff may use every project
+    by_viewer = issue(role="main", name="viewer's", created_by=viewer_user)
+    with pytest.raises(InvalidParamsError, match="may not use project 'shop'"):
+        a2a_tasks.may_use_project(Caller.of(by_viewer.row), shop)
+    shop.members.add(viewer_user)
+    a2a_tasks.may_use_project(Caller.of(by_viewer.row), shop)
+    staff_user.delete()  # an issuer that is gone
+    with pytest.raises(InvalidParamsError):
+        a2a_tasks.may_use_project(Caller.of(by_staff.row), shop)
+    a2a_tasks.may_use_project(Caller.of(by_staff.row), None)  # no project: nothing to check
+
+
 def make_task(status: str, description: str = "an idea", **fields: Any) -> Task:
     return Task.objects.create(
         id=new_id(), workflow="requirement_review", description=description, status=status, **fields

@@ -4,6 +4,7 @@ import document's JSON Schema."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -17,6 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.audit import CONFIG_TYPES, OUTCOMES, change_document, filter_changes
+from capabilities.models import ConfigChange
 from capabilities.safe_yaml import guess_format, load_document, max_config_bytes
 from team.config_export import dump, export_document
 from team.config_import import import_config
@@ -188,6 +190,15 @@ class ConfigChangeRevertView(GovernanceView):
     preview otherwise; 409 when it cannot be reverted; staff only, 403 otherwise)
     -> ``{change, preview}`` (the new audit row and the preview after it)."""
 
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # the refusal's audit type is the reverted change's, known before the permission check
+        # (a non-staff attempt is audited as a refused write of that kind, issue 31)
+        change_id = int(kwargs.get("change_id") or 0)
+        config_type = ConfigChange.every.filter(pk=change_id).values_list("config_type", flat=True).first()
+        if config_type:
+            self.refusal_types = {"POST": config_type}
+        super().initial(request, *args, **kwargs)
+
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, change_id: int) -> Response:
         return Response(revert_preview(find_change(change_id)))
@@ -195,7 +206,6 @@ class ConfigChangeRevertView(GovernanceView):
     @extend_schema(request=ConfigRevertSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, change_id: int) -> Response:
         change = find_change(change_id)
-        self.refusal_types = {"POST": change.config_type}
         data = ConfigRevertSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
