@@ -225,3 +225,24 @@ async def test_state_frames_and_pushed_rows_reach_each_socket_in_its_zone(runtim
         assert f">{expected}</time>" in pushed["swap"]["html"]
     await close(shanghai)
     await close(utc)
+
+
+def test_the_audit_trail_shows_times_in_the_operators_zone(page_client, builtin):
+    """The new operator saw raw UTC ('2026-12-04T22:52:59') on the audit page while the
+    header said Asia/Shanghai (issue 32)."""
+    from capabilities.models import ConfigChange
+
+    change = ConfigChange.objects.order_by("pk").first()
+    utc = change.created_at.strftime("%Y-%m-%d %H:%M:%S")
+    assert utc in page_client.get("/config/changes/").content.decode()
+    page_client.cookies["teamclaw_tz"] = "Asia/Shanghai"
+    from zoneinfo import ZoneInfo
+
+    local = change.created_at.astimezone(ZoneInfo("Asia/Shanghai")).strftime("%Y-%m-%d %H:%M:%S")
+    import re
+
+    shown = re.findall(
+        r"<time datetime=\"[^\"]*\" title=\"[^\"]*\">([^<]*)</time>",
+        page_client.get("/config/changes/").content.decode(),
+    )
+    assert local in shown and utc not in shown

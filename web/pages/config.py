@@ -45,7 +45,8 @@ def change_list(request: HttpRequest) -> HttpResponse:
         {
             "nav": "audit",
             "page": page,
-            "changes": [change_document(c) for c in page.object_list],
+            # ``when``: the time itself, shown in the operator's zone (the document's is UTC text)
+            "changes": [{**change_document(c), "when": c.created_at} for c in page.object_list],
             "filters": filters,
             "query": query,
             "error": error,
@@ -85,7 +86,11 @@ def change_revert(request: HttpRequest, change_id: int) -> HttpResponse:
     return render(
         request,
         "capabilities/change_revert.html",
-        {"nav": "audit", "change": change_document(change), "preview": revert_preview(change)},
+        {
+            "nav": "audit",
+            "change": {**change_document(change), "when": change.created_at},
+            "preview": revert_preview(change),
+        },
     )
 
 
