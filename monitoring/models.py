@@ -307,3 +307,17 @@ class RecorderCheckpoint(models.Model):
 
     def __str__(self) -> str:
         return f"{self.stream}: batch {self.batch}"
+
+
+class OperatorPreference(models.Model):
+    """What an operator chose for their pages, kept on the user so it follows them to the
+    next login and to another browser (issue 32): the page ``language`` (a code of
+    ``settings.LANGUAGES``, blank: the browser's)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="teamclaw_preference"
+    )
+    language = models.CharField(max_length=16, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.language or 'browser'}"

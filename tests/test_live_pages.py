@@ -323,8 +323,8 @@ def test_each_task_gets_its_own_short_id_on_the_cards(runtime_host, staff_user):
 def test_the_task_page_shows_its_tokens_once_in_the_live_status_chip(finished_task, staff_user):
     html = login(staff_user).get(f"/tasks/{finished_task.id}/").content.decode()
     header = html.split('id="task-header"')[1].split("<h2>")[0]
-    shown = f"{finished_task.tokens_used:,} / {finished_task.token_budget:,} tokens"
+    shown = f"≈ {finished_task.tokens_used:,} tokens"
     assert finished_task.tokens_used > 0
-    assert html.count(f"/ {finished_task.token_budget:,} tokens") == 1
-    assert f'data-field="task-tokens" title="tokens used / the task budget">{shown} <abbr' in header
+    assert html.count(shown) == 1
+    assert 'data-field="task-tokens"' in header and f"{shown} <abbr" in header
     assert "(est.)</abbr></span>" in header  # the offline brain's counts are estimates

@@ -202,7 +202,7 @@ async def test_the_task_chip_pushed_at_the_end_carries_the_tokens_used_and_the_b
     row = await sync_to_async(Task.objects.get)(pk=task.id)
     assert row.tokens_used > 0
     assert row.token_budget == 50_000
-    assert f"{row.tokens_used:,} / 50,000 tokens" in final["swap"]["html"]
+    assert f"≈ {row.tokens_used:,} tokens" in final["swap"]["html"]  # offline: an estimate, no budget
     await close(per_task)
 
 

@@ -146,4 +146,5 @@ def test_an_estimate_counts_the_documents_a_call_reads_and_writes(runtime_host, 
     card = html.split(f'id="ctx-{consolidator.id}"')[1][:3000]
     assert f"{consolidator.total_tokens:,} tokens" in card and "(est.)" in card
     chip = html.split('data-field="task-tokens"')[1].split("</span>")[0]
-    assert f"{task.tokens_used:,} / {task.token_budget:,} tokens" in chip and "(est.)" in chip
+    # an estimate reads as one, not as a budget overrun (issue 32): no "used / budget"
+    assert f"≈ {task.tokens_used:,} tokens" in chip and "(est.)" in chip and f"/ {task.token_budget:,}" not in chip

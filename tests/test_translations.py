@@ -353,3 +353,26 @@ def test_the_committed_mo_files_match_their_po():
 def test_skill_states_keep_their_english_identifiers():
     for value, label in SkillStatus.choices:
         assert not CJK.search(label), value
+
+
+def test_the_language_choice_follows_the_operator_to_another_browser(builtin, staff_user):
+    """Issue 32: the choice was only a cookie, so the next login in another browser lost it."""
+    from django.test import Client
+
+    from monitoring.models import OperatorPreference
+
+    here = Client()
+    here.force_login(staff_user)
+    here.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    assert OperatorPreference.objects.get(user=staff_user).language == "zh-hans"
+    elsewhere = Client(HTTP_ACCEPT_LANGUAGE="en")  # a new browser: no language cookie
+    elsewhere.force_login(staff_user)
+    response = elsewhere.get("/")
+    assert '<html lang="zh-hans"' in response.content.decode()
+    assert response.cookies[settings.LANGUAGE_COOKIE_NAME].value == "zh-hans"
+    elsewhere.post("/i18n/setlang/", {"language": "en", "next": "/"})  # the latest choice wins
+    assert '<html lang="en"' in elsewhere.get("/").content.decode()
+    assert OperatorPreference.objects.get(user=staff_user).language == "en"
+    anonymous = Client(HTTP_ACCEPT_LANGUAGE="en")
+    anonymous.post("/i18n/setlang/", {"language": "zh-hans", "next": "/login/"})
+    assert OperatorPreference.objects.count() == 1
