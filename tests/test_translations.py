@@ -49,6 +49,7 @@ class VisibleText(HTMLParser):
     Scripts, styles, preformatted text and form fields' content are not prose."""
 
     SKIP = {"script", "style", "code", "pre", "textarea", "option"}
+    ATTRIBUTES = ("title", "placeholder", "aria-label")
     VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
     def __init__(self) -> None:
@@ -65,7 +66,7 @@ class VisibleText(HTMLParser):
         exempt = self.skipping or tag in self.SKIP or dict(attrs).get("translate") == "no"
         if not exempt:
             for name, value in attrs:
-                if name in ("title", "placeholder", "aria-label") and value:
+                if name in self.ATTRIBUTES and value:
                     self.texts.append(value.strip())
         if tag not in self.VOID:
             self.open.append((tag, exempt))
@@ -87,10 +88,26 @@ class VisibleText(HTMLParser):
             self.texts.append(" ".join(data.split()))
 
 
-def visible_texts(html: str) -> list[str]:
-    parser = VisibleText()
+class ProseText(VisibleText):
+    """What an operator reads without hovering: :class:`VisibleText` less ``title`` tooltips,
+    where references for engineers (PRD sections, seed numbers) may stay."""
+
+    ATTRIBUTES = ("placeholder", "aria-label")
+
+
+def visible_texts(html: str, parser_class: type[VisibleText] = VisibleText) -> list[str]:
+    parser = parser_class()
     parser.feed(html)
     return parser.texts
+
+
+REFERENCE = re.compile(r"seed 0\d\d|§", re.IGNORECASE)
+"""A spec reference (``PRD §4.8``, ``seed 002 §6.7``): for engineers, in docs and tooltips."""
+
+
+def references(html: str) -> list[str]:
+    """The texts of ``html`` an operator reads (:class:`ProseText`) that cite the spec."""
+    return [text for text in visible_texts(html, ProseText) if REFERENCE.search(text)]
 
 
 def untranslated_strings() -> set[str]:
@@ -165,6 +182,21 @@ def test_every_page_renders_fully_in_english_and_in_chinese(page_client, page_pa
     assert checked > 30
 
 
+def test_pages_speak_plainly_without_spec_references(page_client, page_paths):
+    """Issue 32: no seed numbers or section references in the text of an operator page, in
+    English or in Chinese; ``title`` tooltips, ``<code>`` and ``translate="no"`` may keep them."""
+    found = {}
+    for path in page_paths:
+        for language in ("en", "zh-hans,zh;q=0.9"):
+            response = page_client.get(path, HTTP_ACCEPT_LANGUAGE=language)
+            if takes_get(response) and (cited := references(response.content.decode())):
+                found[f"{language[:2]} {path}"] = cited
+    assert found == {}, repr(found)
+    assert references('<p title="PRD §4.8">Quality check (seed 002 §6.7)<code>§</code></p>') == [
+        "Quality check (seed 002 §6.7)"
+    ]
+
+
 RUN_PAGES = ("/", "/live/", "/live/log/", "/tasks/", "/alerts/", "/config/changes/", "/stats/tokens/")
 """Pages that show a run's contexts, messages, snapshots, artifacts and config changes."""
 
@@ -211,6 +243,7 @@ async def test_a_run_reads_in_chinese_on_its_pages_and_on_a_chinese_socket(runti
     assert "参数 {" in pages["/live/"] and "操作员" in pages["/live/"]  # summaries and the operator
     assert "输入 token" in pages["/stats/tokens/"] and "input tokens" not in pages["/stats/tokens/"]  # the chart
     english_left = {}
+    assert {where: cited for where, html in pages.items() if (cited := references(html))} == {}
     for where, html in {**pages, **pushed}.items():
         if stray := sorted({text for text in visible_texts(html) if text in english}):
             english_left[where] = stray
