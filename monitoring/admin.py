@@ -12,6 +12,7 @@ from monitoring.models import (
     Artifact,
     ExecutionContext,
     Message,
+    OperatorPreference,
     Snapshot,
     Task,
     ToolConfirmation,
@@ -81,3 +82,8 @@ class ToolConfirmationAdmin(RecordAdmin):
 class AlertAdmin(RecordAdmin):
     list_display = ["created_at", "severity", "kind", "message", "resolved_at"]
     list_filter = ["severity", "kind"]
+
+
+@admin.register(OperatorPreference)
+class OperatorPreferenceAdmin(RecordAdmin):
+    list_display = ["user", "language"]

@@ -106,8 +106,9 @@ async def test_the_same_run_reaches_a_chinese_and_an_english_socket_each_in_its_
     assert rows_zh[request]["data"]["summary"].startswith("params {")
     chip_zh = [e for e in events_zh if e["kind"] == "task"][-1]["swap"]["html"]
     chip_en = [e for e in events_en if e["kind"] == "task"][-1]["swap"]["html"]
-    assert 'title="已用 token / 任务预算"' in chip_zh and "（估算）" in chip_zh, chip_zh
-    assert 'title="tokens used / the task budget"' in chip_en and "(est.)" in chip_en, chip_en
+    # an offline estimate: no "used / budget", and the tooltip says why, in each language
+    assert "不适用于估算值" in chip_zh and "（估算）" in chip_zh, chip_zh
+    assert "is not applied to estimates" in chip_en and "(est.)" in chip_en, chip_en
     assert not CJK.search(chip_en), chip_en
     await close(chinese)
     await close(english)
