@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.apps import apps
+from django.test import Client
+from rest_framework.test import APIClient
 
 from monitoring.models import Task
 
@@ -40,3 +43,20 @@ def missing_service(what: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{what} does not answer, and CI must run this test (CI is set)")
     pytest.skip(f"{what} does not answer")
+
+
+@dataclass
+class Reader:
+    """One user on the API and on the pages at once."""
+
+    api: APIClient
+    page: Client
+
+
+def reader(user: Any) -> Reader:
+    """``user`` signed in on an API client and a page client."""
+    api = APIClient()
+    api.force_authenticate(user)
+    page = Client()
+    page.force_login(user)
+    return Reader(api, page)

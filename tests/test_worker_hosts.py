@@ -5,36 +5,19 @@ state and load, on ``/api/v1/workers``, the dashboard and a task's ``worker``.""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from capabilities.models import Project
 from monitoring.models import Task
 from runs.models import RuntimeWorker
+from tests.helpers import Reader, reader
 
 HOST = "build-host-7"
 PID = 4242
 WORKER = f"{HOST}-{PID}-0a1b2c3d"
-
-
-@dataclass
-class Reader:
-    api: APIClient
-    page: Client
-
-
-def reader(user: Any) -> Reader:
-    api = APIClient()
-    api.force_authenticate(user)
-    page = Client()
-    page.force_login(user)
-    return Reader(api, page)
 
 
 @pytest.fixture

@@ -7,16 +7,15 @@ the knowledge page alike."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.test import Client
 from rest_framework.test import APIClient
 
 from capabilities.models import Project
 from knowledge.models import KnowledgeSource
 from knowledge.sources import Upload, add_source
+from tests.helpers import Reader, reader
 from tests.knowledge.helpers import librarian
 
 SOURCES = "/api/v1/knowledge/sources"
@@ -26,25 +25,11 @@ WORDS = {"global": "heliotrope", "a": "marzipan", "b": "quokkaburrow"}
 
 
 @dataclass
-class Reader:
-    api: APIClient
-    page: Client
-
-
-@dataclass
 class Library:
     sources: dict[str, KnowledgeSource]
     staff: Reader
     member_a: Reader
     member_b: Reader
-
-
-def reader(user: Any) -> Reader:
-    api = APIClient()
-    api.force_authenticate(user)
-    page = Client()
-    page.force_login(user)
-    return Reader(api, page)
 
 
 def document(owner: str) -> Upload:
