@@ -11,9 +11,8 @@ from typing import Any
 
 from capabilities.models import Project
 from capabilities.skill_models import Workflow
-from monitoring.access import can_use_project
 from monitoring.models import Task
-from runs.tasks import enqueue, not_a_member, run_spec
+from runs.tasks import check_project, enqueue, run_spec
 from teamclaw.errors import InvalidField
 from teamclaw.runtime.messages import new_id
 
@@ -32,9 +31,7 @@ def start_workflow_run(workflow: Workflow, run_input: Any, *, user: Any = None, 
     hand it to a runtime worker (``runs.tasks.enqueue``; returns at once). Raises RunInputError;
     InvalidField on ``project`` for one the user may not use (``monitoring.access.can_use_project``)."""
 
-    if not can_use_project(user, project):
-        assert project is not None
-        raise InvalidField(not_a_member(project), "project")
+    check_project(user, project)
     if run_input is None:
         run_input = {}
     if not isinstance(run_input, dict):
