@@ -23,7 +23,7 @@ from rest_framework.authtoken.models import Token
 
 from capabilities.models import AgentRole, Project, ToolPermission
 from monitoring.models import ExecutionContext, Message, Snapshot, Task, ToolConfirmation
-from runs.models import RuntimeWorker
+from runs.models import InstanceSlot, RuntimeWorker
 from tests.helpers import missing_service
 from tests.processes import Server, manage, process_env, wait_until
 
@@ -61,7 +61,21 @@ def state(task_ids: list[str]) -> str:
     tasks = Counter(Task.objects.filter(pk__in=task_ids).values_list("status", "attempt"))
     waiting = ToolConfirmation.objects.filter(task_id__in=task_ids, status="pending").count()
     errors = set(Task.objects.filter(pk__in=task_ids).exclude(error=None).values_list("error__code", flat=True))
-    return f"tasks {dict(tasks)}, {waiting} waiting, errors {errors}"
+    return f"tasks {dict(tasks)}, {waiting} waiting, errors {errors}{stuck(task_ids)}"
+
+
+def stuck(task_ids: list[str]) -> str:
+    """Where the running tasks that wait for no operator stand (for a failure message): the
+    last recorded message of each, and who holds the instance slots."""
+    running = Task.objects.filter(pk__in=task_ids, status="running").exclude(
+        pk__in=ToolConfirmation.objects.filter(status="pending").values("task_id")
+    )
+    lines = []
+    for task_id in running.values_list("pk", flat=True):
+        last = Message.objects.filter(task_id=task_id).order_by("-seq").first()
+        lines.append(f"{task_id}: last {last} {last.capability_id if last else ''}")
+    slots = [f"{s} {s.instance_id} wanted={s.wanted_at}" for s in InstanceSlot.objects.all()]
+    return "" if not lines else "\n" + "\n".join(lines + slots)
 
 
 def pending(task_id: str) -> ToolConfirmation | None:

@@ -61,6 +61,18 @@ def summary(slug: str, done: FolderRefresh) -> str:
     return line
 
 
+IDLE_WAKE_MS = 250  # how often an idle watch loop wakes (ms): also bounds the wait for the first batch
+
+
+def touched_projects(folders: dict[str, Path], changes: set[tuple[Any, str]]) -> list[str]:
+    """The projects (slugs, sorted) whose folder holds one of ``changes``' paths."""
+    return sorted(
+        slug
+        for slug, folder in folders.items()
+        if any(Path(path) == folder or folder in Path(path).parents for _change, path in changes)
+    )
+
+
 class Command(BaseCommand):
     help = "Keep project folders indexed: re-index their changed files as they change."
 
@@ -93,6 +105,13 @@ class Command(BaseCommand):
         self.stdout.write(summary(slug, done))
         self.stdout.flush()
 
+    def catch_up(self, folders: dict[str, Path]) -> None:
+        """Re-index what changed while nobody watched, then say the folders are watched."""
+        for slug in sorted(folders):
+            self.refresh(slug)
+        self.stdout.write("Watching " + ", ".join(f"{slug} ({folders[slug]})" for slug in sorted(folders)) + ".")
+        self.stdout.flush()
+
     def handle(self, *args: Any, **options: Any) -> None:
         debounce = options["debounce_ms"]
         if not 10 <= debounce <= 60_000:
@@ -107,23 +126,21 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGINT, request_stop)
-        for slug in sorted(folders):  # what changed while nobody watched
-            self.refresh(slug)
-        self.stdout.write("Watching " + ", ".join(f"{slug} ({folders[slug]})" for slug in sorted(folders)) + ".")
-        self.stdout.flush()
+        caught_up = False
+        # yield_on_timeout: the first (possibly empty) batch comes once the OS watches are in
+        # place, so the catch-up runs then and nothing written in between slips through.
         for changes in watch(
             *folders.values(),
             debounce=debounce,
             stop_event=stop,
             raise_interrupt=False,
             force_polling=options["poll"] or None,
+            yield_on_timeout=True,
+            rust_timeout=IDLE_WAKE_MS,
         ):
-            touched = {
-                slug
-                for slug, folder in folders.items()
-                for _change, path in changes
-                if Path(path) == folder or folder in Path(path).parents
-            }
-            for slug in sorted(touched):
+            if not caught_up:
+                caught_up = True
+                self.catch_up(folders)
+            for slug in touched_projects(folders, changes):
                 self.refresh(slug)
         self.stdout.write("Stopped watching.")
