@@ -66,6 +66,28 @@ def wait_until(check: Callable[[], Any], timeout: float, what: str | Callable[[]
     raise AssertionError(f"{what() if callable(what) else what}: not within {timeout} s")
 
 
+def wait_while_progressing(
+    check: Callable[[], Any],
+    progress: Callable[[], Any],
+    stall_s: float,
+    what: str | Callable[[], str],
+    interval: float = 0.2,
+) -> Any:
+    """Like ``wait_until``, but the deadline is ``stall_s`` s after ``progress()`` last changed
+    (e.g. the number of tasks completed): a slow, loaded machine passes, a stuck system fails."""
+    seen = progress()
+    deadline = time.monotonic() + stall_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(interval)
+        now = progress()
+        if now != seen:
+            seen, deadline = now, time.monotonic() + stall_s
+    raise AssertionError(f"{what() if callable(what) else what}: no progress for {stall_s} s")
+
+
 class Child:
     """A child process with its output in a log file (shown when a test fails)."""
 

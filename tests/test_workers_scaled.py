@@ -25,7 +25,7 @@ from capabilities.models import AgentRole, Project, ToolPermission
 from monitoring.models import ExecutionContext, Message, Snapshot, Task, ToolConfirmation
 from runs.models import InstanceSlot, RuntimeWorker
 from tests.helpers import missing_service
-from tests.processes import Server, manage, process_env, wait_until
+from tests.processes import Server, manage, process_env, wait_until, wait_while_progressing
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.redis]
 
@@ -107,12 +107,15 @@ def test_two_web_processes_and_two_workers_share_the_work_and_survive_a_kill_9(s
             if "project" in body:
                 held.append(answer["task_id"])
         free = [t for t in task_ids if t not in held]
-        wait_until(
+        # Forty reviews take about 20 s here, several times that on a loaded machine: the
+        # wait fails once nothing has moved for a minute (Message.seq grows with every step).
+        wait_while_progressing(
             lambda: (
                 Task.objects.filter(pk__in=free, status="completed").count() == len(free)
                 and ToolConfirmation.objects.filter(task_id__in=held, status="pending").count() == HELD
             ),
-            120,
+            lambda: Message.objects.filter(task_id__in=task_ids).count(),
+            60,
             lambda: f"the free tasks to complete and the held ones to wait: {state(task_ids)}",
         )
         done_by = Counter(
