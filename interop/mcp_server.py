@@ -1,8 +1,10 @@
 """The MCP server at ``/mcp`` (issue 16): Streamable HTTP with the official ``mcp`` SDK (2.3.0).
 
 **Who calls.** Every HTTP request carries ``Authorization: Bearer <role token>``
-(``interop.role_tokens``); a missing, unknown or revoked token, or one whose role is disabled,
-is answered ``401`` with ``WWW-Authenticate: Bearer`` before the SDK sees the request. The caller
+(``interop.role_tokens``), issued by hand on the tokens page or through OAuth 2.1
+(``interop.mcp_oauth``); a missing, unknown, expired or revoked token, or one whose role is
+disabled, is answered ``401`` with ``WWW-Authenticate: Bearer …, resource_metadata="…"``
+(where an OAuth client starts) before the SDK sees the request. The caller
 then acts as the token's role: a session is bound to the token that opened it (the SDK answers
 404 to a request for it with another token).
 
@@ -78,6 +80,8 @@ from starlette.requests import Request
 from capabilities.config import add_listener, current_version, remove_listener
 from capabilities.snapshot import governance_snapshot
 from interop import role_tokens
+from interop.a2a import base_url
+from interop.mcp_oauth import resource_metadata_url
 from interop.mcp_tools import is_tool, tools_digest, tools_for_role
 from interop.models import RoleToken
 from interop.mounts import read_json_body, request_body_limit
@@ -597,8 +601,8 @@ async def _authenticated(scope: Scope, send: Send) -> Caller | None:
     caller = await database_sync_to_async(authenticate)(secret) if secret else None
     if caller is None:
         reason = "invalid_token" if secret else "missing_token"
-        detail = "a valid role token is required: Authorization: Bearer <token>"
-        challenge = f'Bearer realm="teamclaw", error="{reason}"'.encode() if secret else b'Bearer realm="teamclaw"'
+        detail = "a valid role token is required: Authorization: Bearer <token> (or connect through OAuth)"
+        challenge = challenge_header(scope, reason if secret else None).encode()
         await _plain_response(
             send,
             401,
@@ -607,6 +611,19 @@ async def _authenticated(scope: Scope, send: Send) -> Caller | None:
         )
         return None
     return caller
+
+
+def challenge_header(scope: Scope, error: str | None) -> str:
+    """``WWW-Authenticate`` of a 401 from ``/mcp``: Bearer, the ``error`` when a token was sent,
+    and where the protected-resource metadata is (MCP authorization, RFC 9728 §5.1), so an OAuth
+    client finds the authorization server (``interop.mcp_oauth``)."""
+    parts = ['realm="teamclaw"']
+    if error:
+        parts.append(f'error="{error}"')
+    base = base_url(Request(scope))
+    if base is not None:
+        parts.append(f'resource_metadata="{resource_metadata_url(base)}"')
+    return "Bearer " + ", ".join(parts)
 
 
 async def _too_many_sessions(send: Send) -> None:

@@ -24,6 +24,17 @@ class RoleToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="When it stops working (OAuth access tokens); blank = never."
+    )
+    oauth_client = models.ForeignKey(
+        "OAuthClient",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="access_tokens",
+        help_text="The OAuth client it was issued to through /authorize and /token; blank = issued by hand.",
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -111,3 +122,62 @@ class McpToolSource(models.Model):
         if self.transport == "stdio":
             return {"transport": "stdio", "command": self.command, "args": list(self.args)}
         return {"transport": "http", "url": self.url}
+
+
+class OAuthClient(models.Model):
+    """An OAuth 2.1 client registered through ``POST /register`` (RFC 7591; ``interop.mcp_oauth``),
+    e.g. a desktop app's remote MCP connector. ``info`` is the SDK's
+    ``OAuthClientInformationFull`` as JSON (redirect URIs, name, auth method and, for a
+    confidential client, the secret the SDK compares at ``/token``)."""
+
+    client_id = models.CharField(max_length=100, primary_key=True)
+    name = models.CharField(max_length=200, blank=True)
+    info = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name or self.client_id
+
+
+class OAuthGrant(models.Model):
+    """One authorization request (``GET /authorize``) and what became of it: a signed-in staff
+    user approves it for one role on the consent page (an authorization code, stored as a
+    digest, good once for ``CODE_TTL_S``) or denies it."""
+
+    id = models.CharField(max_length=64, primary_key=True)
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="grants")
+    params = models.JSONField(help_text="The SDK's validated AuthorizationParams.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+    role = models.ForeignKey(AgentRole, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    code_digest = models.CharField(max_length=64, unique=True, null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"grant for {self.client_id} ({'decided' if self.decided_at else 'open'})"
+
+
+class OAuthRefreshToken(models.Model):
+    """A refresh token (digest) for the role an OAuth grant chose; used once (rotated)."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    client = models.ForeignKey(OAuthClient, on_delete=models.CASCADE, related_name="refresh_tokens")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.CASCADE, related_name="+")
+    role = models.ForeignKey(AgentRole, on_delete=models.CASCADE, related_name="+")
+    access_token = models.ForeignKey(RoleToken, null=True, on_delete=models.SET_NULL, related_name="+")
+    resource = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"refresh token of {self.client_id} for {self.role_id}"

@@ -9,14 +9,15 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from capabilities.models import AgentRole
-from interop.models import RoleToken
+from interop.models import OAuthClient, RoleToken
 
 TOKEN_PREFIX = "tcr_"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -45,8 +46,16 @@ def digest_of(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-def issue(role: str, name: str, created_by: User | AnonymousUser | None = None) -> IssuedToken:
-    """Issue a token acting as ``role``.
+def issue(
+    role: str,
+    name: str,
+    created_by: User | AnonymousUser | None = None,
+    *,
+    expires_at: datetime | None = None,
+    oauth_client: OAuthClient | None = None,
+) -> IssuedToken:
+    """Issue a token acting as ``role`` (``expires_at`` and ``oauth_client``: an OAuth access
+    token, ``interop.mcp_oauth``).
 
     Raises ``RoleTokenError`` when the role does not exist or is disabled, or the name is blank."""
     name = (name or "").strip()
@@ -64,20 +73,23 @@ def issue(role: str, name: str, created_by: User | AnonymousUser | None = None) 
         digest=digest_of(secret),
         prefix=secret[: len(TOKEN_PREFIX) + 4],
         created_by=created_by if isinstance(created_by, User) else None,
+        expires_at=expires_at,
+        oauth_client=oauth_client,
     )
     return IssuedToken(row=row, secret=secret)
 
 
 def authenticate(secret: str) -> RoleToken | None:
-    """The active token whose secret this is, or None (unknown, malformed or revoked).
+    """The active token whose secret this is, or None (unknown, malformed, revoked or expired).
 
     Touches ``last_used_at`` (at most once a minute per token)."""
     if not secret or not secret.startswith(TOKEN_PREFIX) or len(secret) > 200:
         return None
-    row = RoleToken.objects.select_related("role").filter(digest=digest_of(secret), revoked_at__isnull=True).first()
+    now = timezone.now()
+    live = RoleToken.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now), revoked_at__isnull=True)
+    row = live.select_related("role").filter(digest=digest_of(secret)).first()
     if row is None or not row.role.enabled:
         return None
-    now = timezone.now()
     if row.last_used_at is None or now - row.last_used_at >= LAST_USED_RESOLUTION:
         RoleToken.objects.filter(pk=row.pk).update(last_used_at=now)
         row.last_used_at = now

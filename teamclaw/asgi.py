@@ -1,5 +1,5 @@
 """ASGI entry point: HTTP through Django except the protocol endpoints mounted by path prefix
-(``HTTP_MOUNTS``: the MCP server at /mcp, A2A's card and JSON-RPC endpoint), websockets under
+(``HTTP_MOUNTS``: the MCP server at /mcp, its OAuth routes, A2A's card and JSON-RPC endpoint), websockets under
 /ws/ (login and exact origin checked)."""
 
 import os
@@ -16,6 +16,7 @@ from daphne.http_protocol import WebRequest  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from interop.a2a import A2A_PATHS, a2a_application  # noqa: E402
+from interop.mcp_oauth import OAUTH_PATHS, oauth_application  # noqa: E402
 from interop.mcp_server import MCP_PATH, mcp_application  # noqa: E402
 from interop.mounts import PathMounts  # noqa: E402
 from runs.host import get_host  # noqa: E402
@@ -23,7 +24,11 @@ from web.sockets.origins import ExactOriginValidator  # noqa: E402
 from web.sockets.routing import websocket_urlpatterns  # noqa: E402
 from web.sockets.transport import send_standard_close_codes  # noqa: E402
 
-HTTP_MOUNTS: dict[str, Any] = {MCP_PATH: mcp_application, **dict.fromkeys(A2A_PATHS, a2a_application)}
+HTTP_MOUNTS: dict[str, Any] = {
+    MCP_PATH: mcp_application,
+    **dict.fromkeys(A2A_PATHS, a2a_application),
+    **dict.fromkeys(OAUTH_PATHS, oauth_application),
+}
 """``{path prefix: ASGI app}``: a request whose path is the prefix or lies under it goes to that
 app (``interop.mounts.PathMounts``); everything else to Django."""
 

@@ -32,11 +32,12 @@ NEEDS_A_RUN = {
     "workflow_id",
     "token_id",
     "source_id",
+    "grant_id",
 }
 """Parameters naming what only a run, a skill, a workflow, a role token or an MCP tool source
 or a knowledge source creates: the pages that take them are shown logged in by the tests of their objects
 (test_live_pages, tests/skills, tests/browser/test_tokens_browser,
-tests/interop/test_mcp_source_pages, tests/knowledge/test_page.py)."""
+tests/interop/test_mcp_source_pages, tests/knowledge/test_page.py, tests/interop/test_mcp_oauth.py)."""
 API = [
     "/api/v1/roles",
     "/api/v1/roles/main",

@@ -18,6 +18,7 @@ from django.core.management import call_command
 
 from capabilities.models import CapabilityCard, ConfigChange, Project
 from capabilities.skill_models import SkillStatus
+from interop.models import OAuthClient, OAuthGrant
 from teamclaw.message_catalogs import CatalogEntry, read_po
 from teamclaw.time_zones import operator_time_zone
 from tests.pages import page_path, page_patterns, parameters, takes_get
@@ -122,6 +123,12 @@ def untranslated_strings() -> set[str]:
     return found
 
 
+def consent_request() -> OAuthGrant:
+    """An OAuth client's open request, so the consent page has something to ask."""
+    OAuthClient.objects.create(client_id="desktop", name="Desktop", info={"client_id": "desktop"})
+    return OAuthGrant.objects.create(id="grant", client_id="desktop", params={"redirect_uri": "http://127.0.0.1/cb"})
+
+
 @pytest.fixture
 def page_paths(transactional_db, builtin, api) -> list[str]:
     """Every page that a GET shows over the built-in team, a project and one skill."""
@@ -138,6 +145,7 @@ def page_paths(transactional_db, builtin, api) -> list[str]:
         "skill_id": "english",
         "action": "deactivate",
         "change_id": str(ConfigChange.objects.order_by("pk").first().pk),
+        "grant_id": consent_request().pk,
     }
     paths = ["/permissions/invoke/?project=shop", "/permissions/tools/", "/login/"]
     for pattern in page_patterns():

@@ -13,6 +13,7 @@ from web.pages import (
     knowledge,
     live,
     mcp_sources,
+    oauth,
     permissions,
     projects,
     prompts,
@@ -91,6 +92,8 @@ urlpatterns = [
     # role-bound tokens for MCP and A2A clients (issue 16)
     path("tokens/", tokens.token_list, name="tokens"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token-revoke"),
+    # OAuth 2.1 consent for MCP clients' remote connectors (issue 29; interop.mcp_oauth)
+    path("oauth/consent/<str:grant_id>/", oauth.consent, name="oauth-consent"),
     path("workflows/", workflows.workflow_list, name="workflows"),
     path("workflows/_new/", workflows.workflow_edit, name="workflow-new"),
     path("workflows/<str:workflow_id>/", workflows.workflow_detail, name="workflow-detail"),
