@@ -79,7 +79,7 @@ from starlette.requests import Request
 
 from capabilities.config import add_listener, current_version, remove_listener
 from capabilities.snapshot import governance_snapshot
-from interop import role_tokens
+from interop import mcp_content, role_tokens
 from interop.a2a import base_url
 from interop.mcp_oauth import resource_metadata_url
 from interop.mcp_tools import is_tool, tools_digest, tools_for_role
@@ -336,6 +336,11 @@ class McpEndpoint:
             instructions=INSTRUCTIONS,
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
+            on_read_resource=self._read_resource,
         )
         self.server.add_notification_handler("notifications/initialized", types.NotificationParams, self._initialized)
         self.manager = StreamableHTTPSessionManager(
@@ -511,6 +516,33 @@ class McpEndpoint:
         }
         body, error = await call_anywhere("invoke", payload)
         return tool_result(body, error)
+
+    # ------------------------------------------------------------------ prompts and resources
+    async def _list_prompts(
+        self, ctx: ServerRequestContext[dict[str, Any], Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return mcp_content.list_prompts(_caller(ctx).role)
+
+    async def _get_prompt(
+        self, ctx: ServerRequestContext[dict[str, Any], Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        return await database_sync_to_async(mcp_content.get_prompt)(_caller(ctx).role, params.name, params.arguments)
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[dict[str, Any], Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        cursor = params.cursor if params is not None else None
+        return await database_sync_to_async(mcp_content.list_resources)(_caller(ctx).token_id, cursor)
+
+    async def _list_resource_templates(
+        self, ctx: ServerRequestContext[dict[str, Any], Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return mcp_content.resource_templates()
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[dict[str, Any], Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await database_sync_to_async(mcp_content.read_resource)(_caller(ctx).token_id, str(params.uri))
 
     # ------------------------------------------------------------------ ASGI
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
