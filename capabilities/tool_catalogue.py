@@ -14,7 +14,7 @@ matrix's governed save (PRD §4.7, §4.8).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from capabilities.models import Project
 from teamclaw.runtime.config import TOOLS, ToolSpec
@@ -23,6 +23,22 @@ ToolCatalogue = Callable[[Project | None], list[ToolSpec]]
 """``project -> tools`` an app offers in that scope (None = the global layer)."""
 
 _catalogues: list[ToolCatalogue] = []
+
+SourceHeaders = Callable[[str], Awaitable[Mapping[str, str]]]
+"""``source name -> request headers`` (an external tool source's stored credentials)."""
+
+_source_headers: list[SourceHeaders] = []
+
+
+def set_source_headers(lookup: SourceHeaders) -> None:
+    """Register where the runtime reads a tool source's credentials (the ``interop`` app's
+    ``mcp_sources.source_headers``, from its ``AppConfig.ready``)."""
+    _source_headers[:] = [lookup]
+
+
+async def source_headers(source: str) -> Mapping[str, str]:
+    """The request headers stored for ``source`` (``{}`` when no app registered a lookup)."""
+    return await _source_headers[0](source) if _source_headers else {}
 
 
 def add_catalogue(catalogue: ToolCatalogue) -> None:

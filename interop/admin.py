@@ -17,3 +17,4 @@ class A2ATaskAdmin(ReadOnlyConfigAdmin):
 @admin.register(McpToolSource)
 class McpToolSourceAdmin(ReadOnlyConfigAdmin):
     list_display = ["name", "project", "transport", "command", "url", "state", "last_checked_at"]
+    exclude = ["credentials"]  # sealed; shown masked on the MCP sources page and API only

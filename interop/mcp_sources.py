@@ -26,9 +26,11 @@ Its tools become tools of the tool permission matrix named ``mcp:<source>/<tool>
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Any
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -37,6 +39,7 @@ from django.utils import timezone
 from capabilities.errors import ConfigInvalid
 from capabilities.models import Project, ToolPermission
 from capabilities.versions import commit_change, lock_config
+from interop import source_credentials
 from interop.models import McpToolSource
 from teamclaw.runtime.config import ToolSpec
 from teamclaw.runtime.mcp_tools import (
@@ -48,6 +51,8 @@ from teamclaw.runtime.mcp_tools import (
     server_problems,
     tool_name,
 )
+
+log = logging.getLogger(__name__)
 
 SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 """A source's name: lower-case letters, digits, ``_`` and ``-``, 1-40 characters."""
@@ -64,8 +69,24 @@ def allowed_hosts() -> list[str]:
 
 
 def connector() -> McpConnector:
-    """A client connector under the current allowlists."""
-    return McpConnector(stdio_commands(), allowed_hosts())
+    """A client connector under the current allowlists, sending each source's credentials."""
+    return McpConnector(stdio_commands(), allowed_hosts(), source_headers)
+
+
+def stored_headers(name: str) -> dict[str, str]:
+    """The request headers (credentials) stored for source ``name``; ``{}`` for none, for an
+    unknown source, or when they cannot be read (logged; the source's discovery says so)."""
+    sealed = McpToolSource.objects.filter(name=name).values_list("credentials", flat=True).first()
+    try:
+        return source_credentials.unseal(sealed or "")
+    except source_credentials.CredentialsUnreadable:
+        log.warning("MCP tool source %s: its stored credentials cannot be read (was SECRET_KEY changed?)", name)
+        return {}
+
+
+async def source_headers(name: str) -> dict[str, str]:
+    """``stored_headers`` from an event loop (the runtime's ``SourceHeaders``)."""
+    return await database_sync_to_async(stored_headers)(name)
 
 
 def sources_for(project: Project | None) -> list[McpToolSource]:
@@ -98,8 +119,9 @@ def catalogue(project: Project | None) -> list[ToolSpec]:
 
 
 def check_registration(data: dict[str, Any]) -> dict[str, Any]:
-    """``{name, transport, command, args, url}`` checked (no DNS, no connection): returns the
-    fields to store. Raises ConfigInvalid listing every field at fault."""
+    """``{name, transport, command, args, url, bearer_token?, headers?}`` checked (no DNS, no
+    connection): returns the fields to store (the credentials sealed,
+    ``interop.source_credentials``). Raises ConfigInvalid listing every field at fault."""
     errors: dict[str, list[str]] = {}
     name = data.get("name") or ""
     if not SOURCE_NAME.match(name):
@@ -120,9 +142,15 @@ def check_registration(data: dict[str, Any]) -> dict[str, Any]:
         server = {"transport": transport}
     for field, reasons in server_problems(server, stdio_commands(), allowed_hosts()).items():
         errors.setdefault(field, []).extend(reasons)
+    headers: dict[str, str] = {}
+    try:
+        headers = source_credentials.check_credentials(data, transport)
+    except source_credentials.CredentialErrors as refused:
+        errors.update(refused.errors)
     if errors:
         raise ConfigInvalid(errors, detail=f"cannot register the MCP tool source: {_first(errors)}")
-    return {"name": name, "transport": transport, "command": command, "args": list(args), "url": url}
+    fields = {"name": name, "transport": transport, "command": command, "args": list(args), "url": url}
+    return {**fields, "credentials": source_credentials.seal(headers)}
 
 
 def _first(errors: dict[str, list[str]]) -> str:
@@ -147,6 +175,7 @@ def register(data: dict[str, Any], project: Project | None, actor: Any = None) -
             changes={
                 f"mcp_sources.{source.name}.transport": {"old": None, "new": source.transport},
                 f"mcp_sources.{source.name}.address": {"old": None, "new": address},
+                **_credential_change(source.name, [], header_names(source)),
             },
             project=project,
             note=f"MCP tool source {source.name} registered",
@@ -155,11 +184,59 @@ def register(data: dict[str, Any], project: Project | None, actor: Any = None) -
     return refresh(source.pk, actor)
 
 
+def header_names(source: McpToolSource) -> list[str]:
+    """The names of the headers stored for ``source`` (never their values), sorted."""
+    try:
+        return sorted(source_credentials.unseal(source.credentials))
+    except source_credentials.CredentialsUnreadable:
+        return ["(unreadable)"]
+
+
+def _credential_change(name: str, old: list[str], new: list[str]) -> dict[str, dict[str, Any]]:
+    """The audit entry of a credentials change: the header names before and after, never the
+    values (the same names again: the values were replaced); none when nothing is stored
+    before or after."""
+    if not old and not new:
+        return {}
+    return {f"mcp_sources.{name}.credentials": {"old": old or None, "new": new or None}}
+
+
+def set_credentials(source_id: int, data: dict[str, Any], actor: Any = None) -> McpToolSource:
+    """Replace source ``source_id``'s credentials with ``data``'s ``bearer_token``/``headers``
+    (neither: remove them) as one audited change (names only), then discover its tools with
+    them. Raises McpToolSource.DoesNotExist, ConfigInvalid naming the field (nothing saved)."""
+    with transaction.atomic():
+        lock_config()
+        row = McpToolSource.objects.select_for_update().select_related("project").get(pk=source_id)
+        try:
+            headers = source_credentials.check_credentials(data, row.transport)
+        except source_credentials.CredentialErrors as refused:
+            raise ConfigInvalid(refused.errors, detail=f"cannot store the credentials: {refused}") from None
+        old = header_names(row)
+        row.credentials = source_credentials.seal(headers)
+        row.save(update_fields=["credentials"])
+        commit_change(
+            "tool_binding",
+            documents=["tool_matrix"],
+            changes=_credential_change(row.name, old, sorted(headers)),
+            project=row.project,
+            note=f"MCP tool source {row.name}: credentials changed",
+            actor=actor,
+        )
+    return refresh(source_id, actor)
+
+
 def discover(source: McpToolSource) -> Listing | McpSourceError:
     """Connect to ``source`` and list its tools (blocking, at most ``TEAMCLAW_MCP_TIMEOUT_S``):
     the listing, or the error that stopped it. Touches no database."""
+    headers = stored_headers(source.name)  # read here, on this thread's connection
+
+    async def these_headers(name: str) -> dict[str, str]:
+        return headers
+
+    reach = McpConnector(stdio_commands(), allowed_hosts(), these_headers)
     try:
-        return asyncio.run(list_server_tools(connector(), source.server, settings.TEAMCLAW["MCP_TIMEOUT_S"]))
+        return asyncio.run(list_server_tools(reach, source.server, settings.TEAMCLAW["MCP_TIMEOUT_S"], source.name))
     except McpSourceError as exc:
         return exc
 

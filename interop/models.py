@@ -107,6 +107,9 @@ class McpToolSource(models.Model):
     server_version = models.CharField(max_length=100, blank=True)
     tools = models.JSONField(default=list, blank=True)
     notes = models.JSONField(default=list, blank=True)
+    credentials = models.TextField(
+        blank=True, editable=False, help_text="Sealed request headers of an http source (interop.source_credentials)."
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import close_old_connections
 
+from capabilities import tool_catalogue
 from capabilities.config import add_listener, remove_listener
 from knowledge.retrieval import DatabaseRetriever
 from monitoring.live_sink import get_live_sink
@@ -116,7 +117,9 @@ def build_runtime(sinks: list[EventSink], *, capture_content: bool = False, **ov
         "default_project_dir": conf["PROJECTS_ROOT"],
         # MCP tool sources (issue 16): the tools the snapshot lists, under both allowlists.
         "external_tools": McpTools(
-            resolve_stdio_allowlist(conf["MCP_STDIO_ALLOWLIST"]), conf["HTTP_EXECUTOR_ALLOWED_HOSTS"]
+            resolve_stdio_allowlist(conf["MCP_STDIO_ALLOWLIST"]),
+            conf["HTTP_EXECUTOR_ALLOWED_HOSTS"],
+            tool_catalogue.source_headers,
         ),
     }
     options.update(overrides)

@@ -35,6 +35,11 @@ urlpatterns = [
     path("mcp-sources", mcp_sources.McpSourceListView.as_view(), name="api-mcp-sources"),
     path("mcp-sources/<int:source_id>", mcp_sources.McpSourceDetailView.as_view(), name="api-mcp-source"),
     path(
+        "mcp-sources/<int:source_id>/credentials",
+        mcp_sources.McpSourceCredentialsView.as_view(),
+        name="api-mcp-source-credentials",
+    ),
+    path(
         "mcp-sources/<int:source_id>/refresh",
         mcp_sources.McpSourceRefreshView.as_view(),
         name="api-mcp-source-refresh",

@@ -36,7 +36,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,12 +193,28 @@ def _describe(exc: BaseException, stderr: str = "") -> str:
     return f"{message} (server stderr: {tail})" if tail else message
 
 
-class McpConnector:
-    """Opens an initialised ``ClientSession`` to a server address under both allowlists."""
+SourceHeaders = Callable[[str], Awaitable[Mapping[str, str]]]
+"""``source name -> the request headers its HTTP server needs`` (its stored credentials)."""
 
-    def __init__(self, stdio_commands: Mapping[str, str], allowed_hosts: Iterable[str]) -> None:
+
+async def no_headers(source: str) -> Mapping[str, str]:
+    """The ``SourceHeaders`` of a runtime with no stored credentials."""
+    return {}
+
+
+class McpConnector:
+    """Opens an initialised ``ClientSession`` to a server address under both allowlists; an
+    HTTP server gets the headers ``source_headers`` gives for its source (credentials)."""
+
+    def __init__(
+        self,
+        stdio_commands: Mapping[str, str],
+        allowed_hosts: Iterable[str],
+        source_headers: SourceHeaders = no_headers,
+    ) -> None:
         self.stdio_commands = dict(stdio_commands)
         self.allowed_hosts = list(allowed_hosts)
+        self.source_headers = source_headers
         self._http = HttpExecutor(self.allowed_hosts)
 
     def problems(self, server: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -206,9 +222,10 @@ class McpConnector:
         return server_problems(server, self.stdio_commands, self.allowed_hosts)
 
     @asynccontextmanager
-    async def session(self, server: Mapping[str, Any], stderr: Any) -> AsyncIterator[ClientSession]:
-        """An initialised session; raises McpSourceError for a refused address (``field`` set),
-        AgentFailure from the http host check, and whatever the SDK raises while connecting."""
+    async def session(self, server: Mapping[str, Any], stderr: Any, source: str = "") -> AsyncIterator[ClientSession]:
+        """An initialised session to ``source``'s ``server``; raises McpSourceError for a refused
+        address (``field`` set), AgentFailure from the http host check, and whatever the SDK
+        raises while connecting."""
         problems = self.problems(server)
         if problems:
             field, reasons = next(iter(problems.items()))
@@ -220,7 +237,7 @@ class McpConnector:
                 yield session
             return
         target = await self._http.target(server["url"])
-        headers = {"Host": target.host_header}
+        headers = {**(await self.source_headers(source) if source else {}), "Host": target.host_header}
         timeout = httpx2.Timeout(30.0, read=300.0)
         async with (
             httpx2.AsyncClient(headers=headers, timeout=timeout, trust_env=False) as client,
@@ -231,7 +248,9 @@ class McpConnector:
             yield session
 
 
-async def list_server_tools(connector: McpConnector, server: Mapping[str, Any], timeout_s: float) -> Listing:
+async def list_server_tools(
+    connector: McpConnector, server: Mapping[str, Any], timeout_s: float, source: str = ""
+) -> Listing:
     """Connect to ``server`` and list its tools (all pages, at most ``MAX_TOOLS``).
 
     Raises McpSourceError with a one-line reason (a refused address names its field; the
@@ -239,7 +258,7 @@ async def list_server_tools(connector: McpConnector, server: Mapping[str, Any], 
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
         try:
             with anyio.fail_after(timeout_s):
-                async with connector.session(server, stderr) as session:
+                async with connector.session(server, stderr, source) as session:
                     info = session.initialize_result.server_info if session.initialize_result else None
                     tools: list[ListedTool] = []
                     notes: list[str] = []
@@ -336,15 +355,20 @@ class McpTools:
     ``timeout`` when it did not answer within ``timeout_s``. Never retried: a tool call may
     have done its work before it failed."""
 
-    def __init__(self, stdio_commands: Mapping[str, str], allowed_hosts: Iterable[str]) -> None:
-        self.connector = McpConnector(stdio_commands, allowed_hosts)
+    def __init__(
+        self,
+        stdio_commands: Mapping[str, str],
+        allowed_hosts: Iterable[str],
+        source_headers: SourceHeaders = no_headers,
+    ) -> None:
+        self.connector = McpConnector(stdio_commands, allowed_hosts, source_headers)
 
     async def run(self, spec: ToolSpec, args: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         details = {"tool": spec.name, "source": spec.source}
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
             try:
                 with anyio.fail_after(max(0.5, timeout_s)):
-                    async with self.connector.session(spec.server, stderr) as session:
+                    async with self.connector.session(spec.server, stderr, spec.source) as session:
                         result = await session.call_tool(spec.remote_name, args)
             except McpSourceError as exc:
                 raise AgentFailure(

@@ -65,7 +65,9 @@ def test_an_address_outside_the_allowlists_is_refused_naming_the_field_and_nothi
 
 def test_a_misspelt_key_and_an_unknown_project_are_400s(api, builtin):
     assert api.post(SOURCES, {**TIME_SOURCE, "comand": "x"}, format="json").json()["errors"] == {
-        "comand": ["unknown field; expected one of: name, project, transport, command, args, url"]
+        "comand": [
+            "unknown field; expected one of: name, project, transport, command, args, url, bearer_token, headers"
+        ]
     }
     unknown = api.post(SOURCES, {**TIME_SOURCE, "project": "ghost"}, format="json")
     assert unknown.status_code == 400 and list(unknown.json()["errors"]) == ["project"]

@@ -9,6 +9,10 @@ permission matrix as ``mcp:<source>/<tool>`` (PRD §4.7), deny for every role un
   outside the host allowlist is a 400 naming the field, and nothing is saved.
 - ``GET /mcp-sources/{id}``, ``DELETE /mcp-sources/{id}`` (staff; removes its matrix cells too).
 - ``POST /mcp-sources/{id}/refresh {note?}`` (staff): discover again -> the source.
+- ``PUT /mcp-sources/{id}/credentials {bearer_token?, headers?}`` (staff): replace an http
+  source's credentials (``{}`` removes them), audited by header name, then discover again.
+  Credentials are also accepted at registration; a source document shows them masked
+  (``interop.source_credentials``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from capabilities.models import Project
-from interop import mcp_sources
+from interop import mcp_sources, source_credentials
 from interop.models import McpToolSource
+from interop.source_credentials import HEADER_NAME, MAX_HEADERS, MAX_VALUE_CHARS, VALUE_PATTERN
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime.mcp_tools import MAX_ARG_CHARS, MAX_ARGS, tool_name
@@ -47,6 +52,45 @@ class McpSourceSerializer(api_fields.StrictSerializer):
         max_length=MAX_ARGS,
     )
     url = api_fields.StrictCharField(required=False, allow_blank=True, max_length=2000)
+    bearer_token = api_fields.StrictCharField(required=False, max_length=MAX_VALUE_CHARS)
+    headers = serializers.DictField(child=api_fields.StrictCharField(max_length=MAX_VALUE_CHARS), required=False)
+
+
+class CredentialsSerializer(api_fields.StrictSerializer):
+    """New credentials of an http source: ``bearer_token`` and/or ``headers``; neither removes them."""
+
+    bearer_token = api_fields.StrictCharField(required=False, max_length=MAX_VALUE_CHARS)
+    headers = serializers.DictField(child=api_fields.StrictCharField(max_length=MAX_VALUE_CHARS), required=False)
+
+
+_CREDENTIALS = {
+    "bearer_token": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_VALUE_CHARS,
+        "pattern": VALUE_PATTERN,
+        "description": "Sent as Authorization: Bearer <token>; stored sealed, never shown back in full.",
+    },
+    "headers": {
+        "type": "object",
+        "maxProperties": MAX_HEADERS,
+        "additionalProperties": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_VALUE_CHARS,
+            "pattern": VALUE_PATTERN,
+        },
+        "description": "Request headers sent to the server (names are HTTP tokens; Host, Content-Type, Accept, "
+        "Mcp-Session-Id and other transport headers are refused); stored sealed, never shown back in full.",
+    },
+}
+CREDENTIALS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": _CREDENTIALS,
+    "description": "The http source's new credentials (replacing the old ones); an empty object removes them. "
+    "A stdio source takes none (400).",
+}
 
 
 _ARGS = {
@@ -96,6 +140,7 @@ MCP_SOURCE_SCHEMA: dict[str, Any] = {
                 "url": {"type": "string", "format": "uri", "minLength": 1, "maxLength": 2000},
                 "command": {"type": "string", "maxLength": 0, "description": "An http source starts no command."},
                 "args": {"type": "array", "maxItems": 0},
+                **_CREDENTIALS,
             },
         },
     ],
@@ -110,10 +155,21 @@ class RefreshSerializer(api_fields.StrictSerializer):
     note = api_fields.ChangeNoteField(required=False)
 
 
-def source_document(source: McpToolSource) -> dict[str, Any]:
-    """``{id, name, project, transport, command, args, url, state, error, last_checked_at,
-    server: {name, version}, notes, tools: [{name, tool, description, input_schema}]}``;
-    ``tool`` is the matrix name ``mcp:<source>/<tool>``."""
+def credentials_shown(source: McpToolSource, staff: bool) -> dict[str, str]:
+    """The stored headers as shown: ``{name: "…" + last 4}`` to staff, ``{name: "…"}`` to others
+    (``interop.source_credentials.masked``); never a whole value."""
+    try:
+        headers = source_credentials.unseal(source.credentials)
+    except source_credentials.CredentialsUnreadable:
+        return {"(unreadable)": "…"}
+    return source_credentials.masked(headers) if staff else dict.fromkeys(headers, "…")
+
+
+def source_document(source: McpToolSource, staff: bool = False) -> dict[str, Any]:
+    """``{id, name, project, transport, command, args, url, credentials, state, error,
+    last_checked_at, server: {name, version}, notes, tools: [{name, tool, description,
+    input_schema}]}``; ``tool`` is the matrix name ``mcp:<source>/<tool>``; ``credentials``
+    masked (``credentials_shown``)."""
     return {
         "id": source.pk,
         "name": source.name,
@@ -122,6 +178,7 @@ def source_document(source: McpToolSource) -> dict[str, Any]:
         "command": source.command,
         "args": list(source.args),
         "url": source.url,
+        "credentials": credentials_shown(source, staff),
         "state": source.state,
         "error": source.error,
         "last_checked_at": source.last_checked_at,
@@ -161,7 +218,8 @@ class McpSourceListView(APIView):
     )
     def get(self, request: Request) -> Response:
         project = project_scope(request)
-        return Response({"results": [source_document(s) for s in mcp_sources.sources_for(project)]})
+        staff = bool(request.user.is_staff)
+        return Response({"results": [source_document(s, staff) for s in mcp_sources.sources_for(project)]})
 
     @extend_schema(
         request={"application/json": MCP_SOURCE_SCHEMA}, responses={201: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT}
@@ -177,7 +235,7 @@ class McpSourceListView(APIView):
                     "cannot register the MCP tool source", errors={"project": [f"no project {slug!r}"]}
                 )
         source = mcp_sources.register(data, project, request.user)
-        return Response(source_document(source), status=201)
+        return Response(source_document(source, True), status=201)
 
 
 class McpSourceDetailView(APIView):
@@ -189,7 +247,7 @@ class McpSourceDetailView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
     def get(self, request: Request, source_id: int) -> Response:
         source = McpToolSource.objects.select_related("project").filter(pk=source_id).first()
-        return Response(source_document(source)) if source else _missing(source_id)
+        return Response(source_document(source, bool(request.user.is_staff))) if source else _missing(source_id)
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT})
     def delete(self, request: Request, source_id: int) -> Response:
@@ -211,4 +269,23 @@ class McpSourceRefreshView(APIView):
             source = mcp_sources.refresh(source_id, request.user, note=data.get("note", ""))
         except McpToolSource.DoesNotExist:
             return _missing(source_id)
-        return Response(source_document(source))
+        return Response(source_document(source, True))
+
+
+class McpSourceCredentialsView(APIView):
+    """Replace or remove an http source's credentials (staff), then discover its tools with them."""
+
+    permission_classes = [IsAdminUser]
+    parser_classes = api_fields.JSON_BODY_ONLY
+
+    @extend_schema(
+        request={"application/json": CREDENTIALS_SCHEMA},
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 404: OpenApiTypes.OBJECT},
+    )
+    def put(self, request: Request, source_id: int) -> Response:
+        data = api_fields.read_body(CredentialsSerializer, request.data)
+        try:
+            source = mcp_sources.set_credentials(source_id, data, request.user)
+        except McpToolSource.DoesNotExist:
+            return _missing(source_id)
+        return Response(source_document(source, True))

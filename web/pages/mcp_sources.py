@@ -20,6 +20,7 @@ from capabilities.models import Project
 from interop import mcp_sources
 from interop.models import McpToolSource
 from teamclaw.runtime.mcp_tools import tool_name
+from web.api.mcp_sources import credentials_shown
 from web.scope import project_scope, scoped_url
 
 FORM_FIELDS = ("name", "transport", "command", "args", "url")
@@ -30,10 +31,11 @@ def _require_staff(request: HttpRequest) -> None:
         raise PermissionDenied(_("Changing MCP tool sources needs a staff account."))
 
 
-def _rows(project: Project | None) -> list[dict[str, Any]]:
+def _rows(project: Project | None, staff: bool) -> list[dict[str, Any]]:
     return [
         {
             "source": source,
+            "credentials": credentials_shown(source, staff),
             "tools": [{**tool, "tool": tool_name(source.name, tool["name"])} for tool in source.tools],
         }
         for source in mcp_sources.sources_for(project)
@@ -60,6 +62,9 @@ def mcp_source_list(request: HttpRequest) -> HttpResponse:
             else [],
             "url": form["url"] if form["transport"] == "http" else "",
         }
+        bearer = request.POST.get("bearer_token", "").strip()
+        if bearer:  # never echoed back into the form
+            data["bearer_token"] = bearer
         try:
             source = mcp_sources.register(data, project, request.user)
         except ConfigInvalid as exc:
@@ -86,7 +91,7 @@ def mcp_source_list(request: HttpRequest) -> HttpResponse:
             "project": project,
             "matrix_url": scoped_url("matrix-editor", project, which="tools"),
             "projects": Project.objects.all(),
-            "rows": _rows(project),
+            "rows": _rows(project, bool(request.user.is_staff)),
             "form": form,
             "errors": errors,
             "commands": sorted(mcp_sources.stdio_commands().items()),
