@@ -30,7 +30,7 @@ from rest_framework.views import APIView
 from capabilities.models import Project
 from interop import mcp_sources, source_credentials
 from interop.models import McpToolSource
-from interop.source_credentials import HEADER_NAME, MAX_HEADERS, MAX_VALUE_CHARS, VALUE_PATTERN
+from interop.source_credentials import MAX_HEADERS, MAX_VALUE_CHARS, VALUE_PATTERN
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime.mcp_tools import MAX_ARG_CHARS, MAX_ARGS, tool_name
