@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +33,12 @@ from teamclaw.workflows import chinese_words
 from teamclaw.workflows.quality_rules import (
     CATEGORIES,
     LANGUAGES,
+    DomainPack,
     Rule,
     RuleFileError,
-    _rule,
-    _row_line,
+    parse_rule,
     read_yaml,
+    row_line,
 )
 
 PACKS_DIR = Path(__file__).with_name("pack_files")
@@ -46,37 +46,6 @@ JURISDICTION_CODES = ("CN", "EU", "US", "UK", "unknown")
 """The jurisdictions a pack may give norms for (``unknown``: the text names none)."""
 _PACK_KEYS = {"domain", "label", "applies_when", "norms", "rules"}
 _APPLIES_KEYS = {"words", "min_words"}
-
-
-@dataclass(frozen=True)
-class DomainPack:
-    """One validated pack: its ``domain`` id, ``label`` per language, the ``words`` (per
-    language, lower case) that make it apply and how many distinct ones (``min_words``), its
-    ``norms`` per jurisdiction and language, its ``rules`` and the file it came from."""
-
-    domain: str
-    label: dict[str, str]
-    words: dict[str, tuple[str, ...]]
-    min_words: int
-    norms: dict[str, dict[str, list[str]]]
-    rules: tuple[Rule, ...]
-    source: str
-    _patterns: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
-
-    def matched_words(self, language: str, texts: Iterable[str], words: Iterable[str]) -> set[str]:
-        """The pack's words found in a document: for Chinese among its segmented ``words``,
-        for English as whole words of ``texts``."""
-        wanted = self.words.get(language, ())
-        if language == "zh":
-            return set(wanted) & {w.lower() for w in words}
-        pattern = self._patterns.get(language)
-        if pattern is None:
-            return set()
-        return {m.group(0).lower() for text in texts for m in pattern.finditer(text)}
-
-    def applies(self, language: str, texts: Iterable[str], words: Iterable[str]) -> bool:
-        """True when the document uses at least ``min_words`` distinct words of the pack."""
-        return len(self.matched_words(language, texts, words)) >= self.min_words
 
 
 def _texts(path: Path, value: Any, what: str, line: int) -> dict[str, str]:
@@ -122,7 +91,7 @@ def _pack_rule(path: Path, domain: str, row: Any, line: int) -> Rule:
     if category not in CATEGORIES:
         raise RuleFileError(path, str(row.get("id", "?")), f"unknown category {category!r}", line)
     try:
-        rule = _rule(path, category, {k: v for k, v in row.items() if k != "category"})
+        rule = parse_rule(path, category, {k: v for k, v in row.items() if k != "category"})
     except RuleFileError as error:
         raise error.at(line) from None
     return Rule(**{**rule.__dict__, "pack": domain})
@@ -143,7 +112,7 @@ def load_pack(path: Path) -> DomainPack:
     words, min_words = _applies_when(path, data.get("applies_when"), keys.get("applies_when", 1))
     if not isinstance(data.get("rules"), list) or not data["rules"]:
         raise RuleFileError(path, "?", "rules must be a non-empty list", keys.get("rules", 1))
-    rules = tuple(_pack_rule(path, domain, row, _row_line(rows, i)) for i, row in enumerate(data["rules"]))
+    rules = tuple(_pack_rule(path, domain, row, row_line(rows, i)) for i, row in enumerate(data["rules"]))
     english = words.get("en", ())
     alternatives = "|".join(re.escape(w) for w in sorted(english, key=len, reverse=True))
     return DomainPack(

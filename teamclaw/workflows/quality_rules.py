@@ -32,16 +32,14 @@ naming the file and the rule. Files are read with ``yaml.safe_load``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from teamclaw.workflows import chinese_words
-
-if TYPE_CHECKING:
-    from teamclaw.workflows.domain_packs import DomainPack
 
 RULES_DIR = Path(__file__).with_name("rule_files")
 CATEGORIES = (
@@ -131,6 +129,37 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class DomainPack:
+    """One validated pack: its ``domain`` id, ``label`` per language, the ``words`` (per
+    language, lower case) that make it apply and how many distinct ones (``min_words``), its
+    ``norms`` per jurisdiction and language, its ``rules`` and the file it came from."""
+
+    domain: str
+    label: dict[str, str]
+    words: dict[str, tuple[str, ...]]
+    min_words: int
+    norms: dict[str, dict[str, list[str]]]
+    rules: tuple[Rule, ...]
+    source: str
+    _patterns: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def matched_words(self, language: str, texts: Iterable[str], words: Iterable[str]) -> set[str]:
+        """The pack's words found in a document: for Chinese among its segmented ``words``,
+        for English as whole words of ``texts``."""
+        wanted = self.words.get(language, ())
+        if language == "zh":
+            return set(wanted) & {w.lower() for w in words}
+        pattern = self._patterns.get(language)
+        if pattern is None:
+            return set()
+        return {m.group(0).lower() for text in texts for m in pattern.finditer(text)}
+
+    def applies(self, language: str, texts: Iterable[str], words: Iterable[str]) -> bool:
+        """True when the document uses at least ``min_words`` distinct words of the pack."""
+        return len(self.matched_words(language, texts, words)) >= self.min_words
+
+
+@dataclass(frozen=True)
 class RuleSet:
     """All rules, and the extra vocabularies some categories carry (``personal_data``:
     ``sensitive`` categories and ``jurisdictions``), by category."""
@@ -217,7 +246,8 @@ def _change(path: Path, rule: str, row: dict[str, Any], languages: tuple[str, ..
     return change
 
 
-def _rule(path: Path, category: str, row: Any) -> Rule:
+def parse_rule(path: Path, category: str, row: Any) -> Rule:
+    """One rule row of ``path`` validated as a rule of ``category``. Raises ``RuleFileError``."""
     if not isinstance(row, dict) or not isinstance(row.get("id"), str):
         raise RuleFileError(path, "?", "each rule needs an id")
     rid = row["id"]
@@ -278,7 +308,7 @@ def read_yaml(path: Path) -> tuple[Any, dict[str, int], list[int]]:
     return data, keys, rows
 
 
-def _row_line(rows: list[int], index: int) -> int:
+def row_line(rows: list[int], index: int) -> int:
     return rows[index] if index < len(rows) else 0
 
 
@@ -290,16 +320,17 @@ def load_file(path: Path) -> tuple[str, list[Rule], dict[str, Any]]:
         raise RuleFileError(path, "?", "a rule file is a mapping with category and rules", 1)
     category = data.get("category")
     if category not in CATEGORIES:
-        raise RuleFileError(path, "?", f"unknown category {category!r} (see docs/review-rules.md)", keys.get("category", 1))
+        reason = f"unknown category {category!r} (see docs/review-rules.md)"
+        raise RuleFileError(path, "?", reason, keys.get("category", 1))
     rows = data.get("rules")
     if not isinstance(rows, list) or not rows:
         raise RuleFileError(path, "?", "rules must be a non-empty list", keys.get("rules", 1))
     rules = []
     for index, row in enumerate(rows):
         try:
-            rules.append(_rule(path, category, row))
+            rules.append(parse_rule(path, category, row))
         except RuleFileError as error:
-            raise error.at(_row_line(lines, index)) from None
+            raise error.at(row_line(lines, index)) from None
     extras = {k: v for k, v in data.items() if k not in ("category", "rules")}
     return category, rules, extras
 

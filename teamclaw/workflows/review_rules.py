@@ -1015,7 +1015,7 @@ def reconcile(legacy: dict[str, list[Finding]], found: list[Finding], checked: s
                 kept[perspective].append(dataclasses.replace(finding, category=category))
     made = {(f.line, f.category) for findings in kept.values() for f in findings}
     packs = pack_rule_ids()
-    for perspective, categories in ENGINE_CATEGORIES.items():
+    for perspective in ENGINE_CATEGORIES:
         extra = [f for f in found if _owner(f, packs) == perspective and (f.line, f.category) not in made]
         kept.setdefault(perspective, []).extend(extra)
     return kept
