@@ -19,7 +19,7 @@ A pack is a file of ``teamclaw/workflows/pack_files/`` (docs/review-rules.md, "D
 A pack with an unknown key, category or jurisdiction, a pattern that does not compile or a
 language without its texts is refused at load with ``quality_rules.RuleFileError`` naming the
 file and the line (Django system check ``runs.E001`` at start-up). Adding a pack adds a domain:
-its rows are tested from their examples like every rule (tests/workflows/test_quality_rules.py).
+its rows are tested from their examples like every rule (tests/workflows/test_domain_packs.py).
 """
 
 from __future__ import annotations
