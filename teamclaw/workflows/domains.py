@@ -6,6 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from teamclaw.workflows.document import parse_document
+from teamclaw.workflows.quality_engine import jurisdiction_of, packs_of
+
 DOMAINS: dict[str, dict[str, Any]] = {
     "e-commerce": {
         "keywords": r"cart|checkout|product|order|sku|catalog|shop|store|商品|订单|购物车|电商",
@@ -120,7 +123,12 @@ FIELD_LABELS = {
 def identify_jurisdiction(text: str) -> tuple[str, list[str]]:
     """``(code, cues)``: the jurisdiction the text implies ("CN", "EU", "US", "UK") and the
     words that imply it, or ``("", [])`` when it implies none (seed 002 §6.1: the domain
-    expert's frame; the language a document is written in is not a jurisdiction)."""
+    expert's frame; the language a document is written in is not a jurisdiction). The
+    requirement-quality engine's segmented hints decide first (社区诊所, 居民, 医保 → CN, as
+    for its personal-data findings), then the cues below."""
+    code, hints = jurisdiction_of(parse_document(text))
+    if code != "unknown":
+        return code, hints
     best, best_cues = "", list[str]()
     for code, spec in JURISDICTIONS.items():
         cues = sorted(set(re.findall(spec["cues"], text, re.IGNORECASE)))
@@ -131,18 +139,28 @@ def identify_jurisdiction(text: str) -> tuple[str, list[str]]:
 
 def domain_frame(text: str, language: str) -> dict[str, Any]:
     """The domain expert's frame for ``text`` (seed 002 §6.1 领域识别与角色生成):
-    ``{"field", "field_label", "jurisdiction", "jurisdiction_label", "cues", "norms"}``,
+    ``{"field", "packs", "field_label", "jurisdiction", "jurisdiction_label", "cues", "norms"}``,
     labels and norms in ``language``; ``jurisdiction`` is "" (label says unknown) when the
-    text implies none."""
-    field, _ = identify_domain(text)
+    text implies none. ``field`` is the domain pack (teamclaw/workflows/pack_files) that fits
+    the text best, and ``packs`` every pack that applies; a text no pack applies to falls back
+    to the keyword table ``DOMAINS``."""
     code, cues = identify_jurisdiction(text)
-    norms = NORMS.get((field, code), GENERIC_NORMS.get(code, GENERIC_NORMS[""]))[language]
-    if code and (field, code) in NORMS:
-        norms = [*norms, *GENERIC_NORMS[code][language]]
+    packs = packs_of(parse_document(text))
+    if packs:  # a domain pack applies: its label and its norms for the jurisdiction
+        field, label = packs[0].domain, packs[0].label[language]
+        norms = [*packs[0].norms.get(code or "unknown", packs[0].norms["unknown"])[language]]
+        norms += GENERIC_NORMS.get(code, GENERIC_NORMS[""])[language] if code else []
+    else:
+        field, _ = identify_domain(text)
+        label = FIELD_LABELS.get(field, field) if language == "zh" else field
+        norms = NORMS.get((field, code), GENERIC_NORMS.get(code, GENERIC_NORMS[""]))[language]
+        if code and (field, code) in NORMS:
+            norms = [*norms, *GENERIC_NORMS[code][language]]
     unknown = {"zh": "未明确（文中没有指明适用的法域）", "en": "unknown (the text names no jurisdiction)"}
     return {
         "field": field,
-        "field_label": FIELD_LABELS.get(field, field) if language == "zh" else field,
+        "packs": [pack.domain for pack in packs],
+        "field_label": label,
         "jurisdiction": code,
         "jurisdiction_label": JURISDICTIONS[code]["label"][language] if code else unknown[language],
         "cues": cues,

@@ -13,6 +13,9 @@ and a suggestion in the document's language, and the change it proposes. Detecto
   Both lines get a finding with the same ``pair`` id.
 - ``personal_data``: as ``line``, and the message names the data fields found, their
   sensitive categories and the law of the jurisdiction the text implies (never a guessed one).
+
+The rules of the domain packs (``domain_packs``) that apply to the document run beside the
+rule files' rules; their findings carry ``data["pack"]`` (the domain expert reports them).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any
 
 from teamclaw.workflows import chinese_words
 from teamclaw.workflows.document import RequirementDocument, Statement, parse_document, reviewable
-from teamclaw.workflows.quality_rules import Matcher, Rule, RuleSet, load_rules
+from teamclaw.workflows.domain_packs import PACKS_DIR, DomainPack, load_packs
+from teamclaw.workflows.quality_rules import LANGUAGES, Matcher, Rule, RuleSet, load_rules
 from teamclaw.workflows.review_findings import Finding
 
 _NUMBERING = re.compile(r"^\s*\d+(?:\.\d+)*\.?\s+")
@@ -334,11 +338,22 @@ def personal_data_in(line: Line, extras: dict[str, Any]) -> tuple[list[str], lis
 def jurisdiction(lines: list[Line], extras: dict[str, Any]) -> tuple[str, dict[str, str]]:
     """The jurisdiction code the text implies and its law per language (``"unknown"`` and the
     ``unknown`` texts when no hint is found: a foreign law is never assumed)."""
+    code, law, _ = jurisdiction_hints(lines, extras)
+    return code, law
+
+
+def jurisdiction_hints(lines: list[Line], extras: dict[str, Any]) -> tuple[str, dict[str, str], list[str]]:
+    """``jurisdiction`` and the hint words found for it (whole words of ``lines``; the first
+    jurisdiction of personal_data.yaml with a hint wins), ``[]`` when unknown."""
     for entry in extras.get("jurisdictions", ()):
-        matcher = Matcher(words={k: tuple(w.lower() for w in v) for k, v in entry["hints"].items()})
-        if any(hit(matcher, line) for line in lines):
-            return entry["code"], entry["law"]
-    return "unknown", extras.get("unknown_law", {})
+        found = []
+        for word in entry["hints"].get(lines[0].language if lines else "en", ()):
+            matcher = Matcher(words={lang: (word.lower(),) for lang in LANGUAGES})
+            if any(hit(matcher, line) for line in lines):
+                found.append(word)
+        if found:
+            return entry["code"], entry["law"], found
+    return "unknown", extras.get("unknown_law", {}), []
 
 
 _DETECTORS = {
@@ -351,8 +366,60 @@ _DETECTORS = {
 
 @lru_cache(maxsize=1)
 def default_rules() -> RuleSet:
-    """The rules shipped in ``teamclaw/workflows/rule_files`` (loaded once)."""
-    return load_rules()
+    """The rules shipped in ``teamclaw/workflows/rule_files`` and the domain packs of
+    ``teamclaw/workflows/pack_files`` (loaded once). Raises ``RuleFileError``."""
+    rules = load_rules()
+    for entry in rules.extras.get("personal_data", {}).get("jurisdictions", ()):
+        chinese_words.add_words(entry["hints"].get("zh", ()))
+    packs = load_packs(PACKS_DIR, (rule.id for rule in rules.rules))
+    return dataclasses.replace(rules, packs=packs)
+
+
+def applicable_packs(lines: list[Line], packs: tuple[DomainPack, ...]) -> list[DomainPack]:
+    """The packs that apply to a document of ``lines`` (each uses enough of a pack's words),
+    the pack with the most distinct words first."""
+    if not lines:
+        return []
+    language = lines[0].language
+    texts = [line.text for line in lines]
+    words = [w.text for line in lines for w in line.words]
+    scored = [(len(p.matched_words(language, texts, words)), p) for p in packs if p.applies(language, texts, words)]
+    return [pack for _, pack in sorted(scored, key=lambda item: -item[0])]
+
+
+def pack_rule_ids(rules: RuleSet | None = None) -> frozenset[str]:
+    """The ids of every domain pack's rules (the domain expert reports their findings)."""
+    rules = rules or default_rules()
+    return frozenset(rule.id for pack in rules.packs for rule in pack.rules)
+
+
+def framing_lines(document: RequirementDocument) -> list[Line]:
+    """Every heading (the title included) and statement of ``document`` prepared for
+    matching: what the domain and the jurisdiction are read from."""
+    headings = [Statement(number, title, title, "") for _, title, number in document.headings]
+    return [prepare(s, document.language) for s in sorted([*headings, *document.statements], key=lambda s: s.number)]
+
+
+def packs_of(document: RequirementDocument, rules: RuleSet | None = None) -> list[DomainPack]:
+    """``applicable_packs`` for the headings and statements of ``document`` (seed 002 §6.1 领域识别)."""
+    rules = rules or default_rules()
+    return applicable_packs(framing_lines(document), rules.packs)
+
+
+def jurisdiction_of(document: RequirementDocument, rules: RuleSet | None = None) -> tuple[str, list[str]]:
+    """The jurisdiction every statement of ``document`` implies, ``"CN"``, ``"EU"`` or
+    ``"unknown"``, and the hint words found (segmented words; a foreign law is never assumed)."""
+    rules = rules or default_rules()
+    code, _, hints = jurisdiction_hints(framing_lines(document), rules.extras.get("personal_data", {}))
+    return code, hints
+
+
+def _run(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+    found = _DETECTORS[rule.detector](rule, lines, context)
+    if rule.pack:
+        for finding in found:
+            finding.data = {**finding.data, "pack": rule.pack}
+    return found
 
 
 def _reviewed_section(section: str) -> bool:
@@ -380,7 +447,8 @@ def check_document(
     if not lines:
         return []
     extras = rules.extras.get("personal_data", {})
-    code, law = jurisdiction(everything, extras)
+    framing = framing_lines(document)
+    code, law = jurisdiction(framing, extras)
     context = {
         "all_lines": everything,
         "reviewable_lines": reviewable_lines,
@@ -389,10 +457,11 @@ def check_document(
         "jurisdiction": code,
         "stopwords": rules.extras.get("contradiction", {}).get("stopwords", {}).get(language, ()),
     }
+    packs = applicable_packs(framing, rules.packs)
     findings: list[QualityFinding] = []
-    for rule in rules.rules:
+    for rule in (*rules.rules, *(rule for pack in packs for rule in pack.rules)):
         if language in rule.languages and (not categories or rule.category in categories):
-            findings += _DETECTORS[rule.detector](rule, lines, context)
+            findings += _run(rule, lines, context)
     return sorted(findings, key=lambda f: (f.line, f.category, f.rule))
 
 

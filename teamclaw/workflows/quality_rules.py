@@ -32,6 +32,7 @@ naming the file and the rule. Files are read with ``yaml.safe_load``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,11 +75,17 @@ _MATCH_KEYS = {"words", "patterns", "pos", "suffix"}
 
 
 class RuleFileError(ValueError):
-    """A rule file that cannot be used: ``str()`` names the file, the rule and the reason."""
+    """A rule or domain-pack file that cannot be used: ``str()`` names the file, the line
+    (1-based, 0 when unknown) of the row or key at fault, the rule and the reason."""
 
-    def __init__(self, path: Path | str, rule: str, reason: str) -> None:
-        self.path, self.rule, self.reason = str(path), rule, reason
-        super().__init__(f"{Path(path).name}: rule {rule!r}: {reason}")
+    def __init__(self, path: Path | str, rule: str, reason: str, line: int = 0) -> None:
+        self.path, self.rule, self.reason, self.line = str(path), rule, reason, line
+        where = f"{Path(path).name}:{line}" if line else Path(path).name
+        super().__init__(f"{where}: rule {rule!r}: {reason}")
+
+    def at(self, line: int) -> RuleFileError:
+        """The same error naming ``line`` (kept when it already names one)."""
+        return self if self.line else RuleFileError(self.path, self.rule, self.reason, line)
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,39 @@ class Rule:
     change: dict[str, Any]
     examples: dict[str, dict[str, list[str]]]
     source: str
+    pack: str = ""
+    """The domain of the pack the rule comes from (``domain_packs``), "" for a rule file."""
+
+
+@dataclass(frozen=True)
+class DomainPack:
+    """One validated pack: its ``domain`` id, ``label`` per language, the ``words`` (per
+    language, lower case) that make it apply and how many distinct ones (``min_words``), its
+    ``norms`` per jurisdiction and language, its ``rules`` and the file it came from."""
+
+    domain: str
+    label: dict[str, str]
+    words: dict[str, tuple[str, ...]]
+    min_words: int
+    norms: dict[str, dict[str, list[str]]]
+    rules: tuple[Rule, ...]
+    source: str
+    _patterns: dict[str, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def matched_words(self, language: str, texts: Iterable[str], words: Iterable[str]) -> set[str]:
+        """The pack's words found in a document: for Chinese among its segmented ``words``,
+        for English as whole words of ``texts``."""
+        wanted = self.words.get(language, ())
+        if language == "zh":
+            return set(wanted) & {w.lower() for w in words}
+        pattern = self._patterns.get(language)
+        if pattern is None:
+            return set()
+        return {m.group(0).lower() for text in texts for m in pattern.finditer(text)}
+
+    def applies(self, language: str, texts: Iterable[str], words: Iterable[str]) -> bool:
+        """True when the document uses at least ``min_words`` distinct words of the pack."""
+        return len(self.matched_words(language, texts, words)) >= self.min_words
 
 
 @dataclass(frozen=True)
@@ -126,6 +166,8 @@ class RuleSet:
 
     rules: tuple[Rule, ...]
     extras: dict[str, dict[str, Any]]
+    packs: tuple[DomainPack, ...] = ()
+    """The domain packs (``domain_packs``); their rules run on a document a pack applies to."""
 
     def of(self, *categories: str) -> tuple[Rule, ...]:
         return tuple(r for r in self.rules if r.category in categories)
@@ -204,7 +246,8 @@ def _change(path: Path, rule: str, row: dict[str, Any], languages: tuple[str, ..
     return change
 
 
-def _rule(path: Path, category: str, row: Any) -> Rule:
+def parse_rule(path: Path, category: str, row: Any) -> Rule:
+    """One rule row of ``path`` validated as a rule of ``category``. Raises ``RuleFileError``."""
     if not isinstance(row, dict) or not isinstance(row.get("id"), str):
         raise RuleFileError(path, "?", "each rule needs an id")
     rid = row["id"]
@@ -243,21 +286,51 @@ def _rule(path: Path, category: str, row: Any) -> Rule:
     )
 
 
-def load_file(path: Path) -> tuple[str, list[Rule], dict[str, Any]]:
-    """The category, rules and extra vocabularies of one rule file. Raises ``RuleFileError``."""
+def read_yaml(path: Path) -> tuple[Any, dict[str, int], list[int]]:
+    """``(data, key_lines, row_lines)`` of a rule or pack file: its content, the line of each
+    top-level key and the line of each row of its ``rules`` list (1-based). Raises
+    ``RuleFileError`` for a file that is not YAML, naming the line of the fault."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data, node = yaml.safe_load(text), yaml.compose(text)
+    except (OSError, UnicodeDecodeError) as error:
+        raise RuleFileError(path, "?", f"cannot be read: {error}") from None
     except yaml.YAMLError as error:
-        raise RuleFileError(path, "?", f"not valid YAML: {error}") from None
+        mark = getattr(error, "problem_mark", None)
+        raise RuleFileError(path, "?", f"not valid YAML: {error}", mark.line + 1 if mark else 0) from None
+    keys: dict[str, int] = {}
+    rows: list[int] = []
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            keys[str(key.value)] = key.start_mark.line + 1
+            if key.value == "rules" and isinstance(value, yaml.SequenceNode):
+                rows = [item.start_mark.line + 1 for item in value.value]
+    return data, keys, rows
+
+
+def row_line(rows: list[int], index: int) -> int:
+    return rows[index] if index < len(rows) else 0
+
+
+def load_file(path: Path) -> tuple[str, list[Rule], dict[str, Any]]:
+    """The category, rules and extra vocabularies of one rule file. Raises ``RuleFileError``
+    naming the file and the line of the key or row at fault."""
+    data, keys, lines = read_yaml(path)
     if not isinstance(data, dict):
-        raise RuleFileError(path, "?", "a rule file is a mapping with category and rules")
+        raise RuleFileError(path, "?", "a rule file is a mapping with category and rules", 1)
     category = data.get("category")
     if category not in CATEGORIES:
-        raise RuleFileError(path, "?", f"unknown category {category!r} (see docs/review-rules.md)")
+        reason = f"unknown category {category!r} (see docs/review-rules.md)"
+        raise RuleFileError(path, "?", reason, keys.get("category", 1))
     rows = data.get("rules")
     if not isinstance(rows, list) or not rows:
-        raise RuleFileError(path, "?", "rules must be a non-empty list")
-    rules = [_rule(path, category, row) for row in rows]
+        raise RuleFileError(path, "?", "rules must be a non-empty list", keys.get("rules", 1))
+    rules = []
+    for index, row in enumerate(rows):
+        try:
+            rules.append(parse_rule(path, category, row))
+        except RuleFileError as error:
+            raise error.at(row_line(lines, index)) from None
     extras = {k: v for k, v in data.items() if k not in ("category", "rules")}
     return category, rules, extras
 

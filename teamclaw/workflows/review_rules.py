@@ -33,7 +33,7 @@ from typing import Any
 
 from teamclaw.workflows.document import RequirementDocument, Statement
 from teamclaw.workflows.domain_review import review_domain
-from teamclaw.workflows.quality_engine import check_document, checked_lines
+from teamclaw.workflows.quality_engine import check_document, checked_lines, pack_rule_ids
 from teamclaw.workflows.review_findings import Finding, clip, q, quote
 from teamclaw.workflows.review_text import PROPOSED, proposed, say
 from teamclaw.workflows.review_vocabulary import (
@@ -1001,7 +1001,8 @@ def reconcile(legacy: dict[str, list[Finding]], found: list[Finding], checked: s
     """Per perspective: its branching findings that the engine confirms or does not judge
     (a line finding of a ``LEGACY_CATEGORY`` rule on a line the engine ``checked`` and found
     nothing of that category on is dropped), then the engine findings of its categories
-    (``ENGINE_CATEGORIES``) that no kept branching finding makes."""
+    (``ENGINE_CATEGORIES``; a domain pack's findings go to the domain expert) that no kept
+    branching finding makes."""
     confirmed = {(f.line, f.category) for f in found}
     kept: dict[str, list[Finding]] = {}
     for perspective, findings in legacy.items():
@@ -1013,10 +1014,19 @@ def reconcile(legacy: dict[str, list[Finding]], found: list[Finding], checked: s
             elif (finding.line, category) in confirmed:
                 kept[perspective].append(dataclasses.replace(finding, category=category))
     made = {(f.line, f.category) for findings in kept.values() for f in findings}
-    for perspective, categories in ENGINE_CATEGORIES.items():
-        extra = [f for f in found if f.category in categories and (f.line, f.category) not in made]
+    packs = pack_rule_ids()
+    for perspective in ENGINE_CATEGORIES:
+        extra = [f for f in found if _owner(f, packs) == perspective and (f.line, f.category) not in made]
         kept.setdefault(perspective, []).extend(extra)
     return kept
+
+
+def _owner(finding: Finding, packs: frozenset[str]) -> str:
+    """The expert who reports an engine finding: the domain expert for a domain pack's rule
+    (seed 002 §6.2 领域专家: 行业规范), else the owner of its category (``ENGINE_CATEGORIES``)."""
+    if finding.rule in packs:
+        return "domain"
+    return next((p for p, categories in ENGINE_CATEGORIES.items() if finding.category in categories), "")
 
 
 def review(document: RequirementDocument, perspective: str) -> list[dict[str, Any]]:
