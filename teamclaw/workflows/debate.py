@@ -139,7 +139,7 @@ def evaluate(me: str, my_review: dict[str, Any], others: dict[str, tuple[str, di
     are written in (the document's)."""
     mine = (_lines(my_review), _categories(my_review))
     responses = []
-    lang = document_language(
+    lang = my_review.get("language") or document_language(
         " ".join(i.get("problem", "") for _, review in others.values() for i in review.get("issues", []))
     )
     for perspective, (file_name, review) in sorted(others.items()):
@@ -244,9 +244,12 @@ def respond(
     evaluate-round ``comments`` they received (``expert``, ``label``, ``stance``, ``comment``,
     ``reasoning``) so the consolidator can show each expert's position (seed 002 §6.5); the
     ``consensus_level`` is counted (``consensus``). Supplements become engineering notes in
-    ``new_issues_from_debate`` (``_note``). Names and reasons are in the document's language."""
+    ``new_issues_from_debate`` (``_note``). Names and reasons are in the document's language
+    (``my_review["language"]`` when the review says it, else read from its findings)."""
     comments = _received(me, evaluations)
-    lang = document_language(" ".join(i.get("problem", "") for i in my_review.get("issues", [])))
+    lang = my_review.get("language") or document_language(
+        " ".join(i.get("problem", "") for i in my_review.get("issues", []))
+    )
     final_issues, withdrawn, new_issues = [], [], []
     for issue in my_review.get("issues", []):
         received = comments.get(issue["id"], [])

@@ -88,7 +88,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
         call.progress(40, EVALUATING)
         reviews = artifacts_with_prefix(call, "review")
         mine: dict[str, Any] = reviews.pop(me, (None, {"issues": []}))[1]
-        data = evaluate(me, mine, reviews)
+        data = evaluate(me, {**mine, "language": language}, reviews)
         name, count = f"evaluate_{me}.json", len(data["responses"])
         said = round_summary("evaluate", language, count=count, reviews=len(reviews))
         call.progress(66, EVALUATION_WRITTEN)
@@ -96,7 +96,7 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
         call.progress(70, RESPONDING)
         mine = artifacts_with_prefix(call, "review").get(me, (None, {"issues": []}))[1]
         evaluations = [data for _, data in artifacts_with_prefix(call, "evaluate").values()]
-        data = respond(me, mine, evaluations)
+        data = respond(me, {**mine, "language": language}, evaluations)
         name, count = f"response_{me}.json", len(data["final_issues"])
         said = round_summary("respond", language, count=count, withdrawn=len(data["withdrawn_issues"]),
                        new=len(data["new_issues_from_debate"]))  # fmt: skip
