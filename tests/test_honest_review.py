@@ -150,3 +150,71 @@ def test_a_point_one_expert_raised_is_no_majority():
     assert all("一位专家" in d["reasoning"] for d in single)
     majority = [d for d in report["decisions"] if d["consensus_level"] == "majority" and d["decision"] == "adopted"]
     assert majority and all("2 位专家" in d["reasoning"] for d in majority)
+
+
+SKELETONS = {
+    "title only": "# 社区诊所预约\n",
+    "headings only": "# Booking\n\n## Requirements\n\n## Users\n",
+    "a code block": "# Export\n\n```\nSELECT * FROM orders;\n```\n",
+    "open points only": "# 预约\n\n## 待确认事项\n- 每个时段几个号？\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SKELETONS))
+def test_a_document_with_nothing_to_review_is_refused_naming_the_field(api, builtin, name):
+    """A skeleton draws no review of invented gaps ("no acceptance criteria", "no goal"): the API
+    says there is nothing to review, naming ``input_markdown``, and starts no task."""
+    from monitoring.models import Task
+
+    response = api.post(
+        "/api/v1/tasks", {"workflow": "requirement_review", "input_markdown": SKELETONS[name]}, format="json"
+    )
+    assert response.status_code == 400, response.content
+    assert "nothing to review" in response.json()["errors"]["input_markdown"][0]
+    assert not Task.objects.exists()
+    # as a draft to work on, the same skeleton is welcome (the operator writes it out first)
+    draft = api.post(
+        "/api/v1/tasks",
+        {"workflow": "requirement_review", "input_markdown": SKELETONS[name], "start_at": "draft"},
+        format="json",
+    )
+    assert draft.status_code == 201, draft.content
+
+
+def test_run_workflow_refuses_a_document_with_nothing_to_review(transactional_db, builtin, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    source = tmp_path / "skeleton.md"
+    source.write_text(SKELETONS["headings only"], encoding="utf-8")
+    with pytest.raises(CommandError, match="nothing to review") as refused:
+        call_command("run_workflow", "requirement_review", "--input", str(source))
+    assert refused.value.returncode == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The page must load fast.\nAdmins can export the orders.\n",  # no heading at all
+        "# Export 导出\n\n## Requirements\n- Admins can export orders，管理员可以导出订单。\n- 系统要快。\n",  # mixed
+        "# T\n\n- " + "数据要安全，" * 20_000 + "\n",  # one very long line
+        "# T\n\n| 字段 | 说明 |\n|---|---|\n| 手机号 | 用于通知 |\n",  # a table
+    ],
+)
+def test_odd_documents_are_reviewed_without_a_crash_and_every_finding_has_a_line_and_quote(text):
+    outcome = run(text)
+    lines = text.splitlines()
+    for findings in outcome["reviews"].values():
+        for issue in findings["issues"]:
+            line = issue["location"]["line"]
+            assert isinstance(line, int) and 1 <= line <= len(lines), issue
+            assert issue["quote"] and issue["quote"] in lines[line - 1], issue
+    assert not TEMPLATE.search(outcome["final"])
+    assert outcome["quality"]["checks"]
+
+
+def test_a_review_of_nothing_reports_nothing():
+    from teamclaw.workflows.document import parse_document
+    from teamclaw.workflows.review_rules import review
+
+    for text in SKELETONS.values():
+        assert all(review(parse_document(text), p) == [] for p in ("dev", "pm", "ai", "domain"))

@@ -31,7 +31,7 @@ from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
 from teamclaw.workflows.consolidation import candidate_decisions, consolidate, quality_check
 from teamclaw.workflows.debate import evaluate, respond
-from teamclaw.workflows.document import document_language, parse_document, reviewable
+from teamclaw.workflows.document import document_language, nothing_to_review, parse_document, reviewable
 from teamclaw.workflows.domains import domain_frame
 from teamclaw.workflows.drafting import HANDLERS as DRAFTING_HANDLERS
 from teamclaw.workflows.drafting import choose_next, draft_requirement
@@ -243,6 +243,13 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
     else:
         if not markdown.strip():
             raise _empty_document()
+        if reason := nothing_to_review(markdown):
+            raise AgentFailure(
+                ErrorCode.INVALID_PARAMS,
+                f"the requirement document {reason}",
+                {"errors": [{"pointer": "/input_markdown", "message": reason, "keyword": "nothing_to_review"}]},
+                retryable=False,
+            )
         text = markdown
         write_document_baseline(call, text)
         if start_at == "draft":

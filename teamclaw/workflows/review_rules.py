@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from teamclaw.workflows.document import RequirementDocument
+from teamclaw.workflows.document import RequirementDocument, reviewable
 from teamclaw.workflows.document_rules import document_findings, requirement_statements, testable
 from teamclaw.workflows.quality_engine import check_document
 from teamclaw.workflows.review_text import PROPOSED
@@ -130,8 +130,8 @@ def review(document: RequirementDocument, perspective: str) -> list[dict[str, An
     seed 002 §6.2), written in the document's language: the rows of ``document_rules`` it owns,
     then the engine's findings of its ``ENGINE_CATEGORIES``, each point (line, category, rule)
     once. An unknown perspective has none."""
-    if perspective not in ENGINE_CATEGORIES:
-        return []
+    if perspective not in ENGINE_CATEGORIES or not reviewable(document).statements:
+        return []  # nothing to review (document.nothing_to_review): no finding about a skeleton
     engine = [f.as_finding() for f in check_document(document, categories=ENGINE_CATEGORIES[perspective])]
     findings = [*document_findings(document, perspective), *engine]
     return [finding.as_dict(index, perspective) for index, finding in enumerate(findings)]
