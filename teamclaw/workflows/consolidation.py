@@ -48,12 +48,11 @@ ADDED_SECTIONS = ("Acceptance criteria", "Error handling", "AI behaviour", "Priv
 """The sections a finding may add (canonical keys; written in the document's language)."""
 ALL_SECTION_TITLES = {title for titles in SECTION_TITLES.values() for title in titles.values()}
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-COMPLIANCE = {"privacy", "compliance", "terminology", "time"} | {
-    "personal_data", "notification_consent", "time_boundary", "undefined_term", "domain_rule_gap",
-}  # fmt: skip
-TECHNICAL = {"performance", "reliability", "integration", "units", "scalability", "evaluation", "data"} | {
-    "missing_unit", "limit_without_overflow", "missing_error_handling", "integration_failure", "ai_without_evaluation",
-}  # fmt: skip
+COMPLIANCE = {"personal_data", "notification_consent", "time_boundary", "undefined_term", "domain_rule_gap"}
+"""Taxonomy categories that arbitration settles first (compliance, seed 002 §6.6)."""
+TECHNICAL = {"missing_unit", "limit_without_overflow", "missing_error_handling", "integration_failure",
+             "ai_without_evaluation"}  # fmt: skip
+"""Taxonomy categories that arbitration settles next (technical feasibility)."""
 
 
 def _key(issue: dict[str, Any]) -> tuple[Any, ...]:

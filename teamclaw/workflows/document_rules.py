@@ -67,6 +67,12 @@ def _title(document: RequirementDocument) -> Where:
     return [(first, "", document.lines[first - 1].strip() if document.lines else "", {})]
 
 
+def title_anchor(document: RequirementDocument) -> tuple[int, str]:
+    """``(line, exact text)`` of the line a point about the whole document is anchored on."""
+    line, _, quote, _ = _title(document)[0]
+    return line, quote
+
+
 def _at(statement: Statement, **values: str) -> tuple[int, str, str, dict[str, str]]:
     return statement.number, statement.section, statement.text[:240], values
 

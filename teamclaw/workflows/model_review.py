@@ -32,6 +32,8 @@ from teamclaw.runtime.executors.model import AnswerCheck, DroppedItem, ModelSess
 from teamclaw.workflows.consolidation import ADDED_SECTIONS
 from teamclaw.workflows.debate import respond
 from teamclaw.workflows.document import RequirementDocument, document_language, parse_document
+from teamclaw.workflows.document_rules import title_anchor
+from teamclaw.workflows.quality_rules import CATEGORIES as QUALITY_CATEGORIES
 from teamclaw.workflows.requirement_review import (
     artifact_json,
     artifacts_with_prefix,
@@ -44,26 +46,9 @@ from teamclaw.workflows.review_rules import PERSPECTIVES, label_of, perspective_
 from teamclaw.workflows.review_text import label as expert_label
 from teamclaw.workflows.review_text import summary as round_summary
 
-CATEGORIES = (
-    "performance",
-    "reliability",
-    "scalability",
-    "integration",
-    "units",
-    "scope",
-    "acceptance",
-    "users",
-    "goals",
-    "ambiguity",
-    "ai",
-    "data",
-    "evaluation",
-    "compliance",
-    "privacy",
-    "terminology",
-    "time",
-)
-"""Issue categories (the offline reviewers' set; the consolidator's arbitration reads them)."""
+CATEGORIES = QUALITY_CATEGORIES
+"""Issue categories: the requirement-quality taxonomy (docs/review-rules.md), as the offline
+experts' findings carry."""
 MAX_ISSUES = 15
 LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
 
@@ -224,8 +209,8 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
     statements = {s.number: s for s in document.statements}
     issues = []
     for index, item in enumerate(answer["issues"]):
-        line = item["line"]
-        statement = statements.get(line) if line else None
+        statement = statements.get(item["line"]) if item["line"] else None
+        line, quote = (statement.number, statement.text[:240]) if statement else title_anchor(document)
         change = dict(item["change"])
         issues.append(
             {
@@ -234,7 +219,7 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
                 "category": item["category"],
                 "severity": item["severity"],
                 "location": {"line": line, "section": statement.section if statement else ""},
-                "quote": statement.text[:240] if statement else "",
+                "quote": quote,
                 "problem": item["problem"],
                 "suggestion": item["suggestion"],
                 "change": change,
