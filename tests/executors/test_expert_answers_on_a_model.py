@@ -76,7 +76,9 @@ class ExpertsBrain:
             for n, t in LINE.findall(prompt)
             if t.startswith("- ") and WORD.search(t)
         )
-        issues = [_issue("escape_clause", number, f"{me}: '{word}' is vague.", {"action": "open_point", "question": "?"})]
+        issues = [
+            _issue("escape_clause", number, f"{me}: '{word}' is vague.", {"action": "open_point", "question": "?"})
+        ]
         if me == self.flawed:
             added = {"action": "append_section", "section": "Acceptance criteria", "lines": [f"Verified: {text[2:]}"]}
             issues = [
