@@ -212,3 +212,12 @@ def test_a_review_of_nothing_reports_nothing():
 
     for text in SKELETONS.values():
         assert all(review(parse_document(text), p) == [] for p in ("dev", "pm", "ai", "domain"))
+
+
+def test_the_outcome_counts_every_open_point_and_lists_each_finding_once(api, runtime_host):
+    artifacts = review_through_the_api(api, runtime_host, CLINIC_ZH)
+    outcome = json.loads(artifacts["outcome.json"])
+    report = json.loads(artifacts["consolidation_report.json"])
+    assert outcome["open_points"] == len(report["open_points"])  # "how is … verified" included
+    findings = outcome["quality"]["findings"]
+    assert findings and len(findings) == len(set(findings))

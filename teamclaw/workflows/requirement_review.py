@@ -174,7 +174,7 @@ async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
         "adopted": counts["adopted"],
         "rejected": counts["rejected"],
         "contested": counts["contested"],
-        "open_points": counts.get("open_point", 0) + counts.get("deferred", 0),
+        "open_points": len(report["open_points"]),  # the decisions' and the criteria the text does not give
         "warnings": warnings,
     }
 
@@ -388,7 +388,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         "quality": {
             "passed": quality["passed"],
             "failed_checks": failed,
-            "findings": [f for c in quality["checks"] for f in c["findings"]],
+            "findings": list(dict.fromkeys(f for c in quality["checks"] for f in c["findings"])),
             "unresolved": quality.get("unresolved", []),
         },
         "saved": saved_ok,
