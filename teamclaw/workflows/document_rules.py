@@ -143,11 +143,12 @@ staff may not") rather than leave a duty optional."""
 def weak_word(statement: Statement) -> str | None:
     """The first word of ``statement`` that leaves open whether it is required ("should",
     "could", "may" ...), or None: none, the statement also says "must" (``CONTRACT``), it is
-    undecided (``UNDECIDED``, its own rule), or the word is a "may" that grants a permission,
-    where "must" would turn the right into a duty."""
+    undecided (``UNDECIDED``, its own rule), or the word is a "may" that grants a permission
+    (beside "only"/"not"/"allowed", or in a permissions or roles section: "Shop admins: may
+    see and export orders"), where "must" would turn the right into a duty."""
     if CONTRACT.search(statement.text) or UNDECIDED.search(statement.text):
         return None
-    granting = _in_section(statement, PERMISSION_HEADINGS) or bool(GRANT.search(statement.text))
+    granting = _in_section(statement, PERMISSION_HEADINGS + ROLE_HEADINGS) or bool(GRANT.search(statement.text))
     words = (m.group(0) for m in SHOULD.finditer(statement.text))
     return next((w for w in words if not (w.lower() == "may" and granting)), None)
 
