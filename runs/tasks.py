@@ -34,6 +34,7 @@ from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES
+from teamclaw.workflows.document import nothing_to_review
 from teamclaw.workflows.interview import load_project_types
 
 SAMPLE_REQUIREMENT = Path(__file__).resolve().parent / "samples" / "online_bookstore.md"
@@ -173,6 +174,8 @@ def _review_params(
     if project_type:
         raise DocumentError("a project type only applies to an interview", "project_type")
     text = validate_document(input_markdown)
+    if start_at == "review" and (reason := nothing_to_review(text)):
+        raise DocumentError(f"the document {reason}")
     check_budget(text, project)
     first_heading = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), "")
     title = title or first_heading[:200] or "Requirement review"

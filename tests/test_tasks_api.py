@@ -52,9 +52,10 @@ def test_requirement_review_runs_end_to_end_and_returns_every_artifact(api, runt
     final = next(a["content"] for a in body["artifacts"] if a["name"] == "requirement_final.md")
     assert final != BOOKSTORE
     assert "Customers must see the status of every order on an order page." in final  # the user's text stays
-    assert "within 300 ms" in final  # ...improved where the experts agreed
+    assert "within 300 ms" not in final  # no unit the user did not give: the owner is asked
+    assert "What is the unit of 300" in final
     report = json.loads(next(a["content"] for a in body["artifacts"] if a["name"] == "consolidation_report.json"))
-    assert any(d["rule"] == "rule_3_forbidden" for d in report["decisions"])
+    assert report["counts"]["adopted"] >= 1 and report["counts"]["open_point"] >= 1
 
 
 def test_two_documents_give_different_findings(api, runtime_host):

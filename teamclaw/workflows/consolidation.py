@@ -24,11 +24,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from teamclaw.workflows.document import RequirementDocument, Statement, document_language, parse_document
 from teamclaw.workflows.quality_engine import check_document
-from teamclaw.workflows.review_rules import UNDECIDED, acceptance_criterion, review_domain, testable
+from teamclaw.workflows.review_findings import clip, q
+from teamclaw.workflows.review_rules import UNDECIDED, acceptance_criterion, testable
 from teamclaw.workflows.review_text import (
     PROPOSED,
     SECTION_TITLES,
@@ -46,12 +48,11 @@ ADDED_SECTIONS = ("Acceptance criteria", "Error handling", "AI behaviour", "Priv
 """The sections a finding may add (canonical keys; written in the document's language)."""
 ALL_SECTION_TITLES = {title for titles in SECTION_TITLES.values() for title in titles.values()}
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
-COMPLIANCE = {"privacy", "compliance", "terminology", "time"} | {
-    "personal_data", "notification_consent", "time_boundary", "undefined_term", "domain_rule_gap",
-}  # fmt: skip
-TECHNICAL = {"performance", "reliability", "integration", "units", "scalability", "evaluation", "data"} | {
-    "missing_unit", "limit_without_overflow", "missing_error_handling", "integration_failure", "ai_without_evaluation",
-}  # fmt: skip
+COMPLIANCE = {"personal_data", "notification_consent", "time_boundary", "undefined_term", "domain_rule_gap"}
+"""Taxonomy categories that arbitration settles first (compliance, seed 002 §6.6)."""
+TECHNICAL = {"missing_unit", "limit_without_overflow", "missing_error_handling", "integration_failure",
+             "ai_without_evaluation"}  # fmt: skip
+"""Taxonomy categories that arbitration settles next (technical feasibility)."""
 
 
 def _key(issue: dict[str, Any]) -> tuple[Any, ...]:
@@ -78,29 +79,94 @@ def _items(responses: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return list(merged.values())
 
 
-def decide(item: dict[str, Any]) -> tuple[str, str, str]:
-    """``(decision, rule, reasoning)`` for one issue under the merge rules above."""
+def _action(item: dict[str, Any]) -> str:
+    return str(item.get("change", {}).get("action", ""))
+
+
+def _level(item: dict[str, Any]) -> str:
+    return str(item.get("consensus_level") or "single")
+
+
+DECISION_RULES: tuple[tuple[Any, str, str, dict[str, str]], ...] = (
+    (lambda i: _action(i) == "scope_reduction", "rejected", "rule_3_forbidden",
+     {"en": "It would drop or weaken what the user explicitly asked for; the original requirement wins.",
+      "zh": "它会删减或削弱用户明确提出的需求；以原始需求为准。"}),
+    (lambda i: _action(i) == "note", "noted", "engineering_note",
+     {"en": "An engineering note for the team's design, not a question for the requirement owner.",
+      "zh": "这是留给团队设计时处理的工程备注，不是向需求方提出的问题。"}),
+    (lambda i: bool(i.get("change", {}).get("strengthens")) and _level(i) == "unanimous", "adopted", "rule_2_cautious",
+     {"en": "It changes the user's wording, but every expert agreed.",
+      "zh": "它改变了用户的措辞，但全体专家一致同意。"}),
+    (lambda i: bool(i.get("change", {}).get("strengthens")), "rejected", "rule_2_cautious",
+     {"en": "It changes the user's wording and the experts were not unanimous.",
+      "zh": "它改变了用户的措辞，而专家意见并不一致。"}),
+    (lambda i: _action(i) == "open_point", "open_point", "owner_decision",
+     {"en": "Only the requirement owner can answer this.", "zh": "只有需求方能回答这个问题。"}),
+    (lambda i: bool(i.get("flagged")), "open_point", "engine_flagged",
+     {"en": "The change itself fails the requirement-quality rules ({flagged}); the owner decides instead.",
+      "zh": "建议的修改本身不符合需求质量规则（{flagged}），改由需求方决定。"}),
+    (lambda i: _level(i) in ("unanimous", "majority"), "adopted", "rule_1_optimise",
+     {"en": "It refines the requirement ({level} consensus, {count} experts).",
+      "zh": "它细化了需求（{level}，{count} 位专家）。"}),
+    (lambda i: _level(i) == "single", "adopted", "rule_1_optimise",
+     {"en": "It only refines the requirement; one expert raised it and no other expert objected.",
+      "zh": "它只细化需求；由一位专家提出，其他专家没有反对。"}),
+    (lambda i: i["category"] in COMPLIANCE, "adopted", "arbitration_compliance",
+     {"en": "Contested; compliance comes first in arbitration.", "zh": "存在争议；裁决时合规优先。"}),
+    (lambda i: i["category"] in TECHNICAL, "adopted", "arbitration_feasibility",
+     {"en": "Contested; technical feasibility comes next in arbitration.",
+      "zh": "存在争议；裁决时其次考虑技术可行性。"}),
+    (lambda i: True, "deferred", "arbitration_user",
+     {"en": "Contested and not settled by arbitration; the user decides.",
+      "zh": "存在争议且无法通过裁决解决，由用户决定。"}),
+)  # fmt: skip
+"""The merge rules of the module docstring as rows, first match wins: ``(test(item),
+decision, rule, reasoning per language)``; ``{level}``, ``{count}`` (experts behind the
+point) and ``{flagged}`` (what the engine found in the change) are filled in."""
+
+
+def decide(item: dict[str, Any], language: str = "en") -> tuple[str, str, str]:
+    """``(decision, rule, reasoning)`` for one issue under ``DECISION_RULES``, the reasoning
+    in ``language``."""
+    language = "zh" if language == "zh" else "en"
+    values = {
+        "level": word(_level(item), language),
+        "count": 1 + len(item.get("supporters", [])),
+        "flagged": say(language, ", ", "、").join(item.get("flagged", [])),
+    }
+    _, decision, rule, reasoning = next(row for row in DECISION_RULES if row[0](item))
+    return decision, rule, reasoning[language].format(**values)
+
+
+WORDING_CATEGORIES = ("vague_term", "escape_clause", "absolute", "untestable", "missing_unit")
+"""What the engine must not find in the words a change would write (seed 002 §6.6: the
+consolidation never adopts a change the requirement-quality engine flags)."""
+
+
+def engine_flags(text: str, language: str) -> list[str]:
+    """The ``WORDING_CATEGORIES`` the engine finds in ``text`` (proposal markers left out), as
+    category names in ``language``; [] for clean text."""
+    text = PROPOSED.sub("", text).strip()
+    if not text:
+        return []
+    heading = say(language, "Requirements", "功能需求")
+    found = check_document(parse_document(f"# r\n\n## {heading}\n\n- {text}\n"), categories=WORDING_CATEGORIES)
+    return list(dict.fromkeys(word(f.category, language) for f in found))
+
+
+def flag_changes(item: dict[str, Any], language: str) -> dict[str, Any]:
+    """``item`` with ``flagged``: what the engine finds (``engine_flags``) in the words its
+    change would write and not already in the words it replaces (the new words of a
+    ``replace``, each line of an ``append_section``)."""
     change = item.get("change", {})
-    level = item.get("consensus_level", "majority")
-    if change.get("action") == "scope_reduction":
-        return (
-            "rejected",
-            "rule_3_forbidden",
-            "It would drop or weaken what the user explicitly asked for; the original requirement wins.",
-        )
-    if change.get("strengthens"):
-        if level == "unanimous":
-            return "adopted", "rule_2_cautious", "It changes the user's wording, but every expert agreed."
-        return ("rejected", "rule_2_cautious", "It changes the user's wording and the experts were not unanimous.")
-    if change.get("action") == "open_point":
-        return "open_point", "owner_decision", "Only the requirement owner can answer this."
-    if level in ("unanimous", "majority"):
-        return "adopted", "rule_1_optimise", f"It refines the requirement ({level} consensus)."
-    if item["category"] in COMPLIANCE:
-        return "adopted", "arbitration_compliance", "Contested; compliance comes first in arbitration."
-    if item["category"] in TECHNICAL:
-        return "adopted", "arbitration_feasibility", "Contested; technical feasibility comes next in arbitration."
-    return "deferred", "arbitration_user", "Contested and not settled by arbitration; the user decides."
+    if change.get("action") == "replace":
+        before = set(engine_flags(change.get("old", ""), language))
+        flagged = [f for f in engine_flags(change.get("new", ""), language) if f not in before]
+    elif change.get("action") == "append_section":
+        flagged = [f for text in change.get("lines", []) for f in engine_flags(text, language)]
+    else:
+        flagged = []
+    return {**item, "flagged": list(dict.fromkeys(flagged))}
 
 
 def _replace_once(line: str, old: str, new: str) -> str | None:
@@ -151,7 +217,7 @@ def added_by_review(language: str) -> str:
     """The mark after each line the review adds to the document (a new section's bullets, or
     bullets put into one of the user's sections), so that what the team wrote never reads as
     the requester's words (seed 002 principle 4: the user's requirement is the baseline).
-    Open points (the operator's questions) and proposals (marked already) carry none."""
+    Every added line carries it: requirements, proposals and open points alike."""
     return say(language, " _(added by the review)_", "（评审补充）")
 
 
@@ -162,8 +228,7 @@ def _append_sections(lines: list[str], additions: dict[str, list[str]], language
     for section, bullets in additions.items():
         if not bullets:
             continue
-        # A proposal ("proposed, to be confirmed: ...") says whose it is already.
-        items = [f"- {b}" if section == "Open points" or PROPOSED.search(b) else f"- {b}{mark}" for b in bullets]
+        items = [f"- {b}{mark}" for b in bullets]
         index = _find_section(out, section, language)
         if index is None:
             tail += ["", f"## {section_title(section, language)}", "", *items]
@@ -235,7 +300,9 @@ def _proposal(item: dict[str, Any], lines: list[str], language: str) -> str:
     if action == "append_section":
         bullets = list(change.get("lines", []))
         if change.get("criteria"):
-            bullets += [acceptance_criterion(_text_of(lines, n), language) for n in change.get("from_lines", [])]
+            texts = [_text_of(lines, n) for n in change.get("from_lines", [])]
+            criteria = (acceptance_criterion(t, language) for t in texts if not engine_flags(t, language))
+            bullets += [c for c in criteria if c]
         return "\n".join(bullets)
     return change.get("question") or item["problem"]
 
@@ -263,7 +330,10 @@ def candidate_decisions(
     lines = original.splitlines()
     out = []
     for item in _items(responses):
-        decision, rule, reasoning = decide(item)
+        if _action(item) == "note":  # an engineering note is no question for the owner
+            continue
+        item = flag_changes(item, language)
+        decision, rule, reasoning = decide(item, language)
         proposal = _proposal(item, lines, language)
         line = item["location"].get("line")
         where = say(language, f" (line {line})", f"（第 {line} 行）") if line else ""
@@ -330,12 +400,111 @@ def _apply(
 def _decision(item: dict[str, Any], operator: str | None, language: str) -> tuple[str, str, str]:
     """The merge rule's decision, or the operator's when confirm mode decided this candidate."""
     if operator is None:
-        return decide(item)
+        return decide(item, language)
     accepted = operator == "accept"
     reasoning = say(language, f"The operator chose to {operator}.", f"操作员选择{'采纳' if accepted else '不采纳'}。")
     if item.get("change", {}).get("action") == "open_point":
         return ("open_point" if accepted else "rejected"), "operator", reasoning
     return ("adopted" if accepted else "rejected"), "operator", reasoning
+
+
+@dataclass
+class _Merge:
+    """The consolidation under way: the document's ``lines`` (rewritten in place), the
+    sections' ``additions``, the acceptance criteria still to write (``criteria``: bucket,
+    change, confirmed), and what the report lists."""
+
+    original: str
+    language: str
+    lines: list[str]
+    additions: dict[str, list[str]] = field(default_factory=dict)
+    criteria: list[tuple[list[str], dict[str, Any], bool]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    open_points: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(
+        default_factory=lambda: {"adopted": 0, "rejected": 0, "deferred": 0, "open_point": 0, "noted": 0}
+    )
+
+
+def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_by: str) -> None:
+    """Decide ``item`` (``operator``: the operator's choice in confirm mode, or None) and
+    record the decision: apply an adopted change, list an open point or an engineering note."""
+    ident = candidate_id(item)
+    item = flag_changes(item, merge.language)
+    decision, rule, reasoning = _decision(item, operator, merge.language)
+    applied = decision in ("open_point", "deferred", "noted")
+    if decision == "adopted":
+        applied = _apply(item, merge.lines, merge.additions, merge.criteria, merge.original, merge.language,
+                         confirmed=operator == "accept")  # fmt: skip
+    if decision in ("open_point", "deferred"):
+        question = item.get("change", {}).get("question") or item["problem"]
+        line = item["location"].get("line")
+        merge.open_points.append({"id": ident, "issue_ids": item["issue_ids"], "question": question, "line": line})
+    if decision == "noted":
+        merge.notes.append({"id": ident, "experts": item["experts"], "line": item["location"].get("line"),
+                            "note": item.get("change", {}).get("note") or item["problem"]})  # fmt: skip
+    merge.counts[decision] += 1
+    merge.decisions.append(
+        {
+            "id": ident,
+            "issue_ids": item["issue_ids"],
+            "experts": item["experts"],
+            "category": item["category"],
+            "severity": item.get("severity"),
+            "line": item["location"].get("line"),
+            "problem": item["problem"],
+            "consensus_level": item.get("consensus_level"),
+            "decision": decision,
+            "rule": rule,
+            "reasoning": reasoning,
+            "flagged": item["flagged"],
+            "applied": applied,
+            "decided_by": f"operator:{decided_by}" if operator is not None else "rules",
+        }
+    )
+
+
+def _unverifiable(merge: _Merge, number: int, text: str) -> None:
+    """An open point instead of an acceptance criterion the text does not give."""
+    question = say(
+        merge.language,
+        f"How is {q(merge.language, clip(text, 80))} verified: under which condition, with which observable result?",
+        f"{q(merge.language, clip(text, 80))}如何验收：在什么条件下，应观察到什么结果？",
+    )
+    merge.open_points.append({"id": f"criterion-{number}", "issue_ids": [], "question": question, "line": number})
+
+
+def _write_criteria(merge: _Merge) -> None:
+    """The acceptance criteria of the adopted ``criteria`` changes, from the lines as they
+    read now; a line whose expected result does not follow from its text (``acceptance_criterion``
+    gives None) becomes an open point instead."""
+    asked: set[int] = set()
+    for bucket, change, confirmed in merge.criteria:
+        for number in change["from_lines"]:
+            text = _text_of(merge.lines, number)
+            if not text:
+                continue
+            bullet = acceptance_criterion(confirm(text) if confirmed else text, merge.language)
+            if engine_flags(text, merge.language):  # "must load fast": no result follows from it
+                bullet = None
+            if bullet is None and number not in asked:
+                asked.add(number)
+                _unverifiable(merge, number, text)
+            elif bullet and bullet not in bucket:
+                bucket.append(bullet)
+
+
+def _list_open_points(merge: _Merge) -> None:
+    if not merge.open_points:
+        return
+    bucket = merge.additions.setdefault("Open points", [])
+    for point in merge.open_points:
+        line = point["line"]
+        where = say(merge.language, f" (line {line})", f"（第 {line} 行）") if line else ""
+        entry = f"{point['question']}{where}"
+        if entry not in bucket:
+            bucket.append(entry)
 
 
 def consolidate(
@@ -350,82 +519,34 @@ def consolidate(
     (seed 002 §6.6). ``operator_decisions=None``: auto mode (req_auto_consolidator, the merge
     rules above). Otherwise confirm mode (§6.5 req_consolidator): a candidate whose id
     (``candidate_decisions``) maps to "accept" is applied and to "reject" is not, whatever
-    the rule says; candidates the operator did not decide follow the rules. Each decision
-    records ``id`` and ``decided_by`` ("rules" or "operator:<decided_by>"). The report has
-    ``decision_mode``, ``language``, ``baseline_statements``, ``counts``, ``decisions``,
-    ``open_points`` and ``added_sections`` (their titles in the document's language)."""
-    language = document_language(original)
+    the rule says; candidates the operator did not decide follow the rules. A change the
+    requirement-quality engine flags (``flag_changes``) is never adopted by the rules.
+    Each decision records ``id``, ``flagged`` and ``decided_by`` ("rules" or
+    "operator:<decided_by>"). The report has ``decision_mode``, ``language``,
+    ``baseline_statements``, ``counts``, ``decisions``, ``open_points``,
+    ``engineering_notes`` (supplements for the team, kept out of the document) and
+    ``added_sections`` (their titles in the document's language); its prose is in the
+    document's language."""
+    merge = _Merge(original, document_language(original), original.splitlines())
     confirm_mode = operator_decisions is not None
     choices = operator_decisions or {}
-    lines = original.splitlines()
-    additions: dict[str, list[str]] = {}
-    deferred_lines: list[tuple[list[str], dict[str, Any], bool]] = []
-    decisions, open_points = [], []
-    counts = {"adopted": 0, "rejected": 0, "deferred": 0, "open_point": 0}
     contested = 0
     for item in _items(responses):
-        ident = candidate_id(item)
-        operator = choices.get(ident) if confirm_mode else None
-        decision, rule, reasoning = _decision(item, operator, language)
-        change = item.get("change", {})
         contested += item.get("consensus_level") == "contested"
-        applied = False
-        confirmed = operator == "accept"
-        if decision == "adopted":
-            applied = _apply(item, lines, additions, deferred_lines, original, language, confirmed=confirmed)
-        if decision in ("open_point", "deferred"):
-            open_points.append(
-                {
-                    "id": ident,
-                    "issue_ids": item["issue_ids"],
-                    "question": change.get("question") or item["problem"],
-                    "line": item["location"].get("line"),
-                }
-            )
-            applied = True
-        counts[decision] += 1
-        decisions.append(
-            {
-                "id": ident,
-                "issue_ids": item["issue_ids"],
-                "experts": item["experts"],
-                "category": item["category"],
-                "severity": item.get("severity"),
-                "line": item["location"].get("line"),
-                "problem": item["problem"],
-                "consensus_level": item.get("consensus_level"),
-                "decision": decision,
-                "rule": rule,
-                "reasoning": reasoning,
-                "applied": applied,
-                "decided_by": f"operator:{decided_by}" if operator is not None else "rules",
-            }
-        )
-    for bucket, change, confirmed in deferred_lines:  # criteria read the lines as they are now
-        for number in change["from_lines"]:
-            text = _text_of(lines, number)
-            if not text:
-                continue
-            bullet = acceptance_criterion(text if not confirmed else confirm(text), language)
-            if bullet not in bucket:
-                bucket.append(bullet)
-    if open_points:
-        bucket = additions.setdefault("Open points", [])
-        for point in open_points:
-            where = say(language, f" (line {point['line']})", f"（第 {point['line']} 行）") if point["line"] else ""
-            entry = f"{point['question']}{where}"
-            if entry not in bucket:
-                bucket.append(entry)
-    final_lines = _append_sections(lines, additions, language)
-    final = "\n".join(final_lines).rstrip() + "\n"
+        operator = choices.get(candidate_id(item)) if confirm_mode else None
+        _settle(merge, item, operator, decided_by)
+    _write_criteria(merge)
+    _list_open_points(merge)
+    final = "\n".join(_append_sections(merge.lines, merge.additions, merge.language)).rstrip() + "\n"
     report = {
         "decision_mode": "confirm" if confirm_mode else "auto",
-        "language": language,
+        "language": merge.language,
         "baseline_statements": baseline,
-        "counts": {**counts, "contested": contested},
-        "decisions": decisions,
-        "open_points": open_points,
-        "added_sections": [section_title(s, language) for s, bullets in additions.items() if bullets],
+        "counts": {**merge.counts, "contested": contested},
+        "decisions": merge.decisions,
+        "open_points": merge.open_points,
+        "engineering_notes": merge.notes,
+        "added_sections": [section_title(s, merge.language) for s, bullets in merge.additions.items() if bullets],
     }
     return final, report
 
@@ -452,28 +573,16 @@ def _clarity_check(document: RequirementDocument, statements: list[Statement], l
     return {"name": "clarity", "passed": not findings, "findings": findings}
 
 
-def quality_check(final: str, original: str) -> dict[str, Any]:
-    """The §6.7 review_report checks on ``final``: structure, objectivity, consistency,
-    closure (testable acceptance criteria), completeness and ``unresolved`` (open points and
-    proposed figures still awaiting confirmation); ``passed`` only when all pass. Returns
-    ``{"passed", "checks": [{"name", "passed", "findings"}], "unresolved": [str]}``, findings
-    in the document's language."""
-    language = document_language(original or final)
-    final_doc, original_doc = parse_document(final), parse_document(original)
-    open_titles = _open_section(final_doc.section_titles())
-    statements = [s for s in final_doc.statements if s.section not in open_titles]
-    checks = []
+def _lines_of(numbers: list[int], language: str) -> str:
+    if len(numbers) == 1:
+        return say(language, f"line {numbers[0]}", f"第 {numbers[0]} 行")
+    return say(language, f"lines {', '.join(map(str, numbers))}", f"第 {'、'.join(map(str, numbers))} 行")
 
-    def line_of(number: int) -> str:
-        return say(language, f"line {number}", f"第 {number} 行")
 
-    def lines_of(numbers: list[int]) -> str:
-        if len(numbers) == 1:
-            return line_of(numbers[0])
-        return say(language, f"lines {', '.join(map(str, numbers))}", f"第 {'、'.join(map(str, numbers))} 行")
-
-    original_titles = original_doc.section_titles()
-    final_titles = final_doc.section_titles()
+def _structure_check(final_doc: RequirementDocument, original_doc: RequirementDocument, language: str) -> list[str]:
+    """The original's sections are all there, in order, and nothing but the review's own
+    sections (``SECTION_TITLES``) was added."""
+    original_titles, final_titles = original_doc.section_titles(), final_doc.section_titles()
     findings = [
         say(language, f"section '{t}' of the original is missing", f"原文的章节“{t}”缺失")
         for t in original_titles
@@ -484,92 +593,110 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
     kept = [t for t in final_titles if t in original_titles]
     if kept != [t for t in original_titles if t in kept]:
         findings.append(say(language, "the original sections are out of order", "原文章节的顺序被打乱"))
-    checks.append({"name": "structure", "passed": not findings, "findings": findings})
+    return findings
 
-    markers = re.compile(r"\b(?:I think|we suggest|reviewer|review comment|in my opinion)\b|建议|评审意见|讨论", re.I)
-    findings = [
-        say(
-            language,
-            f"{line_of(s.number)}: '{s.text[:80]}' reads as discussion, not as a requirement",
-            f"{line_of(s.number)}：“{s.text[:80]}”是讨论性表述，不是需求陈述",
-        )
-        for s in statements
-        if markers.search(PROPOSED.sub("", s.text)) or PROPOSED.sub("", s.text).rstrip().endswith(("?", "？"))
-    ]
-    checks.append({"name": "objectivity", "passed": not findings, "findings": findings})
-    checks.append(_clarity_check(final_doc, statements, language))
 
+DISCUSSION = re.compile(r"\b(?:I think|we suggest|reviewer|review comment|in my opinion)\b|建议|评审意见|讨论", re.I)
+"""Words of a discussion rather than a requirement (seed 002 §6.7 客观性)."""
+
+
+def _objectivity_check(statements: list[Statement], language: str) -> list[str]:
+    out = []
+    for s in statements:
+        text = PROPOSED.sub("", s.text)
+        if DISCUSSION.search(text) or text.rstrip().endswith(("?", "？")):
+            out.append(say(language, f"line {s.number}: '{s.text[:80]}' reads as discussion, not as a requirement",
+                           f"第 {s.number} 行：“{s.text[:80]}”是讨论性表述，不是需求陈述"))  # fmt: skip
+    return out
+
+
+TARGET_KEYS = ("response time", "load time", "latency", "timeout", "upload limit", "响应时间", "加载时间", "超时")
+"""Quantities whose targets must agree across the document (seed 002 §6.7 逻辑严谨性)."""
+
+
+def _consistency_check(statements: list[Statement], language: str) -> list[str]:
     targets: dict[str, set[str]] = {}
     for statement in statements:
-        for key in ("response time", "load time", "latency", "timeout", "upload limit", "响应时间", "加载时间", "超时"):
-            if key in statement.text.lower():
-                for value in QUANTITY.findall(PROPOSED.sub("", statement.text)):
-                    targets.setdefault(key, set()).add(re.sub(r"\s+", " ", value.strip()))
-    findings = [
-        say(
-            language,
-            f"'{key}' has different targets: {', '.join(sorted(values))}",
-            f"“{key}”有不同的目标值：{'、'.join(sorted(values))}",
-        )
+        for key in (k for k in TARGET_KEYS if k in statement.text.lower()):
+            values = QUANTITY.findall(PROPOSED.sub("", statement.text))
+            targets.setdefault(key, set()).update(re.sub(r"\s+", " ", v.strip()) for v in values)
+    return [
+        say(language, f"'{key}' has different targets: {', '.join(sorted(values))}",
+            f"“{key}”有不同的目标值：{'、'.join(sorted(values))}")
         for key, values in targets.items()
         if len(values) > 1
-    ]
-    checks.append({"name": "consistency", "passed": not findings, "findings": findings})
+    ]  # fmt: skip
 
-    criteria_heading = next(
-        (i for i, (_, t, _) in enumerate(final_doc.headings) if "acceptance" in t.lower() or "验收" in t), None
-    )
-    if criteria_heading is None:
-        findings = [say(language, "there are no acceptance criteria", "没有验收标准")]
-    else:
-        title = final_doc.headings[criteria_heading][1]
-        criteria = [s for s in statements if s.section == title]
-        findings = [] if criteria else [say(language, "the acceptance criteria are empty", "验收标准为空")]
-        findings += [
-            say(
-                language,
-                f"{line_of(s.number)}: acceptance criterion '{s.text[:80]}' is not testable",
-                f"{line_of(s.number)}：验收标准“{s.text[:80]}”不可测试",
-            )
-            for s in criteria
-            if not testable(s.text)
-        ]
-    checks.append({"name": "closure", "passed": not findings, "findings": findings})
 
+def _closure_check(final_doc: RequirementDocument, statements: list[Statement], language: str) -> list[str]:
+    """Acceptance criteria exist and each is testable (seed 002 §6.7 闭环性)."""
+    title = next((t for _, t, _ in final_doc.headings if "acceptance" in t.lower() or "验收" in t), None)
+    if title is None:
+        return [say(language, "there are no acceptance criteria", "没有验收标准")]
+    criteria = [s for s in statements if s.section == title]
+    findings = [] if criteria else [say(language, "the acceptance criteria are empty", "验收标准为空")]
+    return findings + [
+        say(language, f"line {s.number}: acceptance criterion '{s.text[:80]}' is not testable",
+            f"第 {s.number} 行：验收标准“{s.text[:80]}”不可测试")
+        for s in criteria
+        if not testable(s.text)
+    ]  # fmt: skip
+
+
+def _completeness_check(final_doc: RequirementDocument, statements: list[Statement], language: str) -> list[str]:
+    """No undecided requirement, no term the engine finds undefined (seed 002 §6.7 业务完整性)."""
     findings = [
-        say(
-            language,
-            f"{line_of(s.number)}: undecided ('{m.group(0)}')",
-            f"{line_of(s.number)}：悬而未决（“{m.group(0)}”）",
-        )
+        say(language, f"line {s.number}: undecided ('{m.group(0)}')", f"第 {s.number} 行：悬而未决（“{m.group(0)}”）")
         for s in statements
         if (m := UNDECIDED.search(PROPOSED.sub("", s.text)))
     ]
-    findings += [
-        say(language, f"'{f.change['term']}' is still undefined", f"“{f.change['term']}”仍未定义")
-        for f in review_domain(final_doc)
-        if f.rule == "undefined_term"
+    return findings + [
+        say(language, f"line {f.line}: {f.message}", f"第 {f.line} 行：{f.message}")
+        for f in check_document(final_doc, categories=("undefined_term",))
     ]
-    checks.append({"name": "completeness", "passed": not findings, "findings": findings})
 
-    proposals: dict[str, list[int]] = {}  # the same proposal is one item, with every line it is on
+
+def _unresolved(final_doc: RequirementDocument, open_titles: set[str], language: str) -> list[str]:
+    """Every proposal awaiting confirmation (one item with every line it is on) and every
+    open point, without the review's marker."""
+    proposals: dict[str, list[int]] = {}
     for s in final_doc.statements:
         for m in PROPOSED.finditer(s.text):
             numbers = proposals.setdefault(m.group(0).strip(), [])
             if s.number not in numbers:
                 numbers.append(s.number)
     unresolved = [
-        say(
-            language,
-            f"{lines_of(numbers)}: proposed, not confirmed: {text}",
-            f"{lines_of(numbers)}：建议值未确认：{text}",
-        )
+        say(language, f"{_lines_of(numbers, language)}: proposed, not confirmed: {text}",
+            f"{_lines_of(numbers, language)}：建议值未确认：{text}")
         for text, numbers in proposals.items()
-    ]
-    unresolved += [
-        say(language, f"open point: {text}", f"待确认：{text}")
-        for text in dict.fromkeys(s.text for s in final_doc.statements if s.section in open_titles)
-    ]
-    checks.append({"name": "unresolved", "passed": not unresolved, "findings": unresolved})
+    ]  # fmt: skip
+    mark = added_by_review(language).strip()
+    points = dict.fromkeys(s.text.replace(mark, "").strip() for s in final_doc.statements if s.section in open_titles)
+    return unresolved + [say(language, f"open point: {text}", f"待确认：{text}") for text in points]
 
+
+def quality_check(final: str, original: str) -> dict[str, Any]:
+    """The §6.7 review_report checks on ``final``: structure, objectivity, clarity (the
+    engine's findings on wording and contradictions), consistency, closure (testable
+    acceptance criteria), completeness and ``unresolved``; ``passed`` only when all pass.
+    Returns ``{"passed", "checks": [{"name", "passed", "findings"}], "unresolved": [str]}``:
+    ``unresolved`` lists what stays open for the owner (proposals awaiting confirmation, open
+    points, and the clarity findings left in the document), in the document's language."""
+    language = document_language(original or final)
+    final_doc, original_doc = parse_document(final), parse_document(original)
+    open_titles = _open_section(final_doc.section_titles())
+    statements = [s for s in final_doc.statements if s.section not in open_titles]
+    clarity = _clarity_check(final_doc, statements, language)
+    unresolved = _unresolved(final_doc, open_titles, language)
+    unresolved += [f for f in clarity["findings"] if f not in unresolved]
+    found = {
+        "structure": _structure_check(final_doc, original_doc, language),
+        "objectivity": _objectivity_check(statements, language),
+        "clarity": clarity["findings"],
+        "consistency": _consistency_check(statements, language),
+        "closure": _closure_check(final_doc, statements, language),
+        "completeness": _completeness_check(final_doc, statements, language),
+        "unresolved": unresolved,
+    }
+    checks = [{"name": name, "passed": not findings, "findings": findings} for name, findings in found.items()]
     return {"passed": all(c["passed"] for c in checks), "checks": checks, "unresolved": unresolved}

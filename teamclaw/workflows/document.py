@@ -111,3 +111,13 @@ def reviewable(document: RequirementDocument) -> RequirementDocument:
         headings=list(document.headings),
         statements=[s for s in document.statements if s.section not in OPEN_POINT_SECTIONS],
     )
+
+
+NOTHING_TO_REVIEW = "has nothing to review: no requirement text, only headings, code blocks or table rules"
+"""Why a document without statements is refused (seed 002 §6.2 reviews requirement text)."""
+
+
+def nothing_to_review(text: str) -> str | None:
+    """``NOTHING_TO_REVIEW`` when ``text`` holds no statement outside code blocks, headings
+    and open points (a title alone, a skeleton of headings, a pasted code block), else None."""
+    return None if reviewable(parse_document(text)).statements else NOTHING_TO_REVIEW

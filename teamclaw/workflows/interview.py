@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from teamclaw.workflows.document import OPEN_POINT_SECTIONS
+from teamclaw.workflows.review_text import say
 
 PROJECT_TYPES_DIR = Path(__file__).resolve().parent / "project_types"
 UNKNOWN = "unknown"
@@ -226,7 +227,11 @@ def interview_result(
         "unanswered": unanswered,
         "answered_by": [r.get("answered_by", "") for r in rounds],
         "baseline_statements": baseline,
-        "note": "The user's own words: the highest authority when consolidating (seed 002 principle 4).",
+        "note": say(
+            language,
+            "The user's own words: the highest authority when consolidating.",
+            "用户的原话：汇总时的最高准则。",
+        ),
     }
 
 

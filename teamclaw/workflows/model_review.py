@@ -32,6 +32,8 @@ from teamclaw.runtime.executors.model import AnswerCheck, DroppedItem, ModelSess
 from teamclaw.workflows.consolidation import ADDED_SECTIONS
 from teamclaw.workflows.debate import respond
 from teamclaw.workflows.document import RequirementDocument, document_language, parse_document
+from teamclaw.workflows.document_rules import title_anchor
+from teamclaw.workflows.quality_rules import CATEGORIES as QUALITY_CATEGORIES
 from teamclaw.workflows.requirement_review import (
     artifact_json,
     artifacts_with_prefix,
@@ -41,27 +43,12 @@ from teamclaw.workflows.requirement_review import (
     task_orchestration,
 )
 from teamclaw.workflows.review_rules import PERSPECTIVES, label_of, perspective_of
+from teamclaw.workflows.review_text import label as expert_label
+from teamclaw.workflows.review_text import summary as round_summary
 
-CATEGORIES = (
-    "performance",
-    "reliability",
-    "scalability",
-    "integration",
-    "units",
-    "scope",
-    "acceptance",
-    "users",
-    "goals",
-    "ambiguity",
-    "ai",
-    "data",
-    "evaluation",
-    "compliance",
-    "privacy",
-    "terminology",
-    "time",
-)
-"""Issue categories (the offline reviewers' set; the consolidator's arbitration reads them)."""
+CATEGORIES = QUALITY_CATEGORIES
+"""Issue categories: the requirement-quality taxonomy (docs/review-rules.md), as the offline
+experts' findings carry."""
 MAX_ISSUES = 15
 LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
 
@@ -207,7 +194,7 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
             '- {"action": "open_point", "question": what only the requirement owner can decide}',
             '- {"action": "scope_reduction", "old": ..., "new": ...} when the fix drops or weakens '
             "what the user asked for (say so honestly; it will not be adopted)",
-            language_instruction(language, "every problem, suggestion and added line"),
+            language_instruction(language, "the summary and every problem, suggestion and added line"),
             "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
             json.dumps(REVIEW_SCHEMA),
             f"Requirement ({artifact}), with line numbers:",
@@ -222,8 +209,8 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
     statements = {s.number: s for s in document.statements}
     issues = []
     for index, item in enumerate(answer["issues"]):
-        line = item["line"]
-        statement = statements.get(line) if line else None
+        statement = statements.get(item["line"]) if item["line"] else None
+        line, quote = (statement.number, statement.text[:240]) if statement else title_anchor(document)
         change = dict(item["change"])
         issues.append(
             {
@@ -232,20 +219,20 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
                 "category": item["category"],
                 "severity": item["severity"],
                 "location": {"line": line, "section": statement.section if statement else ""},
-                "quote": statement.text[:240] if statement else "",
+                "quote": quote,
                 "problem": item["problem"],
                 "suggestion": item["suggestion"],
                 "change": change,
             }
         )
     return {
-        "expert": label_of(me),
+        "expert": expert_label(me, language),
         "perspective": me,
         "role": call.role,
         "mode": "review",
         "document": artifact,
         "issues": issues,
-        "summary": answer["summary"] or f"{len(issues)} issue(s) from the {label_of(me).lower()}'s perspective",
+        "summary": answer["summary"] or round_summary("review", language, count=len(issues), expert=me),
         "model": session.options.model,
         "language": language,
         "warnings": _warnings(dropped, label),
@@ -327,7 +314,7 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str, languag
             perspective, file_name, index, issue = targets[item["target_issue"]]
             responses.append(
                 {
-                    "target_expert": label_of(perspective),
+                    "target_expert": expert_label(perspective, language),
                     "target_perspective": perspective,
                     "target_file": file_name,
                     "target_location": f"issues[{index}]",
@@ -339,7 +326,7 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str, languag
                 }
             )
     return {
-        "expert": label_of(me),
+        "expert": expert_label(me, language),
         "perspective": me,
         "mode": "evaluate",
         "responses": responses,
@@ -361,7 +348,7 @@ async def _respond(call: ExecutionCall, session: ModelSession, me: str, language
                 )
     own = {issue["id"]: issue for issue in mine.get("issues", [])}
     if not comments or not own:
-        return {**respond(me, mine, evaluations, withdrawals={}), "warnings": []}
+        return {**respond(me, {**mine, "language": language}, evaluations, withdrawals={}), "warnings": []}
     schema = {
         "type": "object",
         "properties": {
@@ -398,7 +385,8 @@ async def _respond(call: ExecutionCall, session: ModelSession, me: str, language
     label = f"respond ({me})"
     answer, dropped = await session.answer_items(messages, schema, "withdrawn", label=label)
     withdrawals = {item["issue_id"]: item["reason"] for item in answer["withdrawn"]}
-    return {**respond(me, mine, evaluations, withdrawals=withdrawals), "warnings": _warnings(dropped, label)}
+    answered = respond(me, {**mine, "language": language}, evaluations, withdrawals=withdrawals)
+    return {**answered, "warnings": _warnings(dropped, label)}
 
 
 async def expert_review(call: ExecutionCall, session: ModelSession) -> dict[str, Any]:
@@ -419,14 +407,12 @@ async def expert_review(call: ExecutionCall, session: ModelSession) -> dict[str,
     elif mode == "evaluate":
         data = await _evaluate(call, session, me, language)
         name, count = f"evaluate_{me}.json", len(data["responses"])
-        summary = f"{count} comment(s) on the other reviews"
+        summary = round_summary("evaluate", language, count=count, reviews=3)
     else:
         data = await _respond(call, session, me, language)
         name, count = f"response_{me}.json", len(data["final_issues"])
-        summary = (
-            f"{count} final issue(s), {len(data['withdrawn_issues'])} withdrawn, "
-            f"{len(data['new_issues_from_debate'])} new from the debate"
-        )
+        summary = round_summary("respond", language, count=count, withdrawn=len(data["withdrawn_issues"]),
+                                new=len(data["new_issues_from_debate"]))  # fmt: skip
     call.write_artifact(name, artifact_json(data))
     return {
         "artifact": name,

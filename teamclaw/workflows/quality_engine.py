@@ -316,6 +316,8 @@ def _personal_data_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) 
                   "law": context["law"].get(line.language, "")}  # fmt: skip
         finding.message = _format(rule.message[line.language], {**values, "quote": finding.quote})
         finding.suggestion = _format(rule.suggestion[line.language], {**values, "quote": finding.quote})
+        if isinstance(rule.change.get("question"), dict):  # the question names the fields too
+            finding.change["question"] = _format(rule.change["question"][line.language], values)
         finding.data = {"fields": fields, "sensitive": sensitive, "jurisdiction": context["jurisdiction"]}
         reported.add(line.number)
         out.append(finding)
@@ -332,7 +334,12 @@ def personal_data_in(line: Line, extras: dict[str, Any]) -> tuple[list[str], lis
                 fields.append(word)
                 if category != "ordinary" and category not in categories:
                     categories.append(category)
-    return fields, categories
+    specific = [f for f in fields if f.lower() not in GENERIC_PERSONAL_DATA]
+    return specific or fields, categories
+
+
+GENERIC_PERSONAL_DATA = {"personal data", "personal information", "个人信息"}
+"""Words that name personal data in general: listed only when the line names no kind of it."""
 
 
 def jurisdiction(lines: list[Line], extras: dict[str, Any]) -> tuple[str, dict[str, str]]:

@@ -31,7 +31,7 @@ from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
 from teamclaw.workflows.consolidation import candidate_decisions, consolidate, quality_check
 from teamclaw.workflows.debate import evaluate, respond
-from teamclaw.workflows.document import document_language, parse_document, reviewable
+from teamclaw.workflows.document import document_language, nothing_to_review, parse_document, reviewable
 from teamclaw.workflows.domains import domain_frame
 from teamclaw.workflows.drafting import HANDLERS as DRAFTING_HANDLERS
 from teamclaw.workflows.drafting import choose_next, draft_requirement
@@ -54,7 +54,9 @@ from teamclaw.workflows.progress_steps import (
     REVIEWING,
     SAVING,
 )
-from teamclaw.workflows.review_rules import label_of, perspective_of, requirement_statements, review
+from teamclaw.workflows.review_rules import perspective_of, requirement_statements, review
+from teamclaw.workflows.review_text import label, say
+from teamclaw.workflows.review_text import summary as round_summary
 from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, artifacts_with_prefix, load_artifact, pace, step
 
 REVIEWER_ROLES = ("architect", "pm", "ai_expert", "domain_expert")
@@ -66,41 +68,41 @@ async def expert_review(call: ExecutionCall) -> dict[str, Any]:
     mode = call.params["mode"]
     me = perspective_of(call.role)
     source = load_artifact(call, call.params["requirement_artifact"])
+    language = document_language(source)
     if mode == "review":
         call.progress(10, REVIEWING)
         issues = review(reviewable(parse_document(source)), me)
         data = {
-            "expert": label_of(me),
+            "expert": label(me, language),
             "perspective": me,
             "role": call.role,
             "mode": "review",
             "document": call.params["requirement_artifact"],
+            "language": language,
             "issues": issues,
-            "summary": f"{len(issues)} issue(s) from the {label_of(me).lower()}'s perspective",
+            "summary": round_summary("review", language, count=len(issues), expert=me),
         }
-        name, count, summary = f"review_{me}.json", len(issues), data["summary"]
+        name, count, said = f"review_{me}.json", len(issues), data["summary"]
         call.progress(33, REVIEW_WRITTEN)
     elif mode == "evaluate":
         call.progress(40, EVALUATING)
         reviews = artifacts_with_prefix(call, "review")
         mine: dict[str, Any] = reviews.pop(me, (None, {"issues": []}))[1]
-        data = evaluate(me, mine, reviews)
+        data = evaluate(me, {**mine, "language": language}, reviews)
         name, count = f"evaluate_{me}.json", len(data["responses"])
-        summary = f"{count} comment(s) on {len(reviews)} other review(s)"
+        said = round_summary("evaluate", language, count=count, reviews=len(reviews))
         call.progress(66, EVALUATION_WRITTEN)
     else:
         call.progress(70, RESPONDING)
         mine = artifacts_with_prefix(call, "review").get(me, (None, {"issues": []}))[1]
         evaluations = [data for _, data in artifacts_with_prefix(call, "evaluate").values()]
-        data = respond(me, mine, evaluations)
+        data = respond(me, {**mine, "language": language}, evaluations)
         name, count = f"response_{me}.json", len(data["final_issues"])
-        summary = (
-            f"{count} final issue(s), {len(data['withdrawn_issues'])} withdrawn, "
-            f"{len(data['new_issues_from_debate'])} new from the debate"
-        )
+        said = round_summary("respond", language, count=count, withdrawn=len(data["withdrawn_issues"]),
+                       new=len(data["new_issues_from_debate"]))  # fmt: skip
         call.progress(100, RESPONSE_WRITTEN)
     call.write_artifact(name, artifact_json(data))
-    return {"artifact": name, "perspective": me, "summary": summary, "issue_count": count}
+    return {"artifact": name, "perspective": me, "summary": said, "issue_count": count}
 
 
 DECISION_PENDING = {"en": "Decide the review's points: accept or reject each", "zh": "请逐项决定评审意见：采纳或不采纳"}
@@ -172,7 +174,7 @@ async def requirement_consolidation(call: ExecutionCall) -> dict[str, Any]:
         "adopted": counts["adopted"],
         "rejected": counts["rejected"],
         "contested": counts["contested"],
-        "open_points": counts.get("open_point", 0) + counts.get("deferred", 0),
+        "open_points": len(report["open_points"]),  # the decisions' and the criteria the text does not give
         "warnings": warnings,
     }
 
@@ -199,6 +201,7 @@ def write_document_baseline(call: ExecutionCall, text: str) -> None:
     """For a review that starts from a document (no interview): ``requirement.md`` and
     ``interview_result.json`` whose baseline is the document's own requirement lines."""
     document = parse_document(text)
+    language = document_language(text)
     call.write_artifact("requirement.md", text, "text/markdown")
     call.write_artifact(
         "interview_result.json",
@@ -206,10 +209,13 @@ def write_document_baseline(call: ExecutionCall, text: str) -> None:
             {
                 "source": "requirement.md",
                 "title": document.title,
-                "language": document_language(text),
+                "language": language,
                 "baseline_statements": [s.text for s in requirement_statements(document)],
-                "note": "The user's explicit requirements: the highest authority when consolidating "
-                "(seed 002 principle 4).",
+                "note": say(
+                    language,
+                    "The user's explicit requirements: the highest authority when consolidating.",
+                    "用户明确提出的需求：汇总时的最高准则。",
+                ),
             }
         ),
     )
@@ -237,6 +243,13 @@ async def run_requirement_review(call: ExecutionCall) -> dict[str, Any]:
     else:
         if not markdown.strip():
             raise _empty_document()
+        if reason := nothing_to_review(markdown):
+            raise AgentFailure(
+                ErrorCode.INVALID_PARAMS,
+                f"the requirement document {reason}",
+                {"errors": [{"pointer": "/input_markdown", "message": reason, "keyword": "nothing_to_review"}]},
+                retryable=False,
+            )
         text = markdown
         write_document_baseline(call, text)
         if start_at == "draft":
@@ -375,7 +388,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         "quality": {
             "passed": quality["passed"],
             "failed_checks": failed,
-            "findings": [f for c in quality["checks"] for f in c["findings"]],
+            "findings": list(dict.fromkeys(f for c in quality["checks"] for f in c["findings"])),
             "unresolved": quality.get("unresolved", []),
         },
         "saved": saved_ok,

@@ -29,6 +29,7 @@ WORDS: dict[str, dict[str, str]] = {
     # consensus levels (seed 002 §6.4)
     "unanimous": {"zh": "一致"},
     "majority": {"zh": "多数"},
+    "single": {"en": "raised by one expert", "zh": "单人提出"},
     "contested": {"zh": "有争议"},
     # severities
     "critical": {"zh": "严重"},
@@ -111,3 +112,30 @@ def section_title(key: str, language: str) -> str:
 def word(value: str, language: str) -> str:
     """A field value (``WORDS``) in ``language``; the value itself when there is no translation."""
     return WORDS.get(value, {}).get(language, value)
+
+
+SUMMARIES: dict[str, dict[str, str]] = {
+    "review": {
+        "en": "{count} issue(s) from the {expert}'s perspective",
+        "zh": "从{expert}的角度发现 {count} 个问题",
+    },
+    "evaluate": {
+        "en": "{count} comment(s) on {reviews} other review(s)",
+        "zh": "对另外 {reviews} 份评审提出 {count} 条评价",
+    },
+    "respond": {
+        "en": "{count} final issue(s), {withdrawn} withdrawn, {new} new from the debate",
+        "zh": "最终保留 {count} 个问题，撤回 {withdrawn} 个，博弈中新增 {new} 个",
+    },
+}
+"""The one-line summary of each expert round's artifact (seed 002 §6.2-§6.4), per language."""
+
+
+def summary(kind: str, language: str, **values: object) -> str:
+    """The summary line of round ``kind`` (``SUMMARIES``) in ``language`` (English unless "zh"),
+    with ``expert`` (a perspective key) shown as the expert's label in that language."""
+    language = "zh" if language == "zh" else "en"
+    if "expert" in values:
+        shown = label(str(values["expert"]), language)
+        values = {**values, "expert": shown.lower() if language == "en" else shown}
+    return SUMMARIES[kind][language].format(**values)

@@ -76,15 +76,17 @@ class ExpertsBrain:
             for n, t in LINE.findall(prompt)
             if t.startswith("- ") and WORD.search(t)
         )
-        issues = [_issue("ambiguity", number, f"{me}: '{word}' is vague.", {"action": "open_point", "question": "?"})]
+        issues = [
+            _issue("escape_clause", number, f"{me}: '{word}' is vague.", {"action": "open_point", "question": "?"})
+        ]
         if me == self.flawed:
             added = {"action": "append_section", "section": "Acceptance criteria", "lines": [f"Verified: {text[2:]}"]}
             issues = [
                 _issue(
-                    "performance", number, f"{me}: no limit for '{word}'.", {"action": "open_point", "question": "?"}
+                    "vague_term", number, f"{me}: no limit for '{word}'.", {"action": "open_point", "question": "?"}
                 ),
                 _issue("speed", number, f"{me}: not a category.", {"action": "open_point", "question": "Hm?"}),
-                _issue("acceptance", None, f"{me}: no acceptance criteria.", added),
+                _issue("untestable", None, f"{me}: no acceptance criteria.", added),
             ]
         return {"summary": f"{me}: {len(issues)} issue(s)", "issues": issues}
 
@@ -118,7 +120,7 @@ def test_an_invalid_item_is_dropped_with_a_warning_and_the_valid_ones_are_kept(
     assert task.status == "completed", task.error
 
     review = json.loads(artifacts["review_dev.json"])
-    assert [i["category"] for i in review["issues"]] == ["performance", "acceptance"]
+    assert [i["category"] for i in review["issues"]] == ["vague_term", "untestable"]
     assert [i["id"] for i in review["issues"]] == ["dev-1", "dev-2"]
     (warning,) = review["warnings"]
     assert "/issues/1/category" in warning and "review (dev)" in warning
@@ -175,7 +177,7 @@ def test_an_expert_whose_model_always_fails_leaves_the_review_going_with_the_oth
 
 
 SCHEMA = compile_schema(REVIEW_SCHEMA)
-VALID = _issue("ambiguity", None, "Vague.", {"action": "open_point", "question": "Which?"})
+VALID = _issue("escape_clause", None, "Vague.", {"action": "open_point", "question": "Which?"})
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ class ReviewBrain:
             "domain": {"action": "scope_reduction", "old": word, "new": "something simpler"},
         }
         issue = {
-            "category": {"dev": "performance", "pm": "acceptance", "ai": "ambiguity", "domain": "scope"}[me],
+            "category": {"dev": "vague_term", "pm": "untestable", "ai": "escape_clause", "domain": "compound"}[me],
             "severity": "major",
             "line": number,
             "problem": f"The {me} expert questions '{word}' on line {number}.",

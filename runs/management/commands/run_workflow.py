@@ -30,6 +30,7 @@ from team.snapshot import build_snapshot
 from teamclaw.runtime.events import ContextChanged, RuntimeEvent
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES, WORKFLOWS
+from teamclaw.workflows.document import nothing_to_review
 
 
 class ProgressPrinter:
@@ -80,6 +81,8 @@ class Command(BaseCommand):
             if project is None:
                 raise CommandError(f"project '{options['project']}' does not exist", returncode=2)
         workflow = options["workflow"]
+        if workflow == "requirement_review" and (reason := nothing_to_review(text)):
+            raise CommandError(f"{path}: the document {reason}", returncode=2)
         title = options["title"] or path.stem
         params: dict[str, Any] = {"workflow": workflow, "task_description": f"Review the requirement '{title}'"}
         if workflow == "requirement_review":
