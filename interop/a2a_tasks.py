@@ -324,7 +324,10 @@ def _waiting_text(pending: list[ToolConfirmation]) -> tuple[str, dict[str, Any]]
             lines.append(_('Answer with a data part {"answers": {"<question id>": "<text>"}}:'))
             lines += [_question_line(q) for q in request.get("questions", [])]
             if request.get("coverage"):
-                lines.append(_("Coverage: %(map)s") % {"map": ", ".join(f"{c['label']} {c['status']}" for c in request["coverage"])})
+                lines.append(
+                    _("Coverage: %(map)s")
+                    % {"map": ", ".join(f"{c['label']} {c['status']}" for c in request["coverage"])}
+                )
         elif row.tool in SECTIONS["decisions"]:
             lines.append(_('Decide with a data part {"decisions": {"<item id>": "accept" | "reject"}}:'))
             lines += [f"- {item['id']}: {item.get('summary', '')}" for item in request.get("items", [])]

@@ -117,7 +117,10 @@ def test_an_idea_goes_through_the_interview_to_a_draft_the_operator_modifies_the
     assert "- FR-001: The system shall satisfy: Admins copy orders by hand" in draft
     # One thought each, in EARS form, the operator's words kept: never "let the admin sees".
     assert "- FR-003: The system shall let support staff export only their own region." in draft
-    assert "- FR-006: If the export fails, then the system shall satisfy: the admin sees the reason and can retry." in draft
+    assert (
+        "- FR-006: If the export fails, then the system shall satisfy: the admin sees the reason and can retry."
+        in draft
+    )
     assert "## Clarifications" in draft
     for text in (*ROUND_1.values(), *ROUND_2.values()):
         assert f"→ A: {text}" in draft  # the user's words, logged as given
@@ -174,7 +177,13 @@ def test_a_vague_idea_lets_the_operator_pick_the_project_type(api, runtime_host)
     body = wait_for(api, runtime_host, task_id, "project_type")
     (question,) = body["questions"]
     assert question["id"] == "project_type"
-    assert {c["value"] for c in question["choices"]} == {"agent_dev", "feature_update", "new_system", "testing", "unknown"}
+    assert {c["value"] for c in question["choices"]} == {
+        "agent_dev",
+        "feature_update",
+        "new_system",
+        "testing",
+        "unknown",
+    }
     refused = api.post(f"/api/v1/tasks/{task_id}/answers", {"answers": {"project_type": "rocket"}}, format="json")
     assert refused.status_code == 400
     assert "answers.project_type" in refused.json()["errors"]
@@ -208,7 +217,12 @@ def test_answers_that_cannot_be_taken_are_refused_with_the_field_and_change_noth
     assert row.answer is None  # nothing half-applied
     # Part of the answers is kept and waited on; the rest completes it.
     part = api.post(f"{url}/answers", {"answers": {"r1-goal": "Save time."}}, format="json").json()
-    assert part["status"] == "pending" and part["missing"] == ["r1-behaviour", "r1-users", "r1-failure", "r1-acceptance"]
+    assert part["status"] == "pending" and part["missing"] == [
+        "r1-behaviour",
+        "r1-users",
+        "r1-failure",
+        "r1-acceptance",
+    ]
     # Someone who may not act on the task's agents.
     other = APIClient()
     other.force_authenticate(viewer_user)

@@ -137,7 +137,9 @@ def test_a_sentence_splits_into_one_thought_each_but_keeps_a_trigger_with_its_re
     assert ears.clauses("病人可以选医生，每个时段最多6个号；护士可以临时加号", grammar) == [
         "病人可以选医生", "每个时段最多6个号", "护士可以临时加号",
     ]  # fmt: skip
-    assert ears.clauses("预约成功后，系统发短信提醒病人，但夜间不发", grammar) == ["预约成功后，系统发短信提醒病人，但夜间不发"]
+    assert ears.clauses("预约成功后，系统发短信提醒病人，但夜间不发", grammar) == [
+        "预约成功后，系统发短信提醒病人，但夜间不发"
+    ]
     english = ears.load_grammar()["en"]
     assert ears.clauses("Owners can book walks. Walkers see them; admins manage walkers.", english) == [
         "Owners can book walks", "Walkers see them", "admins manage walkers",
@@ -153,7 +155,12 @@ def test_an_answer_is_an_option_the_recommendation_the_open_option_or_the_operat
     assert resolve_answer(question, "X")["open"] is True
     assert resolve_answer(question, "暂不确定：作为待确认事项")["open"] is True
     assert resolve_answer(question, "   ")["open"] is True
-    assert resolve_answer(question, "A 和 B 都要") == {"text": "A 和 B 都要", "choice": "", "open": False, "none": False}
+    assert resolve_answer(question, "A 和 B 都要") == {
+        "text": "A 和 B 都要",
+        "choice": "",
+        "open": False,
+        "none": False,
+    }
     assert resolve_answer({"options": [], "recommended": ""}, "yes")["text"] == "yes"  # no recommendation to take
 
 

@@ -28,7 +28,6 @@ entry (at first use; ``load_clarify_rules`` is called at start-up by the workflo
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,7 +183,9 @@ def entries_of(rounds: list[dict[str, Any]], rules: ClarifyRules | None = None) 
     for round_ in rounds:
         for question in round_["questions"]:
             raw = (round_.get("answers") or {}).get(question["id"], "")
-            out.append({**question, "round": round_["round"], "raw": raw, "answer": resolve_answer(question, raw, rules)})
+            out.append(
+                {**question, "round": round_["round"], "raw": raw, "answer": resolve_answer(question, raw, rules)}
+            )
     return out
 
 
@@ -387,7 +388,9 @@ def _base_question(question: dict[str, Any], style: str, language: str, rules: C
     }  # fmt: skip
 
 
-def _numbered(question: dict[str, Any], number: int, entries: list[dict[str, Any]], rules: ClarifyRules, language: str) -> dict[str, Any]:
+def _numbered(
+    question: dict[str, Any], number: int, entries: list[dict[str, Any]], rules: ClarifyRules, language: str
+) -> dict[str, Any]:
     if question["kind"] == "follow_up":
         count = sum(1 for e in entries if e.get("root") == question["root"]) + 1
         question = {**question, "question_id": f"{question['root']}-f{count}"}
@@ -395,7 +398,9 @@ def _numbered(question: dict[str, Any], number: int, entries: list[dict[str, Any
     return {**question, "id": f"r{number}-{question['question_id']}", "options": [*question["options"], open_option]}
 
 
-def _within_limits(follow_ups: list[dict[str, Any]], entries: list[dict[str, Any]], rules: ClarifyRules) -> list[dict[str, Any]]:
+def _within_limits(
+    follow_ups: list[dict[str, Any]], entries: list[dict[str, Any]], rules: ClarifyRules
+) -> list[dict[str, Any]]:
     """Follow-ups kept: at most ``max_follow_ups`` per question answered, counting those asked."""
     counts: dict[str, int] = {}
     for entry in entries:

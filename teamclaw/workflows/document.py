@@ -127,7 +127,5 @@ def reviewable(document: RequirementDocument) -> RequirementDocument:
     return dataclasses.replace(
         document,
         headings=list(document.headings),
-        statements=[
-            s for s in document.statements if s.section not in OPEN_POINT_SECTIONS and s.number not in aside
-        ],
+        statements=[s for s in document.statements if s.section not in OPEN_POINT_SECTIONS and s.number not in aside],
     )

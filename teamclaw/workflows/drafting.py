@@ -116,7 +116,9 @@ async def pick_project_type(call: ExecutionCall, idea: str, language: str) -> tu
     return answer.values["answers"]["project_type"], "low", f"operator:{answer.answered_by}"
 
 
-async def _plan(call: ExecutionCall, project_type_id: str, language: str, number: int, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+async def _plan(
+    call: ExecutionCall, project_type_id: str, language: str, number: int, rounds: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The product manager's round ``number`` (``requirement_interview``) and main's grouping
     of its questions (``question_aggregation``): the round with its ``groups``."""
     (asked,) = await step(
@@ -136,7 +138,9 @@ async def _plan(call: ExecutionCall, project_type_id: str, language: str, number
     return {**asked, "groups": aggregated["groups"]}
 
 
-async def interview(call: ExecutionCall, project_type_id: str, language: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+async def interview(
+    call: ExecutionCall, project_type_id: str, language: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Phase 3: rounds until the product manager has no question left (``clarify.plan_round``:
     at most 5 a round, ranked, follow-ups on flagged answers, at most ``max_rounds``).
     Returns ``(rounds, final plan)``; the final plan holds the coverage map after the last

@@ -157,7 +157,9 @@ def dropped_clauses(entries: list[dict[str, Any]]) -> list[str]:
     for entry in entries:
         if entry.get("kind") != "follow_up" or not answered(entry):
             continue
-        option = next((o for o in entry.get("options", ()) if o["key"] == entry["answer"]["choice"]), {})
+        option: dict[str, Any] = next(
+            (o for o in entry.get("options", ()) if o["key"] == entry["answer"]["choice"]), {}
+        )
         if option.get("withdraws"):
             out.append(option["withdraws"])
         elif entry.get("quote"):
@@ -200,8 +202,10 @@ def _answer_line(entry: dict[str, Any], rules: ClarifyRules, language: str) -> s
     if not choice:
         return entry["raw"].strip().replace("\n", " ")
     which = "recommended" if choice == entry.get("recommended") else "option"
-    return f"{answer['text']}（{titles[which][language].format(key=choice)}）" if language == "zh" else (
-        f"{answer['text']} ({titles[which][language].format(key=choice)})"
+    return (
+        f"{answer['text']}（{titles[which][language].format(key=choice)}）"
+        if language == "zh"
+        else (f"{answer['text']} ({titles[which][language].format(key=choice)})")
     )
 
 

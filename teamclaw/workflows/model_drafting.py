@@ -9,10 +9,10 @@ What the model decides, asked with the role's rendered prompt as the system mess
   keyword matcher (``interview.match_project_type``) decides, with a warning.
 - ``requirement_interview`` (req_interviewer): the wording of the round's questions. Which
   questions are asked, their options and the coverage map stay the offline planner's
-  (``interview.interview_round``: the ids, their count and sections); the model words each in the document's language, in business or technical
-  style judged from the earlier answers. An answer that drops, adds or repeats an id, or is
-  in the other language, is sent back once; still invalid, the offline wording is used, with
-  a warning.
+  (``interview.interview_round``: the ids, their count and sections); the model words
+  each in the document's language, in business or technical style judged from the earlier
+  answers. An answer that drops, adds or repeats an id, or is in the other language, is
+  sent back once; still invalid, the offline wording is used, with a warning.
 
 ``requirement_writing`` and ``question_aggregation`` stay deterministic on a model too: the
 writer uses only the user's own words (seed 002 principle 4), so a model could only make
@@ -167,7 +167,9 @@ async def requirement_interview_on_model(call: ExecutionCall, session: ModelSess
     offline = await requirement_interview(call)
     language = call.params["language"]
     project_type = load_project_types()[call.params["project_type"]]
-    earlier = [str(a) for r in call.params.get("rounds", []) for a in (r.get("answers") or {}).values() if str(a).strip()]
+    earlier = [
+        str(a) for r in call.params.get("rounds", []) for a in (r.get("answers") or {}).values() if str(a).strip()
+    ]
     if not offline["questions"]:
         return {**offline, "worded_by": "offline", "warnings": []}
     core = {q["id"]: q for q in project_type.questions}

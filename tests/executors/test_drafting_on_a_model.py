@@ -79,7 +79,13 @@ def test_the_model_picks_the_type_and_words_the_questions_keeping_their_ids(api,
     # the offline keyword matcher would say feature_update: the model's choice is the one used
     assert matched["project_type"] == "testing" and matched["matched_by"] == "model"
     assert matched["confidence"] == "high" and matched["matched_keywords"] == ["export"]
-    assert {c["type"] for c in matched["candidates"]} == {"agent_dev", "feature_update", "new_system", "testing", "unknown"}
+    assert {c["type"] for c in matched["candidates"]} == {
+        "agent_dev",
+        "feature_update",
+        "new_system",
+        "testing",
+        "unknown",
+    }
     assert matched["warnings"] == []
     questions = body["questions"]
     assert (

@@ -128,8 +128,8 @@ def _input_part(request: HttpRequest, section: str) -> dict[str, object]:
     buttons, or the phase 5 ``action`` (with the edited ``markdown`` for modify; a browser's
     CRLF line ends are made LF so an unchanged draft stays unchanged)."""
     if section == "answers":  # a typed answer wins over a chosen option (``choice.<id>``)
-        typed = {k[len("answers.") :]: v for k, v in request.POST.items() if k.startswith("answers.")}
-        chosen = {k[len("choice.") :]: v for k, v in request.POST.items() if k.startswith("choice.")}
+        typed = {k[len("answers.") :]: str(v) for k, v in request.POST.items() if k.startswith("answers.")}
+        chosen = {k[len("choice.") :]: str(v) for k, v in request.POST.items() if k.startswith("choice.")}
         return {"answers": {**typed, **{k: v for k, v in chosen.items() if not typed.get(k, "").strip()}}}
     if section == "decisions":
         return {"decisions": {k[len("decision.") :]: v for k, v in request.POST.items() if k.startswith("decision.")}}
