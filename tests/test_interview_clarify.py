@@ -283,8 +283,16 @@ def test_the_clinic_idea_through_the_api_gets_a_new_system_follow_ups_and_an_ear
     assert result["project_type"] == "new_system"
     assert [r["id"] for r in result["requirements"]][:3] == ["FR-001", "FR-002", "FR-003"]
     assert result["unanswered"]  # what was not answered stays open
-    api.post(f"/api/v1/tasks/{task_id}/next", {"action": "end"}, format="json")
-    assert wait_for_task(runtime_host, task_id).status == "completed"
+    api.post(f"/api/v1/tasks/{task_id}/next", {"action": "review"}, format="json")
+    task = wait_for_task(runtime_host, task_id)
+    assert task.status == "completed", task.error
+    body = api.get(f"/api/v1/tasks/{task_id}").json()
+    # The review reads the requirements, never the Clarifications log.
+    log = {n for n, line in enumerate(draft.splitlines(), start=1) if line.startswith("- 问：")}
+    for name in ("review_dev.json", "review_pm.json", "review_ai.json", "review_domain.json"):
+        lines = {issue["location"].get("line") for issue in json.loads(artifact(body, name))["issues"]}
+        assert not lines & log, name
+    assert "## 澄清记录" in artifact(body, "requirement_final.md")
 
 
 def test_an_english_idea_through_the_api(api, runtime_host):
