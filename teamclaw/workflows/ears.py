@@ -169,12 +169,13 @@ def dropped_clauses(entries: list[dict[str, Any]]) -> list[str]:
 
 def requirements(entries: list[dict[str, Any]], sections: list[str], language: str) -> list[dict[str, Any]]:
     """The numbered requirements: ``[{id: "FR-001", text, section, source: entry id,
-    clause}]`` by section (in ``sections`` order), then the order asked."""
+    clause}]`` by section (in ``sections`` order; an entry whose section is not listed goes by
+    its topic, as the unknown type's custom sections do), then the order asked."""
     grammar = load_grammar()[language]
     dropped = dropped_clauses(entries)
     order = {section: index for index, section in enumerate(sections)}
     usable = [e for e in entries if answered(e) and not e["answer"]["none"]]
-    usable.sort(key=lambda e: order.get(e["section"], len(order)))
+    usable.sort(key=lambda e: order.get(e["section"], order.get(e.get("topic", ""), len(order))))
     out: list[dict[str, Any]] = []
     for entry in usable:
         for clause in clauses(entry["answer"]["text"], grammar):

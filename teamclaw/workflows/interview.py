@@ -215,7 +215,9 @@ def interview_result(
     final = final or {}
     entries = entries_of(rounds)
     styles = {r["round"]: r["style"] for r in rounds}
-    sections = [s["id"] for s in project_type.sections] or [q["section"] for q in project_type.questions]
+    sections = [s["id"] for s in project_type.sections] or [
+        (q.get("topic") or {}).get(language, q["section"]) for q in project_type.questions
+    ]
     baseline = [description.strip()]
     for entry in entries:
         if answered(entry) and not entry["answer"]["none"]:
