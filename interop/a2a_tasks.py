@@ -295,6 +295,17 @@ def prd_state(task: Task, pending: list[ToolConfirmation]) -> str:
     return task.status
 
 
+def _question_line(question: dict[str, Any]) -> str:
+    """One question of a pending interview as A2A text: ``- <id>: <text>``, then its options
+    (``A) …``) with the recommended one marked; any other text is a free answer."""
+    line = f"- {question['id']}: {question.get('text', '')}"
+    options = question.get("options") or []
+    if options:
+        marks = [f"{o['key']}) {o['text']}{' *' if o['key'] == question.get('recommended') else ''}" for o in options]
+        line += " [" + "; ".join(marks) + "]"
+    return line
+
+
 def _waiting_text(pending: list[ToolConfirmation]) -> tuple[str, dict[str, Any]]:
     lines: list[str] = []
     inputs = []
@@ -311,7 +322,12 @@ def _waiting_text(pending: list[ToolConfirmation]) -> tuple[str, dict[str, Any]]
         request = view["request"]
         if row.tool in SECTIONS["answers"]:
             lines.append(_('Answer with a data part {"answers": {"<question id>": "<text>"}}:'))
-            lines += [f"- {q['id']}: {q.get('text', '')}" for q in request.get("questions", [])]
+            lines += [_question_line(q) for q in request.get("questions", [])]
+            if request.get("coverage"):
+                lines.append(
+                    _("Coverage: %(map)s")
+                    % {"map": ", ".join(f"{c['label']} {c['status']}" for c in request["coverage"])}
+                )
         elif row.tool in SECTIONS["decisions"]:
             lines.append(_('Decide with a data part {"decisions": {"<item id>": "accept" | "reject"}}:'))
             lines += [f"- {item['id']}: {item.get('summary', '')}" for item in request.get("items", [])]

@@ -225,17 +225,21 @@ def task_inputs(task: Task) -> dict[str, Any]:
     project type questions: ``[{id, text, ...}]``), ``decisions`` (pending confirm-mode items:
     ``[{id, kind, summary, positions, ..., decision}]``), ``next_actions`` (the phase 5
     choices when the task waits for one), ``confirmations`` (pending tool confirmations, PRD
-    §4.7 ⚠️: ``[{id, tool, role}]``, decided through ``/confirmations/{id}``) and
+    §4.7 ⚠️: ``[{id, tool, role}]``, decided through ``/confirmations/{id}``), ``coverage``
+    (the pending interview round's coverage map: ``[{category, label, status: clear |
+    partial | missing, answered, asked}]``, empty otherwise) and
     ``waiting_for`` (what it waits for: the pending inputs, then the pending tool
     confirmations' tools, oldest first)."""
     questions: list[dict[str, Any]] = []
     decisions: list[dict[str, Any]] = []
     next_actions: dict[str, Any] | None = None
+    coverage: list[dict[str, Any]] = []
     rows = pending_inputs(task.id)
     for row in rows:
         request, given = row.args or {}, row.answer or {}
         if row.tool in SECTIONS["answers"]:
             questions += [{**q, "input_id": row.id} for q in request.get("questions", [])]
+            coverage = request.get("coverage") or coverage
         elif row.tool in SECTIONS["decisions"]:
             taken = given.get("decisions", {})
             decisions += [{**item, "input_id": row.id, "decision": taken.get(item["id"])} for item in request["items"]]
@@ -251,4 +255,5 @@ def task_inputs(task: Task) -> dict[str, Any]:
         "questions": questions,
         "decisions": decisions,
         "next_actions": next_actions,
+        "coverage": coverage,
     }

@@ -288,7 +288,8 @@
     const form = event.target instanceof HTMLFormElement ? event.target : null;
     if (!form || !form.dataset.confirmEmpty) return;
     const fields = form.querySelectorAll("textarea");
-    const empty = Array.prototype.every.call(fields, function (field) { return !field.value.trim(); });
+    const chosen = form.querySelector("input[type=radio]:checked");
+    const empty = !chosen && Array.prototype.every.call(fields, function (field) { return !field.value.trim(); });
     if (fields.length && empty && !window.confirm(form.dataset.confirmEmpty)) event.preventDefault();
   });
 

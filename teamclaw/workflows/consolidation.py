@@ -27,7 +27,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from teamclaw.workflows.document import RequirementDocument, Statement, document_language, parse_document
+from teamclaw.workflows.document import (
+    RequirementDocument,
+    Statement,
+    document_language,
+    parse_document,
+    set_aside_lines,
+)
 from teamclaw.workflows.quality_engine import check_document
 from teamclaw.workflows.review_findings import clip, q
 from teamclaw.workflows.review_rules import UNDECIDED, acceptance_criterion, testable
@@ -685,7 +691,8 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
     language = document_language(original or final)
     final_doc, original_doc = parse_document(final), parse_document(original)
     open_titles = _open_section(final_doc.section_titles())
-    statements = [s for s in final_doc.statements if s.section not in open_titles]
+    aside = set_aside_lines(final_doc)  # the interview's clarifications log is no requirement
+    statements = [s for s in final_doc.statements if s.section not in open_titles and s.number not in aside]
     clarity = _clarity_check(final_doc, statements, language)
     unresolved = _unresolved(final_doc, open_titles, language)
     unresolved += [f for f in clarity["findings"] if f not in unresolved]

@@ -17,6 +17,9 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 OPEN_POINT_SECTIONS = ("Open points", "待确认事项")
 """Section titles of the questions still open (the interview's and the consolidator's):
 questions, not requirements, so the reviewers do not review them."""
+CLARIFICATION_SECTIONS = ("Clarifications", "澄清记录")
+"""Section titles of the interview's log of questions and answers (its sub-headings too):
+a record, not requirements, so the reviewers do not review it."""
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]+")
 
@@ -103,13 +106,28 @@ def parse_document(source: str) -> RequirementDocument:
     return document
 
 
+def set_aside_lines(document: RequirementDocument) -> set[int]:
+    """The line numbers under a clarifications heading, up to the next heading of the same
+    level or higher (its round sub-headings included)."""
+    out: set[int] = set()
+    headings = sorted(document.headings, key=lambda h: h[2])
+    for index, (level, title, line) in enumerate(headings):
+        if title not in CLARIFICATION_SECTIONS:
+            continue
+        end = next((h[2] for h in headings[index + 1 :] if h[0] <= level), len(document.lines) + 1)
+        out.update(range(line, end))
+    return out
+
+
 def reviewable(document: RequirementDocument) -> RequirementDocument:
-    """``document`` without the statements under an open-points section (same line numbers):
-    what the experts review. A question the user left open is not the user's requirement."""
+    """``document`` without the statements under an open-points or clarifications section
+    (same line numbers): what the experts review. A question the user left open, or the log
+    of the interview, is not the user's requirement."""
+    aside = set_aside_lines(document)
     return dataclasses.replace(
         document,
         headings=list(document.headings),
-        statements=[s for s in document.statements if s.section not in OPEN_POINT_SECTIONS],
+        statements=[s for s in document.statements if s.section not in OPEN_POINT_SECTIONS and s.number not in aside],
     )
 
 

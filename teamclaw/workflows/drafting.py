@@ -5,12 +5,13 @@ answer (PRD §4.6 ``waiting_user``, ``ExecutionCall.ask_operator``):
 
 1. the product manager matches the project type (``project_type_matching``); when its
    confidence is low, main asks the operator to pick one (``project_type``);
-2. two interview rounds: the product manager words the questions
-   (``requirement_interview``: business first, technical once the answers show depth), main
-   aggregates them by topic (``question_aggregation``) and asks the operator (``interview``);
+2. interview rounds (``interview``): the product manager picks and words at most 5
+   questions ranked by impact, follow-ups on flagged answers first (``requirement_interview``,
+   ``clarify``), main groups them by topic (``question_aggregation``) and asks the operator
+   with the coverage map (``interview``), until nothing is left to ask;
 3. the answers become ``interview_result.json`` (the user's baseline);
-4. the product manager writes ``requirement.md`` from the type's template
-   (``requirement_writing``);
+4. the product manager writes ``requirement.md``: numbered EARS requirements from the
+   operator's words, open points, a Clarifications log (``requirement_writing``, ``ears``);
 5. main asks the operator what next (``next_action``): ``modify`` (a new revision,
    ``requirement.v<N>.md``, then ask again), ``review`` (phase 6) or ``end``.
 
@@ -115,88 +116,78 @@ async def pick_project_type(call: ExecutionCall, idea: str, language: str) -> tu
     return answer.values["answers"]["project_type"], "low", f"operator:{answer.answered_by}"
 
 
+async def _plan(
+    call: ExecutionCall, project_type_id: str, language: str, number: int, rounds: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The product manager's round ``number`` (``requirement_interview``) and main's grouping
+    of its questions (``question_aggregation``): the round with its ``groups``."""
+    (asked,) = await step(
+        call,
+        f"interview round {number}",
+        [("requirement_interview", {"project_type": project_type_id, "language": language, "round": number,
+                                    "rounds": rounds}, "pm")],
+    )  # fmt: skip
+    if not asked["questions"]:
+        return {**asked, "groups": []}
+    (aggregated,) = await step(
+        call,
+        "question aggregation",
+        [("question_aggregation", {"questions": [{"from_role": "pm", "question": q["text"], "topic": q["section"]}
+                                                for q in asked["questions"]]}, "main")],
+    )  # fmt: skip
+    return {**asked, "groups": aggregated["groups"]}
+
+
+async def interview(
+    call: ExecutionCall, project_type_id: str, language: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Phase 3: rounds until the product manager has no question left (``clarify.plan_round``:
+    at most 5 a round, ranked, follow-ups on flagged answers, at most ``max_rounds``).
+    Returns ``(rounds, final plan)``; the final plan holds the coverage map after the last
+    answers. Each round's request carries the ``coverage`` map the operator sees."""
+    rounds: list[dict[str, Any]] = []
+    number = 1
+    while True:
+        call.progress(min(5 + 5 * number, 24), INTERVIEW_ROUND % {"number": number})
+        plan = await _plan(call, project_type_id, language, number, rounds)
+        if not plan["questions"]:
+            return rounds, plan
+        questions = plan["questions"]
+        request = {
+            "round": number,
+            "style": plan["style"],
+            "project_type": project_type_id,
+            "language": language,
+            "questions": questions,
+            "coverage": plan["coverage"],
+            "groups": plan["groups"],
+            "answer_schema": _answers_schema([q["id"] for q in questions]),
+        }
+        answer = await call.ask_operator(
+            "interview", request, timeout_s=INPUT_WAIT_S,
+            question=TEXT[language]["interview_pending"].format(round=number),
+        )  # fmt: skip
+        rounds.append({"round": number, "style": plan["style"], "questions": questions,
+                       "answers": answer.values["answers"] if answer else {},
+                       "answered_by": answer.answered_by if answer else ""})  # fmt: skip
+        number += 1
+
+
 async def draft_requirement(call: ExecutionCall, idea: str) -> str:
     """Phases 1-4 for ``idea`` (see the module docstring); returns ``requirement.md``, also
     written as ``requirement.v1.md``. Raises AgentFailure when a step fails."""
     language = document_language(idea)
     project_type_id, confidence, chosen_by = await pick_project_type(call, idea, language)
     project_type = load_project_types()[project_type_id]
-    rounds: list[dict[str, Any]] = []
-    earlier: list[str] = []
-    for number in (1, 2):
-        call.progress(5 + 5 * number, INTERVIEW_ROUND % {"number": number})
-        (asked,) = await step(
-            call,
-            f"interview round {number}",
-            [
-                (
-                    "requirement_interview",
-                    {
-                        "project_type": project_type_id,
-                        "language": language,
-                        "round": number,
-                        "earlier_answers": earlier[:50],
-                    },
-                    "pm",
-                )
-            ],
-        )
-        questions = asked["questions"]
-        (aggregated,) = await step(
-            call,
-            "question aggregation",
-            [
-                (
-                    "question_aggregation",
-                    {
-                        "questions": [
-                            {"from_role": "pm", "question": q["text"], "topic": q["section"]} for q in questions
-                        ]
-                    },
-                    "main",
-                )
-            ],
-        )
-        request = {
-            "round": number,
-            "style": asked["style"],
-            "project_type": project_type_id,
-            "language": language,
-            "questions": questions,
-            "groups": aggregated["groups"],
-            "answer_schema": _answers_schema([q["id"] for q in questions]),
-        }
-        answer = await call.ask_operator(
-            "interview",
-            request,
-            timeout_s=INPUT_WAIT_S,
-            question=TEXT[language]["interview_pending"].format(round=number),
-        )
-        answers = answer.values["answers"] if answer else {}
-        rounds.append(
-            {
-                "round": number,
-                "style": asked["style"],
-                "questions": questions,
-                "answers": answers,
-                "answered_by": answer.answered_by if answer else "",
-            }
-        )
-        earlier += [text for text in answers.values() if text.strip()]
-    result = interview_result(idea, project_type, language, confidence, rounds)
+    rounds, final = await interview(call, project_type_id, language)
+    result = interview_result(idea, project_type, language, confidence, rounds, final)
     result["project_type_chosen_by"] = chosen_by
-    call.write_artifact("interview_result.json", artifact_json(result))
+    call.write_artifact(INTERVIEW_ARTIFACT, artifact_json(result))
     call.progress(25, WRITING_REQUIREMENT)
     await step(
         call,
         "requirement writing",
-        [
-            (
-                "requirement_writing",
-                {"project_type": project_type_id, "interview_artifact": "interview_result.json"},
-                "pm",
-            )
-        ],
+        [("requirement_writing", {"project_type": project_type_id, "interview_artifact": INTERVIEW_ARTIFACT}, "pm")],
     )
     text: str = load_artifact(call, "requirement.md")
     call.write_artifact("requirement.v1.md", text, "text/markdown")
@@ -271,8 +262,9 @@ async def project_type_matching(call: ExecutionCall) -> dict[str, Any]:
 
 
 async def requirement_interview(call: ExecutionCall) -> dict[str, Any]:
-    """``requirement_interview`` (req_interviewer): the round's questions in the wording the
-    earlier answers call for. Raises AgentFailure (invalid_params) for an unknown type."""
+    """``requirement_interview`` (req_interviewer): the round's questions after the earlier
+    ``rounds`` (``interview.interview_round``). Raises AgentFailure (invalid_params) for an
+    unknown type."""
     types = load_project_types()
     project_type = types.get(call.params["project_type"])
     if project_type is None:
@@ -282,9 +274,7 @@ async def requirement_interview(call: ExecutionCall) -> dict[str, Any]:
             {"errors": [{"pointer": "/project_type", "message": "unknown project type", "keyword": "enum"}]},
             retryable=False,
         )
-    return interview_round(
-        project_type, call.params["language"], call.params["round"], call.params.get("earlier_answers", [])
-    )
+    return interview_round(project_type, call.params["language"], call.params["round"], call.params.get("rounds", []))
 
 
 async def requirement_writing(call: ExecutionCall) -> dict[str, Any]:

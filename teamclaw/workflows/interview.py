@@ -3,12 +3,16 @@
 - **Project type matching** (project_type_matcher): the idea's words against each type's
   keywords (``project_types/*.yaml``, data files an operator can extend: seed 002 扩展指南 添加新项目类型);
   a confidence level; when it is low the operator picks the type.
-- **Interview** (req_interviewer): the type's core questions in two rounds. Round 1 asks the
-  first half in business wording; round 2 asks the rest in business wording, or in technical
-  wording when the round 1 answers show technical depth (seed 002 principle 1, 动态适应用户能力).
-- **Writing** (req_writer): ``requirement.md`` from the type's template, every line the
-  user's own answer; the ``unknown`` type builds its sections from the topics answered
-  (custom_sections). Questions left unanswered are open points, never invented answers.
+- **Interview** (req_interviewer, ``clarify``): rounds of at most 5 questions ranked by
+  impact, each with options and a recommended one, and a coverage map by category (clear /
+  partial / missing); a follow-up when the requirement-quality engine flags an answer (vague,
+  unmeasurable, personal data without a basis) or two answers contradict each other. Round 1
+  is worded for business, later rounds technically when the answers show depth (seed 002
+  principle 1, 动态适应用户能力).
+- **Writing** (req_writer, ``ears``): ``requirement.md`` with numbered requirements
+  (FR-001...) in EARS form, one thought each, from the operator's words only, under the
+  type's template sections (the ``unknown`` type: the topics answered, custom_sections);
+  questions left unanswered are open points, never invented answers; a Clarifications log.
 
 Plain functions on plain data: the handlers in ``requirement_review`` call them, and the
 interview's answers become ``interview_result.json``, the user's baseline (seed 002 principle 4).
@@ -24,7 +28,9 @@ from typing import Any
 
 import yaml
 
+from teamclaw.workflows.clarify import answered, check_options, entries_of, load_clarify_rules, plan_round
 from teamclaw.workflows.document import OPEN_POINT_SECTIONS
+from teamclaw.workflows.ears import clarifications, open_points, requirements
 from teamclaw.workflows.review_text import say
 
 PROJECT_TYPES_DIR = Path(__file__).resolve().parent / "project_types"
@@ -36,7 +42,8 @@ LANGUAGES = ("en", "zh")
 class ProjectType:
     """One project type configuration: ``type`` (its id), ``priority`` (ties: higher first),
     ``label`` and ``keywords`` per language, the core ``questions`` (``{id, section,
-    business: {en, zh}, technical: {en, zh}, topic?}``) and the template's ``sections``
+    category, impact, business: {en, zh}, technical: {en, zh}, topic?, options?,
+    recommended?, reason?}``) and the template's ``sections``
     (``{id, title: {en, zh}}``; empty for the unknown type)."""
 
     type: str
@@ -45,6 +52,25 @@ class ProjectType:
     keywords: dict[str, list[str]]
     questions: list[dict[str, Any]]
     sections: list[dict[str, Any]]
+
+
+def _check_question(question: Any, source: Path, categories: set[str]) -> None:
+    """Raise ValueError naming the file and the question when it lacks its id, a wording, a
+    known coverage ``category``, an ``impact`` of 1-5 or well-formed ``options``."""
+    qid = question.get("id", "?") if isinstance(question, dict) else "?"
+    try:
+        str(question["id"])
+        for wording in ("business", "technical"):
+            for lang in LANGUAGES:
+                str(question[wording][lang])
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{source.name}: question {qid!r}: wording is incomplete ({exc!r})") from None
+    if question.get("category") not in categories:
+        raise ValueError(f"{source.name}: question {qid!r}: unknown category {question.get('category')!r}")
+    impact = question.get("impact")
+    if not isinstance(impact, int) or not 1 <= impact <= 5:
+        raise ValueError(f"{source.name}: question {qid!r}: impact must be a whole number from 1 to 5")
+    check_options(source, f"question {qid}", question.get("options", []), question.get("recommended", ""))
 
 
 def _project_type(data: dict[str, Any], source: Path) -> ProjectType:
@@ -58,13 +84,11 @@ def _project_type(data: dict[str, Any], source: Path) -> ProjectType:
             questions=list(data["questions"]),
             sections=list(data.get("template", {}).get("sections", [])),
         )
-        for question in project_type.questions:
-            for wording in ("business", "technical"):
-                for lang in LANGUAGES:
-                    str(question[wording][lang])
-            str(question["id"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{source.name}: project type configuration is incomplete ({exc!r})") from None
+    categories = {c["id"] for c in load_clarify_rules().categories}
+    for question in project_type.questions:
+        _check_question(question, source, categories)
     return project_type
 
 
@@ -148,31 +172,16 @@ def answer_depth(answers: list[str]) -> str:
 
 
 def interview_round(
-    project_type: ProjectType, language: str, round_number: int, earlier_answers: list[str]
+    project_type: ProjectType, language: str, round_number: int, rounds: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    """The questions of interview round 1 or 2 (seed 002 phase 3, req_interviewer):
-    ``{"round", "style": "business" | "technical", "questions": [{"id": "r<N>-<qid>",
-    "question_id", "text", "section", "topic"}], "last": bool}``. Round 1 asks the first half
-    of the type's questions in business wording; round 2 the rest, technical when
-    ``earlier_answers`` show depth. Raises ValueError for any other round."""
-    half = (len(project_type.questions) + 1) // 2
-    if round_number == 1:
-        chosen, style = project_type.questions[:half], "business"
-    elif round_number == 2:
-        chosen, style = project_type.questions[half:], answer_depth(earlier_answers)
-    else:
-        raise ValueError(f"the interview has rounds 1 and 2, not {round_number}")
-    questions = [
-        {
-            "id": f"r{round_number}-{q['id']}",
-            "question_id": q["id"],
-            "text": q[style][language],
-            "section": q["section"],
-            "topic": (q.get("topic") or {}).get(language, ""),
-        }
-        for q in chosen
-    ]
-    return {"round": round_number, "style": style, "questions": questions, "last": round_number == 2}
+    """Interview round ``round_number`` after ``rounds`` (seed 002 phase 3, req_interviewer;
+    ``clarify.plan_round``): ``{"round", "style": "business" | "technical", "questions",
+    "coverage", "pending_follow_ups", "last"}``. Round 1 is worded for business; later rounds
+    technically when the answers so far show depth (principle 1). No questions: the interview
+    is over."""
+    earlier = [str(answer) for round_ in rounds for answer in (round_.get("answers") or {}).values()]
+    style = "business" if round_number == 1 else answer_depth([a for a in earlier if a.strip()])
+    return plan_round(project_type.questions, rounds, round_number, style, language)
 
 
 SENTENCE_END = re.compile(r"(?<=[.!?。！？；;])\s*")
@@ -190,49 +199,55 @@ def answer_lines(answer: str) -> list[str]:
 
 
 def interview_result(
-    description: str, project_type: ProjectType, language: str, confidence: str, rounds: list[dict[str, Any]]
+    description: str,
+    project_type: ProjectType,
+    language: str,
+    confidence: str,
+    rounds: list[dict[str, Any]],
+    final: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``interview_result.json`` (seed 002 temp/interview_result.json): the idea, the type, and
-    every question with the user's answer (``rounds`` are ``{round, style, questions,
-    answers: {id: text}, answered_by}``). ``baseline_statements`` are the user's own lines:
-    the idea and every answer line, the highest authority when consolidating (principle 4);
-    ``unanswered`` lists what the user left open."""
-    entries, unanswered = [], []
+    """``interview_result.json`` (seed 002 temp/interview_result.json): the idea, the type,
+    every question asked with the operator's answer (``answers``: ``{id, question, kind,
+    section, category, round, style, answer, choice, open}``), the final ``coverage`` map and
+    the follow-ups there was no room to ask (from ``final``, the plan after the last round),
+    ``unanswered`` (the open points), the numbered ``requirements`` of the draft and
+    ``baseline_statements``: the idea and every answer line, the highest authority when
+    consolidating (principle 4)."""
+    final = final or {}
+    entries = entries_of(rounds)
+    styles = {r["round"]: r["style"] for r in rounds}
+    sections = [s["id"] for s in project_type.sections] or [
+        (q.get("topic") or {}).get(language, q["section"]) for q in project_type.questions
+    ]
     baseline = [description.strip()]
-    for round_ in rounds:
-        for question in round_["questions"]:
-            answer = (round_["answers"].get(question["id"]) or "").strip()
-            entries.append(
-                {
-                    "id": question["id"],
-                    "question": question["text"],
-                    "section": question["section"],
-                    "topic": question.get("topic", ""),
-                    "round": round_["round"],
-                    "style": round_["style"],
-                    "answer": answer,
-                }
-            )
-            if answer:
-                baseline += answer_lines(answer)
-            else:
-                unanswered.append(question["text"])
+    for entry in entries:
+        if answered(entry) and not entry["answer"]["none"]:
+            baseline += answer_lines(entry["answer"]["text"])
     return {
         "source": "interview",
         "description": description.strip(),
         "project_type": project_type.type,
         "project_type_confidence": confidence,
         "language": language,
-        "answers": entries,
-        "unanswered": unanswered,
+        "entries": entries,
+        "answers": [
+            {"id": e["id"], "question": e["text"], "kind": e.get("kind", "question"), "section": e["section"],
+             "category": e.get("category", ""), "topic": e.get("topic", ""), "round": e["round"],
+             "style": styles.get(e["round"], ""), "answer": e["answer"]["text"], "choice": e["answer"]["choice"],
+             "open": e["answer"]["open"]}
+            for e in entries
+        ],
+        "coverage": final.get("coverage", []),
+        "unanswered": open_points(entries, final.get("pending_follow_ups", [])),
+        "requirements": requirements(entries, sections, language),
         "answered_by": [r.get("answered_by", "") for r in rounds],
-        "baseline_statements": baseline,
+        "baseline_statements": list(dict.fromkeys(baseline)),
         "note": say(
             language,
             "The user's own words: the highest authority when consolidating.",
             "用户的原话：汇总时的最高准则。",
         ),
-    }
+    }  # fmt: skip
 
 
 OPEN_POINTS_TITLE = dict(zip(LANGUAGES, OPEN_POINT_SECTIONS, strict=True))
@@ -252,35 +267,40 @@ def _title(description: str) -> str:
 
 def write_requirement(result: dict[str, Any], project_type: ProjectType) -> tuple[str, list[str]]:
     """Seed 002 phase 4 (req_writer): ``(requirement.md, section titles)`` from
-    ``interview_result``. Sections follow the type's template in the document's language
-    (the unknown type: one section per topic answered); each holds the user's answer lines;
-    an empty section is left out, and every unanswered question is listed under the open
-    points. Nothing is added that the user did not say."""
+    ``interview_result``: the idea, the numbered EARS requirements (``FR-001``...) under the
+    type's sections in the document's language (the unknown type: one section per topic
+    answered), the open points, and the Clarifications log. Nothing is added that the
+    operator did not say or choose (``ears``)."""
     language = result["language"]
     lines = [f"# {_title(result['description'])}", "", f"## {IDEA_TITLE[language]}", "", result["description"]]
-    if project_type.sections:
-        sections = [(s["id"], s["title"][language]) for s in project_type.sections]
-    else:  # custom_sections: the topics the answers cover, in the order asked
-        sections = []
-        for entry in result["answers"]:
-            key = entry.get("topic") or entry["section"]
-            if entry["answer"] and key not in [s for s, _ in sections]:
-                sections.append((key, key))
     titles = [IDEA_TITLE[language]]
-    templated = bool(project_type.sections)
-    for section_id, title in sections:
-        answers = [
-            line
-            for entry in result["answers"]
-            if entry["answer"]
-            and (entry["section"] if templated else entry.get("topic") or entry["section"]) == section_id
-            for line in answer_lines(entry["answer"])
-        ]
-        if not answers:
-            continue
-        lines += ["", f"## {title}", "", *[f"- {line}" for line in dict.fromkeys(answers)]]
+    for title, items in _sections(result, project_type, language):
+        sep = "：" if language == "zh" else ": "
+        lines += ["", f"## {title}", "", *[f"- {r['id']}{sep}{r['text']}" for r in items]]
         titles.append(title)
     if result["unanswered"]:
         lines += ["", f"## {OPEN_POINTS_TITLE[language]}", "", *[f"- {q}" for q in result["unanswered"]]]
         titles.append(OPEN_POINTS_TITLE[language])
+    lines += clarifications(result.get("entries", []), language)
+    titles.append(load_clarify_rules().titles["clarifications"][language])
     return "\n".join(lines).rstrip() + "\n", titles
+
+
+def _sections(
+    result: dict[str, Any], project_type: ProjectType, language: str
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """``(title, requirements)`` per section holding any: the type's template sections, or
+    (the unknown type, custom_sections) one per topic answered, in the order asked."""
+    if project_type.sections:
+        named = [(s["id"], s["title"][language]) for s in project_type.sections]
+    else:
+        topics = {e["id"]: e.get("topic") or e["section"] for e in result.get("entries", [])}
+        named = [(t, t) for t in dict.fromkeys(topics.values())]
+        result = {**result, "requirements": [{**r, "section": topics.get(r["source"], r["section"])}
+                                             for r in result["requirements"]]}  # fmt: skip
+    out = []
+    for section_id, title in named:
+        items = [r for r in result["requirements"] if r["section"] == section_id]
+        if items:
+            out.append((title, items))
+    return out

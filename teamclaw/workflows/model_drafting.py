@@ -8,11 +8,11 @@ What the model decides, asked with the role's rendered prompt as the system mess
   (or keywords the idea does not contain) is sent back once; still invalid, the offline
   keyword matcher (``interview.match_project_type``) decides, with a warning.
 - ``requirement_interview`` (req_interviewer): the wording of the round's questions. Which
-  questions are asked stays the type's (``interview.interview_round``: the ids, their count
-  and sections); the model words each in the document's language, in business or technical
-  style judged from the earlier answers. An answer that drops, adds or repeats an id, or is
-  in the other language, is sent back once; still invalid, the offline wording is used, with
-  a warning.
+  questions are asked, their options and the coverage map stay the offline planner's
+  (``interview.interview_round``: the ids, their count and sections); the model words
+  each in the document's language, in business or technical style judged from the earlier
+  answers. An answer that drops, adds or repeats an id, or is in the other language, is
+  sent back once; still invalid, the offline wording is used, with a warning.
 
 ``requirement_writing`` and ``question_aggregation`` stay deterministic on a model too: the
 writer uses only the user's own words (seed 002 principle 4), so a model could only make
@@ -167,7 +167,11 @@ async def requirement_interview_on_model(call: ExecutionCall, session: ModelSess
     offline = await requirement_interview(call)
     language = call.params["language"]
     project_type = load_project_types()[call.params["project_type"]]
-    earlier = call.params.get("earlier_answers", [])
+    earlier = [
+        str(a) for r in call.params.get("rounds", []) for a in (r.get("answers") or {}).values() if str(a).strip()
+    ]
+    if not offline["questions"]:
+        return {**offline, "worded_by": "offline", "warnings": []}
     core = {q["id"]: q for q in project_type.questions}
     ids = [q["id"] for q in offline["questions"]]
     schema = interview_schema(ids)
@@ -185,15 +189,17 @@ async def requirement_interview_on_model(call: ExecutionCall, session: ModelSess
 
     listing = []
     for question in offline["questions"]:
-        base = core[question["question_id"]]
-        listing.append(
-            f"- {question['id']} (section {question['section']}): business: {base['business'][language]} "
-            f"| technical: {base['technical'][language]}"
+        base = core.get(question["question_id"])
+        wording = (
+            f"business: {base['business'][language]} | technical: {base['technical'][language]}"
+            if base
+            else f"follow-up on an earlier answer: {question['text']}"
         )
+        listing.append(f"- {question['id']} (section {question['section']}): {wording}")
     answers = [f"- {text[:500]}" for text in earlier] or ["(none yet: this is the first round)"]
     prompt = "\n".join(
         [
-            f"Requirement interview (seed 002), phase 3: round {offline['round']} of 2 for a "
+            f"Requirement interview (seed 002), phase 3: round {offline['round']} for a "
             f"{project_type.label['en']} project.",
             "Word each question below for the user. Keep every id, ask each one once, and keep its meaning; "
             "do not add or drop questions.",

@@ -317,7 +317,9 @@ def _personal_data_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) 
         finding.message = _format(rule.message[line.language], {**values, "quote": finding.quote})
         finding.suggestion = _format(rule.suggestion[line.language], {**values, "quote": finding.quote})
         if isinstance(rule.change.get("question"), dict):  # the question names the fields too
-            finding.change["question"] = _format(rule.change["question"][line.language], values)
+            finding.change["question"] = _format(
+                rule.change["question"][line.language], {**values, "quote": finding.quote}
+            )
         finding.data = {"fields": fields, "sensitive": sensitive, "jurisdiction": context["jurisdiction"]}
         reported.add(line.number)
         out.append(finding)

@@ -72,11 +72,14 @@ def test_an_operator_turns_a_chinese_idea_into_a_reviewed_requirement_in_the_bro
         "店铺管理员可以导出全部订单；客服只能导出自己负责区域的订单。"
     )
     card.locator('textarea[name="answers.r1-behaviour"]').fill("管理员筛选订单后点击导出，下载一个 CSV 文件。")
-    card.locator("button[type=submit]").click()
+    card.locator('textarea[name="answers.r1-failure"]').fill("导出失败时提示原因，并可以重试。")
+    expect(card.locator("table.coverage")).to_contain_text("missing")  # the coverage map, in the page's language
+    card.locator("button[type=submit]").click()  # acceptance left empty: an open point, not invented
 
     card = waiting_form(page, "interview")
-    card.locator('textarea[name="answers.r2-failure"]').fill("导出失败时提示原因，并可以重试。")
-    card.locator("button[type=submit]").click()  # two questions left empty: open points, not invented
+    expect(card.locator("table.coverage")).to_contain_text("clear")
+    page.once("dialog", lambda dialog: dialog.accept())  # "every answer is empty: send anyway?"
+    card.locator("button[type=submit]").click()  # a round left empty ends the interview
 
     card = waiting_form(page, "next_action")
     # The phase badge follows what the task waits for, live (it read "interview" until a reload).

@@ -154,6 +154,21 @@ def test_a_waiting_task_is_input_required_and_says_what_to_answer(builtin):
     assert "q1: Who uses it?" in view.text and view.data["waiting_for"] == ["interview"]
 
 
+def test_an_interview_round_tells_an_a2a_client_its_options_recommendation_and_coverage(builtin):
+    """The clarify interview (issue 27 item 5) through A2A: the text lists each question's
+    options with the recommended one starred and the coverage map; the data carries both."""
+    task = make_task("running")
+    question = {"id": "r1-data", "text": "What data is kept?", "recommended": "A",
+                "options": [{"key": "A", "text": "Name only"}, {"key": "X", "text": "Not decided yet"}]}  # fmt: skip
+    coverage = [{"category": "data", "label": "Data and privacy", "status": "missing", "answered": 0, "asked": 0}]
+    pending_input(task, "interview", {"questions": [question], "coverage": coverage})
+    view = a2a_tasks.task_view(task)
+    assert "- r1-data: What data is kept? [A) Name only *; X) Not decided yet]" in view.text
+    assert "Coverage: Data and privacy missing" in view.text
+    (given,) = view.data["inputs"]
+    assert given["request"]["coverage"] == coverage and given["request"]["questions"][0]["recommended"] == "A"
+
+
 def test_a_context_waiting_without_a_pending_request_is_working_not_input_required(builtin):
     """Just after an answer is taken (the row answered, the context not yet recorded back), or
     while the question is on its way, A2A must not say input-required with nothing to answer:

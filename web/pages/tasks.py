@@ -127,8 +127,10 @@ def _input_part(request: HttpRequest, section: str) -> dict[str, object]:
     """The answer part a task page's form sent: ``answers.<id>`` fields, ``decision.<id>``
     buttons, or the phase 5 ``action`` (with the edited ``markdown`` for modify; a browser's
     CRLF line ends are made LF so an unchanged draft stays unchanged)."""
-    if section == "answers":
-        return {"answers": {k[len("answers.") :]: v for k, v in request.POST.items() if k.startswith("answers.")}}
+    if section == "answers":  # a typed answer wins over a chosen option (``choice.<id>``)
+        typed = {k[len("answers.") :]: str(v) for k, v in request.POST.items() if k.startswith("answers.")}
+        chosen = {k[len("choice.") :]: str(v) for k, v in request.POST.items() if k.startswith("choice.")}
+        return {"answers": {**typed, **{k: v for k, v in chosen.items() if not typed.get(k, "").strip()}}}
     if section == "decisions":
         return {"decisions": {k[len("decision.") :]: v for k, v in request.POST.items() if k.startswith("decision.")}}
     part: dict[str, object] = {"action": request.POST.get("action", "")}
