@@ -85,7 +85,8 @@ def clock_zone(value: datetime | None) -> str:
 
 @register.filter
 def short_time_zone(value: datetime | None) -> str:
-    """Django's ``M j, H:i`` and the zone's name (``Dec 1, 22:52 UTC``), one ``<time>``
+    """The language's ``MONTH_DAY_TIME_FORMAT`` and the zone's name (``Dec 1, 22:52 UTC``,
+    ``12月1日 22:52 UTC``), one ``<time>``
     element (``monitoring.live_times``)."""
     return live_times.time_element(value, "short_zone")
 
