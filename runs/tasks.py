@@ -104,9 +104,12 @@ def check_budget(text: str, project: Project | None) -> None:
         )
 
 
-def sample_requirement() -> str:
-    """The demo requirement shipped with TeamClaw (an online bookstore)."""
-    return SAMPLE_REQUIREMENT.read_text(encoding="utf-8")
+def sample_requirement(language: str = "en") -> str:
+    """The demo requirement shipped with TeamClaw (an online bookstore), in ``language``
+    (a ``LANGUAGES`` code: ``online_bookstore.<language>.md`` beside the English one; the
+    English for a language without one)."""
+    localised = SAMPLE_REQUIREMENT.with_name(f"{SAMPLE_REQUIREMENT.stem}.{language}.md")
+    return (localised if language != "en" and localised.is_file() else SAMPLE_REQUIREMENT).read_text(encoding="utf-8")
 
 
 START_POINTS = ("interview", "draft", "review")
