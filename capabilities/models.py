@@ -13,7 +13,6 @@ from django.db import models
 from django.db.models import Q
 
 from capabilities.names import in_language
-
 from teamclaw.runtime.config import CATEGORIES, CapabilityType, ToolMode
 from teamclaw.runtime.memory import MAX_MEMORY_TOKENS, MIN_MEMORY_TOKENS
 
@@ -59,7 +58,9 @@ class AgentRole(models.Model):
     emoji = models.CharField(max_length=16, blank=True)
     description = models.TextField(blank=True)
     responsibilities = models.JSONField(default=list, blank=True)
-    display_name_zh = models.CharField(max_length=100, blank=True, help_text="The name in Chinese (blank: the English).")
+    display_name_zh = models.CharField(
+        max_length=100, blank=True, help_text="The name in Chinese (blank: the English)."
+    )
     description_zh = models.TextField(blank=True, help_text="The description in Chinese (blank: the English).")
     responsibilities_zh = models.JSONField(
         default=list, blank=True, help_text="The responsibilities in Chinese (empty: the English)."

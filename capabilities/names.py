@@ -45,14 +45,12 @@ def _table(kind: str) -> dict[str, tuple[str, ...]]:
     loaded_at, rows = _cache.get(kind, (0.0, {}))
     if time.monotonic() - loaded_at < TTL_S and rows:
         return rows
-    if kind == "role":
-        query = apps.get_model("capabilities", "AgentRole").objects.values_list(
-            "role", "display_name", "display_name_zh", "description", "description_zh"
-        )
-    else:
-        query = apps.get_model("capabilities", "CapabilityCard").objects.values_list(
-            "capability_id", "name", "name_zh", "description", "description_zh"
-        )
+    model, fields = (
+        ("AgentRole", ("role", "display_name", "display_name_zh"))
+        if kind == "role"
+        else ("CapabilityCard", ("capability_id", "name", "name_zh"))
+    )
+    query = apps.get_model("capabilities", model).objects.values_list(*fields, "description", "description_zh")
     rows = {row[0]: tuple(row[1:]) for row in query}
     with _lock:
         _cache[kind] = (time.monotonic(), rows)

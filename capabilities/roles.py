@@ -367,17 +367,25 @@ def check_role_edit(data: Any, project: Project | None) -> dict[str, Any]:
         else:
             clean["enabled"] = value
     if project is None:
-        for name, limit in TEXT_LIMITS:
-            if name in data:
-                value = _text(problems, data, name, limit, required=name == "display_name")
-                if value is not None:
-                    clean[name] = value
-        for name in ("responsibilities", "responsibilities_zh"):
-            if name in data:
-                items = _responsibilities(problems, data[name], name)
-                if items is not None:
-                    clean[name] = items
+        clean.update(_global_fields(problems, data))
     problems.raise_if_any()
+    return clean
+
+
+def _global_fields(problems: Problems, data: dict[str, Any]) -> dict[str, Any]:
+    """The texts and responsibilities (both languages) of a global role edit, checked; what
+    is wrong is added to ``problems``."""
+    clean: dict[str, Any] = {}
+    for name, limit in TEXT_LIMITS:
+        if name in data:
+            value = _text(problems, data, name, limit, required=name == "display_name")
+            if value is not None:
+                clean[name] = value
+    for name in ("responsibilities", "responsibilities_zh"):
+        if name in data:
+            items = _responsibilities(problems, data[name], name)
+            if items is not None:
+                clean[name] = items
     return clean
 
 

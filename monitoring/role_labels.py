@@ -11,9 +11,8 @@ import time
 
 from django.utils.translation import gettext
 
-from capabilities.names import in_language
-
 from capabilities.models import AgentRole
+from capabilities.names import in_language
 
 OPERATOR_EMOJI = "🧑"
 """The operator (a message from ``user``: a task hand-over or a user instruction)."""

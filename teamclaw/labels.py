@@ -14,10 +14,12 @@ never hidden, only left untranslated until it is added here and to the catalog
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from functools import cache
 
 from django.utils.functional import Promise
-from django.utils.translation import pgettext_lazy
+from django.utils.translation import gettext, pgettext_lazy
 
 VOCABULARIES: dict[str, dict[str, Promise]] = {
     # Agent contexts (PRD §4.6 AgentStatus), tasks, workflow runs, instances, contexts' calls.
@@ -54,6 +56,9 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
         "dropped": pgettext_lazy("status", "dropped"),
         "denied": pgettext_lazy("status", "denied"),
         "success": pgettext_lazy("status", "succeeded"),
+        # A tool use's outcome (the trace).
+        "used": pgettext_lazy("status", "used"),
+        "confirmed": pgettext_lazy("status", "confirmed"),
     },
     # Mailbox priorities (teamclaw.runtime.messages.Priority).
     "priority": {
@@ -222,12 +227,25 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
         "silent": pgettext_lazy("worker", "silent"),
         "stopped": pgettext_lazy("worker", "stopped"),
     },
+    # What an operator does to a skill (seed 003 lifecycle, capabilities.lifecycle.OPERATIONS).
+    "skill action": {
+        "discover": pgettext_lazy("skill action", "Discover"),
+        "install": pgettext_lazy("skill action", "Install"),
+        "activate": pgettext_lazy("skill action", "Activate"),
+        "deactivate": pgettext_lazy("skill action", "Deactivate"),
+        "uninstall": pgettext_lazy("skill action", "Uninstall"),
+    },
     # The dependency graph's edges.
     "edge": {
         "provides": pgettext_lazy("edge", "provides"),
         "owns": pgettext_lazy("edge", "owns"),
-        "invokes": pgettext_lazy("edge", "invokes"),
-        "depends": pgettext_lazy("edge", "depends on"),
+        "may_invoke": pgettext_lazy("edge", "may invoke"),
+        "depends_on": pgettext_lazy("edge", "depends on"),
+    },
+    # Notes the system writes on its own changes (an operator's note is shown as written).
+    "note": {
+        "built-in TeamClaw team loaded": pgettext_lazy("note", "built-in TeamClaw team loaded"),
+        "built-in default": pgettext_lazy("note", "built-in default"),
     },
     # What a configuration change touched (capabilities.ConfigChange.config_type) and the
     # parts of the configuration a change lists.
@@ -250,6 +268,24 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
         "prompts": pgettext_lazy("config", "prompts"),
         "roles": pgettext_lazy("config", "roles"),
         "tool_cells": pgettext_lazy("config", "tool permissions"),
+        # Fields a change names (``roles.dba.enabled``, a skill's ``document``...).
+        "enabled": pgettext_lazy("config", "enabled"),
+        "description": pgettext_lazy("config", "description"),
+        "responsibilities": pgettext_lazy("config", "responsibilities"),
+        "emoji": pgettext_lazy("config", "emoji"),
+        "status": pgettext_lazy("config", "status"),
+        "version": pgettext_lazy("config", "version"),
+        "document": pgettext_lazy("config", "document"),
+        "executor": pgettext_lazy("config", "executor"),
+        "model": pgettext_lazy("config", "model"),
+        "endpoint": pgettext_lazy("config", "endpoint"),
+        "content": pgettext_lazy("config", "content"),
+        "language": pgettext_lazy("config", "language"),
+        "variables": pgettext_lazy("config", "variables"),
+        "created": pgettext_lazy("config", "created"),
+        "deleted": pgettext_lazy("config", "deleted"),
+        "active": pgettext_lazy("config", "active version"),
+        "members": pgettext_lazy("config", "members"),
     },
 }
 """``vocabulary -> identifier -> label``; the vocabulary's name is the catalog context."""
@@ -271,3 +307,33 @@ def labels(values: Iterable[object] | str | None, vocabulary: str) -> str:
     if values is None or isinstance(values, str):
         return label(values, vocabulary)
     return ", ".join(label(v, vocabulary) for v in values)
+
+
+@cache
+def _pattern(template: str) -> re.Pattern[str]:
+    """A pattern matching the texts made from ``template`` (its ``%(name)s`` as groups)."""
+    parts = re.split(r"%\((\w+)\)s", template)
+    return re.compile("^" + "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts)) + "$")
+
+
+def reword(text: str, templates: Iterable[str]) -> tuple[str, dict[str, str]] | None:
+    """``(template, values)`` of the first of ``templates`` (English ``%(name)s`` formats,
+    marked for the catalog) that ``text`` was made from, or None: so a page can word in its
+    language a text the system recorded in English."""
+    for template in templates:
+        if match := _pattern(template).match(text):
+            return template, match.groupdict()
+    return None
+
+
+def reworded(text: str, templates: Iterable[str]) -> str:
+    """``text`` in the active language when it was made from one of ``templates``
+    (``reword``), else ``text`` as it is. Never raises."""
+    found = reword(text, templates)
+    if found is None:
+        return text
+    template, values = found
+    try:
+        return gettext(template) % values
+    except (KeyError, ValueError, TypeError):  # a catalog entry with other placeholders
+        return text

@@ -9,8 +9,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from django import template
+from django.utils.translation import gettext
 
 from capabilities import names
+from capabilities.lifecycle import NOTE_TEMPLATES
 from capabilities.models import AgentRole, CapabilityCard
 from teamclaw import labels as vocabularies
 
@@ -59,4 +61,23 @@ def role_title(role: Any) -> str:
         return role.shown_name
     if isinstance(role, dict):
         return names.role_name(str(role.get("role") or ""), role.get("display_name") or "")
+    if hasattr(role, "role") and hasattr(role, "display_name"):  # a page's own record of a role
+        return names.role_name(str(role.role), str(role.display_name))
     return names.role_name(str(role or ""))
+
+
+@register.filter
+def note(text: str) -> str:
+    """An audit row's note in the page's language when the system wrote it (a fixed note,
+    ``teamclaw.labels`` "note", or one of ``capabilities.lifecycle.NOTE_TEMPLATES``, whose
+    operation is worded too); an operator's note as written."""
+    text = str(text or "")
+    if text in vocabularies.VOCABULARIES["note"]:
+        return vocabularies.label(text, "note")
+    found = vocabularies.reword(text, NOTE_TEMPLATES)
+    if found is None:
+        return text
+    template, values = found
+    if "operation" in values:
+        values["operation"] = vocabularies.label(values["operation"], "skill action")
+    return gettext(template) % values

@@ -10,11 +10,13 @@ from urllib.parse import quote
 from django import template
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from monitoring import dom_ids, live_times
 from monitoring.live_items import summary_text
 from monitoring.markdown_html import render_markdown
 from monitoring.role_labels import role_labels
+from monitoring.step_labels import snapshot_words as snapshot_in_language
 from monitoring.step_labels import step_label as step_in_language
 
 register = template.Library()
@@ -57,6 +59,19 @@ def role_emoji(role: str) -> str:
 def role_name(role: str) -> str:
     """The role's display name, or the slug itself when unknown."""
     return role_labels().get(role or "", ("", role))[1] or role
+
+
+@register.filter
+def snapshot_words(text: str) -> str:
+    """A snapshot's trigger or label in the page's language (``monitoring.step_labels``)."""
+    return snapshot_in_language(text)
+
+
+@register.filter
+def party(role: str) -> str:
+    """A message end as a page names it: a role's slug (an identifier, as it is), or the
+    operator (the runtime's ``user``) in the active language."""
+    return gettext("Operator") if role == "user" else role
 
 
 @register.filter
