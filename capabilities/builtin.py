@@ -33,6 +33,38 @@ def read_builtin() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return team, cards
 
 
+CHINESE_FIELDS = {
+    "roles": ("display_name", "description", "responsibilities"),
+    "cards": ("name", "description"),
+}
+"""The fields ``names_zh.yaml`` gives per role and per card; each fills ``<field>_zh``."""
+
+
+def read_chinese_names() -> dict[str, dict[str, dict[str, Any]]]:
+    """``{"roles": {slug: {field: text}}, "cards": {capability_id: {field: text}}}`` from
+    ``builtin/names_zh.yaml`` (the built-in team's names and descriptions in Chinese)."""
+    data = yaml.safe_load((BUILTIN_DIR / "names_zh.yaml").read_text(encoding="utf-8"))
+    return {kind: data.get(kind) or {} for kind in CHINESE_FIELDS}
+
+
+def fill_chinese_names(role_model: Any, card_model: Any) -> int:
+    """Set the ``*_zh`` fields of the built-in roles and cards that are still blank from
+    ``names_zh.yaml`` (never one an operator wrote); the number of rows changed. Takes the
+    model classes so that migration 0012 can pass its historical models."""
+    names = read_chinese_names()
+    changed = 0
+    for kind, model, key in (("roles", role_model, "role"), ("cards", card_model, "capability_id")):
+        for row in model.objects.filter(**{f"{key}__in": list(names[kind])}):
+            texts = names[kind][getattr(row, key)]
+            blank = [f for f in CHINESE_FIELDS[kind] if f in texts and not getattr(row, f"{f}_zh")]
+            for field in blank:
+                setattr(row, f"{field}_zh", texts[field])
+            if blank:
+                row.save(update_fields=[f"{f}_zh" for f in blank])
+                changed += 1
+    return changed
+
+
 @dataclass(frozen=True)
 class BuiltinTeam:
     """What ``load_builtin_team`` did: rows ``created`` per kind, and every built-in role with
@@ -47,6 +79,7 @@ def load_builtin_team() -> BuiltinTeam:
     it inside a transaction). Raises ValueError if a built-in card is invalid (a packaging
     bug, caught by the tests)."""
     team, cards = read_builtin()
+    chinese = read_chinese_names()
     created = {"roles": 0, "cards": 0, "invoke_cells": 0, "tool_cells": 0, "constraints": 0}
     all_roles = [(r, True) for r in team["roles"]] + [(r, False) for r in team.get("custom_roles", [])]
     roles: dict[str, AgentRole] = {}
@@ -58,6 +91,7 @@ def load_builtin_team() -> BuiltinTeam:
                 "emoji": spec["emoji"],
                 "description": spec["description"],
                 "responsibilities": spec["responsibilities"],
+                **{f"{f}_zh": v for f, v in chinese["roles"].get(spec["role"], {}).items()},
                 "is_builtin": builtin,
                 "sort_order": order,
                 "metadata": {
@@ -80,6 +114,7 @@ def load_builtin_team() -> BuiltinTeam:
             defaults={
                 "name": card["name"],
                 "description": card["description"],
+                **{f"{f}_zh": v for f, v in chinese["cards"].get(card["id"], {}).items()},
                 "category": card["category"],
                 "input_schema": card["input_schema"],
                 "output_schema": card["output_schema"],
@@ -112,4 +147,5 @@ def load_builtin_team() -> BuiltinTeam:
     for role in roles.values():
         _, made = RoleConstraint.objects.get_or_create(project=None, role=role, defaults=defaults)
         created["constraints"] += made
+    fill_chinese_names(AgentRole, CapabilityCard)  # rows made before the Chinese names were
     return BuiltinTeam(created, [(roles[spec["role"]], spec) for spec, _builtin in all_roles])

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db import transaction
 
+from capabilities import names
 from capabilities.models import ConfigChange, ConfigState, Project
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ def record_change(
         actor=actor if getattr(actor, "is_authenticated", False) else None,
     )
     event = change.event()
+    transaction.on_commit(names.forget)  # a role's or a card's name may have changed
     transaction.on_commit(lambda: publish(event))
     return change
 

@@ -73,7 +73,8 @@ def role_executor(snapshot: ConfigSnapshot, role: str) -> dict[str, Any]:
 
     ``{role, executor (the role's choice or None), model, endpoint, model_missing,
     kinds: {kind: count}, capabilities: [{capability_id, executor}], parts: [{kind, count,
-    label}], summary}``; ``model``/``endpoint`` are
+    label, after_kind}], summary}`` (``after_kind``: the label less the kind, for a page that
+    words the kind in its language); ``model``/``endpoint`` are
     those an ``openai`` call of this role would use (None when nothing runs on a model).
     """
     spec = snapshot.roles.get(role)
@@ -93,7 +94,8 @@ def role_executor(snapshot: ConfigSnapshot, role: str) -> dict[str, Any]:
     parts = []
     for kind, count in sorted(kinds.items(), key=lambda item: (-item[1], item[0])):
         label = f"{kind} · {model}" if kind == "openai" and model else kind
-        parts.append({"kind": kind, "count": count, "label": label if len(kinds) == 1 else f"{label} ×{count}"})
+        label = label if len(kinds) == 1 else f"{label} ×{count}"
+        parts.append({"kind": kind, "count": count, "label": label, "after_kind": label[len(kind) :]})
     return {
         "role": role,
         "executor": spec.executor if spec else None,

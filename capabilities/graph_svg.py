@@ -17,7 +17,9 @@ from django.utils.translation import gettext
 
 from capabilities.lifecycle import dependency_status
 from capabilities.models import Skill
+from capabilities.names import role_name
 from capabilities.registry import get_capability_dependency_graph
+from teamclaw.labels import label
 from teamclaw.runtime.config import ConfigSnapshot
 
 ROW_H = 26
@@ -171,9 +173,8 @@ def render_svg(graph: dict[str, Any]) -> str:
                 style = 'stroke="#86efac" stroke-width="1.2" fill="none"'
             else:
                 style = 'stroke="#94a3b8" stroke-width="1" fill="none" marker-end="url(#arrow)"'
-        parts.append(
-            f'<path d="{path}" {style} data-kind="{edge["kind"]}"><title>{escape(edge["kind"])}</title></path>'
-        )
+        title = escape(label(edge["kind"], "edge"))
+        parts.append(f'<path d="{path}" {style} data-kind="{edge["kind"]}"><title>{title}</title></path>')
     for node in graph["nodes"]:
         x, y = positions[node["id"]]
         kind = _column(node)
@@ -186,12 +187,15 @@ def render_svg(graph: dict[str, Any]) -> str:
             stroke, fill = "#dc2626", "#fef2f2"
         elif not node.get("enabled", True):
             fill = "#f1f5f9"
-        label = node["label"] if len(node["label"]) <= 44 else node["label"][:43] + "…"
+        text = node["label"]
+        if node["kind"] == "role":  # the role's name in the page's language
+            text = role_name(node["id"].split(":", 1)[-1], text)
+        text = text if len(text) <= 44 else text[:43] + "…"
         status = f" · {node['status']}" if node.get("status") else ""
         box = (
             f'<rect x="{x}" y="{y}" width="{w}" height="{NODE_H}" rx="4" fill="{fill}" stroke="{stroke}" '
             f'stroke-width="{2 if node["kind"] == "skill" else 1}"/>'
-            f'<text x="{x + 6}" y="{y + 14}" fill="#0f172a">{escape(label)}{escape(status)}</text>'
+            f'<text x="{x + 6}" y="{y + 14}" fill="#0f172a">{escape(text)}{escape(status)}</text>'
             f"<title>{escape(node['id'])}{escape(status)}</title>"
         )
         url = node.get("url")

@@ -25,7 +25,7 @@ from typing import Any
 
 import semver
 from django.db import IntegrityError, transaction
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 from capabilities.config import record_change
 from capabilities.matrices import INVOKE, matrix_document
@@ -68,6 +68,12 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "uninstall": (S.UNINSTALLING, S.UNINSTALLED),
 }
 """operation -> (transitional state, final state)."""
+
+OPERATION_NOTE = gettext_noop("%(operation)s %(skill)s: %(start)s -> %(end)s")
+DISCOVERED_NOTE = gettext_noop("discovered %(skill)s %(version)s")
+NOTE_TEMPLATES = (OPERATION_NOTE, DISCOVERED_NOTE)
+"""The notes a skill's lifecycle writes on its audit rows, in English as stored; a page words
+them in its language (``capabilities.templatetags.labels.note``)."""
 
 INSTALLED_STATES = frozenset({S.INSTALLED, S.ACTIVATING, S.ACTIVATED, S.DEACTIVATING, S.DEACTIVATED})
 REUPLOAD_STATES = frozenset({S.DISCOVERED, S.ERROR, S.UNINSTALLED})
@@ -211,7 +217,8 @@ def _operate(
                 "skill",
                 changed_fields=["status"],
                 changes={"status": {"old": run.start_status, "new": skill.status}, "skill": skill_id},
-                note=f"{operation} {skill_id}: {run.start_status} -> {skill.status}",
+                note=OPERATION_NOTE
+                % {"operation": operation, "skill": skill_id, "start": run.start_status, "end": skill.status},
                 actor=actor,
             )
         return record
@@ -335,7 +342,7 @@ def _discover(
                 "skill": skill_id,
                 **({"forced": forced} if forced else {}),
             },
-            note=f"discovered {skill_id} {skill.version}"
+            note=DISCOVERED_NOTE % {"skill": skill_id, "version": skill.version}
             + (f" ({forced} from {known_version}, forced with allow_downgrade)" if forced else ""),
             actor=actor,
         )

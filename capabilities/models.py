@@ -12,6 +12,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.db.models import Q
 
+from capabilities.names import in_language
 from teamclaw.runtime.config import CATEGORIES, CapabilityType, ToolMode
 from teamclaw.runtime.memory import MAX_MEMORY_TOKENS, MIN_MEMORY_TOKENS
 
@@ -57,6 +58,13 @@ class AgentRole(models.Model):
     emoji = models.CharField(max_length=16, blank=True)
     description = models.TextField(blank=True)
     responsibilities = models.JSONField(default=list, blank=True)
+    display_name_zh = models.CharField(
+        max_length=100, blank=True, help_text="The name in Chinese (blank: the English)."
+    )
+    description_zh = models.TextField(blank=True, help_text="The description in Chinese (blank: the English).")
+    responsibilities_zh = models.JSONField(
+        default=list, blank=True, help_text="The responsibilities in Chinese (empty: the English)."
+    )
     is_builtin = models.BooleanField(default=False)
     enabled = models.BooleanField(default=True)
     executor = models.CharField(
@@ -72,6 +80,21 @@ class AgentRole(models.Model):
 
     def __str__(self) -> str:
         return f"{self.emoji} {self.display_name}".strip()
+
+    @property
+    def shown_name(self) -> str:
+        """The display name in the active language (``capabilities.names``)."""
+        return in_language(self.display_name, self.display_name_zh)
+
+    @property
+    def shown_description(self) -> str:
+        """The description in the active language."""
+        return in_language(self.description, self.description_zh)
+
+    @property
+    def shown_responsibilities(self) -> list[str]:
+        """The responsibilities in the active language."""
+        return in_language(self.responsibilities, self.responsibilities_zh)
 
 
 class Skill(models.Model):
@@ -104,6 +127,8 @@ class CapabilityCard(models.Model):
     capability_id = models.CharField(max_length=64, unique=True, validators=[RegexValidator(CAPABILITY_ID)])
     name = models.CharField(max_length=200)
     description = models.TextField()
+    name_zh = models.CharField(max_length=200, blank=True, help_text="The name in Chinese (blank: the English).")
+    description_zh = models.TextField(blank=True, help_text="The description in Chinese (blank: the English).")
     category = models.CharField(max_length=20, choices=[(c, c) for c in CATEGORIES])
     input_schema = models.JSONField()
     output_schema = models.JSONField()
@@ -136,6 +161,16 @@ class CapabilityCard(models.Model):
 
     def __str__(self) -> str:
         return self.capability_id
+
+    @property
+    def shown_name(self) -> str:
+        """The name in the active language (``capabilities.names``)."""
+        return in_language(self.name, self.name_zh)
+
+    @property
+    def shown_description(self) -> str:
+        """The description in the active language."""
+        return in_language(self.description, self.description_zh)
 
 
 def _scoped_unique(name: str, fields: list[str]) -> list[models.BaseConstraint]:

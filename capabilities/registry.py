@@ -125,6 +125,9 @@ def role_definition(snapshot: ConfigSnapshot, role: AgentRole) -> dict[str, Any]
         "emoji": role.emoji,
         "description": role.description,
         "responsibilities": list(role.responsibilities),
+        "display_name_zh": role.display_name_zh,
+        "description_zh": role.description_zh,
+        "responsibilities_zh": list(role.responsibilities_zh),
         "capabilities": [c.capability_id for c in query_capabilities_by_role(snapshot, name)],
         "permissions": {
             "can_invoke": sorted(t for c, t in snapshot.invoke_allowed if c == name),

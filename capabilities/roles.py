@@ -44,7 +44,17 @@ from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
 RESERVED_SLUGS = frozenset({"user", "system", "operator", "new"})
 """Slugs the runtime uses for parties that are not roles (the operator is ``user``) and
 ``new``, which the pages use for the creation form (``/roles/new/``)."""
-EDITABLE_FIELDS = ("display_name", "emoji", "description", "responsibilities", "enabled")
+EDITABLE_FIELDS = (
+    "display_name",
+    "emoji",
+    "description",
+    "responsibilities",
+    "display_name_zh",
+    "description_zh",
+    "responsibilities_zh",
+    "enabled",
+)
+"""What an edit may set; the ``*_zh`` fields are the Chinese text pages show (blank: the English)."""
 NEW_ROLE_FIELDS = (
     "role",
     "display_name",
@@ -58,6 +68,14 @@ NEW_ROLE_FIELDS = (
 )
 """The fields ``check_new_role`` reads; a request may also carry its ``note``, any other key is refused."""
 EDIT_REQUEST_FIELDS = ("version", *EDITABLE_FIELDS, "note")
+TEXT_LIMITS = (
+    ("display_name", 100),
+    ("emoji", 16),
+    ("description", 2000),
+    ("display_name_zh", 100),
+    ("description_zh", 2000),
+)
+"""The text fields of an edit and their longest length in characters."""
 """The keys of an edit request: the version loaded, the fields, the note (the caller takes
 ``version`` and ``note``; any other key is refused)."""
 MAX_RESPONSIBILITIES = 20
@@ -87,22 +105,24 @@ def _text(problems: Problems, data: dict[str, Any], name: str, limit: int, *, re
     return None
 
 
-def _responsibilities(problems: Problems, value: Any) -> list[str] | None:
+def _responsibilities(problems: Problems, value: Any, field: str = "responsibilities") -> list[str] | None:
+    """The lines of ``value`` (a list of strings, or one text with a line each), or None
+    with the problem added under ``field``."""
     if isinstance(value, str):
         value = [line.strip() for line in value.splitlines() if line.strip()]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        problems.add("responsibilities", "must be a list of strings")
+        problems.add(field, "must be a list of strings")
         return None
     items = [item.strip() for item in value if item.strip()]
     if len(items) > MAX_RESPONSIBILITIES:
-        problems.add("responsibilities", f"at most {MAX_RESPONSIBILITIES} items")
+        problems.add(field, f"at most {MAX_RESPONSIBILITIES} items")
         return None
     for index, item in enumerate(items):
         if len(item) > 200:
-            problems.add(f"responsibilities[{index}]", "must be at most 200 characters")
+            problems.add(f"{field}[{index}]", "must be at most 200 characters")
             return None
         if reason := hidden_character_problem(item):
-            problems.add(f"responsibilities[{index}]", reason)
+            problems.add(f"{field}[{index}]", reason)
             return None
     return items
 
@@ -323,7 +343,9 @@ def add_role(spec: dict[str, Any]) -> NewRole:
 
 def check_role_edit(data: Any, project: Project | None) -> dict[str, Any]:
     """Validate a role edit: globally any of ``display_name``, ``emoji``, ``description``,
-    ``responsibilities``, ``enabled``; in a project only ``enabled`` (``null`` = inherit).
+    ``responsibilities``, their Chinese ``display_name_zh``, ``description_zh``,
+    ``responsibilities_zh`` (blank: pages show the English), ``enabled``; in a project only
+    ``enabled`` (``null`` = inherit).
     Raises ConfigInvalid."""
     if not isinstance(data, dict):
         raise ConfigInvalid({"non_field_errors": ["expected an object"]})
@@ -345,16 +367,25 @@ def check_role_edit(data: Any, project: Project | None) -> dict[str, Any]:
         else:
             clean["enabled"] = value
     if project is None:
-        for name, limit in (("display_name", 100), ("emoji", 16), ("description", 2000)):
-            if name in data:
-                value = _text(problems, data, name, limit, required=name == "display_name")
-                if value is not None:
-                    clean[name] = value
-        if "responsibilities" in data:
-            items = _responsibilities(problems, data["responsibilities"])
-            if items is not None:
-                clean["responsibilities"] = items
+        clean.update(_global_fields(problems, data))
     problems.raise_if_any()
+    return clean
+
+
+def _global_fields(problems: Problems, data: dict[str, Any]) -> dict[str, Any]:
+    """The texts and responsibilities (both languages) of a global role edit, checked; what
+    is wrong is added to ``problems``."""
+    clean: dict[str, Any] = {}
+    for name, limit in TEXT_LIMITS:
+        if name in data:
+            value = _text(problems, data, name, limit, required=name == "display_name")
+            if value is not None:
+                clean[name] = value
+    for name in ("responsibilities", "responsibilities_zh"):
+        if name in data:
+            items = _responsibilities(problems, data[name], name)
+            if items is not None:
+                clean[name] = items
     return clean
 
 

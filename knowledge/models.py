@@ -21,15 +21,16 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import pgettext_lazy
 
 from capabilities.models import AgentRole, Project, Skill
 
 
 class LoadLevel(models.TextChoices):
-    BASIC = "basic", "Basic (first 20 chunks)"
-    ADVANCED = "advanced", "Advanced (first 100 chunks)"
-    EXPERT = "expert", "Expert (first 500 chunks)"
-    FULL = "full", "Full (every chunk)"
+    BASIC = "basic", pgettext_lazy("load level", "Basic (first 20 chunks)")
+    ADVANCED = "advanced", pgettext_lazy("load level", "Advanced (first 100 chunks)")
+    EXPERT = "expert", pgettext_lazy("load level", "Expert (first 500 chunks)")
+    FULL = "full", pgettext_lazy("load level", "Full (every chunk)")
 
 
 LOAD_LIMITS: dict[str, int | None] = {

@@ -48,7 +48,7 @@ def _clock_zone(value: datetime, zone: str) -> str:
 
 
 def _short_zone(value: datetime, zone: str) -> str:
-    return f"{date_filter(value, 'M j, H:i')} {zone}"
+    return f"{date_filter(value, 'MONTH_DAY_TIME_FORMAT')} {zone}"
 
 
 FORMATS: dict[str, Callable[[datetime, str], str]] = {
@@ -62,8 +62,8 @@ language:
 
 - ``clock``: ``HH:MM:SS.mmm`` (24 h; message-log rows, cards' times);
 - ``clock_zone``: the clock, a space and the zone's IANA name (``12:00:00.000 Asia/Shanghai``);
-- ``short_zone``: Django's ``M j, H:i`` (``Dec 1, 22:52``, ``十二月 1, 22:52``; the month's name
-  is the only word that needs the language) and the zone."""
+- ``short_zone``: the language's ``MONTH_DAY_TIME_FORMAT`` (``teamclaw.formats``: ``Dec 1, 22:52``,
+  ``12月1日 22:52``) and the zone."""
 
 WORDED_FORMATS = frozenset({"short_zone"})
 """The formats whose text depends on the active language."""

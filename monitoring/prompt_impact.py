@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Q, Sum
+from django.utils.translation import gettext
 
 from capabilities.config import current_version
 from capabilities.models import AgentRole, ConfigChange, Project, ProjectRoleOverride
@@ -186,11 +187,11 @@ def _projects(impact: PromptImpact) -> None:
                 "role_enabled": role_enabled,
                 "override_version": override,
                 "uses": (
-                    "no: the role is disabled in this project"
+                    gettext("no: the role is disabled in this project")
                     if not role_enabled
-                    else f"yes, followed by its own override {override}"
+                    else gettext("yes, followed by its own override %(version)s") % {"version": override}
                     if override
-                    else "yes"
+                    else gettext("yes")
                 ),
             }
         )

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
+from django.utils.translation import gettext, ngettext
 
 from monitoring.live_items import from_epoch, message_summary
 from monitoring.models import ExecutionContext, Message, Snapshot
@@ -194,6 +195,11 @@ def step(timeline: Timeline, index: int) -> dict[str, Any]:
     }
 
 
+def _items(count: int) -> str:
+    """ "3 items" in the active language: how long a list in a snapshot is."""
+    return ngettext("%(count)s item", "%(count)s items", count) % {"count": count}
+
+
 def _walk(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None:
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(set(before) | set(after), key=str):
@@ -205,9 +211,9 @@ def _walk(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None
             out.append(
                 {
                     "path": path,
-                    "old": f"{len(before)} item(s)",
-                    "new": f"{len(after)} item(s)",
-                    "note": f"{added:+d}" if added else "changed",
+                    "old": _items(len(before)),
+                    "new": _items(len(after)),
+                    "note": f"{added:+d}" if added else gettext("changed"),
                 }
             )
         return

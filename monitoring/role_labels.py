@@ -12,6 +12,7 @@ import time
 from django.utils.translation import gettext
 
 from capabilities.models import AgentRole
+from capabilities.names import in_language
 
 OPERATOR_EMOJI = "🧑"
 """The operator (a message from ``user``: a task hand-over or a user instruction)."""
@@ -19,19 +20,21 @@ OPERATOR_EMOJI = "🧑"
 TTL_S = 30.0
 
 _lock = threading.Lock()
-_cache: tuple[float, dict[str, tuple[str, str]]] = (0.0, {})
+_cache: tuple[float, dict[str, tuple[str, str, str]]] = (0.0, {})
 
 
 def role_labels() -> dict[str, tuple[str, str]]:
-    """``role -> (emoji, display name)`` for every role, plus ``user`` (the operator, named
-    in the active language; the roles' names are configuration, shown as they are)."""
+    """``role -> (emoji, display name)`` for every role, plus ``user`` (the operator), all
+    in the active language (a role's Chinese name where it has one, ``capabilities.names``)."""
     global _cache
     loaded_at, labels = _cache
     if not (time.monotonic() - loaded_at < TTL_S and labels):
-        labels = {r.role: (r.emoji, r.display_name) for r in AgentRole.objects.only("role", "emoji", "display_name")}
+        rows = AgentRole.objects.values_list("role", "emoji", "display_name", "display_name_zh")
+        labels = {role: (emoji, name, name_zh) for role, emoji, name, name_zh in rows}
         with _lock:
             _cache = (time.monotonic(), labels)
-    return {**labels, "user": (OPERATOR_EMOJI, gettext("Operator"))}
+    shown = {role: (emoji, in_language(name, name_zh)) for role, (emoji, name, name_zh) in labels.items()}
+    return {**shown, "user": (OPERATOR_EMOJI, gettext("Operator"))}
 
 
 def role_order() -> list[str]:

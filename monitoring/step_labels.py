@@ -17,7 +17,8 @@ from functools import cache
 
 from django.utils.translation import gettext
 
-from teamclaw.runtime.progress import RUNTIME_TEMPLATES
+from teamclaw.labels import VOCABULARIES, label
+from teamclaw.runtime.progress import RUNTIME_TEMPLATES, SNAPSHOT_FIXED, SNAPSHOT_TEMPLATES
 from teamclaw.workflows.progress_steps import FIXED_STEPS, TEMPLATES
 
 PLACEHOLDER = re.compile(r"%\((\w+)\)s")
@@ -26,10 +27,11 @@ NUMERIC = frozenset({"number", "revision", "count", "round", "rounds", "attempt"
 
 
 @cache
-def _patterns() -> list[tuple[re.Pattern[str], str]]:
-    """Each template as a pattern matching the steps made from it."""
+def _patterns(kind: str = "step") -> list[tuple[re.Pattern[str], str]]:
+    """Each template of ``kind`` (``step`` or ``snapshot``) as a pattern matching the texts
+    made from it."""
     patterns = []
-    for template in (*TEMPLATES, *RUNTIME_TEMPLATES):
+    for template in (*TEMPLATES, *RUNTIME_TEMPLATES) if kind == "step" else SNAPSHOT_TEMPLATES:
         parts = PLACEHOLDER.split(template)  # text, name, text, name, ..., text
         regex = "".join(
             re.escape(part) if i % 2 == 0 else (rf"(?P<{part}>[0-9]+)" if part in NUMERIC else rf"(?P<{part}>.+?)")
@@ -46,11 +48,31 @@ def step_label(step: str) -> str:
         return step
     if step in FIXED_STEPS:
         return gettext(step)
-    for pattern, template in _patterns():
-        match = pattern.match(step)
+    return _filled(step, "step")
+
+
+def _filled(text: str, kind: str) -> str:
+    """``text`` translated through the first template of ``kind`` it was made from, else
+    ``text`` itself."""
+    for pattern, template in _patterns(kind):
+        match = pattern.match(text)
         if match is not None:
             try:
                 return gettext(template) % match.groupdict()
             except (KeyError, ValueError, TypeError):  # a catalog entry with other placeholders
-                return step
-    return step
+                return text
+    return text
+
+
+def snapshot_words(text: str) -> str:
+    """A snapshot's trigger or label (PRD §4.6: ``start``, ``before invoke X``, a status,
+    ``ok``, ``final state``...) in the active language (``teamclaw.runtime.progress``
+    ``SNAPSHOT_*``); anything else (an operator's instruction, an error's code) as recorded.
+    Never raises."""
+    if not text:
+        return text
+    if text in SNAPSHOT_FIXED:
+        return gettext(text)
+    if text in VOCABULARIES["status"]:
+        return label(text, "status")
+    return _filled(text, "snapshot")

@@ -27,6 +27,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from monitoring.models import Message
 from runs.host_port import HostPort, runtime_of
@@ -41,6 +42,17 @@ OUTPUT_FAILURE_STREAK = 3
 """Consecutive ``output_invalid`` answers after which a capability is DEGRADED."""
 HEARTBEAT_GRACE_S = 5.0
 """Slack after the heartbeat interval before a heartbeat counts as missed (s)."""
+
+DISABLED = gettext_noop("the capability is disabled")
+NO_HEARTBEAT = gettext_noop("no heartbeat for %(age)s s (limit %(limit)s s): unavailable")
+MISSED_HEARTBEAT = gettext_noop("missed a heartbeat: the last one was %(age)s s ago (every %(every)s s)")
+NONE_SPAWNABLE = gettext_noop("no instance is running and none may be spawned")
+OUTPUT_FAILURES = gettext_noop("the last %(count)s results failed the output schema")
+NO_INSTANCE_YET = gettext_noop("no instance yet; one is spawned on the first call")
+BEATING = gettext_noop("%(count)s instance(s) beating")
+MESSAGES = (DISABLED, NO_HEARTBEAT, MISSED_HEARTBEAT, NONE_SPAWNABLE, OUTPUT_FAILURES, NO_INSTANCE_YET, BEATING)
+"""The health messages, in English as the API gives them; a page words them in its language
+(``teamclaw.labels.reworded``)."""
 
 
 def iso(seconds: float | None) -> str | None:
@@ -81,21 +93,21 @@ def classify(
     live instances of the owner roles: ``{healthy, last_heartbeat}`` (epoch s);
     ``unspawnable_reason`` says why none may be spawned, when it is known."""
     if not enabled:
-        return "UNHEALTHY", reason_disabled or "the capability is disabled"
+        return "UNHEALTHY", reason_disabled or DISABLED
     if instances:
         newest = max(i["last_heartbeat"] for i in instances)
         age = max(0.0, now - newest)
         if age >= timeout_s or not any(i["healthy"] for i in instances):
-            return "UNHEALTHY", f"no heartbeat for {age:.0f} s (limit {timeout_s:g} s): unavailable"
+            return "UNHEALTHY", NO_HEARTBEAT % {"age": f"{age:.0f}", "limit": f"{timeout_s:g}"}
         if age > interval_s + HEARTBEAT_GRACE_S:
-            return "DEGRADED", f"missed a heartbeat: the last one was {age:.0f} s ago (every {interval_s:g} s)"
+            return "DEGRADED", MISSED_HEARTBEAT % {"age": f"{age:.0f}", "every": f"{interval_s:g}"}
     elif not spawnable:
-        return "UNHEALTHY", unspawnable_reason or "no instance is running and none may be spawned"
+        return "UNHEALTHY", unspawnable_reason or NONE_SPAWNABLE
     if output_streak >= OUTPUT_FAILURE_STREAK:
-        return "DEGRADED", f"the last {output_streak} results failed the output schema"
+        return "DEGRADED", OUTPUT_FAILURES % {"count": output_streak}
     if not instances:
-        return "HEALTHY", "no instance yet; one is spawned on the first call"
-    return "HEALTHY", f"{len(instances)} instance(s) beating"
+        return "HEALTHY", NO_INSTANCE_YET
+    return "HEALTHY", BEATING % {"count": len(instances)}
 
 
 async def _runtime_view(runtime: Runtime, capability_id: str) -> dict[str, Any] | None:

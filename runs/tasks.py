@@ -34,8 +34,9 @@ from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES
-from teamclaw.workflows.document import nothing_to_review
+from teamclaw.workflows.document import document_language, nothing_to_review
 from teamclaw.workflows.interview import load_project_types
+from teamclaw.workflows.review_text import say
 
 SAMPLE_REQUIREMENT = Path(__file__).resolve().parent / "samples" / "online_bookstore.md"
 
@@ -105,9 +106,12 @@ def check_budget(text: str, project: Project | None) -> None:
         )
 
 
-def sample_requirement() -> str:
-    """The demo requirement shipped with TeamClaw (an online bookstore)."""
-    return SAMPLE_REQUIREMENT.read_text(encoding="utf-8")
+def sample_requirement(language: str = "en") -> str:
+    """The demo requirement shipped with TeamClaw (an online bookstore), in ``language``
+    (a ``LANGUAGES`` code: ``online_bookstore.<language>.md`` beside the English one; the
+    English for a language without one)."""
+    localised = SAMPLE_REQUIREMENT.with_name(f"{SAMPLE_REQUIREMENT.stem}.{language}.md")
+    return (localised if language != "en" and localised.is_file() else SAMPLE_REQUIREMENT).read_text(encoding="utf-8")
 
 
 START_POINTS = ("interview", "draft", "review")
@@ -167,7 +171,10 @@ def _review_params(
         if project_type:
             params["project_type"] = project_type
         title = title or idea.splitlines()[0][:200]
-        params.update(description=idea, task_description=f"Requirement from the idea '{title[:120]}'")
+        what = say(
+            document_language(idea), f"Requirement from the idea '{title[:120]}'", f"根据想法“{title[:120]}”编写需求"
+        )
+        params.update(description=idea, task_description=what)
         return params, "", title
     if description.strip():
         raise DocumentError("give either a description (interview) or input_markdown (a document)", "description")
@@ -179,9 +186,8 @@ def _review_params(
     check_budget(text, project)
     first_heading = next((line.lstrip("# ").strip() for line in text.splitlines() if line.startswith("#")), "")
     title = title or first_heading[:200] or "Requirement review"
-    params.update(
-        input_markdown=text, document_name="requirement.md", task_description=f"Review the requirement '{title}'"
-    )
+    what = say(document_language(text), f"Review the requirement '{title}'", f"评审需求“{title}”")
+    params.update(input_markdown=text, document_name="requirement.md", task_description=what)
     return params, text, title
 
 

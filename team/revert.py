@@ -178,18 +178,23 @@ def gone_roles(change: ConfigChange) -> list[str]:
 
 def revert_preview(change: ConfigChange) -> dict[str, Any]:
     """What reverting ``change`` would do now: ``{change_id, config_type, role, project,
-    version (the config version to send back), revertible, reason, keys: [{key, old, new,
+    version (the config version to send back), revertible, reason, why, keys: [{key, old, new,
     current, after, changed_since, changes_now}]}``. ``revertible`` is False (with the
-    ``reason``) when a key cannot be written back or nothing would change."""
+    ``reason``, in English, and ``why``: ``{"unsupported": [keys]}``, ``{"gone": [roles]}`` or
+    ``{"unchanged": true}``, which a page words in its language) when a key cannot be
+    written back or nothing would change; ``why`` is ``{}`` otherwise."""
     keys = revert_keys(change)
     unsupported = unsupported_keys(change)
     reason = ""
+    why: dict[str, Any] = {}
     if unsupported:
         reason = f"a revert cannot write back {', '.join(unsupported)} ({change.config_type} changes)"
+        why = {"unsupported": list(unsupported)}
     elif gone := gone_roles(change):
-        reason = f"role {', '.join(gone)} no longer exists"
+        reason, why = f"role {', '.join(gone)} no longer exists", {"gone": list(gone)}
     elif not any(k.effective for k in keys):
         reason = "every key already holds the value this change replaced: nothing to revert"
+        why = {"unchanged": True}
     return {
         "change_id": change.pk,
         "config_type": change.config_type,
@@ -198,6 +203,7 @@ def revert_preview(change: ConfigChange) -> dict[str, Any]:
         "version": current_version(),
         "revertible": not reason,
         "reason": reason,
+        "why": why,
         "keys": [k.as_dict() for k in keys],
     }
 

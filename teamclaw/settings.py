@@ -176,6 +176,7 @@ LOGOUT_REDIRECT_URL = "login"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LANGUAGE_CODE = env_choice("TEAMCLAW_LANGUAGE_CODE", {code for code, _ in LANGUAGES}, "en")
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["teamclaw.formats"]  # MONTH_DAY_TIME_FORMAT per language
 LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
 LANGUAGE_COOKIE_SAMESITE = "Lax"
 # Shown times use the browser's zone (cookie set by static/teamclaw/timezone.js) or this one.

@@ -133,7 +133,7 @@ def test_a_stale_save_shows_the_difference_and_keeps_the_staged_cells(page_clien
     html = response.content.decode()
     assert "someone else changed this" in html
     assert "theirs" in html
-    assert "invoke coderA → dba" in html
+    assert "invoke permission coderA → dba" in html
     # the operator's staged cell is still ticked, on top of the current values
     assert re.search(
         r'<td class="cell staged" data-cell="pm:dba"[^>]*>\s*'
@@ -316,7 +316,7 @@ def test_projects_page_creates_and_edits_projects(page_client, builtin):
 def test_audit_page_lists_filters_and_escapes(page_client, builtin):
     page_client.post("/permissions/invoke/", invoke_form(allow={"pm:dba": True}, note="<script>alert(1)</script>"))
     html = page_client.get("/config/changes/?config_type=permission").content.decode()
-    assert "invoke pm → dba" in html
+    assert "invoke permission pm → dba" in html
     assert "&lt;script&gt;" in html
     assert "<script>alert(1)" not in html
     assert (
@@ -357,7 +357,7 @@ def test_import_page_previews_then_applies_exactly_the_preview(page_client, buil
     preview = page_client.post("/config/transfer/", {"text": text, "action": "preview"})
     html = preview.content.decode()
     assert preview.status_code == 200
-    assert "invoke pm → dba" in html
+    assert "invoke permission pm → dba" in html
     assert "Apply 1 change" in html
     assert current_version() == version
     digest = re.search(r'name="digest" value="([0-9a-f]{64})"', html).group(1)

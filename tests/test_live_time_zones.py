@@ -117,7 +117,7 @@ def test_a_reworded_fragment_is_exactly_what_a_page_in_that_zone_shows(builtin, 
     if zone is SHANGHAI:
         assert ">06:52:13.123</time>" in live_times.in_zone(message, zone, language)
         assert ">06:57:13.123 Asia/Shanghai</time>" in live_times.in_zone(confirmation, zone, language)
-        short = "十二月 2, 09:52" if language == "zh-hans" else "Dec 2, 09:52"
+        short = "12月2日 09:52" if language == "zh-hans" else "Dec 2, 09:52"
         assert f">{short} Asia/Shanghai</time>" in live_times.in_zone(interview, zone, language)
     else:
         assert ">17:52:13.123</time>" in live_times.in_zone(message, zone, language)

@@ -13,7 +13,14 @@ from django.template import Context, Template
 from django.utils import translation
 
 from monitoring.step_labels import step_label
-from teamclaw.runtime.progress import CALLING_PLUGIN, MODEL_ROUND, RESUMED, RUNTIME_TEMPLATES
+from teamclaw.runtime.progress import (
+    CALLING_PLUGIN,
+    MODEL_ROUND,
+    RESUMED,
+    RUNTIME_TEMPLATES,
+    SNAPSHOT_FIXED,
+    SNAPSHOT_TEMPLATES,
+)
 from teamclaw.workflows.progress_steps import (
     EXPERT_ROUND,
     FIXED_STEPS,
@@ -67,7 +74,7 @@ def test_any_other_step_is_shown_as_recorded(step):
 def test_every_marked_step_is_known_to_the_pages_and_has_a_chinese_translation():
     """A step marked in the workflows or the runtime is one the pages know (a fixed step or a
     template), and has a translation: none would show English on a Chinese page."""
-    known = set(FIXED_STEPS) | set(TEMPLATES) | set(RUNTIME_TEMPLATES)
+    known = set(FIXED_STEPS) | set(TEMPLATES) | set(RUNTIME_TEMPLATES) | SNAPSHOT_FIXED | set(SNAPSHOT_TEMPLATES)
     marked: set[str] = set()
     for source in PACKAGE.rglob("*.py"):
         marked |= set(re.findall(r'gettext_noop\("([^"\\]+)"\)', source.read_text(encoding="utf-8")))

@@ -8,6 +8,8 @@ from typing import Any
 from django import template
 from django.utils.translation import gettext, gettext_lazy
 
+from teamclaw.labels import label
+
 register = template.Library()
 
 MODE_LABELS = {"allow": gettext_lazy("✅ allow"), "deny": gettext_lazy("❌ deny"), "confirm": gettext_lazy("⚠️ confirm")}
@@ -33,13 +35,15 @@ def config_value(value: Any) -> str:
 
 @register.filter
 def change_label(key: str) -> str:
-    """``invoke_matrix.coderA.dba`` -> ``invoke coderA → dba``; other keys read as paths."""
+    """``invoke_matrix.coderA.dba`` -> ``invoke permission coderA → dba``; other keys read as
+    paths, each part worded in the page's language where it is a word of the configuration
+    (``teamclaw.labels`` "config"), ids as they are."""
     parts = key.split(".")
     if parts[0] == "invoke_matrix" and len(parts) == 3:
-        return f"invoke {parts[1]} → {parts[2]}"
+        return f"{label('permission', 'config')} {parts[1]} → {parts[2]}"
     if parts[0] == "tool_matrix" and len(parts) == 3:
-        return f"tool {parts[1]} · {parts[2]}"
-    return " · ".join(parts)
+        return f"{label('tool_binding', 'config')} {parts[1]} · {label(parts[2], 'tool')}"
+    return " · ".join(label(part, "config") for part in parts)
 
 
 @register.filter

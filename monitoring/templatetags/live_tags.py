@@ -10,11 +10,13 @@ from urllib.parse import quote
 from django import template
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from monitoring import dom_ids, live_times
 from monitoring.live_items import summary_text
 from monitoring.markdown_html import render_markdown
 from monitoring.role_labels import role_labels
+from monitoring.step_labels import snapshot_words as snapshot_in_language
 from monitoring.step_labels import step_label as step_in_language
 
 register = template.Library()
@@ -60,6 +62,19 @@ def role_name(role: str) -> str:
 
 
 @register.filter
+def snapshot_words(text: str) -> str:
+    """A snapshot's trigger or label in the page's language (``monitoring.step_labels``)."""
+    return snapshot_in_language(text)
+
+
+@register.filter
+def party(role: str) -> str:
+    """A message end as a page names it: a role's slug (an identifier, as it is), or the
+    operator (the runtime's ``user``) in the active language."""
+    return gettext("Operator") if role == "user" else role
+
+
+@register.filter
 def short_id(value: str, length: int = 8) -> str:
     """The last ``length`` characters of an id (the full id goes in a title attribute).
 
@@ -85,7 +100,8 @@ def clock_zone(value: datetime | None) -> str:
 
 @register.filter
 def short_time_zone(value: datetime | None) -> str:
-    """Django's ``M j, H:i`` and the zone's name (``Dec 1, 22:52 UTC``), one ``<time>``
+    """The language's ``MONTH_DAY_TIME_FORMAT`` and the zone's name (``Dec 1, 22:52 UTC``,
+    ``12月1日 22:52 UTC``), one ``<time>``
     element (``monitoring.live_times``)."""
     return live_times.time_element(value, "short_zone")
 

@@ -24,6 +24,7 @@ bare "done" is an agent's progress step, translated only where one is shown
 (``monitoring.step_labels``)."""
 CHECK_LABELS = {
     "structure": gettext_lazy("structure"),
+    "clarity": gettext_lazy("clarity"),
     "objectivity": gettext_lazy("objectivity"),
     "consistency": gettext_lazy("consistency"),
     "closure": gettext_lazy("closure"),

@@ -28,6 +28,7 @@ from teamclaw.runtime.events import (
 )
 from teamclaw.runtime.instance import AgentInstance
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, new_id
+from teamclaw.runtime.progress import SNAPSHOT_FINAL
 
 
 class Emitter:
@@ -139,4 +140,4 @@ class Emitter:
         completed, failed, terminated): its trigger is that status, its label ``final state``,
         so a replay's last step shows the state the context ended in (progress, errors,
         artifacts), not the one before its last invoke."""
-        return self.snapshot(context, SnapshotType.AUTO, str(context.status), "final state")
+        return self.snapshot(context, SnapshotType.AUTO, str(context.status), SNAPSHOT_FINAL)

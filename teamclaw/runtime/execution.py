@@ -34,6 +34,7 @@ from teamclaw.runtime.knowledge import (
 )
 from teamclaw.runtime.messages import AgentMessage, Priority
 from teamclaw.runtime.pending import PendingCall
+from teamclaw.runtime.progress import AFTER_INVOKE, BEFORE_INVOKE, KNOWLEDGE_FOR
 from teamclaw.runtime.schemas import SchemaValidators
 from teamclaw.runtime.tools import ExternalTools, ToolHandler, scope_root
 
@@ -164,7 +165,7 @@ class ExecutionCall:
             priority=Priority.parse(priority),
         )
         port = self.port
-        port.snapshot(self.context, SnapshotType.AUTO, f"before invoke {capability_id}")
+        port.snapshot(self.context, SnapshotType.AUTO, BEFORE_INVOKE % {"capability": capability_id})
         self._outstanding += 1
         self.context.status = ContextStatus.WAITING_RESPONSE
         port.context_changed(self.context)
@@ -175,7 +176,7 @@ class ExecutionCall:
             if not self._outstanding and self.context.status == ContextStatus.WAITING_RESPONSE:
                 self.context.status = ContextStatus.EXECUTING
         label = "ok" if result.success else f"{result.error.code if result.error else 'failed'}"
-        port.snapshot(self.context, SnapshotType.AUTO, f"after invoke {capability_id}", label)
+        port.snapshot(self.context, SnapshotType.AUTO, AFTER_INVOKE % {"capability": capability_id}, label)
         port.context_changed(self.context)
         return result
 
@@ -502,7 +503,7 @@ class ExecutionCall:
             self.knowledge = hits
         self.port.context_changed(self.context)
         if hits:  # replay shows the state with exactly these passages at this step
-            self.port.snapshot(self.context, SnapshotType.AUTO, f"knowledge for {self.card.capability_id}")
+            self.port.snapshot(self.context, SnapshotType.AUTO, KNOWLEDGE_FOR % {"capability": self.card.capability_id})
         return hits
 
 

@@ -27,3 +27,15 @@ RESUMED = gettext_noop("its worker stopped; the task resumed (attempt %(attempt)
 
 RUNTIME_TEMPLATES: tuple[str, ...] = (MODEL_ROUND, REPAIRING, ANSWERED, ANSWERED_DROPPING, CALLING_PLUGIN, RESUMED)
 """The runtime's steps with values in them (``%(name)s``), for the pages to translate."""
+
+# What triggered a snapshot and its label (PRD §4.6), recorded in English like the steps.
+SNAPSHOT_START = gettext_noop("start")
+SNAPSHOT_FINAL = gettext_noop("final state")
+BEFORE_INVOKE = gettext_noop("before invoke %(capability)s")
+AFTER_INVOKE = gettext_noop("after invoke %(capability)s")
+KNOWLEDGE_FOR = gettext_noop("knowledge for %(capability)s")
+SNAPSHOT_FIXED: frozenset[str] = frozenset({SNAPSHOT_START, SNAPSHOT_FINAL})
+"""Snapshot triggers and labels without values (statuses, ``ok`` and ``error`` are worded
+as statuses by the pages)."""
+SNAPSHOT_TEMPLATES: tuple[str, ...] = (BEFORE_INVOKE, AFTER_INVOKE, KNOWLEDGE_FOR)
+"""Snapshot triggers with a capability id in them."""

@@ -33,6 +33,7 @@ from teamclaw.runtime.invocation import InvokeResult
 from teamclaw.runtime.memory import BUDGET_DEFAULT, BUDGET_ROLE, DEFAULT_MEMORY_TOKENS, Memory
 from teamclaw.runtime.messages import new_id
 from teamclaw.runtime.overlay import ConfigOverlay
+from teamclaw.runtime.progress import SNAPSHOT_START
 from teamclaw.runtime.resume import ResumeJournal
 
 INTERNAL_ERROR = AgentError(ErrorCode.EXECUTOR_ERROR, "internal error")
@@ -265,7 +266,7 @@ class TaskBook:
             self.contexts[context.id] = context
             context.status = ContextStatus.READY
             self.emitter.context_changed(context)
-            self.emitter.snapshot(context, SnapshotType.AUTO, "start")
+            self.emitter.snapshot(context, SnapshotType.AUTO, SNAPSHOT_START)
         return context
 
     def memory_for(self, constraints: Constraints) -> Memory:

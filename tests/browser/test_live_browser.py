@@ -61,7 +61,7 @@ def test_an_operator_approves_a_tool_confirmation_on_the_live_page(asgi_page, as
     item = page.locator(f"#confirmation-{confirmation.id}")
     expect(item).to_contain_text("deployment", timeout=20_000)
     card = page.locator(f"#ctx-{confirmation.context_id}")
-    expect(card.locator('[data-field="status"]')).to_have_text("waiting_user")
+    expect(card.locator('[data-field="status"]')).to_have_text("waiting for you")  # waiting_user, worded
     item.get_by_role("button", name="Approve").click()
     expect(item.locator(".badge").first).to_have_text("approved")
     expect(page.locator(f'#task-{task.id} [data-field="task-status"]')).to_have_text("completed", timeout=30_000)
@@ -120,13 +120,13 @@ def test_a_chinese_operator_gets_the_pushed_cards_in_chinese(asgi_page, asgi_url
     expect(page.locator("[data-live-status]").first).to_have_text(re.compile("^实时"), timeout=20_000)
     expect(page.locator("#context-cards")).to_contain_text("还没有智能体工作")
     task = start_task(workflow="generic", task_description="Plan the sprint", user=staff_user)
-    expect(page.locator(f'#task-{task.id} [data-field="task-status"]')).to_have_text("completed", timeout=60_000)
+    expect(page.locator(f'#task-{task.id} [data-field="task-status"]')).to_have_text("已完成", timeout=60_000)
     wait_for_task(runtime_host, task.id)
     for context in ExecutionContext.objects.filter(task=task):
         card = page.locator(f"#ctx-{context.id}")
         expect(card.locator("[data-inspect]")).to_have_text("查看")
         expect(card.get_by_role("link", name="回放")).to_be_visible()
-        expect(card.locator('[data-field="status"]')).to_have_text("completed")  # an identifier, as it is
+        expect(card.locator('[data-field="status"]')).to_have_text("已完成")  # the status, worded (issue 32)
     expect(page.locator("#message-log-rows")).to_contain_text("参数 {")
     expect(page.locator("#message-log-rows")).not_to_contain_text("params {")
 

@@ -62,7 +62,7 @@ def test_the_detail_page_groups_capabilities_by_type_with_addresses_health_and_m
     assert "health-healthy" in html
     assert "ACTIVATED" in html
     assert "activate" in html
-    assert "install" in html  # the history
+    assert "Install" in html  # the history
 
 
 def test_the_detail_page_shows_dependencies_with_status_and_providers(page_client, api, runtime_host):

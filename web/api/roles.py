@@ -117,6 +117,9 @@ class RoleEditSerializer(api_fields.DocumentSerializer):
     emoji = api_fields.PassThroughField(required=False)
     description = api_fields.PassThroughField(required=False)
     responsibilities = api_fields.PassThroughField(required=False)
+    display_name_zh = api_fields.PassThroughField(required=False, help_text="The name in Chinese (blank: the English)")
+    description_zh = api_fields.PassThroughField(required=False, help_text="The description in Chinese")
+    responsibilities_zh = api_fields.PassThroughField(required=False, help_text="The responsibilities in Chinese")
     enabled = api_fields.PassThroughField(required=False)
     note = api_fields.ChangeNoteField()
 

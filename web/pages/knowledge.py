@@ -62,7 +62,7 @@ def _owners(request: HttpRequest) -> list[dict[str, Any]]:
         {
             "kind": "role",
             "label": _("Roles"),
-            "options": [(f"role:{r.role}", r.display_name) for r in AgentRole.objects.all()],
+            "options": [(f"role:{r.role}", r.shown_name) for r in AgentRole.objects.all()],
         },
         {
             "kind": "skill",

@@ -98,7 +98,7 @@ class RoleHere:
 
     @classmethod
     def of(cls, role: AgentRole, enabled: bool) -> RoleHere:
-        return cls(role.role, role.display_name, role.emoji, role.is_builtin, enabled)
+        return cls(role.role, role.shown_name, role.emoji, role.is_builtin, enabled)
 
 
 @require_http_methods(["GET", "POST"])

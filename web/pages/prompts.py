@@ -18,6 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import AgentRole, Project
@@ -67,7 +68,7 @@ def _scope(request: HttpRequest, role: str, template_type: str | None = None) ->
     if template_type is not None:
         scope["template_type"] = template_type
         scope["template"] = find_template(obj, template_type, project)
-        scope["layer"] = f"project {project.name}" if project else "global"
+        scope["layer"] = _("project %(name)s") % {"name": project.name} if project else pgettext("layer", "global")
     scope["can_edit"] = can_edit_prompts(request.user)
     scope["query"] = f"?project={project.slug}" if project else ""
     return scope

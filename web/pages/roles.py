@@ -78,6 +78,7 @@ def role_governance(request: HttpRequest, role: AgentRole) -> dict[str, Any]:
             for p in Project.objects.all()
         ],
         "responsibilities_text": "\n".join(role.responsibilities),
+        "responsibilities_zh_text": "\n".join(role.responsibilities_zh),
     }
 
 
@@ -101,8 +102,10 @@ def role_edit(request: HttpRequest, role: str) -> HttpResponse:
     """Edit a role's display name, emoji, description and responsibilities."""
     obj = get_object_or_404(AgentRole, role=role)
     require_change(request.user, "role")
-    data = {name: request.POST.get(name, "") for name in ("display_name", "emoji", "description")}
+    fields = ("display_name", "emoji", "description", "display_name_zh", "description_zh")
+    data = {name: request.POST.get(name, "") for name in fields}
     data["responsibilities"] = request.POST.get("responsibilities", "")
+    data["responsibilities_zh"] = request.POST.get("responsibilities_zh", "")
     try:
         result = update_role(
             obj,

@@ -36,8 +36,10 @@ from capabilities.skill_models import SkillStatus
 from monitoring.metrics import capability_metrics
 from monitoring.models import Alert
 from monitoring.skill_contexts import running_contexts
+from runs.health import MESSAGES as HEALTH_MESSAGES
 from runs.health_here import capability_status_here
 from team.snapshot import build_snapshot
+from teamclaw.labels import reworded
 from teamclaw.strict_json import JsonRefused, loads
 
 ACTIONS = ("install", "activate", "deactivate", "uninstall")
@@ -152,6 +154,7 @@ def skill_detail(request: HttpRequest, skill_id: str) -> HttpResponse:
             health = {"status": "UNKNOWN", "message": f"runtime not reachable: {exc}", "providers": []}
         if health is None:  # registered a moment ago: the runtime has not reloaded its config yet
             health = {"status": "UNKNOWN", "message": "the runtime has not loaded this card yet", "providers": []}
+        health = {**health, "message": reworded(str(health.get("message") or ""), HEALTH_MESSAGES)}
         live[row["capabilityId"]] = {"health": health, "metrics": capability_metrics(row["capabilityId"])}
     for row in document["capabilities"]:
         row["live"] = live.get(row["capabilityId"])

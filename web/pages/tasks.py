@@ -288,9 +288,11 @@ def task_new(request: HttpRequest) -> HttpResponse:
 def run_demo(request: HttpRequest) -> HttpResponse:
     """ "Run demo": review the bundled sample requirement (an online bookstore), paced by
     ``TEAMCLAW_DEMO_THINK_MS`` per agent call so the page shows the team at work. Each demo
-    is numbered in its title ("Demo 2: ..."), in the operator's language, so runs tell apart."""
-    sample = sample_requirement()
-    number = Task.objects.filter(workflow="requirement_review", input_markdown=sample).count() + 1
+    is numbered in its title ("Demo 2: ..."), in the operator's language, so runs tell apart;
+    the sample is in the operator's language too, so a Chinese operator's demo reads in Chinese."""
+    sample = sample_requirement(get_language() or "en")
+    samples = {sample_requirement(code) for code, _name in settings.LANGUAGES}
+    number = Task.objects.filter(workflow="requirement_review", input_markdown__in=samples).count() + 1
     task = start_task(
         workflow="requirement_review",
         input_markdown=sample,
