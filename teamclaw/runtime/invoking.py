@@ -443,9 +443,9 @@ class Invoker:
             context.progress = 100
         if context.status not in FINAL_STATUSES:
             context.status = ContextStatus.READY
+        self.emitter.context_changed(context)
         if error is None:  # its output, as the agent answered (an error has its own snapshot above)
             self.emitter.snapshot(context, SnapshotType.AUTO, f"answered {card.capability_id}", "ok")
-        self.emitter.context_changed(context)
         if not pending.future.done():
             self.emitter.message(response, DeliveryStatus.DELIVERED, pending.task.project_id)
             pending.answer((data if error is None else None, error, instance.instance_id))
