@@ -53,9 +53,16 @@ DETAIL_CHARS = 4000
 
 
 def _inline(value: Any) -> str:
-    """One value of a payload as shown inline: a string as it is, anything else as compact
-    JSON, cut at VALUE_CHARS characters."""
-    return _clip(value if isinstance(value, str) else _compact(value, VALUE_CHARS), VALUE_CHARS)
+    """One value of a payload as shown inline: a string as it is, anything else as JSON with
+    a space after each comma and colon (so a narrow cell wraps between items, never inside
+    one), cut at VALUE_CHARS characters."""
+    if isinstance(value, str):
+        return _clip(value, VALUE_CHARS)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return _clip(text, VALUE_CHARS)
 
 
 def _pairs(mapping: dict[str, Any]) -> str:
