@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q
+from django.utils.translation import gettext, ngettext
 
 from monitoring.live_items import from_epoch, message_summary
 from monitoring.models import ExecutionContext, Message, Snapshot
@@ -148,7 +149,7 @@ def clamp_index(raw: Any, timeline: Timeline) -> int:
     try:
         index = int(str(raw))
     except ValueError:
-        raise ValueError("at must be a step number (a whole number)") from None
+        raise ValueError(gettext("must be a step number (a whole number)")) from None
     return max(0, min(index, len(timeline) - 1))
 
 
@@ -159,7 +160,7 @@ def step_index(raw: Any, timeline: Timeline) -> int:
     try:
         number = int(str(raw))
     except ValueError:
-        raise ValueError("step must be a step number (a whole number)") from None
+        raise ValueError(gettext("must be a step number (a whole number)")) from None
     return max(0, min(number - 1, timeline.step_count - 1))
 
 
@@ -194,6 +195,11 @@ def step(timeline: Timeline, index: int) -> dict[str, Any]:
     }
 
 
+def _items(count: int) -> str:
+    """``N item(s)`` in the active language."""
+    return ngettext("%(count)s item", "%(count)s items", count) % {"count": count}
+
+
 def _walk(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None:
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(set(before) | set(after), key=str):
@@ -205,9 +211,9 @@ def _walk(before: Any, after: Any, path: str, out: list[dict[str, Any]]) -> None
             out.append(
                 {
                     "path": path,
-                    "old": f"{len(before)} item(s)",
-                    "new": f"{len(after)} item(s)",
-                    "note": f"{added:+d}" if added else "changed",
+                    "old": _items(len(before)),
+                    "new": _items(len(after)),
+                    "note": f"{added:+d}" if added else gettext("changed"),
                 }
             )
         return

@@ -78,11 +78,11 @@ def _diff(
     a_id, b_id = request.GET.get("a"), request.GET.get("b")
     if a_id or b_id:
         if not (a_id and b_id):
-            return None, "choose two snapshots to compare"
+            return None, gettext("choose two snapshots to compare")
         pair = {s.id: s for s in Snapshot.objects.filter(context=row, pk__in=[a_id, b_id])}
         missing = [x for x in (a_id, b_id) if x not in pair]
         if missing:
-            return None, f"snapshot {missing[0]} is not part of this context"
+            return None, gettext("snapshot %(id)s is not part of this context") % {"id": missing[0]}
         return replay.snapshot_diff(pair[a_id], pair[b_id]), ""
     snapshot = current.get("snapshot")
     if snapshot is None:
