@@ -23,6 +23,7 @@ Reads only the database (works for tasks recorded before a restart).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -118,11 +119,11 @@ class TaskTimeline:
             return None
         for entry in reversed(self.steps[: index + 1]):
             if entry.kind == "snapshot" and entry.ref.context_id == context.id:
-                return entry.ref  # type: ignore[no-any-return]
+                return entry.ref
         return None
 
 
-def _completes_step(message: Message, requests: dict[str, dict[str, Any]]) -> bool:
+def _completes_step(message: Message, requests: Mapping[str, Mapping[str, Any]]) -> bool:
     """Whether ``message`` (an answer) is a completed step a fork can take from the record:
     an ``invoke_response`` with an object result to a delivered request of an agent whose
     input is an object (``runs.resume.recorded_steps``)."""
