@@ -63,6 +63,7 @@ MEASURE = """
     tableWidth: table.width,
     pageWidth: document.documentElement.clientWidth,
     scrollWidth: document.documentElement.scrollWidth,
+    logScroll: [document.querySelector(".log-scroll").scrollWidth, document.querySelector(".log-scroll").clientWidth],
     labelPx: parseFloat(getComputedStyle(label).fontSize) * scale,
     wide: [...document.querySelectorAll("body *")]
       .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
@@ -102,6 +103,7 @@ def test_the_live_log_at_1366_breaks_no_token_and_spans_the_page(browser, asgi_u
         assert {"invoke_response", "delivered"} <= {c["text"] for c in shown["cells"]}
         assert shown["tableWidth"] >= 0.9 * shown["pageWidth"], shown["tableWidth"]
         assert shown["scrollWidth"] <= shown["pageWidth"], shown["wide"]
+        assert shown["logScroll"][0] <= shown["logScroll"][1]  # at 1366 px the log does not scroll in its box
         assert shown["labelPx"] >= 11, shown["labelPx"]  # the graph's role names, as drawn
 
         # values inline: the rounds the experts were asked for are in the log, not only "mode"
