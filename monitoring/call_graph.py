@@ -3,8 +3,8 @@
 Counted from the recorded message log (``invoke_request`` and ``hook_event`` messages,
 denied ones included and shown apart) and drawn server-side as SVG by the
 ``monitoring/_call_graph.html`` template: roles on a circle, one curved arrow per
-(caller, callee, kind) with its count. The live page refreshes it when a new invoke or hook
-is pushed.
+(caller, callee, kind) with its count, over one task (the filtered one, else the latest).
+The live page refreshes it when a new invoke or hook is pushed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from django.db.models import Count, Q
 
 from monitoring.live_filters import LiveFilters
 from monitoring.message_log import filtered_messages
+from monitoring.models import Task
 from monitoring.role_labels import role_labels, role_order
 
 WIDTH = 560
@@ -35,24 +36,19 @@ class Edge:
     denied: int
 
 
-WINDOW = 5000
-"""Without a task filter the graph counts the latest WINDOW invokes and hooks, so the live
-page stays fast however long the history grows (a task's graph counts all of its calls)."""
-
-
-def call_edges(user: Any, filters: LiveFilters, *, window: int = WINDOW) -> tuple[list[Edge], bool]:
+def call_edges(user: Any, filters: LiveFilters) -> tuple[list[Edge], str | None]:
     """The graph's edges for what ``user`` may see under ``filters`` (type filter ignored),
-    and whether they were cut to the latest ``window`` calls (never when filtered by task)."""
+    counted over one task: the filtered task, or without a task filter the task of the
+    latest invoke or hook (issue 30: counts summed across tasks said nothing about any of
+    them). Returns the edges and that task's id (None when nothing was recorded)."""
     queryset = filtered_messages(user, LiveFilters(role=filters.role, task=filters.task, project=filters.project))
     queryset = queryset.filter(type__in=("invoke_request", "hook_event"))
-    windowed = False
-    if not filters.task:
-        start = list(queryset.order_by("-seq").values_list("seq", flat=True)[window - 1 : window])
-        if start:
-            queryset = queryset.filter(seq__gte=start[0])
-            windowed = True
+    task_id = filters.task or queryset.order_by("-seq").values_list("task_id", flat=True).first()
+    if task_id is None:
+        return [], None
     rows = (
-        queryset.values("from_role", "to_role", "type")
+        queryset.filter(task_id=task_id)
+        .values("from_role", "to_role", "type")
         .annotate(total=Count("id"), denied=Count("id", filter=Q(status="denied")))
         .order_by()
     )
@@ -66,7 +62,7 @@ def call_edges(user: Any, filters: LiveFilters, *, window: int = WINDOW) -> tupl
         )
         for r in rows
     ]
-    return edges, windowed
+    return edges, task_id
 
 
 def layout(edges: list[Edge]) -> dict[str, Any]:
@@ -126,6 +122,7 @@ def _edge_dict(edge: Edge, width: float) -> dict[str, Any]:
 
 def call_graph(user: Any, filters: LiveFilters) -> dict[str, Any]:
     """Everything ``_call_graph.html`` needs: ``{width, height, nodes, edges, node_r, filters,
-    window}`` (``window``: the number of latest calls counted, or None for all)."""
-    edges, windowed = call_edges(user, filters)
-    return {**layout(edges), "filters": filters, "window": WINDOW if windowed else None}
+    task}`` (``task``: the Task whose calls are counted, or None)."""
+    edges, task_id = call_edges(user, filters)
+    task = Task.objects.filter(pk=task_id).only("id", "title").first() if task_id else None
+    return {**layout(edges), "filters": filters, "task": task}

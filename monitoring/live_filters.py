@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django.utils.translation import gettext
+
 from teamclaw.errors import DomainError
 from teamclaw.runtime.messages import MessageType
 
@@ -52,13 +54,15 @@ class LiveFilters:
         role, message_type, task, project = value("role"), value("type"), value("task"), value("project")
         errors: dict[str, list[str]] = {}
         if role and not ROLE.match(role):
-            errors["role"] = ["a role is a letter followed by up to 39 letters, digits or '_'"]
+            errors["role"] = [gettext("a role is a letter followed by up to 39 letters, digits or '_'")]
         if message_type and message_type not in MESSAGE_TYPES:
-            errors["type"] = [f"unknown message type; use one of {', '.join(MESSAGE_TYPES)}"]
+            errors["type"] = [
+                gettext("unknown message type; use one of %(types)s") % {"types": ", ".join(MESSAGE_TYPES)}
+            ]
         if task and not TASK_ID.match(task):
-            errors["task"] = ["a task id is 1-64 letters, digits, '-' or '_'"]
+            errors["task"] = [gettext("a task id is 1-64 letters, digits, '-' or '_'")]
         if project and not SLUG.match(project):
-            errors["project"] = ["a project is given by its slug"]
+            errors["project"] = [gettext("a project is given by its slug")]
         if errors:
             raise FilterError(errors)
         return cls(role=role, type=message_type, task=task, project=project)

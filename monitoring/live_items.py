@@ -46,6 +46,40 @@ def _compact(value: Any, limit: int = SUMMARY_CHARS) -> str:
     return _clip(text, limit)
 
 
+VALUE_CHARS = 48
+"""Longest a single value is shown inline in a summary (``key: value``) before it is cut."""
+DETAIL_CHARS = 4000
+"""Longest the folded full payload of a message row is (JSON text, characters)."""
+
+
+def _inline(value: Any) -> str:
+    """One value of a payload as shown inline: a string as it is, anything else as JSON with
+    a space after each comma and colon (so a narrow cell wraps between items, never inside
+    one), cut at VALUE_CHARS characters."""
+    if isinstance(value, str):
+        return _clip(value, VALUE_CHARS)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return _clip(text, VALUE_CHARS)
+
+
+def _pairs(mapping: dict[str, Any]) -> str:
+    """``key: value, ...`` of a payload object, keys sorted, each value ``_inline``."""
+    return ", ".join(f"{key}: {_inline(mapping[key])}" for key in sorted(mapping, key=str))
+
+
+def payload_detail(payload: Any) -> str:
+    """The whole payload as indented JSON, cut at DETAIL_CHARS characters: what a message
+    row unfolds when its summary line had to cut something."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, default=str, indent=2, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(payload)
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
 SUMMARY_FORMATS = {
     "params": gettext_noop("params {%(keys)s}"),
     "retry": gettext_noop("params {%(keys)s} (attempt %(attempt)s)"),
@@ -66,7 +100,7 @@ def summary_parts(message_type: str, payload: dict[str, Any]) -> list[Any]:
         return ["", {"text": _compact(payload)}]
     if message_type == "invoke_request":
         params = payload.get("params") or {}
-        keys = ", ".join(sorted(params)) if isinstance(params, dict) else ""
+        keys = _pairs(params) if isinstance(params, dict) else _inline(params)
         attempt = payload.get("attempt")
         if payload.get("error"):
             error = payload["error"]
@@ -77,7 +111,7 @@ def summary_parts(message_type: str, payload: dict[str, Any]) -> list[Any]:
     if message_type == "invoke_response":
         result = payload.get("result")
         if isinstance(result, dict):
-            return ["result", {"keys": _clip(", ".join(sorted(result)))}]
+            return ["result", {"keys": _clip(_pairs(result))}]
         return ["", {"text": _compact(result)}]
     if message_type == "invoke_error":
         error = payload.get("error") or {}
@@ -116,10 +150,13 @@ def message_summary(message_type: str, payload: dict[str, Any]) -> str:
 
 
 def _summary(message_type: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """A message item's ``summary`` (English, for programs reading the item's data) and
-    ``summary_parts`` (what its row shows, in the reader's language)."""
+    """A message item's ``summary`` (English, for programs reading the item's data),
+    ``summary_parts`` (what its row shows, in the reader's language) and ``detail``: the
+    whole payload (``payload_detail``) when the summary line cut something, else ''."""
     parts = summary_parts(message_type, payload)
-    return {"summary": summary_text(parts, translate=False), "summary_parts": parts}
+    summary = summary_text(parts, translate=False)
+    cut = "…" in summary
+    return {"summary": summary, "summary_parts": parts, "detail": payload_detail(payload) if cut else ""}
 
 
 # -- execution contexts ---------------------------------------------------------------

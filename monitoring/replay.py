@@ -149,7 +149,7 @@ def clamp_index(raw: Any, timeline: Timeline) -> int:
     try:
         index = int(str(raw))
     except ValueError:
-        raise ValueError("at must be a step number (a whole number)") from None
+        raise ValueError(gettext("must be a step number (a whole number)")) from None
     return max(0, min(index, len(timeline) - 1))
 
 
@@ -160,7 +160,7 @@ def step_index(raw: Any, timeline: Timeline) -> int:
     try:
         number = int(str(raw))
     except ValueError:
-        raise ValueError("step must be a step number (a whole number)") from None
+        raise ValueError(gettext("must be a step number (a whole number)")) from None
     return max(0, min(number - 1, timeline.step_count - 1))
 
 

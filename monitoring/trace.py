@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from monitoring.models import Artifact, ExecutionContext, Message, Task, ToolConfirmation
+from teamclaw.runtime.invocation import call_round
 
 REQUEST = "invoke_request"
 ANSWERS = ("invoke_response", "invoke_error")
@@ -66,13 +67,7 @@ def _node(kind: str, node_id: str, role: str, **fields: Any) -> dict[str, Any]:
 
 def _round(params: Any) -> str | None:
     """The mode a call ran in, when its input names one (``mode``, ``round`` or ``phase``)."""
-    if not isinstance(params, dict):
-        return None
-    for name in ("mode", "round", "phase"):
-        value = params.get(name)
-        if isinstance(value, str | int) and not isinstance(value, bool):
-            return str(value)
-    return None
+    return call_round(params) or None
 
 
 def _artifacts_named(value: Any, names: set[str]) -> list[str]:

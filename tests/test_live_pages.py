@@ -259,19 +259,21 @@ def test_role_filter_pages_match_sender_or_receiver_in_send_order(finished_task,
     assert [r["id"] for r in first.rows] + [r["id"] for r in second.rows] == expected[:30]
 
 
-def test_call_graph_counts_the_latest_window_unless_filtered_by_task(finished_task, staff_user):
+def test_call_graph_counts_one_task_the_latest_unless_filtered_by_task(finished_task, staff_user):
+    """Issue 30: counts summed over every task said nothing about any of them."""
     from monitoring.call_graph import call_edges
     from monitoring.live_filters import LiveFilters
 
-    make_messages(finished_task, 10, start_seq=30_000)  # odd i: invoke_request, main|pm -> dba
-    edges, windowed = call_edges(staff_user, LiveFilters(), window=3)
-    assert windowed
-    assert sum(e.count for e in edges) == 3
-    newest = Message.objects.filter(type="invoke_request").order_by("-seq")[:3]
-    assert {(e.source, e.target) for e in edges} == {(m.from_role, m.to_role) for m in newest}
-    edges, windowed = call_edges(staff_user, LiveFilters(task=finished_task.id), window=3)
+    other = Task.objects.create(id="later-task", title="later", status="completed")
+    newest = Message.objects.order_by("-seq").values_list("seq", flat=True).first()
+    make_messages(other, 10, start_seq=newest + 1)  # odd i: invoke_request, main|pm -> dba
+    edges, shown = call_edges(staff_user, LiveFilters())
+    assert shown == other.id
+    later = Message.objects.filter(task_id=other.id, type__in=("invoke_request", "hook_event"))
+    assert sum(e.count for e in edges) == later.count() == 5
+    edges, shown = call_edges(staff_user, LiveFilters(task=finished_task.id))
     everything = Message.objects.filter(task_id=finished_task.id, type__in=("invoke_request", "hook_event"))
-    assert not windowed
+    assert shown == finished_task.id
     assert sum(e.count for e in edges) == everything.count()
 
 

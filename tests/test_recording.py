@@ -108,9 +108,16 @@ async def test_database_holds_every_message_in_send_order_with_its_final_status(
     assert statuses.count("expired") == 2
     assert statuses.count("denied") == 1
     counts = await asyncio.to_thread(
-        lambda: (Task.objects.get().status, ExecutionContext.objects.count(), Snapshot.objects.count())
+        lambda: (
+            Task.objects.get().status,
+            ExecutionContext.objects.count(),
+            Snapshot.objects.count(),
+            Message.objects.filter(type="invoke_response").count(),
+        )
     )
-    assert counts == ("completed", 1, 2)  # the start and the final state
+    # the start, the final state, and (issue 30) one as each call was taken and one as it was answered
+    assert counts[:2] == ("completed", 1) and counts[3] == 22
+    assert counts[2] == 2 + 2 * counts[3]
     assert recorder.failed_batches == 0
 
 

@@ -107,7 +107,7 @@ def test_replay_page_steps_forward_and_back_and_jumps(main_context, staff_user):
     assert 'id="replay-index">2<' in html and 'aria-current="step"' in html.split('data-index="1"')[1][:80]
     bad = client.get(f"/replay/{main_context.id}/?at=two")
     assert bad.status_code == 400
-    assert "at must be a step number" in bad.content.decode()
+    assert "at: must be a step number" in bad.content.decode()
     snapshot = main_context.snapshots.order_by("sequence")[1]
     html = client.get(f"/replay/{main_context.id}/?snapshot={snapshot.id}").content.decode()
     index = timeline.index_of("snapshot", snapshot.id)

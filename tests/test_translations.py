@@ -239,7 +239,7 @@ async def test_a_run_reads_in_chinese_on_its_pages_and_on_a_chinese_socket(runti
 
     contexts = await sync_to_async(list)(ExecutionContext.objects.filter(task_id=task.id).values_list("id", flat=True))
     assert await sync_to_async(Snapshot.objects.filter(context__task_id=task.id).exists)()
-    paths = [*RUN_PAGES, f"/tasks/{task.id}/", f"/live/?task={task.id}"]
+    paths = [*RUN_PAGES, f"/tasks/{task.id}/", f"/live/?task={task.id}", f"/tasks/{task.id}/replay/"]
     paths += [p for c in contexts for p in (f"/live/contexts/{c}/", f"/replay/{c}/")]
     pages = {}
     for path in paths:

@@ -39,6 +39,7 @@ urlpatterns = [
     path("tasks/<str:task_id>/compare/", tasks.task_compare, name="task-compare"),
     path("tasks/<str:task_id>/diff/", tasks.task_diff, name="task-diff"),
     path("tasks/<str:task_id>/trace/", tasks.task_trace, name="task-trace"),
+    path("tasks/<str:task_id>/replay/", replay.task_replay_page, name="task-replay"),
     path("tasks/<str:task_id>/artifacts/<str:name>", tasks.task_artifact, name="task-artifact"),
     path("live/", live.live, name="live"),
     path("live/log/", live.live_log, name="live-log"),

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext
 
-from monitoring import dom_ids, live_times
+from monitoring import dom_ids, live_times, task_replay
 from monitoring.live_items import summary_text
 from monitoring.markdown_html import render_markdown
 from monitoring.role_labels import role_labels
@@ -41,6 +41,13 @@ def step_label(step: str) -> str:
     """``{{ c.current_step|step_label }}``: an agent's progress step in the active language
     (``monitoring.step_labels``)."""
     return step_in_language(str(step or ""))
+
+
+@register.filter(name="snapshot_label")
+def snapshot_label(trigger: str) -> str:
+    """``{{ s.trigger|snapshot_label }}``: what a snapshot's trigger says, in the active
+    language (``monitoring.task_replay.snapshot_step``)."""
+    return task_replay.snapshot_step(str(trigger or ""))[1]
 
 
 @register.simple_tag(name="container_id")

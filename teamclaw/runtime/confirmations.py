@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from teamclaw.runtime.clock import Clock
-from teamclaw.runtime.context import ContextStatus
+from teamclaw.runtime.context import ContextStatus, SnapshotType
 from teamclaw.runtime.emission import Emitter
 from teamclaw.runtime.events import ConfirmationChanged, ConfirmationState
 from teamclaw.runtime.invocation import OperatorAnswer
@@ -188,6 +188,8 @@ class Confirmations:
         if self.on_held is not None:
             self.on_held()
         self.emitter.context_changed(call.context)
+        # The wait and its end are replay steps with the state of their own (issue 30).
+        self.emitter.snapshot(call.context, SnapshotType.AUTO, f"waiting for operator: {tool}", kind)
         try:
             await self.clock.wait_any([confirmation.future], max(0.0, expires_at - now))
             if not confirmation.future.done():
@@ -201,6 +203,7 @@ class Confirmations:
             call.context.pending_questions = [q for q in call.context.pending_questions if confirmation.id not in q]
             if call.context.status == ContextStatus.WAITING_USER:
                 call.context.status = previous
+            self.emitter.snapshot(call.context, SnapshotType.AUTO, f"operator {confirmation.status}: {tool}", kind)
             self.emitter.context_changed(call.context)
             if self.on_released is not None and not call.instance.waiting_operator:
                 self.on_released()

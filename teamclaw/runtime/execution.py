@@ -237,6 +237,8 @@ class ExecutionCall:
             self.context.add_message(reference)
             if external:
                 self.port.context_changed(self.context)
+            # A snapshot per tool use (issue 30): a replay step on it shows what it did.
+            self.port.snapshot(self.context, SnapshotType.AUTO, f"tool {tool}", reference["outcome"])
             self.port.emit(ToolUsed, site=self.site, tool=tool, mode=str(mode), started_at=started, error=error)
 
     async def _run_tool(self, tool: str, mode: ToolMode, args: dict[str, Any], reference: dict[str, Any]) -> Any:

@@ -126,3 +126,20 @@ class OperatorAnswer:
 
     values: dict[str, Any]
     answered_by: str
+
+
+ROUND_KEYS = ("mode", "round", "phase")
+"""Input fields that name the round a call runs in (the experts' ``mode``: review, evaluate,
+respond; seed 002 §6.2-§6.4)."""
+
+
+def call_round(params: Any) -> str:
+    """The round a call's input names (the first of ROUND_KEYS that holds a string or a whole
+    number), or ``""`` when it names none (or ``params`` is not an object)."""
+    if not isinstance(params, dict):
+        return ""
+    for name in ROUND_KEYS:
+        value = params.get(name)
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return str(value)
+    return ""

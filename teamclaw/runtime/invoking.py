@@ -39,7 +39,7 @@ from teamclaw.runtime.errors import AgentError, AgentFailure, ErrorCode
 from teamclaw.runtime.execution import ExecutionCall
 from teamclaw.runtime.executors import ExecutorRegistry
 from teamclaw.runtime.instance import AgentInstance
-from teamclaw.runtime.invocation import DEFAULT_TIMEOUT_S, InvokeRequest, InvokeResult, RoutingStrategy
+from teamclaw.runtime.invocation import DEFAULT_TIMEOUT_S, InvokeRequest, InvokeResult, RoutingStrategy, call_round
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageContext, MessageType, Party, new_id
 from teamclaw.runtime.pending import PendingCall, PendingCalls, TimedOut
 from teamclaw.runtime.policy import check_params, check_policy, resolve_target
@@ -388,6 +388,9 @@ class Invoker:
         context.current_step = card.capability_id
         context.add_message(message_reference(message))
         self.emitter.context_changed(context, at_once=True)  # which capability it started is news of its own
+        # A snapshot per call (issue 30): what the agent read when it took the call, so a
+        # replay step inside the call shows it; its label is the round the input names.
+        self.emitter.snapshot(context, SnapshotType.AUTO, f"call {card.capability_id}", call_round(pending.params))
         call = ExecutionCall(self.port, instance, context, task, card, pending.params, message, pending)
         data: dict[str, Any] | None = None
         error: AgentError | None
@@ -441,6 +444,8 @@ class Invoker:
         if context.status not in FINAL_STATUSES:
             context.status = ContextStatus.READY
         self.emitter.context_changed(context)
+        if error is None:  # its output, as the agent answered (an error has its own snapshot above)
+            self.emitter.snapshot(context, SnapshotType.AUTO, f"answered {card.capability_id}", "ok")
         if not pending.future.done():
             self.emitter.message(response, DeliveryStatus.DELIVERED, pending.task.project_id)
             pending.answer((data if error is None else None, error, instance.instance_id))

@@ -97,6 +97,11 @@ async def test_every_answer_request_carries_the_cards_schema_and_function_callin
     assert json.loads(next(m for m in server.requests[1]["messages"] if m["role"] == "tool")["content"])["success"]
     assert [c["answer_format"] for c in model_calls(sink)] == ["json_schema", "json_schema"]
     assert "JSON Schema" in server.requests[0]["messages"][1]["content"]  # the prompt-only path is kept
+    # issue 30: a snapshot per model call, holding that call (a replay step shows it)
+    taken = [e.snapshot for e in sink.of(EventKind.SNAPSHOT) if e.snapshot.trigger.startswith("model call ")]
+    assert [s.label for s in taken] == ["1", "2"]
+    held = [[m for m in s.state["input_context"]["messages"] if m["type"] == "model_call"] for s in taken]
+    assert [len(calls) for calls in held] == [1, 2]
 
 
 async def test_a_strict_compatible_schema_is_sent_strict_and_unchanged():

@@ -32,7 +32,17 @@ async def test_an_invoke_sends_its_start_at_once_and_its_finishing_changes_as_on
     result = await h.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=task.task_id)
 
     assert result.success
-    assert kinds_since(h, start) == ["message", "message_status", "context", "context", "message"]
+    # the call's start, its snapshot (issue 30: one per call taken), the finishing changes as
+    # one event, the answer's snapshot, the answer
+    assert kinds_since(h, start) == [
+        "message",
+        "message_status",
+        "context",
+        "snapshot",
+        "context",
+        "snapshot",
+        "message",
+    ]
     assert seen == [("executing", "echo", 1), ("ready", "echo", 2)]
 
 

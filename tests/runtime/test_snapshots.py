@@ -1,4 +1,5 @@
-"""Snapshots (PRD §4.6): start, before/after invoke, user instruction, error, manual."""
+"""Snapshots (PRD §4.6): start, before/after invoke, user instruction, error, manual; and
+(issue 30) one per call taken and answered, tool use, model call and operator wait."""
 
 from __future__ import annotations
 
@@ -30,13 +31,17 @@ async def test_an_agent_calling_another_snapshots_start_and_both_sides_of_the_in
     await h.runtime.invoke(InvokeRequest("outer", {"text": "x"}), from_role="user")
     assert snapshots(h) == [
         ("auto", "start"),
+        ("auto", "call outer"),  # issue 30: a snapshot per call taken and answered
         ("auto", "before invoke inner"),
         ("auto", "start"),
+        ("auto", "call inner"),
+        ("auto", "answered inner"),
         ("auto", "after invoke inner"),
+        ("auto", "answered outer"),
         ("auto", "completed"),
         ("auto", "completed"),
     ]
-    after = h.sink.of(EventKind.SNAPSHOT)[3].snapshot.as_dict()
+    after = h.sink.of(EventKind.SNAPSHOT)[6].snapshot.as_dict()
     assert after["label"] == "ok"
     assert after["state"]["input_context"]["messages"]
 

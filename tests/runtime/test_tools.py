@@ -210,3 +210,14 @@ async def test_a_file_scope_through_a_symlink_inside_the_project_is_allowed(harn
     h = scoped_writer(harness_factory, project, "docs/sub")
     assert (await h.runtime.invoke(InvokeRequest("echo", {"text": "a.md"}), from_role="a")).success
     assert (project / "real" / "sub" / "a.md").exists()
+
+
+async def test_each_tool_use_is_snapshotted_with_its_outcome(harness_factory, tmp_path):
+    """Issue 30: a replay step on a tool use shows the state with that use in it."""
+    for mode, outcome in (("allow", "used"), ("deny", "denied")):
+        h = tooling(harness_factory, tmp_path, mode)
+        await h.runtime.invoke(InvokeRequest("echo", {"text": "notes/a.txt"}), from_role="a")
+        (snapshot,) = [e.snapshot for e in h.sink.of(EventKind.SNAPSHOT) if e.snapshot.trigger == "tool file_write"]
+        assert snapshot.label == outcome
+        (use,) = [m for m in snapshot.state["input_context"]["messages"] if m["type"] == "tool"]
+        assert use["outcome"] == outcome and use["tool"] == "file_write"

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from capabilities.models import AgentRole, Project
 from monitoring.prompt_impact import prompt_impact
+from monitoring.prompt_runs import version_runs
 from monitoring.task_prompts import TaskInputError, task_inputs
 from prompts.access import can_edit_prompts
 from prompts.actions import (
@@ -116,11 +117,16 @@ def prompt_template(request: HttpRequest, role: str, template_type: str) -> Http
             raise Http404(exc.reason) from None
     page = Paginator(versions, HISTORY_PAGE_SIZE).get_page(request.GET.get("page"))
     newer = _newer_than(active)
+    listed = list(page.object_list)
+    runs = version_runs(
+        scope["role"].role, template_type, scope["project"], [v.version for v in listed], user=request.user
+    )
     rows = []
-    for version in page.object_list:
+    for version in listed:
         # "diff with active" reads in time order: from the older of the two to the newer.
         older, later = sorted((version, active), key=lambda v: v.pk) if active is not None else (version, version)
-        rows.append(HistoryRow(version, not version.is_active and newer(version.version), older, later))
+        draft = not version.is_active and newer(version.version)
+        rows.append(HistoryRow(version, draft, older, later, runs.get(version.version)))
     scope.update(
         active=active,
         shown=shown,
@@ -138,12 +144,15 @@ def prompt_template(request: HttpRequest, role: str, template_type: str) -> Http
 @dataclass(frozen=True)
 class HistoryRow:
     """One version in a template's history: a ``draft`` is newer than the active version and
-    not active; ``diff_from``/``diff_to`` order it and the active version in time."""
+    not active; ``diff_from``/``diff_to`` order it and the active version in time; ``runs``
+    the contexts that rendered it."""
 
     v: PromptVersion
     is_draft: bool
     diff_from: PromptVersion
     diff_to: PromptVersion
+    runs: dict[str, Any] | None = None
+    """The contexts that rendered this version (``monitoring.prompt_runs.version_runs``)."""
 
 
 def _newer_than(active: Any) -> Any:

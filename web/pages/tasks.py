@@ -366,5 +366,10 @@ def task_trace(request: HttpRequest, task_id: str) -> HttpResponse:
                 for name in call["links"].get("artifacts", [])
                 if findings.get(name)
             ]
-    context = {"task": task, "trace": trace, "running": task.status in ("queued", "running")}
+    context = {
+        "task": task,
+        "trace": trace,
+        "running": task.status in ("queued", "running"),
+        "open_node": request.GET.get("node", ""),  # a replay step's "Open in the trace"
+    }
     return fragment_or_page(request, "monitoring/task_trace.html", "tree", context)

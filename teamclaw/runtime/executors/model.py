@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import openai
 
+from teamclaw.runtime.context import SnapshotType
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
 from teamclaw.runtime.executors.chat import (
     MAX_RESPONSE_BYTES,
@@ -185,6 +186,10 @@ class ModelSession:
                 "estimated": reply.estimated,
                 "timestamp": self.call.clock.now_ms(),
             }
+        )
+        # A snapshot per model call (issue 30): a replay step on it shows what it answered.
+        self.call.port.snapshot(
+            self.call.context, SnapshotType.AUTO, f"model call {self.call.card.capability_id}", str(chat.rounds)
         )
 
     async def answer(
