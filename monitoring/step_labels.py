@@ -17,6 +17,7 @@ from functools import cache
 
 from django.utils.translation import gettext
 
+from monitoring.task_replay import snapshot_step
 from teamclaw.labels import VOCABULARIES, label
 from teamclaw.runtime.progress import RUNTIME_TEMPLATES, SNAPSHOT_FIXED, SNAPSHOT_TEMPLATES
 from teamclaw.workflows.progress_steps import FIXED_STEPS, TEMPLATES
@@ -75,4 +76,7 @@ def snapshot_words(text: str) -> str:
         return gettext(text)
     if text in VOCABULARIES["status"]:
         return label(text, "status")
-    return _filled(text, "snapshot")
+    if text in VOCABULARIES["round"]:  # a call's snapshot is labelled with its round
+        return label(text, "round")
+    kind, shown = snapshot_step(text)  # the triggers of a call, a tool use, an operator wait
+    return shown if kind != "snapshot" else _filled(text, "snapshot")

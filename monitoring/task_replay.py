@@ -36,6 +36,7 @@ from django.utils.translation import gettext
 from monitoring.live_items import from_epoch
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
 from monitoring.replay import MAX_TIMELINE, MESSAGE_FIELDS, _ordered
+from teamclaw.labels import label
 from teamclaw.runtime.invocation import call_round
 
 STEPS_FILE = Path(__file__).with_name("data") / "replay_steps.yaml"
@@ -73,7 +74,8 @@ def snapshot_step(trigger: str) -> tuple[str, str]:
         match = rule.regex.match(trigger)
         if match is not None:
             try:
-                return rule.kind, gettext(rule.label) % match.groupdict()
+                values = {k: label(v, "status") if k == "status" else v for k, v in match.groupdict().items()}
+                return rule.kind, gettext(rule.label) % values
             except (KeyError, ValueError, TypeError):  # a catalog entry with other placeholders
                 return rule.kind, trigger
     return "snapshot", trigger

@@ -140,6 +140,23 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
         "refused": pgettext_lazy("change outcome", "refused"),
         "override": pgettext_lazy("change outcome", "one task only"),
     },
+    # A replay step's kind (monitoring/data/replay_steps.yaml; monitoring.task_replay).
+    "step kind": {
+        "start": pgettext_lazy("step kind", "start"),
+        "end": pgettext_lazy("step kind", "end"),
+        "call": pgettext_lazy("step kind", "call taken"),
+        "answer": pgettext_lazy("step kind", "answer"),
+        "tool_use": pgettext_lazy("step kind", "tool use"),
+        "model_call": pgettext_lazy("step kind", "model call"),
+        "operator_wait": pgettext_lazy("step kind", "operator wait"),
+        "instruction": pgettext_lazy("step kind", "instruction"),
+        "invoke": pgettext_lazy("step kind", "invoke"),
+        "error": pgettext_lazy("step kind", "error"),
+        "knowledge": pgettext_lazy("step kind", "knowledge"),
+        "manual": pgettext_lazy("step kind", "manual snapshot"),
+        "message": pgettext_lazy("step kind", "message"),
+        "snapshot": pgettext_lazy("step kind", "snapshot"),
+    },
     # What a task's call is: an invoke (a request answered) or a hook (an event).
     "call": {
         "invoke": pgettext_lazy("call", "invoke"),

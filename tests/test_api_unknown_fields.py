@@ -70,6 +70,7 @@ MISSPELT = [
     ("post", "/api/v1/hooks", {"event_type": "build.done", "from_role": "main", "broadcast": True}, "paylod"),
     ("post", "/api/v1/confirmations/conf1", {"approve": True}, "aprove"),
     ("post", "/api/v1/tasks/t1/cancel", {"reason": "changed my mind"}, "reson"),
+    ("put", "/api/v1/mcp-sources/1/credentials", {"bearer_token": "secret-token"}, "bearer_tokn"),
     ("post", "/api/v1/tasks/t1/fork", {"from_step": 0}, "from_stpe"),
     ("post", "/api/v1/tasks/t1/answers", {"answers": {"r1-goal": "Save time"}}, "answer"),
     ("post", "/api/v1/tasks/t1/decisions", {"decisions": {"c1": "accept"}}, "decision"),
@@ -161,7 +162,8 @@ def test_a_domain_check_lists_unknown_keys_with_its_own_refusals(api, builtin):
     assert response.status_code == 400
     assert response.json()["errors"] == {
         "colour": [
-            "unknown field; expected one of: version, display_name, emoji, description, responsibilities, enabled, note"
+            "unknown field; expected one of: version, display_name, emoji, description, responsibilities, "
+            "display_name_zh, description_zh, responsibilities_zh, enabled, note"
         ],
         "enabled": ["must be true or false"],
     }
