@@ -1,4 +1,4 @@
-"""Chunking, the load levels, and search on SQLite FTS5 (trigram) with bm25: the planted
+"""Chunking, the load levels, and search on SQLite FTS5 (the chunks' words) with bm25: the planted
 passage of each fixture query is in the top 3 for at least 9 of 10 queries per language."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from knowledge.chunking import CHUNK_CHARS, chunk_document, chunk_text, html_tex
 from knowledge.models import KnowledgeChunk, KnowledgeSource
 from knowledge.search import FTS_TABLE, query_terms, search
 from knowledge.sources import Upload, add_source
+from knowledge.words import joined_words
 from tests.knowledge.helpers import librarian, load_base, queries
 
 
@@ -32,12 +33,12 @@ def test_html_is_text_only_without_scripts_or_styles():
     assert chunks[0].heading == "Title" and chunks[0].text == "A & B\n\nC"
 
 
-def test_query_terms_per_language():
-    long, short = query_terms("How long are the backups kept? 数据库备份")
-    assert "backups" in long and "kept" in long and "the" not in long and "are" not in long  # no stop words
-    assert {"数据库", "据库备", "库备份"} <= set(long)
-    assert "数据" in short
-    assert query_terms("缓存 UI") == ([], ["缓存", "ui"])
+def test_query_terms_are_words_without_stop_words():
+    terms = query_terms("How long are the backups kept? 数据库备份")
+    assert "backup" in terms and "kept" in terms and "the" not in terms and "are" not in terms  # stems, no stop words
+    assert {"数据库", "备份"} <= set(terms) and "据库备" not in terms  # jieba's words, not 3-character windows
+    assert query_terms("缓存 UI") == ["缓存", "ui"]
+    assert query_terms("表名怎么命名") == ["表名", "命名"]  # 怎么 is a question word
 
 
 @pytest.mark.django_db
@@ -62,7 +63,7 @@ def test_the_index_follows_the_chunks_in_the_same_transaction():
         Upload("a.md", "text/markdown", b"Zebra crossings."), role=role.role, project=None, load_level="basic"
     )
     assert [h.chunk.text for h in search("zebra", roles=["librarian"])] == ["Zebra crossings."]
-    KnowledgeChunk.objects.filter(source=source).update(text="Giraffe necks.")
+    KnowledgeChunk.objects.filter(source=source).update(text="Giraffe necks.", text_words=joined_words("Giraffe necks."))
     assert search("zebra", roles=["librarian"]) == []
     assert len(search("giraffe", roles=["librarian"])) == 1
     source.delete()
@@ -85,7 +86,7 @@ def test_search_is_scoped_to_the_role_and_the_project():
 
 
 @pytest.mark.django_db
-def test_short_queries_fall_back_to_like():
+def test_two_character_words_are_words_like_any_other():
     role = librarian()
     add_source(
         Upload("s.md", "text/markdown", "缓存策略：写穿。\n\nThe UI is green.".encode()),
