@@ -8,21 +8,24 @@ chunks are ranked by Okapi bm25 (k1 1.2, b 0.75), a word in the heading counting
 
 **SQLite.** The chunks' words are mirrored in an FTS5 table (``unicode61``: one term per stored
 word; migration 0007, kept in step by triggers in the same transaction as the chunks) and
-ranked by FTS5's ``bm25()``. ``Hit.score`` is that score (higher is better) to four
-significant digits, so close scores never all read 0.0.
+ranked by FTS5's ``bm25()`` of each word, rescaled to the inverse document frequency below
+(``_fts``), summed per chunk.
 
 **PostgreSQL** (migration 0007; ``_postgresql``). Candidates come from one GIN index on each
 chunk's words as an array (``PG_WORDS``, matched with ``&&``: no text-search parser, so a
 Chinese word is matched as stored whatever the database's locale). They are ranked in the same
 query by the same bm25: term frequency = occurrences of the word among the chunk's words,
-document frequency = candidates holding it, N = chunks in scope. The inverse document
-frequency is ``ln(1 + (N - n + 0.5) / (n + 0.5))``, always positive; FTS5 floors it at a
-millionth instead when a word is in more than half of the chunks, so the order of two chunks
-can differ between the databases for such words.
+document frequency = candidates holding it, N = chunks in scope (on SQLite: in the table).
+
+The inverse document frequency is Lucene's ``ln(1 + (N - n + 0.5) / (n + 0.5))``, always
+positive, so a word most chunks hold still ranks the chunks holding it (FTS5's own floors it
+at a millionth, and its scores all read 0.0). ``Hit.score`` is the bm25 (higher is better)
+to four significant digits.
 
 **Hybrid ranking** (issue 15; the optional ``embeddings`` extra, ``knowledge.embeddings``).
 When embeddings are active and chunks in scope have vectors, the query is embedded too and
-two rankings are fused: the full-text one above (its best ``CANDIDATES``) and the chunks'
+two rankings are fused: the full-text one above (its best ``CANDIDATES``, those scoring at
+least ``TEXT_FLOOR`` of the best) and the chunks'
 cosine similarity to the query (the ``CANDIDATES`` nearest among the scope's vectors, an
 exact scan: about 2 KB a chunk read from the database per query). Reciprocal rank fusion
 (Cormack, Clarke and Büttcher, SIGIR 2009) scores a chunk ``sum 1 / (RRF_K + rank)`` over
@@ -36,6 +39,7 @@ source is re-indexed or ``manage.py embed_knowledge`` runs). Without the extra, 
 
 from __future__ import annotations
 
+import math
 import operator
 from dataclasses import dataclass
 from functools import reduce
@@ -49,6 +53,8 @@ from knowledge.models import KnowledgeChunk, KnowledgeSource
 from knowledge.words import query_words
 
 FTS_TABLE = "knowledge_chunk_fts"
+FTS_VOCABULARY = "knowledge_chunk_fts_vocab"
+"""FTS5's vocabulary of ``FTS_TABLE`` (``row``: each word and how many chunks hold it)."""
 PG_WORDS = "(string_to_array(btrim(heading_words || ' ' || text_words), ' '))"
 """The expression migration 0007 indexes on PostgreSQL (GIN); queried exactly as written."""
 BM25_K1 = 1.2
@@ -67,6 +73,11 @@ than being fifth (1/65), so a chunk both rankings place well (2/65) beats one th
 ranking places first; the two rankings' scores (bm25, cosine) need no calibration."""
 CANDIDATES = 50
 """How deep each ranking is read before fusing (at least ``k``)."""
+TEXT_FLOOR = 0.25
+"""A full-text hit is fused only if its bm25 is at least this share of the best one's. Words
+are matched whole (issue 32), so a question's commonest word (席位, "seat") matches hundreds of
+chunks far below the passage that holds all of its words; fused by rank alone, those that are
+also near in meaning outweighed a passage in the other language that only the vectors find."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +176,8 @@ def _hybrid(query: str, terms: list[str], scope: Q, k: int) -> Ranked:
     unembedded = KnowledgeChunk.objects.filter(source_id__in=source_ids).count() - len(rows)
     depth = max(k, CANDIDATES)
     text_hits = _full_text(terms, scope, depth)
+    if text_hits:
+        text_hits = [h for h in text_hits if h.score >= TEXT_FLOOR * text_hits[0].score]
     if not rows:
         return Ranked(text_hits[:k], FULL_TEXT, unembedded)
     ids, vectors = zip(*rows, strict=True)
@@ -252,22 +265,37 @@ def _quote(term: str) -> str:
 
 
 def _fts(terms: list[str], scope: Q, k: int) -> list[Hit]:
-    # The MATCH is run once and materialized, then filtered to the sources in scope: asked
-    # as ``rowid IN (chunks in scope)`` SQLite re-runs the full-text query per candidate
-    # (a second for 10,000 chunks instead of milliseconds).
-    match = " OR ".join(_quote(t) for t in terms)
+    """SQLite: bm25 with an always positive inverse document frequency (module docstring).
+
+    FTS5's ``bm25()`` of a one-word query is ``idf_fts(n) * tf_part``, and of an OR query the
+    sum of those; its ``idf_fts`` is floored at 1e-6 for a word in more than half of the
+    chunks, which made every chunk tie at 0.0 for such words. So each word is matched on its
+    own and its ``bm25()`` rescaled by ``idf(n) / idf_fts(n)`` (``n`` from the FTS5 vocabulary
+    table, N the chunks), then summed per chunk: exactly the bm25 PostgreSQL computes."""
     source_ids = list(KnowledgeSource.objects.filter(scope).values_list("id", flat=True))
     if not source_ids:
         return []
+    arms, params = [], []
+    for term, weight in _rescaled(terms):
+        arms.append(
+            f"SELECT rowid AS id, bm25({FTS_TABLE}, {HEADING_WEIGHT}, 1.0) * %s AS part "
+            f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
+        )
+        params += [weight, _quote(term)]
+    if not arms:
+        return []
+    # The MATCHes are run once and materialized, then filtered to the sources in scope: asked
+    # as ``rowid IN (chunks in scope)`` SQLite re-runs the full-text query per candidate.
     marks = ", ".join(["%s"] * len(source_ids))
     sql = (
-        f"WITH matched AS MATERIALIZED (SELECT rowid AS id, bm25({FTS_TABLE}, {HEADING_WEIGHT}, 1.0) AS rank "
-        f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s) "
-        f"SELECT matched.id, matched.rank FROM matched JOIN {KnowledgeChunk._meta.db_table} AS chunk "
-        f"ON chunk.id = matched.id WHERE chunk.source_id IN ({marks}) ORDER BY matched.rank LIMIT %s"
+        "WITH matched AS MATERIALIZED ("
+        + " UNION ALL ".join(arms)
+        + "), summed AS (SELECT id, sum(part) AS rank FROM matched GROUP BY id) "
+        f"SELECT summed.id, summed.rank FROM summed JOIN {KnowledgeChunk._meta.db_table} AS chunk "
+        f"ON chunk.id = summed.id WHERE chunk.source_id IN ({marks}) ORDER BY summed.rank, summed.id LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [match, *source_ids, k])
+        cursor.execute(sql, [*params, *source_ids, k])
         ranked = cursor.fetchall()
     chunks = (
         KnowledgeChunk.objects.select_related("source")
@@ -275,6 +303,24 @@ def _fts(terms: list[str], scope: Q, k: int) -> list[Hit]:
         .in_bulk([row[0] for row in ranked])
     )
     return [Hit(chunks[rowid], significant(-rank)) for rowid, rank in ranked if rowid in chunks]
+
+
+def _rescaled(terms: list[str]) -> list[tuple[str, float]]:
+    """``[(term, idf / idf_fts)]`` for the ``terms`` some chunk holds (``_fts``)."""
+    marks = ", ".join(["%s"] * len(terms))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT term, doc FROM {FTS_VOCABULARY} WHERE term IN ({marks})", terms)
+        documents = dict(cursor.fetchall())
+        cursor.execute(f"SELECT count(*) FROM {KnowledgeChunk._meta.db_table}")
+        total = cursor.fetchone()[0]
+    weights = []
+    for term in terms:
+        n = documents.get(term)
+        if n:
+            ratio = (total - n + 0.5) / (n + 0.5)
+            fts_idf = math.log(ratio) if ratio > 1 else 1e-6  # FTS5's floor
+            weights.append((term, math.log(1 + ratio) / fts_idf))
+    return weights
 
 
 def _like(terms: list[str], scope: Q, k: int) -> list[Hit]:

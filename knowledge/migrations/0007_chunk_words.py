@@ -5,7 +5,8 @@ instead of character trigrams:
 
 - SQLite: the FTS5 table ``knowledge_chunk_fts`` is made again over the two word columns with
   the ``unicode61`` tokenizer (a word per space-separated token, so 表名 is one term), kept by
-  the same three triggers, and rebuilt from the chunks;
+  the same three triggers, and rebuilt from the chunks; its ``fts5vocab`` table beside it
+  says how many chunks hold each word;
 - PostgreSQL: migration 0004's two indexes by language are replaced by one GIN expression
   index on the chunk's words as an array (``WORDS_ARRAY``), matched with ``&&`` (no text-search
   parser: words of any script are taken exactly as stored).
@@ -30,7 +31,7 @@ FTS = "knowledge_chunk_fts"
 TABLE = "knowledge_knowledgechunk"
 CREATE_TABLE = (
     f"CREATE VIRTUAL TABLE {FTS} USING fts5(heading_words, text_words, content='{TABLE}', "
-    "content_rowid='id', tokenize='unicode61')"
+    "content_rowid='id', tokenize=\"unicode61 remove_diacritics 0\")"
 )
 TRIGGERS = [
     f"CREATE TRIGGER knowledge_chunk_fts_insert AFTER INSERT ON {TABLE} BEGIN "
@@ -48,8 +49,10 @@ DROP_TRIGGERS = [
     "DROP TRIGGER IF EXISTS knowledge_chunk_fts_delete",
     "DROP TRIGGER IF EXISTS knowledge_chunk_fts_insert",
 ]
-CREATE = [CREATE_TABLE, *TRIGGERS, f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')"]
-DROP = [*DROP_TRIGGERS, f"DROP TABLE IF EXISTS {FTS}"]
+VOCABULARY = f"CREATE VIRTUAL TABLE {FTS}_vocab USING fts5vocab({FTS}, row)"
+"""Each word of the index and how many chunks hold it (``knowledge.search`` reads it for bm25)."""
+CREATE = [CREATE_TABLE, *TRIGGERS, VOCABULARY, f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')"]
+DROP = [*DROP_TRIGGERS, f"DROP TABLE IF EXISTS {FTS}_vocab", f"DROP TABLE IF EXISTS {FTS}"]
 OLD_CREATE = [*old.CREATE, f"INSERT INTO {FTS}({FTS}) VALUES ('rebuild')"]
 
 WORDS_ARRAY = "(string_to_array(btrim(heading_words || ' ' || text_words), ' '))"

@@ -11,7 +11,6 @@ from knowledge.chunking import CHUNK_CHARS, chunk_document, chunk_text, html_tex
 from knowledge.models import KnowledgeChunk, KnowledgeSource
 from knowledge.search import FTS_TABLE, query_terms, search
 from knowledge.sources import Upload, add_source
-from knowledge.words import joined_words
 from tests.knowledge.helpers import librarian, load_base, queries
 
 
@@ -58,12 +57,16 @@ def test_the_load_level_sets_how_many_chunks_are_indexed(level, stored):
 
 @pytest.mark.django_db
 def test_the_index_follows_the_chunks_in_the_same_transaction():
+    from knowledge.words import joined_words
+
     role = librarian()
     source = add_source(
         Upload("a.md", "text/markdown", b"Zebra crossings."), role=role.role, project=None, load_level="basic"
     )
     assert [h.chunk.text for h in search("zebra", roles=["librarian"])] == ["Zebra crossings."]
-    KnowledgeChunk.objects.filter(source=source).update(text="Giraffe necks.", text_words=joined_words("Giraffe necks."))
+    KnowledgeChunk.objects.filter(source=source).update(
+        text="Giraffe necks.", text_words=joined_words("Giraffe necks.")
+    )
     assert search("zebra", roles=["librarian"]) == []
     assert len(search("giraffe", roles=["librarian"])) == 1
     source.delete()
@@ -116,3 +119,39 @@ def test_the_planted_passage_is_in_the_top_3_for_at_least_9_of_10_queries(langua
     found = 10 - len(misses)
     print(f"{language}: planted passage in the top 3 for {found}/10 queries")
     assert found >= 9, misses
+
+
+@pytest.mark.django_db
+def test_a_chinese_question_finds_the_passage_that_answers_it():
+    role = librarian()
+    add_source(
+        Upload(
+            "规范.md",
+            "text/markdown",
+            "# 命名\n\n所有表名使用 snake_case。\n\n# 备份\n\n数据库每晚备份一次，保留 30 天。\n\n"
+            "# 怎么提问\n\n怎么提问都可以，什么问题都行，怎么样都好。".encode(),
+        ),
+        role=role.role,
+        project=None,
+        load_level="full",
+    )
+    hits = search("表名怎么命名", roles=["librarian"], k=3)
+    assert [h.chunk.heading for h in hits] == ["命名"]  # 怎么 alone does not bring in the chunk full of it
+    assert [h.chunk.heading for h in search("备份保留多久", roles=["librarian"], k=3)] == ["备份"]
+
+
+@pytest.mark.django_db
+def test_bm25_scores_tell_chunks_apart():
+    role = librarian()
+    paragraphs = [f"# 第{n}节\n\n数据库{'数据库' * n}的第{n}条约定，说明第{n}件事。" for n in range(1, 31)]
+    add_source(
+        Upload("db.md", "text/markdown", "\n\n".join(paragraphs).encode()),
+        role=role.role,
+        project=None,
+        load_level="full",
+    )
+    hits = search("数据库用什么", roles=["librarian"], k=30)
+    scores = [h.score for h in hits]
+    assert len(hits) == 30 and all(s > 0 for s in scores)
+    assert len(set(scores)) > 1 and scores == sorted(scores, reverse=True)
+    assert hits[0].chunk.heading == "第30节"  # the most occurrences first
