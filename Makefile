@@ -79,6 +79,7 @@ bench: install
 	$(BIN)/python bench/scale_bench.py
 	$(BIN)/python bench/tracing_bench.py
 	$(BIN)/python bench/sqlite_handles_bench.py
+	$(BIN)/python bench/knowledge_bench.py
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache

@@ -275,7 +275,8 @@ def _fts(terms: list[str], scope: Q, k: int) -> list[Hit]:
     source_ids = list(KnowledgeSource.objects.filter(scope).values_list("id", flat=True))
     if not source_ids:
         return []
-    arms, params = [], []
+    arms: list[str] = []
+    params: list[Any] = []
     for term, weight in _rescaled(terms):
         arms.append(
             f"SELECT rowid AS id, bm25({FTS_TABLE}, {HEADING_WEIGHT}, 1.0) * %s AS part "
