@@ -48,13 +48,16 @@ _STEMMER = snowballstemmer.stemmer("english")
 def load_stop_words(path: Path = STOP_WORDS_FILE) -> frozenset[str]:
     """Every word of every group of ``path`` (``stop_words.yaml``'s shape: ``groups: [{language,
     why, words: [...]}]``), lower-cased. Raises ``ValueError`` naming the group at fault when a
-    group has no ``why`` or no words."""
+    group has no ``why`` or no words, or a word is not a string."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     words: set[str] = set()
     for n, group in enumerate(data.get("groups") or []):
         if not str(group.get("why") or "").strip() or not group.get("words"):
             raise ValueError(f"{path.name}: group {n + 1} needs a 'why' and 'words'")
-        words.update(str(word).lower() for word in group["words"])
+        for word in group["words"]:
+            if not isinstance(word, str):  # YAML reads a bare on, off, yes or no as a boolean
+                raise ValueError(f"{path.name}: group {n + 1}: {word!r} is not a string (quote it)")
+            words.add(word.lower())
     return frozenset(words)
 
 

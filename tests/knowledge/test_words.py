@@ -25,11 +25,15 @@ def test_every_stop_word_is_dropped_from_a_query_that_holds_it():
             assert words.query_words(f"{stop} 苹果 apple") == ["苹果", "appl"], stop
 
 
-def test_a_group_without_a_reason_is_refused(tmp_path):
+def test_a_group_without_a_reason_or_with_a_word_yaml_reads_as_a_boolean_is_refused(tmp_path):
     bad = tmp_path / "stop.yaml"
     bad.write_text("groups:\n  - language: zh\n    words: [的]\n", encoding="utf-8")
     with pytest.raises(ValueError, match="group 1 needs a 'why'"):
         words.load_stop_words(bad)
+    bad.write_text("groups:\n  - language: en\n    why: prepositions\n    words: [at, on]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="group 1: True is not a string"):
+        words.load_stop_words(bad)
+    assert words.query_words("rights on production") == ["right", "product"]
 
 
 def test_chinese_is_cut_into_words_and_english_into_stems():
