@@ -69,3 +69,12 @@ def test_the_demo_knowledge_answers_the_issue_question_once(builtin):
     hits = search("表名怎么命名", roles=["dba"], k=1)
     assert hits and "所有表名使用 snake_case" in hits[0].chunk.text
     assert KnowledgeSource.objects.count() == 2
+
+
+def test_only_words_of_a_large_base_that_a_rarer_word_can_replace_are_left_out():
+    from knowledge.search import common
+
+    assert common(10_000, 100_000, [10_000, 40])  # 时候 beside 工单: left out
+    assert not common(10_000, 100_000, [10_000, 9_000])  # no rarer word: kept
+    assert not common(4_000, 100_000, [4_000, 40])  # 4% of the chunks: kept
+    assert not common(200, 300, [200, 1])  # a small base keeps every word
