@@ -36,6 +36,8 @@ install: $(DEV_STAMP) $(A2A_LEGACY_STAMP)
 setup: $(RUN_STAMP)
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py load_builtin
+	$(BIN)/python manage.py index_knowledge_words
+	$(BIN)/python manage.py load_demo_knowledge
 	$(BIN)/python manage.py ensure_admin
 	$(BIN)/python manage.py collectstatic --noinput -v0
 
@@ -77,6 +79,7 @@ bench: install
 	$(BIN)/python bench/scale_bench.py
 	$(BIN)/python bench/tracing_bench.py
 	$(BIN)/python bench/sqlite_handles_bench.py
+	$(BIN)/python bench/knowledge_bench.py
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .ruff_cache

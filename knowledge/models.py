@@ -7,11 +7,12 @@ at another load level; ``load_level`` says how many of its chunks are indexed
 (``LOAD_LIMITS``). A folder source also keeps what its file was when indexed
 (``byte_size``, ``file_mtime_ns``, ``content_sha256``), so the folder's changes since then
 are seen (``knowledge.folder_changes``). Each ``KnowledgeChunk`` carries its ``language`` (``zh`` when CJK
-characters make up a tenth of its letters, else ``en``). On SQLite the chunks are mirrored
-into the FTS5 table ``knowledge_chunk_fts`` by triggers (migration 0002); on PostgreSQL
-they are indexed by expression indexes chosen by that language (migration 0004): a GIN
-``tsvector`` (``simple`` configuration) for ``en``, a GIN ``pg_trgm`` index for ``zh``.
-Either way the index changes in the same transaction as the chunks. With the optional
+characters make up a tenth of its letters, else ``en``) and its search words
+(``heading_words``, ``text_words``: ``knowledge.words``, jieba's words for Chinese, stems for
+the rest, written with the chunk; ``words_version`` says which cutting made them). On SQLite
+those words are mirrored into the FTS5 table ``knowledge_chunk_fts`` by triggers (migration
+0007); on PostgreSQL a GIN expression index holds them (migration 0007). Either way the
+index changes in the same transaction as the chunks. With the optional
 ``embeddings`` extra a chunk also keeps its vector (``embedding``: 512 float32 in a binary
 column, portable across SQLite and PostgreSQL; ``embedding_model`` names the model, see
 ``knowledge.embeddings``), written with the chunk.
@@ -124,6 +125,15 @@ class KnowledgeChunk(models.Model):
     )
     embedding_model = models.CharField(
         max_length=40, blank=True, editable=False, help_text="The model that made the vector (empty: none)."
+    )
+    heading_words = models.TextField(
+        blank=True, default="", editable=False, help_text="The heading's search words, space-separated."
+    )
+    text_words = models.TextField(
+        blank=True, default="", editable=False, help_text="The text's search words, space-separated."
+    )
+    words_version = models.PositiveSmallIntegerField(
+        default=0, editable=False, help_text="knowledge.words.WORDS_VERSION of the words (0: never cut)."
     )
 
     class Meta:

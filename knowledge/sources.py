@@ -48,6 +48,7 @@ from capabilities.snapshot import project_directory
 from knowledge import embeddings
 from knowledge.chunking import Chunk, chunk_document, chunk_language
 from knowledge.models import LOAD_LIMITS, ContentType, KnowledgeChunk, KnowledgeSource, LoadLevel, Origin
+from knowledge.words import WORDS_VERSION, joined_words
 from teamclaw.errors import InvalidField
 
 MAX_SOURCE_BYTES = 1_000_000
@@ -233,6 +234,9 @@ def store_chunks(source: KnowledgeSource, chunks: list[Chunk], vectors: list[byt
             language=chunk_language(f"{c.heading} {c.text}"),
             embedding=vectors[n] if vectors is not None else None,
             embedding_model=embeddings.MODEL_ID if vectors is not None else "",
+            heading_words=joined_words(c.heading),
+            text_words=joined_words(c.text),
+            words_version=WORDS_VERSION,
         )
         for n, c in enumerate(kept)
     )
@@ -545,3 +549,27 @@ def fill_vectors(batch: int = 64, progress: Callable[[int, int], None] | None = 
         last = rows[-1][0]
         if progress is not None:
             progress(done, total)
+
+
+def refresh_words(batch: int = 500, progress: Callable[[int, int], None] | None = None) -> int:
+    """Cut again the words of every chunk cut by another version of ``knowledge.words``
+    (``words_version`` other than ``WORDS_VERSION``), ``batch`` chunks a transaction, from the
+    chunk's own heading and text (nothing is re-read or lost); the number of chunks cut. The
+    index follows in the same transaction (triggers, expression index). ``progress(done,
+    total)`` after each batch. Costs one count query when nothing is stale."""
+    stale = KnowledgeChunk.objects.exclude(words_version=WORDS_VERSION)
+    total = stale.count()
+    done = last = 0
+    while done < total:
+        rows = list(stale.filter(pk__gt=last).order_by("pk").values_list("pk", "heading", "text")[:batch])
+        if not rows:
+            break
+        with transaction.atomic():
+            for pk, heading, text in rows:
+                done += KnowledgeChunk.objects.filter(pk=pk, heading=heading, text=text).update(
+                    heading_words=joined_words(heading), text_words=joined_words(text), words_version=WORDS_VERSION
+                )
+        last = rows[-1][0]
+        if progress is not None:
+            progress(done, total)
+    return done

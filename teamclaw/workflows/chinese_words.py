@@ -76,3 +76,20 @@ def boundaries(words: Iterable[Word]) -> set[int]:
         edges.add(word.start)
         edges.add(word.end)
     return edges
+
+
+# Knowledge search (issue 32) segments with a tokenizer of its own that keeps jieba's default
+# dictionary: the rules' added words above change over a process's life, and a chunk indexed
+# in one process must be cut as the query is in another.
+_SEARCH_LOCK = threading.Lock()
+_SEARCH_TOKENIZER = jieba.Tokenizer()
+
+
+def search_words(text: str) -> list[str]:
+    """``text`` (a run of Chinese) cut for search: jieba's search mode, each word and also the
+    dictionary words inside a long one ("数据库" -> "数据", "据库", "数据库"), so a query and a
+    passage that segment a compound differently still share words. Spaces and punctuation
+    are returned as they come (the caller drops them). Always jieba's default dictionary
+    (never the rules' added words): the same text gives the same words in every process."""
+    with _SEARCH_LOCK:
+        return list(_SEARCH_TOKENIZER.cut_for_search(text))

@@ -28,7 +28,11 @@ async def test_a_model_backed_agent_gets_its_roles_and_projects_passages():
         load_base(librarian(), filler_sections=40)
         Project.objects.create(slug="kb", name="KB")
         add_source(
-            Upload("kb-notes.md", "text/markdown", b"# Retention\n\nProject KB keeps staging backups for 90 days."),
+            Upload(
+                "kb-notes.md",
+                "text/markdown",
+                b"# Retention\n\nIn project KB staging database backups are kept for 90 days.",
+            ),
             role=None,
             project="kb",
             load_level="basic",
@@ -71,7 +75,7 @@ async def test_a_model_backed_agent_gets_its_roles_and_projects_passages():
     assert result.success, result.error
     system = server.requests[0]["messages"][0]["content"]
     assert "staging backups are kept for 35 days" in system
-    assert "Project KB keeps staging backups for 90 days." in system
+    assert "In project KB staging database backups are kept for 90 days." in system
     context = next(e.context for e in reversed(sink.of(EventKind.CONTEXT)) if e.context.role == "librarian")
     [retrieval] = context.state()["knowledge"]
     assert retrieval["capability_id"] == "answer"
