@@ -113,7 +113,7 @@ def test_an_operator_turns_a_chinese_idea_into_a_reviewed_requirement_in_the_bro
     final = Artifact.objects.get(task=task, name="requirement_final.md").content
     assert "导出的文件包含订单的支付状态。" in final  # the operator's edit was reviewed
     page.locator("#task-outcome a", has_text="What the review changed").click()
-    expect(page.locator("pre.diff")).to_contain_text("+")
+    expect(page.locator("table.diff tr.diff-insert").first).to_be_visible()  # side by side
     expect(page.locator("h1")).to_contain_text("requirement_final.md")
 
 
