@@ -142,7 +142,7 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
     """What the task page's Outcome panel shows besides ``outcome`` itself: ``open_points``
     (``open_points``), ``open_points_left`` (how many are unanswered), ``quality_wants``,
     ``quality_passed`` (the names of the checks that passed), ``outcome_language`` (the
-    document's, for ``lang``) and ``can_answer`` (the operator may act and the task completed)."""
+    document's, for ``lang``) and ``can_answer`` (the operator may act on the task)."""
     if not outcome or outcome.get("phase") != "review":
         return {}
     points = open_points(task)
@@ -156,5 +156,5 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
         "quality_wants": quality_wants(outcome),
         "quality_passed": [c.get("name") for c in checks if isinstance(c, dict) and c.get("passed")],
         "outcome_language": "zh-Hans" if language == "zh" else "en",
-        "can_answer": can_operate and task.status == "completed",
+        "can_answer": can_operate,
     }

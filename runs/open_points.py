@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from monitoring.access import can_operate_task, visible_tasks
 from monitoring.models import OpenPointAnswer, Task
-from monitoring.outcome import open_points
+from monitoring.outcome import open_points, task_outcome
 from runs.tasks import check_plain_text
 from teamclaw.errors import Conflict, DomainError, InvalidField, NotFound
 
@@ -39,8 +39,9 @@ def _answerable_task(user: Any, task_id: str) -> Task:
             status=403,
             code="permission_denied",
         )
-    if task.status != "completed":
-        raise Conflict(f"the task is {task.status}: open points are answered once the review has completed")
+    outcome = task_outcome(task)
+    if not outcome or outcome.get("phase") != "review":
+        raise Conflict(f"the task is {task.status} and has no review outcome yet: open points are answered once it has")
     return task
 
 
@@ -59,9 +60,10 @@ def answer_open_point(user: Any, task_id: str, point_id: object, answer: object)
     """Record ``user``'s ``answer`` to the open point ``point_id`` of task ``task_id``; returns
     the point as ``monitoring.outcome.open_points`` shows it now. Raises NotFound (404) for a
     task the user may not see, DomainError 403 for one they may not act on, Conflict (409)
-    before the task completed, InvalidField (400) naming ``point`` (not one of this task's
-    open points) or ``answer`` (not text, blank, a control character, over 4,000 characters).
-    Nothing is written when it raises."""
+    before the review wrote its outcome (``outcome.json``: the panel shows the points from
+    then on, a moment before the task is recorded completed), InvalidField (400) naming
+    ``point`` (not one of this task's open points) or ``answer`` (not text, blank, a control
+    character, over 4,000 characters). Nothing is written when it raises."""
     task = _answerable_task(user, task_id)
     points = {p["id"]: p for p in open_points(task)}
     if not isinstance(point_id, str) or point_id not in points:

@@ -326,7 +326,7 @@ class TaskOpenPointsView(APIView):
     answered_at, earlier}]}`` (``monitoring.outcome.open_points``). ``POST {"point", "answer"}``
     records an answer (``runs.open_points.answer_open_point``; a new answer to the same point
     replaces the shown one and keeps the earlier) -> the point; 400 naming ``point`` or
-    ``answer``, 403 for a user who may not act on the task, 409 before it completed."""
+    ``answer``, 403 for a user who may not act on the task, 409 before the review's outcome."""
 
     parser_classes = api_fields.JSON_BODY_ONLY
 

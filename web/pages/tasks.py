@@ -410,7 +410,7 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
     context = {
         "task": task,
         "point": point,
-        "can_answer": can_operate_task(request.user, task) and task.status == "completed",
+        "can_answer": can_operate_task(request.user, task),
         "form_errors": errors,
         "form_value": request.POST.get("answer", ""),
     }

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -176,7 +176,8 @@ class Command(BaseCommand):
                 attempt=1,
             )
             self.stdout.write(f"Task {task.id}: {workflow} on {path}")
-            console = Console(file=self.stdout, highlight=False)
+            # Django's OutputWrapper forwards write, flush and isatty to the real stream
+            console = Console(file=cast("IO[str]", self.stdout), highlight=False)
             with RunProgress(console, lambda line: self.stdout.write(line)) as progress:
                 host.runtime.add_sink(progress)
                 result = host.call(host.dispatcher.run(Claimed(task, None)))
