@@ -139,3 +139,13 @@ def test_the_review_diff_is_side_by_side_with_its_line_numbers(finished_review, 
     assert [int(right) for _, right in numbers if right] == list(range(1, len(final) + 1))
     assert 'class="diff-insert"' in html and "待确认事项" in html
     assert f"+{sum('diff-insert' in r for r in rows) + sum('diff-replace' in r for r in rows)}" in html
+
+
+def test_a_changed_chinese_line_marks_the_words_that_changed_not_the_whole_clause():
+    from prompts.diff import diff_texts
+
+    row = diff_texts("- 订单页面必须快速加载。\n", "- 订单页面必须快速（建议值）加载。\n").rows[0]
+    assert [s.text for s in row.right if s.changed] == ["（建议值）"]
+    assert "".join(s.text for s in row.right) == "- 订单页面必须快速（建议值）加载。"
+    english = diff_texts("Pages load fast.\n", "Pages load quickly.\n").rows[0]
+    assert [s.text for s in english.left if s.changed] == ["fast"]
