@@ -138,7 +138,7 @@ def test_an_operator_decides_the_reviews_points_one_by_one_in_confirm_mode(asgi_
             )
     outcome = page.locator("#task-outcome section.outcome")
     expect(outcome).to_be_visible(timeout=60_000)
-    expect(outcome).to_contain_text("by the operator")
+    expect(outcome).to_contain_text("you decided the points")
     wait_for_task(runtime_host, task.id)
     row = ToolConfirmation.objects.get(task_id=task.id, kind="input", tool="decisions")
     assert row.status == "answered" and row.decided_by == "operator"
