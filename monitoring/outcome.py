@@ -131,7 +131,7 @@ def open_points(task: Task) -> list[dict[str, Any]]:
 
 def quality_wants(outcome: dict[str, Any]) -> list[str]:
     """The quality check's findings an operator still has to settle besides the open points
-    (proposed figures to confirm, undefined terms, open lists...): ``outcome.quality.findings``
+    (vague words, open lists, undefined terms...): ``outcome.quality.findings``
     without those that repeat an open point (``OPEN_POINT_FINDINGS``)."""
     quality = outcome.get("quality") or {}
     findings = quality.get("findings") or []

@@ -10,6 +10,7 @@ import re
 
 import pytest
 from django.test import Client
+from django.utils.html import escape
 
 from monitoring.models import OpenPointAnswer, Task
 from runs.tasks import sample_requirement
@@ -103,9 +104,12 @@ def test_the_outcome_panel_in_chinese_says_what_is_expected_and_takes_an_answer(
     assert f"需要您回答的：{len(points)} 个待确认事项中还剩 {len(points)} 个" in html
     for point in points:
         assert point["question"] in html and f'action="/tasks/{finished_review.id}/open-points/{point["id"]}"' in html
-    # the quality check's list does not repeat the open points ("待确认：...")
+    # what the quality check still wants: its findings, without those repeating an open point ("待确认：...")
     wants = html.split('class="small quality-wants"', 1)[1].split("</ul>", 1)[0]
-    assert ">待确认：" not in wants and "建议值未确认" in wants
+    findings = json.loads(finished_review.artifacts.get(name="outcome.json").content)["quality"]["findings"]
+    expected = [f for f in findings if not f.startswith("待确认：")]
+    assert expected and len(expected) < len(findings)
+    assert re.findall(r'<li lang="zh-Hans">(.*?)</li>', wants) == [escape(f) for f in expected]
 
     url = f"/tasks/{finished_review.id}/open-points/{points[0]['id']}"
     fragment = page.post(url, {"answer": "只用本店的订单记录。"}, HTTP_HX_REQUEST="true")
