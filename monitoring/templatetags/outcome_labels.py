@@ -26,7 +26,6 @@ CHECK_LABELS = {
     "structure": gettext_lazy("structure"),
     "clarity": gettext_lazy("clarity"),
     "objectivity": gettext_lazy("objectivity"),
-    "clarity": gettext_lazy("clarity"),
     "consistency": gettext_lazy("consistency"),
     "closure": gettext_lazy("closure"),
     "completeness": gettext_lazy("completeness"),
