@@ -13,7 +13,7 @@ from monitoring.models import OpenPointAnswer, Task
 from tests.helpers import wait_for_task
 
 FILE_NAMES = re.compile(r"[\w.-]+\.(?:md|json)\b", re.IGNORECASE)  # headers may be upper case (CSS)
-IDENTIFIERS = {"ERP", "AI", "UTC", "p95"}
+IDENTIFIERS = {"ERP", "AI", "API", "UTC", "p95"}
 """Words of the demo's own Chinese document (its terms) and units: not the page's English."""
 ENGLISH_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
