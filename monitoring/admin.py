@@ -12,6 +12,7 @@ from monitoring.models import (
     Artifact,
     ExecutionContext,
     Message,
+    OpenPointAnswer,
     OperatorPreference,
     Snapshot,
     Task,
@@ -87,3 +88,9 @@ class AlertAdmin(RecordAdmin):
 @admin.register(OperatorPreference)
 class OperatorPreferenceAdmin(RecordAdmin):
     list_display = ["user", "language"]
+
+
+@admin.register(OpenPointAnswer)
+class OpenPointAnswerAdmin(RecordAdmin):
+    list_display = ["task", "point_id", "answered_by", "answered_at"]
+    search_fields = ["task__id", "point_id", "question", "answer"]

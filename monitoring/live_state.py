@@ -19,7 +19,7 @@ from monitoring.call_graph import call_graph
 from monitoring.live_filters import LiveFilters
 from monitoring.message_log import message_page
 from monitoring.models import Alert, Message, Task, ToolConfirmation
-from monitoring.outcome import task_outcome, task_phase
+from monitoring.outcome import outcome_panel, task_outcome, task_phase
 from monitoring.run_result import workflow_run_result
 
 ACTIVE_CARDS = 48
@@ -148,7 +148,9 @@ def live_fills(user: Any, filters: LiveFilters) -> list[dict[str, str]]:
 def task_page_context(user: Any, task: Task) -> dict[str, Any]:
     """Template context of a task's page (status, cards, confirmations, artifacts, its messages)."""
     filters = LiveFilters(task=task.id)
+    outcome = task_outcome(task)
     return {
+        **outcome_panel(outcome, task, can_operate=can_operate_task(user, task)),
         "task": task,
         "task_item": live_items.task_item(task),
         "can_cancel": task.status in ("queued", "running") and can_operate_task(user, task),
@@ -158,7 +160,7 @@ def task_page_context(user: Any, task: Task) -> dict[str, Any]:
         "contexts": context_cards(user, filters),
         "confirmations": pending_confirmations(user, filters),
         "artifacts": [live_items.artifact_item(a) for a in task.artifacts.order_by("created_at", "id")],
-        "outcome": task_outcome(task),
+        "outcome": outcome,
         "run_result": workflow_run_result(task),
         "phase": task_phase(task) if task.workflow == "requirement_review" else "",
         "page": message_page(user, filters),

@@ -321,3 +321,26 @@ class OperatorPreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.language or 'browser'}"
+
+
+class OpenPointAnswer(models.Model):
+    """An operator's answer to an open point of a finished requirement review (seed 002
+    §6.6 open points; ``monitoring.outcome.open_points``): append-only, so the rows of one
+    point are its audit trail (who answered what, when) and the newest is the answer shown.
+    ``point_id`` is the consolidation report's candidate id (``c-...``) or, for an interview
+    question left empty, ``q-<n>`` (its place in ``interview_result.json``'s ``unanswered``);
+    ``question`` is kept as it was asked."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="open_point_answers")
+    point_id = models.CharField(max_length=64)
+    question = models.TextField()
+    answer = models.TextField()
+    answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    answered_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-answered_at", "-id"]
+        indexes = [models.Index(fields=["task", "point_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} {self.point_id}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from monitoring.models import Artifact, Task, ToolConfirmation
+from monitoring.models import Artifact, OpenPointAnswer, Task, ToolConfirmation
 
 PHASES = {
     "project_type": "interview",
@@ -17,6 +17,10 @@ PHASES = {
     "decisions": "decisions",
 }
 """The phase a task waiting for an operator is in, by what it waits for."""
+OPEN_POINT_FINDINGS = ("open point: ", "待确认：")
+"""How the quality check's ``unresolved`` findings start when they repeat an open point
+(``teamclaw.workflows.consolidation.quality_check``), in English and in Chinese: the
+outcome lists those as open points to answer, not again as what the check wants."""
 
 
 def _artifact_json(task: Task, name: str) -> Any:
@@ -91,3 +95,66 @@ def waiting_for_operator(task_ids: list[str]) -> set[str]:
     return set(
         ToolConfirmation.objects.filter(task_id__in=task_ids, status="pending").values_list("task_id", flat=True)
     )
+
+
+def open_points(task: Task) -> list[dict[str, Any]]:
+    """What a finished review leaves for its operator to answer, in the document's language:
+    the consolidation report's open points, then the interview's questions left empty, as
+    ``[{id, question, line, source: "review"|"interview", answer, answered_by, answered_at,
+    earlier}]``; ``answer`` is the newest ``OpenPointAnswer`` (None while unanswered) and
+    ``earlier`` how many answers it replaced. ``[]`` for a task without those artifacts."""
+    report = _artifact_json(task, "consolidation_report.json")
+    interview = _artifact_json(task, "interview_result.json")
+    points: list[dict[str, Any]] = []
+    if isinstance(report, dict):
+        for point in report.get("open_points") or ():
+            if isinstance(point, dict) and point.get("id") and point.get("question"):
+                points.append(
+                    {"id": str(point["id"]), "question": str(point["question"]), "line": point.get("line")}
+                    | {"source": "review"}
+                )
+    if isinstance(interview, dict):
+        for number, question in enumerate(interview.get("unanswered") or (), start=1):
+            points.append({"id": f"q-{number}", "question": str(question), "line": None, "source": "interview"})
+    answers: dict[str, list[OpenPointAnswer]] = {}
+    for row in OpenPointAnswer.objects.filter(task_id=task.id).select_related("answered_by"):
+        answers.setdefault(row.point_id, []).append(row)  # newest first (Meta.ordering)
+    for point in points:
+        rows = answers.get(point["id"], [])
+        newest = rows[0] if rows else None
+        point["answer"] = newest.answer if newest else None
+        point["answered_by"] = newest.answered_by.get_username() if newest and newest.answered_by else ""
+        point["answered_at"] = newest.answered_at if newest else None
+        point["earlier"] = max(len(rows) - 1, 0)
+    return points
+
+
+def quality_wants(outcome: dict[str, Any]) -> list[str]:
+    """The quality check's findings an operator still has to settle besides the open points
+    (vague words, open lists, undefined terms...): ``outcome.quality.findings``
+    without those that repeat an open point (``OPEN_POINT_FINDINGS``)."""
+    quality = outcome.get("quality") or {}
+    findings = quality.get("findings") or []
+    return [str(f) for f in findings if not str(f).startswith(OPEN_POINT_FINDINGS)]
+
+
+def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bool) -> dict[str, Any]:
+    """What the task page's Outcome panel shows besides ``outcome`` itself: ``open_points``
+    (``open_points``), ``open_points_left`` (how many are unanswered), ``quality_wants``,
+    ``quality_passed`` (the names of the checks that passed), ``outcome_language`` (the
+    document's, for ``lang``) and ``can_answer`` (the operator may act on the task)."""
+    if not outcome or outcome.get("phase") != "review":
+        return {}
+    points = open_points(task)
+    quality = _artifact_json(task, "quality_report.json")
+    checks = quality.get("checks", []) if isinstance(quality, dict) else []
+    report = _artifact_json(task, "consolidation_report.json")
+    language = report.get("language") if isinstance(report, dict) else None
+    return {
+        "open_points": points,
+        "open_points_left": sum(1 for p in points if not p["answer"]),
+        "quality_wants": quality_wants(outcome),
+        "quality_passed": [c.get("name") for c in checks if isinstance(c, dict) and c.get("passed")],
+        "outcome_language": "zh-Hans" if language == "zh" else "en",
+        "can_answer": can_operate,
+    }

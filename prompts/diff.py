@@ -15,7 +15,9 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-_TOKEN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)
+_TOKEN = re.compile(r"\s+|[\u3400-\u9fff\uf900-\ufaff]|[^\W\u3400-\u9fff\uf900-\ufaff]+|[^\w\s]", re.UNICODE)
+"""Diff tokens: runs of spaces, one CJK character (Chinese has no spaces, so a whole clause
+would be one "word" and be marked whole), a run of other word characters, one punctuation."""
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,16 @@ MAX_DIFF_INPUT_LINES = 3000
 (two 3,000-line texts take about 2 s of CPU; 12,000 lines take 40 s)."""
 
 
+def too_large_to_diff(before: str, after: str) -> bool:
+    """Whether a side has more than ``MAX_DIFF_INPUT_LINES`` lines (not compared here)."""
+    return max(before.count("\n"), after.count("\n")) > MAX_DIFF_INPUT_LINES
+
+
 def text_diff(before: str, after: str, before_name: str, after_name: str) -> tuple[list[str], bool]:
     """``(unified diff lines, truncated)`` from ``before`` to ``after`` (``difflib``), at most
     ``MAX_DIFF_LINES`` lines; no lines and truncated when a side has more than
     ``MAX_DIFF_INPUT_LINES`` lines (too large to compare here: download both)."""
-    if max(before.count("\n"), after.count("\n")) > MAX_DIFF_INPUT_LINES:
+    if too_large_to_diff(before, after):
         return [], True
     diff = list(
         difflib.unified_diff(

@@ -82,6 +82,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "web.htmx.VaryOnHtmxMiddleware",
     "teamclaw.middleware.LoginRequiredForPagesMiddleware",
     "axes.middleware.AxesMiddleware",
     "web.errors.DomainErrorPagesMiddleware",

@@ -75,6 +75,7 @@ MISSPELT = [
     ("post", "/api/v1/tasks/t1/answers", {"answers": {"r1-goal": "Save time"}}, "answer"),
     ("post", "/api/v1/tasks/t1/decisions", {"decisions": {"c1": "accept"}}, "decision"),
     ("post", "/api/v1/tasks/t1/next", {"action": "review"}, "actoin"),
+    ("post", "/api/v1/tasks/t1/open_points", {"point": "c-1", "answer": "Yes"}, "anwser"),
     ("post", "/api/v1/prompts/pm/persona/versions", {"content": "Be brief."}, "activte"),
     ("post", "/api/v1/prompts/pm/persona/rollback", {"version": "1.0.0"}, "nte"),
     ("post", "/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}, "nte"),

@@ -116,7 +116,7 @@ def test_inspector_shows_the_context_and_hides_other_users_tasks(finished_task, 
     assert "start" in html
     assert "Take a manual snapshot" in html
     assert "instructions go to running agents" in html  # finished: no instruction box
-    part = login(staff_user).get(f"/live/contexts/{context.id}/?part=state").content.decode()
+    part = login(staff_user).get(f"/live/contexts/{context.id}/?part=state", HTTP_HX_REQUEST="true").content.decode()
     assert part.lstrip().startswith('<div id="inspector-state"')
     assert login(viewer_user).get(f"/live/contexts/{context.id}/").status_code == 404
     assert login(viewer_user).get(f"/tasks/{finished_task.id}/").status_code == 404

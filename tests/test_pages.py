@@ -113,3 +113,6 @@ def test_demo_runs_are_numbered_apart_in_the_operators_language(page_client, run
     titles = [task.title for task in tasks]
     assert titles[0] == "Demo 1: online bookstore order tracking"
     assert titles[1].startswith("演示 2")
+    # each reviews the sample in the page's language, so a Chinese operator reads a Chinese outcome
+    assert tasks[0].input_markdown.startswith("# Online bookstore")
+    assert tasks[1].input_markdown.startswith("# 网上书店")

@@ -113,7 +113,7 @@ def test_an_operator_turns_a_chinese_idea_into_a_reviewed_requirement_in_the_bro
     final = Artifact.objects.get(task=task, name="requirement_final.md").content
     assert "导出的文件包含订单的支付状态。" in final  # the operator's edit was reviewed
     page.locator("#task-outcome a", has_text="What the review changed").click()
-    expect(page.locator("pre.diff")).to_contain_text("+")
+    expect(page.locator("table.diff tr.diff-insert").first).to_be_visible()  # side by side
     expect(page.locator("h1")).to_contain_text("requirement_final.md")
 
 
@@ -138,7 +138,7 @@ def test_an_operator_decides_the_reviews_points_one_by_one_in_confirm_mode(asgi_
             )
     outcome = page.locator("#task-outcome section.outcome")
     expect(outcome).to_be_visible(timeout=60_000)
-    expect(outcome).to_contain_text("by the operator")
+    expect(outcome).to_contain_text("you decided the points")
     wait_for_task(runtime_host, task.id)
     row = ToolConfirmation.objects.get(task_id=task.id, kind="input", tool="decisions")
     assert row.status == "answered" and row.decided_by == "operator"

@@ -147,6 +147,14 @@ class CapabilityListView(RefusalAudit):
         return Response(card_document(card), status=201)
 
 
+CAPABILITY_ID_PARAM = OpenApiParameter(
+    "capability_id",
+    {"type": "string", "not": {"enum": sorted(RESERVED_IDS)}},
+    OpenApiParameter.PATH,
+    description="A card's id; never a reserved one (`invoke` is the route POST /capabilities/invoke).",
+)
+
+
 class CapabilityDetailView(RefusalAudit):
     """One capability card; PATCH edits it or switches it on/off (``?project=``, US-06)."""
 
@@ -155,7 +163,7 @@ class CapabilityDetailView(RefusalAudit):
     permission_classes = [CanChangeConfig]
     config_actions = {"PATCH": "capability"}
 
-    @extend_schema(parameters=[PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=[CAPABILITY_ID_PARAM, PROJECT_PARAM], responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, capability_id: str) -> Response:
         snapshot = scoped_snapshot(request)
         card = snapshot.cards.get(capability_id)
@@ -164,7 +172,9 @@ class CapabilityDetailView(RefusalAudit):
         body: dict[str, Any] = card_document(card)
         return Response(capability_get(request, capability_id, body))
 
-    @extend_schema(parameters=[PROJECT_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        parameters=[CAPABILITY_ID_PARAM, PROJECT_PARAM], request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT
+    )
     def patch(self, request: Request, capability_id: str) -> Response:
         return capability_patch(request, capability_id)
 

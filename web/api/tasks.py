@@ -15,9 +15,10 @@ from rest_framework.views import APIView
 from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.models import Message, Task
-from monitoring.outcome import task_outcome, task_phase
+from monitoring.outcome import open_points, task_outcome, task_phase
 from monitoring.trace import task_trace
 from runs.compare import compare_artifacts
+from runs.open_points import MAX_ANSWER_CHARS, answer_open_point
 from runs.operator_inputs import give, task_inputs
 from runs.tasks import DECISION_MODES, START_POINTS, cancel_task, fork_task, start_task
 from runs.workers import worker_for
@@ -310,3 +311,33 @@ class TaskDecisionsView(TaskInputView):
 class TaskNextView(TaskInputView):
     section = "next"
     serializer_class = TaskNextSerializer
+
+
+class OpenPointAnswerSerializer(api_fields.ObjectBodySerializer):
+    point = api_fields.StrictCharField(max_length=64, help_text="an open point's `id` (`c-...` or `q-<n>`)")
+    answer = api_fields.StrictCharField(
+        max_length=MAX_ANSWER_CHARS, trim_whitespace=False, help_text="the operator's answer, plain text"
+    )
+
+
+class TaskOpenPointsView(APIView):
+    """``GET /tasks/{id}/open_points``: what a completed requirement review left its operator
+    to answer, ``{"open_points": [{id, question, line, source, answer, answered_by,
+    answered_at, earlier}]}`` (``monitoring.outcome.open_points``). ``POST {"point", "answer"}``
+    records an answer (``runs.open_points.answer_open_point``; a new answer to the same point
+    replaces the shown one and keeps the earlier) -> the point; 400 naming ``point`` or
+    ``answer``, 403 for a user who may not act on the task, 409 before the review's outcome."""
+
+    parser_classes = api_fields.JSON_BODY_ONLY
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, task_id: str) -> Response:
+        task = found(visible_tasks(request.user), "task", pk=task_id)
+        return Response({"open_points": open_points(task)})
+
+    @extend_schema(request=OpenPointAnswerSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request, task_id: str) -> Response:
+        data = OpenPointAnswerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        body = data.validated_data
+        return Response(answer_open_point(request.user, task_id, body["point"], body["answer"]))

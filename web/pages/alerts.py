@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from monitoring.alerts import filter_alerts
 from monitoring.models import Alert
 from web.forms import safe_next
-from web.htmx import wants_fragment
+from web.htmx import fragment_or_page
 
 SEVERITIES = ("info", "warning", "critical")
 
@@ -34,9 +34,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "kinds": sorted(kinds),
         "query": "&".join(f"{k}={v}" for k, v in filters.items() if v),
     }
-    if wants_fragment(request):
-        return render(request, "monitoring/_alert_rows.html", context)
-    return render(request, "monitoring/alert_list.html", context)
+    return fragment_or_page(request, "monitoring/alert_list.html", context, part="rows")
 
 
 @require_POST

@@ -14,6 +14,7 @@ from monitoring.access import can_operate_task, visible_contexts
 from monitoring.models import ExecutionContext, ToolConfirmation
 from runs import context_actions
 from runs.context_actions import ContextActionError, state_from_row
+from web.htmx import fragment_or_page
 
 INSPECTOR_SNAPSHOTS = 20
 
@@ -45,9 +46,7 @@ def live_context(request: HttpRequest, context_id: str) -> HttpResponse:
     """The context inspector (US-05); ``?part=state`` is its self-refreshing state part."""
     row = visible_context(request, context_id)
     context = inspector_context(request, row)
-    if request.GET.get("part") == "state":
-        return render(request, "monitoring/inspector.html#state", context)
-    return render(request, "monitoring/inspector.html", context)
+    return fragment_or_page(request, "monitoring/inspector.html", context, parts=("state",))
 
 
 def _action_result(request: HttpRequest, *, note: str = "", error: ContextActionError | None = None) -> HttpResponse:

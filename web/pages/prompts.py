@@ -51,7 +51,7 @@ from prompts.render import ALWAYS_AVAILABLE, MAX_TEMPLATE_CHARS, PromptRenderErr
 from prompts.versions import BUMPS, next_version, parse
 from team.prompt_preview import preview_role
 from teamclaw.strict_json import JsonRefused, loads
-from web.htmx import wants_fragment
+from web.htmx import fragment_or_page
 
 HISTORY_PAGE_SIZE = 25
 
@@ -437,6 +437,4 @@ def prompt_layers(request: HttpRequest, role: str) -> HttpResponse:
     except PromptRenderError as exc:
         result["error"] = exc.message
     scope.update(form=form, result=result)
-    if wants_fragment(request):
-        return render(request, "prompts/layers.html#result", scope)
-    return render(request, "prompts/layers.html", scope)
+    return fragment_or_page(request, "prompts/layers.html", scope, part="result")

@@ -6,7 +6,6 @@ from typing import Any
 from urllib.parse import quote
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.utils.translation import gettext
 from django.views.decorators.http import require_GET
 
@@ -15,7 +14,7 @@ from monitoring.access import visible_tasks
 from monitoring.models import ExecutionContext, Snapshot
 from monitoring.sequence import sequence_diagram
 from teamclaw.whole_numbers import whole_number_or_none
-from web.htmx import wants_fragment
+from web.htmx import fragment_or_page
 from web.pages.contexts import visible_context
 
 
@@ -60,8 +59,7 @@ def replay_page(request: HttpRequest, context_id: str) -> HttpResponse:
         "errors": errors,
         "window": _window(timeline, current["index"]),
     }
-    template = "monitoring/replay.html#main" if wants_fragment(request) else "monitoring/replay.html"
-    return render(request, template, context, status=400 if errors else 200)
+    return fragment_or_page(request, "monitoring/replay.html", context, part="main", status=400 if errors else 200)
 
 
 def _window(timeline: replay.Timeline, index: int, radius: int = 40) -> dict[str, Any]:
@@ -130,8 +128,7 @@ def task_replay_page(request: HttpRequest, task_id: str) -> HttpResponse:
         "can_fork": task.status not in ("queued", "running") and bool(task.run_spec),
         "query": _filter_query(agent, kind),
     }
-    template = "monitoring/task_replay.html#main" if wants_fragment(request) else "monitoring/task_replay.html"
-    return render(request, template, context, status=400 if errors else 200)
+    return fragment_or_page(request, "monitoring/task_replay.html", context, part="main", status=400 if errors else 200)
 
 
 def _task_index(request: HttpRequest, timeline: task_replay.TaskTimeline, errors: dict[str, str]) -> int:

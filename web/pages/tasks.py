@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TypeVar
 from urllib.parse import quote
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import RequestDataTooBig
@@ -18,13 +19,15 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import Project
-from monitoring.access import visible_projects, visible_tasks
+from monitoring.access import can_operate_task, visible_projects, visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact, Task
-from monitoring.outcome import verdicts, waiting_for_operator
+from monitoring.outcome import open_points, verdicts, waiting_for_operator
 from monitoring.trace import artifact_findings
 from monitoring.trace import task_trace as task_trace_tree
-from runs.compare import compare_artifacts, text_diff
+from prompts.diff import diff_texts
+from runs.compare import compare_artifacts, too_large_to_diff
+from runs.open_points import MAX_ANSWER_CHARS, answer_open_point
 from runs.operator_inputs import give
 from runs.tasks import (
     DocumentError,
@@ -38,7 +41,7 @@ from runs.tasks import (
 from teamclaw.errors import DomainError
 from teamclaw.whole_numbers import whole_number_or_none
 from web.forms import show_refusal
-from web.htmx import fragment_or_page
+from web.htmx import fragment_or_page, wants_fragment
 
 T = TypeVar("T")
 
@@ -73,10 +76,8 @@ def task_detail(request: HttpRequest, task_id: str) -> HttpResponse:
         **task_page_context(request.user, task),
         "kept_draft": request.session.pop(f"{KEPT_DRAFT}{task_id}", ""),
     }
-    part = request.GET.get("part")
-    if part in ("outcome", "phase"):  # read again when outcome.json is written / the task waits anew
-        return fragment_or_page(request, "monitoring/task_detail.html", part, context)
-    return render(request, "monitoring/task_detail.html", context)
+    # its outcome and phase are read again when outcome.json is written / the task waits anew
+    return fragment_or_page(request, "monitoring/task_detail.html", context, parts=("outcome", "phase"))
 
 
 def attempt(request: HttpRequest, action: Callable[[], T]) -> T | None:
@@ -331,19 +332,18 @@ def task_artifact(request: HttpRequest, task_id: str, name: str) -> HttpResponse
 
 @require_GET
 def task_diff(request: HttpRequest, task_id: str) -> HttpResponse:
-    """Two artifacts of one task as a diff (``?a=requirement.md&b=requirement_final.md``, or
-    two draft revisions): what the review or the operator's edit changed."""
+    """Two artifacts of one task side by side (``?a=requirement.md&b=requirement_final.md``,
+    or two draft revisions; ``prompts.diff.diff_texts``: difflib, changed words marked): what
+    the review or the operator's edit changed. 404 when one is missing; a side of more than
+    ``runs.compare.MAX_DIFF_INPUT_LINES`` lines is not compared (both download instead)."""
     task = get_object_or_404(visible_tasks(request.user), pk=task_id)
     names = request.GET.get("a", "requirement.md"), request.GET.get("b", "requirement_final.md")
     found = {a.name: a.content for a in Artifact.objects.filter(task=task, name__in=names)}
     missing = [name for name in names if name not in found]
-    diff, truncated = ([], False) if missing else text_diff(found[names[0]], found[names[1]], *names)
-    return render(
-        request,
-        "monitoring/task_diff.html",
-        {"nav": "tasks", "task": task, "names": names, "missing": missing, "diff": diff, "truncated": truncated},
-        status=404 if missing else 200,
-    )
+    too_large = not missing and too_large_to_diff(found[names[0]], found[names[1]])
+    diff = None if missing or too_large else diff_texts(found[names[0]], found[names[1]])
+    context = {"nav": "tasks", "task": task, "names": names, "missing": missing, "diff": diff, "too_large": too_large}
+    return render(request, "monitoring/task_diff.html", context, status=404 if missing else 200)
 
 
 @require_GET
@@ -372,4 +372,46 @@ def task_trace(request: HttpRequest, task_id: str) -> HttpResponse:
         "running": task.status in ("queued", "running"),
         "open_node": request.GET.get("node", ""),  # a replay step's "Open in the trace"
     }
-    return fragment_or_page(request, "monitoring/task_trace.html", "tree", context)
+    return fragment_or_page(request, "monitoring/task_trace.html", context, part="tree")
+
+
+class OpenPointAnswerForm(forms.Form):
+    """An answer to one open point (``runs.open_points.answer_open_point`` checks the rest)."""
+
+    answer = forms.CharField(max_length=MAX_ANSWER_CHARS, strip=True)
+
+
+@require_POST
+def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpResponse:
+    """Answer an open point of a finished review from its Outcome panel (``runs.open_points``).
+    An htmx request gets the point again (answered, or with the refusal under its box, 400);
+    a plain form post goes back to the task page with what happened as a message."""
+    form = OpenPointAnswerForm(request.POST)
+    errors: list[str] = []
+    if form.is_valid():
+        try:
+            answer_open_point(request.user, task_id, point_id, form.cleaned_data["answer"])
+        except DomainError as exc:
+            if exc.status == 404:
+                raise Http404(exc.message) from None
+            errors = [reason for reasons in exc.errors.values() for reason in reasons] or [exc.message]
+    else:
+        errors = [str(e) for e in form.errors.get("answer", [])]
+    if not wants_fragment(request):
+        if errors:
+            messages.error(request, _("The answer was not saved: %(reason)s") % {"reason": " ".join(errors)})
+        else:
+            messages.success(request, _("Your answer is saved."))
+        return redirect(f"{reverse('task-detail', args=[task_id])}#open-point-{quote(point_id)}")
+    task = get_object_or_404(visible_tasks(request.user), pk=task_id)
+    point = next((p for p in open_points(task) if p["id"] == point_id), None)
+    if point is None:
+        raise Http404(f"task {task_id} has no open point {point_id}")
+    context = {
+        "task": task,
+        "point": point,
+        "can_answer": can_operate_task(request.user, task),
+        "form_errors": errors,
+        "form_value": request.POST.get("answer", ""),
+    }
+    return render(request, "monitoring/_open_point.html", context, status=400 if errors else 200)

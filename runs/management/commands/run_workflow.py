@@ -12,17 +12,21 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from capabilities.executors import workflow_executors
 from capabilities.models import Project
 from monitoring.models import Task
+from monitoring.outcome import task_outcome
 from runs.dispatch import Claimed
 from runs.host import RuntimeHost
 from runs.tasks import DocumentError, run_spec, validate_document
@@ -32,25 +36,86 @@ from teamclaw.runtime.messages import new_id
 from teamclaw.workflows import WORKFLOW_CAPABILITIES, WORKFLOWS
 from teamclaw.workflows.document import nothing_to_review
 
+KEY_ARTIFACTS = ("requirement_final.md", "consolidation_report.json", "quality_report.json", "outcome.json")
+"""The artifacts the summary names one by one (the others are in the same folder)."""
 
-class ProgressPrinter:
-    """Event sink that prints context progress and failures, one line per change."""
 
-    def __init__(self, write: Any) -> None:
+class RunProgress:
+    """Event sink showing a run's progress: main's progress (the whole task's) and the step
+    some agent is at. On a terminal one line with a bar (``rich.progress``), redrawn in place;
+    elsewhere (a log, a pipe) one plain line each time main reaches a new step, without
+    control characters, so a log reads ``[ 40%] experts review ...``."""
+
+    def __init__(self, console: Console, write: Callable[[str], None]) -> None:
         self.write = write
-        self._last: dict[str, tuple[str, int, str]] = {}
+        self.bar: Progress | None = None
+        if console.is_terminal:
+            self.bar = Progress(
+                BarColumn(bar_width=30),
+                TaskProgressColumn(),
+                TextColumn("{task.description}", markup=False),
+                TimeElapsedColumn(),
+                console=console,
+            )
+            self.bar_id = self.bar.add_task("starting", total=100)
+        self._main: tuple[int, str] = (0, "")
         self._lock = threading.Lock()
+
+    def __enter__(self) -> RunProgress:
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
 
     def publish(self, event: RuntimeEvent) -> None:
         if not isinstance(event, ContextChanged):
             return
         context = event.context
-        key = (str(context.status), context.progress, context.current_step)
         with self._lock:
-            if self._last.get(context.id) == key:
-                return
-            self._last[context.id] = key
-        self.write(f"  [{context.progress:3d}%] {context.role:<14} {context.status!s:<17} {context.current_step}")
+            main_step = context.role == "main" and (context.progress, context.current_step) != self._main
+            if main_step:
+                self._main = (context.progress, context.current_step)
+            if self.bar is not None:
+                self.bar.update(
+                    self.bar_id,
+                    completed=self._main[0],
+                    description=f"{context.role}: {context.current_step}"[:60],
+                )
+            elif main_step:
+                self.write(f"  [{context.progress:3d}%] {context.current_step}")
+
+
+def tokens_line(task: Task) -> str:
+    """``"86,462 (estimated: offline executor, no model called)"`` or ``"1,234"``: an offline
+    run's tokens are an estimate, never a spend (README "offline")."""
+    contexts = task.contexts.all()
+    total = sum(c.total_tokens for c in contexts) or task.tokens_used
+    if task.executor == "offline" or any(c.tokens_estimated for c in contexts):
+        return f"≈ {total:,} (estimated: offline executor, no model called)"
+    return f"{total:,}"
+
+
+def outcome_lines(outcome: dict[str, Any] | None) -> list[str]:
+    """The summary's lines on what came of a requirement review (``outcome.json``)."""
+    if not outcome:
+        return []
+    if outcome.get("phase") != "review":
+        return ["  Outcome:       the draft was kept, not reviewed"]
+    quality = outcome.get("quality") or {}
+    failed = ", ".join(quality.get("failed_checks") or [])
+    return [
+        f"  Outcome:       {'clean pass' if outcome.get('clean') else 'completed with findings'}",
+        f"  Findings:      {len(outcome.get('reviewers') or [])} experts; {outcome.get('adopted', 0)} changes adopted, "
+        f"{outcome.get('rejected', 0)} rejected, {outcome.get('contested', 0)} contested",
+        f"  Open points:   {outcome.get('open_points', 0)} for you to answer (the task page lists them)",
+        "  Quality check: passed"
+        if quality.get("passed")
+        else f"  Quality check: not passed yet ({failed}): expected while open points or proposals remain",
+        *(f"  Warning:       {w}" for w in outcome.get("warnings") or []),
+    ]
 
 
 class Command(BaseCommand):
@@ -110,24 +175,42 @@ class Command(BaseCommand):
                 lease_expires_at=timezone.now() + timedelta(seconds=settings.TEAMCLAW["LEASE_S"]),
                 attempt=1,
             )
-            host.runtime.add_sink(ProgressPrinter(lambda line: self.stdout.write(line)))
             self.stdout.write(f"Task {task.id}: {workflow} on {path}")
-            result = host.call(host.dispatcher.run(Claimed(task, None)))
+            # Django's OutputWrapper forwards write, flush and isatty to the real stream
+            console = Console(file=cast("IO[str]", self.stdout), highlight=False)
+            with RunProgress(console, lambda line: self.stdout.write(line)) as progress:
+                host.runtime.add_sink(progress)
+                result = host.call(host.dispatcher.run(Claimed(task, None)))
         except KeyboardInterrupt:
             self.stderr.write("Interrupted: the task is given up; a running server (make run) resumes it.")
             sys.exit(130)
         finally:
             host.stop()
         output = Path(options["output"] or Path(settings.DATA_DIR) / "tasks" / task.id)
+        self.report(task, result, output, verbose=options["verbosity"] > 1)
+
+    def report(self, task: Task, result: Any, output: Path, *, verbose: bool) -> None:
+        """Write the artifacts to ``output`` and end with the summary: status, what came of
+        it, tokens (marked when estimated), where the artifacts are; exit 1 when it failed."""
         output.mkdir(parents=True, exist_ok=True)
         task.refresh_from_db()
-        for artifact in task.artifacts.order_by("created_at", "id"):
-            target = output / artifact.name
-            target.write_text(artifact.content, encoding="utf-8")
-            self.stdout.write(f"  artifact: {target}")
+        artifacts = list(task.artifacts.order_by("created_at", "id"))
+        for artifact in artifacts:
+            (output / artifact.name).write_text(artifact.content, encoding="utf-8")
+        every = verbose or task.workflow != "requirement_review"
+        named = [a.name for a in artifacts if every or a.name in KEY_ARTIFACTS]
+        error = None if result.success else result.error
+        lines = [
+            "Summary",
+            f"  Status:        {task.status}" + (f" ({error.code}: {error.message})" if error else ""),
+            *outcome_lines(task_outcome(task)),
+            f"  Tokens:        {tokens_line(task)}",
+            f"  Artifacts:     {len(artifacts)} in {output}",
+            *(f"  artifact: {output / name}" for name in named),
+        ]
+        self.stdout.write("\n".join(lines))
         if result.success:
             self.stdout.write(self.style.SUCCESS(f"Completed: {result.data['summary']}"))
             return
-        error = result.error
         self.stderr.write(self.style.ERROR(f"Failed: {error.code}: {error.message}" if error else "Failed"))
         sys.exit(1)
