@@ -12,24 +12,18 @@ from __future__ import annotations
 
 import sys
 import threading
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
-from capabilities.executors import workflow_executors
 from capabilities.models import Project
-from monitoring.models import Task
-from runs.dispatch import Claimed
 from runs.host import RuntimeHost
-from runs.tasks import DocumentError, run_spec, validate_document
-from team.snapshot import build_snapshot
+from runs.local_tasks import own_task, run_own_task
+from runs.tasks import DocumentError, validate_document
 from teamclaw.runtime.events import ContextChanged, RuntimeEvent
-from teamclaw.runtime.messages import new_id
-from teamclaw.workflows import WORKFLOW_CAPABILITIES, WORKFLOWS
+from teamclaw.workflows import WORKFLOWS
 from teamclaw.workflows.document import nothing_to_review
 
 
@@ -93,26 +87,10 @@ class Command(BaseCommand):
         host = RuntimeHost(name="cli", worker="command").start()
         assert host.runtime is not None and host.dispatcher is not None
         try:
-            task = Task.objects.create(
-                id=new_id(),
-                kind="task",
-                workflow=workflow,
-                title=title,
-                input_markdown=text,
-                description=params["task_description"],
-                project=project,
-                status="running",
-                executor=workflow_executors(
-                    build_snapshot(project.slug if project else None), WORKFLOW_CAPABILITIES[workflow]
-                ),
-                run_spec=run_spec("task_orchestration", params, params["task_description"]),
-                owner=host.dispatcher.id,
-                lease_expires_at=timezone.now() + timedelta(seconds=settings.TEAMCLAW["LEASE_S"]),
-                attempt=1,
-            )
+            task = own_task(host, params, title, text, project)
             host.runtime.add_sink(ProgressPrinter(lambda line: self.stdout.write(line)))
             self.stdout.write(f"Task {task.id}: {workflow} on {path}")
-            result = host.call(host.dispatcher.run(Claimed(task, None)))
+            result = run_own_task(host, task)
         except KeyboardInterrupt:
             self.stderr.write("Interrupted: the task is given up; a running server (make run) resumes it.")
             sys.exit(130)
