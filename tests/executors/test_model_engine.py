@@ -30,21 +30,42 @@ MADE_UP = "居民的基因检测报告"
 
 
 def _issue(category: str, line: int | None, quote: str | None, change: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {"category": category, "severity": "major", "line": line, "quote": quote, "problem": "问题。",
-            "suggestion": "建议。", "change": change, **extra}  # fmt: skip
+    return {
+        "category": category,
+        "severity": "major",
+        "line": line,
+        "quote": quote,
+        "problem": "问题。",
+        "suggestion": "建议。",
+        "change": change,
+        **extra,
+    }
 
 
 REVIEWS = {
     # the product manager names the row, gives the wrong category and a line one off
     "pm": [
-        _issue("untestable", 13, "系统要快", {"action": "open_point", "question": "“系统要快”指多快？"},
-               rule="vague-quality-word"),  # fmt: skip
-        _issue("untestable", None, None,
-               {"action": "append_section", "section": "Acceptance criteria", "lines": [TEMPLATE_ZH]}),  # fmt: skip
+        _issue(
+            "untestable",
+            13,
+            "系统要快",
+            {"action": "open_point", "question": "“系统要快”指多快？"},
+            rule="vague-quality-word",
+        ),
+        _issue(
+            "untestable",
+            None,
+            None,
+            {"action": "append_section", "section": "Acceptance criteria", "lines": [TEMPLATE_ZH]},
+        ),
     ],
     "dev": [
-        _issue("missing_error_handling", 11, "每个时段最多 6 个号",
-               {"action": "append_section", "section": "Error handling", "lines": [VAGUE_ADDITION]}),  # fmt: skip
+        _issue(
+            "missing_error_handling",
+            11,
+            "每个时段最多 6 个号",
+            {"action": "append_section", "section": "Error handling", "lines": [VAGUE_ADDITION]},
+        ),
     ],
     "domain": [
         _issue("personal_data", 13, "身份证号", {"action": "open_point", "question": "身份证号的处理依据是什么？"}),
@@ -107,7 +128,11 @@ def test_a_model_review_uses_the_engine_from_the_request_to_the_quality_check(ap
     # the model's findings as the engine's: category of the named row, the line of the quote, verbatim
     pm = json.loads(artifacts["review_pm.json"])["issues"][0]
     assert (pm["rule"], pm["category"], pm["location"]["line"], pm["quote"]) == (
-        "vague-quality-word", "vague_term", 14, "系统要快")  # fmt: skip
+        "vague-quality-word",
+        "vague_term",
+        14,
+        "系统要快",
+    )
     domain = json.loads(artifacts["review_domain.json"])
     assert model.brain.repairs == {"domain": 1}  # sent back once, then dropped
     assert [i["quote"] for i in domain["issues"]] == ["身份证号"]
@@ -142,9 +167,12 @@ def test_a_model_review_uses_the_engine_from_the_request_to_the_quality_check(ap
     [
         (CLINIC_ZH, TEMPLATE_ZH, "套用的模板"),
         (CLINIC_ZH, "当居民预约挂号时，预期结果符合预期。", "套用的模板"),
-        ("# Shop\n\n## Requirements\n- The export must list every order.\n",
-         "When executing 'The export must list every order' in the test environment, the expected result is "
-         "observed.", "is a template"),  # fmt: skip
+        (
+            "# Shop\n\n## Requirements\n- The export must list every order.\n",
+            "When executing 'The export must list every order' in the test environment, the expected result is "
+            "observed.",
+            "is a template",
+        ),
     ],
 )
 def test_the_quality_check_catches_a_template_criterion_a_model_wrote(original, criterion, said):
