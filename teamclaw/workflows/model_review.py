@@ -219,13 +219,13 @@ def review_check(document: RequirementDocument) -> AnswerCheck:
 def locate(document: RequirementDocument, item: dict[str, Any]) -> tuple[int, str, str]:
     """``(line, section, quote)`` of a checked model issue, as the engine's findings carry
     them: the quote as the document writes it (its case) on the issue's line, or on the first
-    line holding it; without a quote the statement on the issue's line, verbatim; for the
+    line holding it (a statement before a heading); without a quote the statement on the issue's line, verbatim; for the
     whole document (no line) the title line (``title_anchor``)."""
     statements = {s.number: s for s in document.statements}
     quote, line = (item.get("quote") or "").strip(), item["line"]
     found = quote_lines(document, quote)
     if found:
-        number = line if line in found else found[0]
+        number = line if line in found else ([n for n in found if n in statements] or found)[0]
         text = document.lines[number - 1]
         start = text.lower().index(quote.lower())
         section = statements[number].section if number in statements else ""
