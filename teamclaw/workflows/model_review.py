@@ -42,6 +42,7 @@ from teamclaw.workflows.requirement_review import (
     requirement_quality_check,
     task_orchestration,
 )
+from teamclaw.workflows.review_checklist import checklist_text, rule_categories
 from teamclaw.workflows.review_rules import PERSPECTIVES, label_of, perspective_of
 from teamclaw.workflows.review_text import label as expert_label
 from teamclaw.workflows.review_text import summary as round_summary
@@ -115,6 +116,8 @@ REVIEW_SCHEMA: dict[str, Any] = {
                     "category": {"enum": list(CATEGORIES)},
                     "severity": {"enum": ["minor", "major", "critical"]},
                     "line": {"type": ["integer", "null"], "minimum": 1},
+                    "quote": {"type": ["string", "null"], "maxLength": 2000},
+                    "rule": {"type": ["string", "null"], "maxLength": 200},
                     "problem": _TEXT,
                     "suggestion": _TEXT,
                     "change": CHANGE_SCHEMA,
@@ -141,36 +144,107 @@ def _perspective_text(me: str) -> str:
 
 
 # -- review ----------------------------------------------------------------------
-def review_check(document: RequirementDocument) -> AnswerCheck:
-    """Checks of a review answer against the document: lines exist, quoted words are on
-    their line, sections exist or are one of the consolidator's added sections."""
+LINE_BOUND = ("replace", "scope_reduction")
+"""Changes that rewrite words of their own line: their quote must be on that line."""
+
+
+def quote_lines(document: RequirementDocument, quote: str) -> list[int]:
+    """The 1-based numbers of the lines of ``document`` holding ``quote`` (case-insensitive;
+    [] for an empty quote or one that is nowhere in the document)."""
+    wanted = quote.strip().lower()
+    if not wanted:
+        return []
+    return [n for n, text in enumerate(document.lines, start=1) if wanted in text.lower()]
+
+
+def _line_error(issue: dict[str, Any], lines: list[str]) -> str:
+    line, change = issue["line"], issue["change"]
+    if line is not None and line > len(lines):
+        return f"the document has {len(lines)} lines"
+    if change["action"] in LINE_BOUND and line is None:
+        return f"a {change['action']} needs a line"
+    return ""
+
+
+def _change_error(issue: dict[str, Any], document: RequirementDocument, sections: set[str]) -> dict[str, str]:
+    line, change = issue["line"], issue["change"]
     lines = document.lines
+    if change["action"] in LINE_BOUND and change["old"].lower() not in lines[line - 1].lower():
+        shown = lines[line - 1].strip()[:120]
+        return {"pointer": "/change/old", "message": f"{change['old']!r} is not on line {line} ({shown!r})"}
+    if change["action"] == "append_section" and change["section"].lower() not in sections:
+        allowed = ", ".join([*document.section_titles(), *ADDED_SECTIONS])
+        return {"pointer": "/change/section", "message": f"use one of: {allowed}"}
+    return {}
+
+
+def _quote_error(issue: dict[str, Any], document: RequirementDocument) -> str:
+    """Why the issue's ``quote`` cannot stand as a quote of ``document`` ("" when it can: no
+    quote, or words found on its line, or elsewhere for a change not bound to its line)."""
+    quote, line = (issue.get("quote") or "").strip(), issue["line"]
+    if not quote:
+        return ""
+    found = quote_lines(document, quote)
+    if not found:
+        return f"{quote!r} is not in the document: quote its words exactly as written, or give null"
+    if issue["change"]["action"] in LINE_BOUND and line not in found:
+        return f"{quote!r} is not on line {line} (it is on line {found[0]})"
+    return ""
+
+
+def review_check(document: RequirementDocument) -> AnswerCheck:
+    """Checks of a review answer against the document: lines exist, quoted words (a
+    ``replace``'s ``old``, an issue's ``quote``) are in the document and on their line where
+    the change rewrites that line, sections exist or are one of the consolidator's added
+    sections. A quote found nowhere is an error: after the one repair request the issue is
+    dropped (``ModelSession.answer_items``), never shown with words the user did not write."""
     sections = {title.lower() for title in document.section_titles()} | {s.lower() for s in ADDED_SECTIONS}
 
     def check(answer: dict[str, Any]) -> list[dict[str, str]]:
         errors = []
         for index, issue in enumerate(answer["issues"]):
             where = f"/issues/{index}"
-            line, change = issue["line"], issue["change"]
-            if line is not None and line > len(lines):
-                errors.append({"pointer": f"{where}/line", "message": f"the document has {len(lines)} lines"})
+            if message := _line_error(issue, document.lines):
+                errors.append({"pointer": f"{where}/line", "message": message})
                 continue
-            if change["action"] in ("replace", "scope_reduction"):
-                if line is None:
-                    errors.append({"pointer": f"{where}/line", "message": f"a {change['action']} needs a line"})
-                elif change["old"].lower() not in lines[line - 1].lower():
-                    errors.append(
-                        {
-                            "pointer": f"{where}/change/old",
-                            "message": f"{change['old']!r} is not on line {line} ({lines[line - 1].strip()[:120]!r})",
-                        }
-                    )
-            if change["action"] == "append_section" and change["section"].lower() not in sections:
-                allowed = ", ".join([*document.section_titles(), *ADDED_SECTIONS])
-                errors.append({"pointer": f"{where}/change/section", "message": f"use one of: {allowed}"})
+            if error := _change_error(issue, document, sections):
+                errors.append({"pointer": where + error["pointer"], "message": error["message"]})
+            if message := _quote_error(issue, document):
+                errors.append({"pointer": f"{where}/quote", "message": message})
         return errors
 
     return check
+
+
+def locate(document: RequirementDocument, item: dict[str, Any]) -> tuple[int, str, str]:
+    """``(line, section, quote)`` of a checked model issue, as the engine's findings carry
+    them: the quote as the document writes it (its case) on the issue's line, or on the first
+    line holding it (a statement before a heading); without a quote the statement on the issue's line, verbatim; for the
+    whole document (no line) the title line (``title_anchor``)."""
+    statements = {s.number: s for s in document.statements}
+    quote, line = (item.get("quote") or "").strip(), item["line"]
+    found = quote_lines(document, quote)
+    if found:
+        number = line if line in found else ([n for n in found if n in statements] or found)[0]
+        text = document.lines[number - 1]
+        start = text.lower().index(quote.lower())
+        section = statements[number].section if number in statements else ""
+        return number, section, text[start : start + len(quote)]
+    statement = statements.get(line) if line else None
+    if statement:
+        return statement.number, statement.section, statement.text[:240]
+    number, text = title_anchor(document)
+    return number, "", text
+
+
+def normalised_rule(item: dict[str, Any], known: dict[str, str]) -> tuple[str, str]:
+    """``(rule, category)`` of a model issue: a rule id it names that is a row of the engine
+    (``review_checklist.rule_categories``) with that row's category; otherwise its category
+    (a taxonomy category, the schema's enum) as both."""
+    rule = (item.get("rule") or "").strip()
+    if rule in known:
+        return rule, known[rule]
+    return item["category"], item["category"]
 
 
 async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact: str, source: str) -> dict[str, Any]:
@@ -179,12 +253,17 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
     extra = ""
     if me == "domain" and call.read_artifact("domain_role.md"):
         extra = "\nThe domain identified for this requirement:\n" + (call.read_artifact("domain_role.md") or "")
+    checklist = checklist_text(me, document)
     prompt = "\n".join(
         [
             "Requirement review (seed 002), mode: review.",
             _perspective_text(me) + extra,
             "Report the problems you find from your perspective only, at most "
             f"{MAX_ISSUES}, each pointing at a line of the user's document (null for the whole document).",
+            "Each issue gives its taxonomy category, the id of the checklist rule it fits as rule (null when "
+            "none fits), and as quote the words of that line it is about, exactly as written there (null "
+            "for the whole document); an issue whose quote is not in the document is dropped.",
+            *([checklist] if checklist else []),
             "Each issue carries the change that would fix it:",
             '- {"action": "replace", "old": words exactly as on that line, "new": replacement, '
             '"strengthens": true if it makes what the user wrote stricter}',
@@ -206,19 +285,19 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
     answer, dropped = await session.answer_items(
         messages, REVIEW_SCHEMA, "issues", check=review_check(document), label=label
     )
-    statements = {s.number: s for s in document.statements}
+    known = rule_categories()
     issues = []
     for index, item in enumerate(answer["issues"]):
-        statement = statements.get(item["line"]) if item["line"] else None
-        line, quote = (statement.number, statement.text[:240]) if statement else title_anchor(document)
+        line, section, quote = locate(document, item)
+        rule, category = normalised_rule(item, known)
         change = dict(item["change"])
         issues.append(
             {
                 "id": f"{me}-{index + 1}",
-                "rule": item["category"],
-                "category": item["category"],
+                "rule": rule,
+                "category": category,
                 "severity": item["severity"],
-                "location": {"line": line, "section": statement.section if statement else ""},
+                "location": {"line": line, "section": section},
                 "quote": quote,
                 "problem": item["problem"],
                 "suggestion": item["suggestion"],

@@ -1,4 +1,4 @@
-"""``python manage.py eval_review DIR [--reviewer engine|experts] [--details]``.
+"""``python manage.py eval_review DIR [--reviewer engine|experts|model] [--details]``.
 
 Runs a review over a folder of labelled requirement documents (one ``NAME.labels.yaml`` per
 document, format in ``teamclaw.workflows.quality_eval``) and prints recall per category,
@@ -6,9 +6,13 @@ false alarms on clean lines and the totals, as ``name value`` lines and as a tab
 It is a benchmark, not a test: compare rule sets on your own documents with it.
 
 ``--reviewer engine`` (default) runs the offline requirement-quality engine; ``experts`` runs
-the four offline experts of seed 002 §6.2 (their findings together). Model executors are not
-run here: a model review needs a task and a runtime (``run_workflow``).
-Exit status: 0 done, 2 bad input (missing folder, unreadable labels file).
+the four offline experts of seed 002 §6.2 (their findings together); ``model`` runs a
+``requirement_review`` task per document on whatever executors are configured
+(``OPENAI_BASE_URL`` and ``TEAMCLAW_EXECUTOR`` or a role's executor; ``runs.review_eval``) and
+scores its experts' review round, so models and prompt versions can be compared on your own
+documents (about 12 model calls a document: three rounds of four experts).
+Exit status: 0 done, 1 a review task failed (the rest is still scored and printed), 2 bad
+input (missing folder, unreadable labels file, ``model`` with nothing configured on a model).
 """
 
 from __future__ import annotations
@@ -18,8 +22,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from runs.host import RuntimeHost
+from runs.review_eval import TaskReviewer, configured_executors
 from teamclaw.workflows.quality_eval import (
     CorpusError,
+    Reviewer,
+    Score,
     engine_reviewer,
     evaluate,
     experts_reviewer,
@@ -28,11 +36,12 @@ from teamclaw.workflows.quality_eval import (
     table,
 )
 
-REVIEWERS = {"engine": engine_reviewer, "experts": experts_reviewer}
+REVIEWERS: dict[str, Reviewer | None] = {"engine": engine_reviewer, "experts": experts_reviewer, "model": None}
+"""The offline reviewers; ``model`` is a ``TaskReviewer`` on a runtime of this process."""
 
 
 class Command(BaseCommand):
-    help = "Measure the offline review on labelled requirement documents (recall per category, false alarms)."
+    help = "Measure a reviewer on labelled requirement documents (recall per category, false alarms)."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("directory", help="folder of NAME.md documents with NAME.labels.yaml labels")
@@ -46,7 +55,11 @@ class Command(BaseCommand):
             raise CommandError(str(error), returncode=2) from None
         if not documents:
             raise CommandError(f"{options['directory']}: no *.labels.yaml file", returncode=2)
-        score = evaluate(documents, REVIEWERS[options["reviewer"]])
+        reviewer = REVIEWERS[options["reviewer"]]
+        if reviewer is None:
+            score, failures = self._model_score(documents)
+        else:
+            score, failures = evaluate(documents, reviewer), []
         self.stdout.write(f"review_documents {len(documents)}")
         for line in metric_lines(score):
             self.stdout.write(line)
@@ -60,3 +73,23 @@ class Command(BaseCommand):
             self.stdout.write("false alarms:")
             for alarm in score.alarms:
                 self.stdout.write(f"  {alarm}")
+        if failures:
+            raise CommandError("review tasks failed:\n  " + "\n  ".join(failures), returncode=1)
+
+    def _model_score(self, documents: list[Any]) -> tuple[Score, list[str]]:
+        executors = configured_executors()
+        if executors.split("+") == ["offline"]:
+            raise CommandError(
+                "--reviewer model: no capability of requirement_review runs on a model here; set OPENAI_BASE_URL "
+                "(and TEAMCLAW_EXECUTOR=openai) or choose an executor for the reviewer roles",
+                returncode=2,
+            )
+        self.stdout.write(f"review_executors {executors}")
+        host = RuntimeHost(name="eval", worker="command").start()
+        try:
+            reviewer = TaskReviewer(host)
+            score = evaluate(documents, reviewer)
+        finally:
+            host.stop()
+        self.stdout.write(f"review_tasks {' '.join(reviewer.tasks)}")
+        return score, reviewer.failures

@@ -13,27 +13,22 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
-from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any, cast
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-from capabilities.executors import workflow_executors
 from capabilities.models import Project
 from monitoring.models import Task
 from monitoring.outcome import task_outcome
-from runs.dispatch import Claimed
 from runs.host import RuntimeHost
-from runs.tasks import DocumentError, run_spec, validate_document
-from team.snapshot import build_snapshot
+from runs.local_tasks import own_task, run_own_task
+from runs.tasks import DocumentError, validate_document
 from teamclaw.runtime.events import ContextChanged, RuntimeEvent
-from teamclaw.runtime.messages import new_id
-from teamclaw.workflows import WORKFLOW_CAPABILITIES, WORKFLOWS
+from teamclaw.workflows import WORKFLOWS
 from teamclaw.workflows.document import nothing_to_review
 
 KEY_ARTIFACTS = ("requirement_final.md", "consolidation_report.json", "quality_report.json", "outcome.json")
@@ -158,29 +153,13 @@ class Command(BaseCommand):
         host = RuntimeHost(name="cli", worker="command").start()
         assert host.runtime is not None and host.dispatcher is not None
         try:
-            task = Task.objects.create(
-                id=new_id(),
-                kind="task",
-                workflow=workflow,
-                title=title,
-                input_markdown=text,
-                description=params["task_description"],
-                project=project,
-                status="running",
-                executor=workflow_executors(
-                    build_snapshot(project.slug if project else None), WORKFLOW_CAPABILITIES[workflow]
-                ),
-                run_spec=run_spec("task_orchestration", params, params["task_description"]),
-                owner=host.dispatcher.id,
-                lease_expires_at=timezone.now() + timedelta(seconds=settings.TEAMCLAW["LEASE_S"]),
-                attempt=1,
-            )
+            task = own_task(host, params, title, text, project)
             self.stdout.write(f"Task {task.id}: {workflow} on {path}")
             # Django's OutputWrapper forwards write, flush and isatty to the real stream
             console = Console(file=cast("IO[str]", self.stdout), highlight=False)
             with RunProgress(console, lambda line: self.stdout.write(line)) as progress:
                 host.runtime.add_sink(progress)
-                result = host.call(host.dispatcher.run(Claimed(task, None)))
+                result = run_own_task(host, task)
         except KeyboardInterrupt:
             self.stderr.write("Interrupted: the task is given up; a running server (make run) resumes it.")
             sys.exit(130)
