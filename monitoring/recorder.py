@@ -33,6 +33,7 @@ import orjson
 from django.db import close_old_connections, connection, transaction
 from psycopg.types.json import Jsonb
 
+from monitoring.fencing import fenced_out
 from monitoring.file_write_preview import file_write_preview
 from monitoring.models import (
     AgentInstance,
@@ -92,6 +93,17 @@ class RecorderSink(Protocol):
     def stop(self, timeout: float = 10) -> None: ...
 
     def flush(self, timeout: float = 30) -> bool: ...
+
+    def fence(self, task_id: str, attempt: int | None) -> None:
+        """Write task ``task_id``'s rows only while its recorded ``attempt`` is this one
+        (``monitoring.fencing``); None lifts the fence (the task ended here)."""
+
+    def on_stale(self, callback: StaleCallback) -> None:
+        """Call ``callback(task_ids)`` (from the recorder's threads) when a batch left out the
+        rows of fenced tasks another worker took over."""
+
+
+StaleCallback = Callable[[list[str]], None]
 
 
 def _dt(seconds: float) -> datetime:
@@ -328,6 +340,15 @@ class BatchWriter:
         self.lost_events = 0
         """Events that could not be stored even alone (each one is also an Alert row)."""
         self.checkpoint: tuple[str, int] | None = None
+        self.fences: dict[str, int] = {}
+        """Task id -> the attempt this process runs it as (``monitoring.fencing``)."""
+        self.stale: set[str] = set()
+        """Tasks whose rows a batch left out since the last ``take_stale``: taken over elsewhere."""
+
+    def take_stale(self) -> list[str]:
+        """The tasks found taken over since the last call (``stale``), emptied."""
+        stale, self.stale = sorted(self.stale), set()
+        return stale
 
     def fold(self, rows: BatchRows, item: Any) -> None:
         """Fold one item of a batch (here a RuntimeEvent) into ``rows``."""
@@ -413,6 +434,8 @@ class BatchWriter:
         for item in batch:
             self.fold(rows, item)
         with transaction.atomic():
+            # The fence first: rows of a task another worker took over are never written.
+            self.stale |= fenced_out(rows, dict(self.fences))
             self._write_tasks(rows.tasks)
             self._write_instances(rows.instances)
             self._write_contexts(rows.contexts)
@@ -617,6 +640,16 @@ class BatchWriter:
             )
 
 
+def tell_stale(callbacks: list[StaleCallback], task_ids: list[str]) -> None:
+    """Tell ``callbacks`` that ``task_ids`` were fenced out (``RecorderSink.on_stale``)."""
+    log.warning("task(s) %s were taken over by another worker: their rows were not recorded", ", ".join(task_ids))
+    for callback in callbacks:
+        try:
+            callback(task_ids)
+        except Exception:
+            log.exception("recorder stale-task callback failed")
+
+
 class Recorder(BatchWriter):
     """Event sink that writes batches to the database from its own thread (``TEAMCLAW_RECORDER=thread``;
     ``monitoring.recorder_process.RecorderProcess`` is the same sink with the writing in a child process)."""
@@ -628,10 +661,24 @@ class Recorder(BatchWriter):
         self.batch_wait_s = batch_wait_s
         self._listeners: list[BatchListener] = []
         self._thread: threading.Thread | None = None
+        self._on_stale: list[StaleCallback] = []
 
     # -- sink -------------------------------------------------------------------------
     def publish(self, event: RuntimeEvent) -> None:
         self._queue.put(event)
+
+    def fence(self, task_id: str, attempt: int | None) -> None:
+        """(``RecorderSink.fence``)"""
+        fences = dict(self.fences)  # a new dict: the writer thread reads the old one whole
+        if attempt is None:
+            fences.pop(task_id, None)
+        else:
+            fences[task_id] = attempt
+        self.fences = fences
+
+    def on_stale(self, callback: StaleCallback) -> None:
+        """(``RecorderSink.on_stale``)"""
+        self._on_stale.append(callback)
 
     def add_listener(self, listener: BatchListener) -> None:
         """Call ``listener(events)`` after each committed batch (the live sink)."""
@@ -689,6 +736,8 @@ class Recorder(BatchWriter):
                     break
             if batch:
                 written = self.write_with_retry(batch)
+                if self.stale:
+                    tell_stale(self._on_stale, self.take_stale())
                 for listener in self._listeners:
                     try:
                         listener(written)

@@ -63,8 +63,10 @@ from monitoring.recorder import (
     BatchWriter,
     Recorder,
     RecorderSink,
+    StaleCallback,
     message_row,
     snapshot_fields,
+    tell_stale,
 )
 from teamclaw.runtime.articles import with_article
 from teamclaw.runtime.events import (
@@ -120,6 +122,7 @@ RECORDED_AS_IS = (
 """Event classes the recorder stores that travel pickled as they are (few of them)."""
 
 FRAME = "frame"
+FENCE = "fence"
 STOP = "stop"
 READY = "ready"
 START_TIMEOUT_S = 60
@@ -190,6 +193,15 @@ class _Flush:
         self.done = threading.Event()
 
 
+class _FenceChange:
+    """Fences set or lifted (task id -> attempt or None), sent in order with the events."""
+
+    __slots__ = ("changes",)
+
+    def __init__(self, changes: dict[str, int | None]) -> None:
+        self.changes = changes
+
+
 class _Frame:
     """A frame sent and not acknowledged yet: its events (for the listeners) and its bytes (to
     send again to a new child)."""
@@ -233,7 +245,7 @@ class RecorderProcess:
         """Why recording left the child process for a thread of this one (None while it has not)."""
         self.process: subprocess.Popen[bytes] | None = None
         """The child recorder process now (a new one after a crash)."""
-        self._pending: deque[RuntimeEvent | _Flush | None] = deque()
+        self._pending: deque[RuntimeEvent | _Flush | _FenceChange | None] = deque()
         self._wake = threading.Event()
         self._hurry = threading.Event()
         self._listeners: list[BatchListener] = []
@@ -248,6 +260,8 @@ class RecorderProcess:
         self._deaths_in_a_row = 0
         self._dead = False
         self._local: threading.Thread | None = None
+        self._fences: dict[str, int] = {}
+        self._on_stale: list[StaleCallback] = []
         self._sender: threading.Thread | None = None
         self._reader: threading.Thread | None = None
 
@@ -267,6 +281,22 @@ class RecorderProcess:
     def add_listener(self, listener: BatchListener) -> None:
         """Call ``listener(events)`` after each committed batch (the live sink), in this process."""
         self._listeners.append(listener)
+
+    def fence(self, task_id: str, attempt: int | None) -> None:
+        """(``RecorderSink.fence``) Sent to the child in order with the events (the dispatcher
+        fences a task before it starts it); a new child gets them all with its configuration."""
+        fences = dict(self._fences)  # a new dict: ``_config`` reads the old one whole
+        if attempt is None:
+            fences.pop(task_id, None)
+        else:
+            fences[task_id] = attempt
+        self._fences = fences
+        self._pending.append(_FenceChange({task_id: attempt}))
+        self._wake.set()
+
+    def on_stale(self, callback: StaleCallback) -> None:
+        """(``RecorderSink.on_stale``) Called from the ack thread."""
+        self._on_stale.append(callback)
 
     def start(self) -> None:
         """Start the child and, once it is ready (Django set up, at most ``START_TIMEOUT_S``),
@@ -356,6 +386,13 @@ class RecorderProcess:
                     self._stop_sent = True
                     self._transmit(pickle.dumps((STOP,)))
                 return True
+            if isinstance(item, _FenceChange):
+                if events:
+                    self._send(events)
+                    events = []
+                with self._link_lock:
+                    self._transmit(pickle.dumps((FENCE, item.changes)))
+                continue
             if isinstance(item, _Flush):
                 if events:
                     self._send(events)
@@ -462,10 +499,19 @@ class RecorderProcess:
             self._acknowledged(*message)
 
     def _acknowledged(
-        self, upto: int, failed_batches: int, lost_events: int, lost_seqs: list[int], lost_contexts: list[str]
+        self,
+        upto: int,
+        failed_batches: int,
+        lost_events: int,
+        lost_seqs: list[int],
+        lost_contexts: list[str],
+        stale: list[str],
     ) -> None:
         """The child committed every frame up to ``upto``: hand their events to the listeners
-        (without the ones it could not store) and release the flushes waiting for them."""
+        (without the ones it could not store), release the flushes waiting for them and say
+        which tasks it fenced out (``stale``)."""
+        if stale:
+            tell_stale(self._on_stale, stale)
         done: list[_Frame] = []
         with self._book_lock:
             while self._unacked:
@@ -582,6 +628,7 @@ class RecorderProcess:
             "writer": self.writer,
             "batch_size": self.batch_size,
             "database": dict(connection.settings_dict),
+            "fences": dict(self._fences),
         }
 
     def _serve_here(self) -> None:
@@ -650,13 +697,16 @@ def _reap(process: subprocess.Popen[bytes] | None) -> int | None:
 def serve(conn: Connection, config: dict[str, Any]) -> None:
     """The child's loop (``manage.py record_events``): read frames in order, write each run
     of waiting frames as one batch (up to ``config["batch_size"]`` events) with the
-    checkpoint, acknowledge ``(upto, failed_batches, lost_events, lost_seqs, lost_contexts)``.
+    checkpoint, acknowledge ``(upto, failed_batches, lost_events, lost_seqs, lost_contexts,
+    stale_tasks)``. A ``(FENCE, {task id: attempt or None})`` message sets the writer's fences
+    (``monitoring.fencing``); the first message's ``fences`` are the ones set before.
     Ends at the stop message (deleting its checkpoint) or when the runtime's process is gone
     (after writing what it received). Database errors are the writer's (retried, then event
     by event, each event still refused an Alert row)."""
     writer: BatchWriter = import_string(config["writer"])()
     stream = config["stream"]
     batch_size = config["batch_size"]
+    writer.fences = dict(config.get("fences") or {})
     RecorderCheckpoint.objects.filter(updated_at__lt=datetime.now(tz=UTC) - CHECKPOINT_KEEP).delete()
     done = RecorderCheckpoint.objects.filter(stream=stream).values_list("batch", flat=True).first() or 0
     conn.send_bytes(pickle.dumps((READY,)))
@@ -666,7 +716,7 @@ def serve(conn: Connection, config: dict[str, Any]) -> None:
         size = 0
         try:
             messages.append(_received(conn.recv_bytes()))
-            size = len(messages[0][2]) if messages[0][0] == FRAME else batch_size
+            size = len(messages[0][2]) if messages[0][0] == FRAME else 0 if messages[0][0] == FENCE else batch_size
             while size < batch_size and conn.poll():
                 message = _received(conn.recv_bytes())
                 messages.append(message)
@@ -680,6 +730,9 @@ def serve(conn: Connection, config: dict[str, Any]) -> None:
             if message[0] == STOP:
                 stopping = True
                 break
+            if message[0] == FENCE:
+                _set_fences(writer, message[1])
+                continue
             _, number, items = message
             upto = number
             if number > done:
@@ -688,8 +741,8 @@ def serve(conn: Connection, config: dict[str, Any]) -> None:
             acknowledgement = _write(writer, stream, upto, batch)
             done = upto
         else:
-            acknowledgement = (upto, 0, 0, [], [])
-        if upto and not ended:
+            acknowledgement = (upto, 0, 0, [], [], writer.take_stale())
+        if (upto or acknowledgement[5]) and not ended:
             try:
                 conn.send_bytes(pickle.dumps(acknowledgement))
             except OSError:
@@ -701,7 +754,8 @@ def serve(conn: Connection, config: dict[str, Any]) -> None:
 
 
 def _received(data: bytes) -> tuple[Any, ...]:
-    """A message from the runtime's process: ``(FRAME, number, wire entries)`` or ``(STOP,)``."""
+    """A message from the runtime's process: ``(FRAME, number, wire entries)``, ``(FENCE,
+    changes)`` or ``(STOP,)``."""
     message = pickle.loads(data)
     if message[0] == FRAME:
         return FRAME, message[1], pickle.loads(message[2])
@@ -722,7 +776,19 @@ def _write(writer: BatchWriter, stream: str, upto: int, batch: list[Any]) -> tup
                 lost_seqs.append(item[1])
                 if item[0] == WIRE_CONTEXT:
                     lost_contexts.append(item[3]["id"])
-    return (upto, writer.failed_batches - failed, writer.lost_events - lost, lost_seqs, lost_contexts)
+    stale = writer.take_stale()
+    return (upto, writer.failed_batches - failed, writer.lost_events - lost, lost_seqs, lost_contexts, stale)
+
+
+def _set_fences(writer: BatchWriter, changes: dict[str, int | None]) -> None:
+    """Apply a FENCE message: set each task's attempt, or lift its fence (None)."""
+    fences = dict(writer.fences)
+    for task_id, attempt in changes.items():
+        if attempt is None:
+            fences.pop(task_id, None)
+        else:
+            fences[task_id] = attempt
+    writer.fences = fences
 
 
 def new_recorder(mode: str, **options: Any) -> RecorderSink:

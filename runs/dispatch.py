@@ -213,6 +213,7 @@ class Dispatcher:
         self.registered = False
         self.calls: set[asyncio.Future[None]] = set()
         self.lease_lock = threading.Lock()
+        host.recorder.on_stale(lambda task_ids: host.call_soon(self.lost, task_ids))
 
     # -- lifecycle (sync, from the host) ---------------------------------------------------
     def register(self) -> None:
@@ -297,6 +298,9 @@ class Dispatcher:
         task, spec = item.task, item.task.run_spec or {}
         if task.id in self.running:
             return
+        # The fence (monitoring.fencing): once another worker claims the task (attempt + 1),
+        # the recorder writes none of this run's rows any more.
+        self.host.recorder.fence(task.id, task.attempt)
         run = asyncio.ensure_future(
             runtime.run_task(
                 capability_id=spec["capability_id"],
@@ -323,6 +327,15 @@ class Dispatcher:
         if self.host.runtime is not None:
             self.host.runtime.cancel_task(task_id, "another worker took this task over")
 
+    def lost(self, task_ids: list[str]) -> None:
+        """The recorder fenced out rows of ``task_ids`` (on the runtime loop): another worker
+        took them over while this one was paused past its lease; stop running them here
+        without waiting for the next heartbeat."""
+        for task_id in task_ids:
+            if task_id in self.running:
+                log.warning("task %s was taken over by another worker; this one stops running it", task_id)
+                self.give_up(task_id)
+
     def finished(self, task_id: str, done: asyncio.Future[Any], journal: ResumeJournal | None) -> None:
         self.running.pop(task_id, None)
         self.journals.pop(task_id, None)
@@ -346,6 +359,7 @@ class Dispatcher:
             fields["resumed_steps"] = resumed_steps
         if not Task.objects.filter(pk=task_id, owner=self.id).update(**fields):
             return  # another worker took it over: what happens to it is that worker's record
+        self.host.recorder.fence(task_id, None)  # everything of this run is written
         # A confirmation an earlier attempt asked that this one never asked again cannot be
         # decided any more: it expires with the task instead of waiting on the pages forever.
         now = timezone.now()
