@@ -26,7 +26,16 @@ from teamclaw.errors import DomainError
 from teamclaw.runtime import TaskNotRunning
 
 ANSWER_TIMEOUT_S = 10.0
-"""How long a command waits for the task's worker to answer."""
+"""How long a command waits for a live worker to answer."""
+
+
+def answer_timeout_s() -> float:
+    """How long a command for a task waits by default: ``ANSWER_TIMEOUT_S`` after a lease
+    (``LEASE_S``), so a command sent while its worker died is taken and answered by the
+    worker that takes the task over (issue 28), never refused for that."""
+    return ANSWER_TIMEOUT_S + float(settings.TEAMCLAW["LEASE_S"])
+
+
 ANSWER_POLL_S = 0.05
 
 
@@ -53,7 +62,7 @@ async def _apply(dispatcher: Dispatcher, kind: str, task_id: str, payload: dict[
     return dispatcher.apply(kind, task_id, payload)
 
 
-def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: float = ANSWER_TIMEOUT_S) -> Any:
+def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: float | None = None) -> Any:
     """Apply command ``kind`` (``instruction``, ``snapshot``, ``cancel``) with ``payload`` to
     running task ``task_id``, wherever it runs; returns the runtime's answer once the record
     holds what it changed.
@@ -62,8 +71,9 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
     before a worker takes the command; 503 ``no_worker`` at once when no runtime worker is
     alive (``runs.workers.workers_alive``), or as soon as the last one stops beating while
     nobody took the command (checked every second); 503 when no worker answered within
-    ``timeout_s`` s.
+    ``timeout_s`` s (``answer_timeout_s()`` when None: a lease and ten seconds).
     """
+    timeout_s = answer_timeout_s() if timeout_s is None else timeout_s
     host = current_host()
     dispatcher = host.dispatcher if host is not None else None
     owner = Task.objects.filter(pk=task_id).values_list("owner", flat=True).first()
@@ -143,6 +153,12 @@ def _withdraw(command: RuntimeCommand, status: int, detail: str) -> bool:
     )
 
 
+def call_wait_s(payload: dict[str, Any]) -> float:
+    """How long an outside call may take (s): its timeout (60 s by default) for each of up to
+    four attempts, plus 10 s; at most an hour."""
+    return min(3600.0, float(payload.get("timeout") or 60) * 4 + 10)
+
+
 async def call_anywhere(kind: str, payload: dict[str, Any]) -> CallOutcome:
     """Run an outside ``invoke`` or ``hook`` (``runs.outside_calls``): on this process's
     runtime with the embedded default, else on a runtime worker (the owner of
@@ -156,7 +172,7 @@ async def call_anywhere(kind: str, payload: dict[str, Any]) -> CallOutcome:
         # holding all 20 of them starved it for 30 s.
         await sync_to_async(connections.close_all)()
         return await host.acall(CALLS[kind](host.runtime, payload))
-    wait_s = min(3600.0, float(payload.get("timeout") or 60) * 4 + 10)
+    wait_s = call_wait_s(payload)
     task_id = payload.get("task_id")
     if task_id and not await Task.objects.filter(pk=task_id, status__in=["queued", "running"]).aexists():
         return None, not_running(TaskNotRunning(task_id))

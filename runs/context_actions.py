@@ -37,7 +37,6 @@ from teamclaw.runtime.messages import new_id
 
 MAX_INSTRUCTION_CHARS = 2000
 MAX_LABEL_CHARS = 300
-CALL_TIMEOUT_S = 10.0
 
 
 class ContextActionError(DomainError):
@@ -67,7 +66,8 @@ def _live_command(context: ExecutionContext, kind: str, payload: dict[str, Any])
     """Apply command ``kind`` to the context's task wherever it runs (``runs.commands``); None
     when no runtime holds the context any more (409 from its worker)."""
     try:
-        return send_command(context.task_id, kind, {"context_id": context.id, **payload}, timeout_s=CALL_TIMEOUT_S)
+        # The role lets the worker that took the task over find the agent now doing its work.
+        return send_command(context.task_id, kind, {"context_id": context.id, "role": context.role, **payload})
     except CommandRefused as refused:
         if refused.status == 409:
             return None

@@ -57,6 +57,7 @@ from runs.pinned_config import pinned_for
 from runs.resume import journal_for
 from runs.workers import retire_dead_workers
 from teamclaw.runtime import ConfigSnapshot, InvokeResult, Runtime, TaskNotRunning
+from teamclaw.runtime.context import FINAL_STATUSES
 from teamclaw.runtime.overlay import ConfigOverlay
 from teamclaw.runtime.resume import ResumeJournal
 
@@ -160,6 +161,25 @@ def claim_tasks(worker_id: str, limit: int, only: Iterable[str] | None = None) -
             if taken:
                 claimed.append(Task.objects.get(pk=task.pk))
     return claimed
+
+
+def live_context(runtime: Runtime, task_id: str, payload: dict[str, Any]) -> str:
+    """The live context a command for ``payload["context_id"]`` goes to: that context, or when
+    it is gone because the task was taken over (its earlier attempt's contexts ended
+    ``terminated``), the one open context of ``payload["role"]`` in task ``task_id`` here (the
+    resumed run's agent doing that work). Raises KeyError when there is none, or several."""
+    context_id = str(payload["context_id"])
+    contexts = runtime.book.contexts
+    if context_id in contexts or not payload.get("role"):
+        return context_id
+    open_ones = [
+        context.id
+        for context in contexts.values()
+        if context.task_id == task_id and context.role == payload["role"] and context.status not in FINAL_STATUSES
+    ]
+    if len(open_ones) != 1:
+        raise KeyError(context_id)
+    return open_ones[0]
 
 
 def fail_interrupted(task: Task) -> None:
@@ -531,17 +551,20 @@ class Dispatcher:
 
     def apply(self, kind: str, task_id: str, payload: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
         """Apply a command to this runtime (on its loop): ``(result, None)`` or ``(None,
-        {status, detail})``. Kinds: ``instruction`` ``{context_id, text, author}`` (the
-        ``user_instruction`` snapshot), ``snapshot`` ``{context_id, label}`` (the ``manual``
-        snapshot), ``cancel`` ``{reason}`` (``{task_id, status: terminated}``)."""
+        {status, detail})``. Kinds: ``instruction`` ``{context_id, role, text, author}`` (the
+        ``user_instruction`` snapshot), ``snapshot`` ``{context_id, role, label}`` (the
+        ``manual`` snapshot), ``cancel`` ``{reason}`` (``{task_id, status: terminated}``). An
+        instruction or snapshot for a context of an earlier attempt goes to the one agent of
+        its role now running in the task (``live_context``)."""
         runtime = self.host.runtime
         assert runtime is not None
         try:
             if kind == "instruction":
                 author = payload.get("author", "operator")
-                return runtime.add_user_instruction(payload["context_id"], payload["text"], author=author), None
+                context_id = live_context(runtime, task_id, payload)
+                return runtime.add_user_instruction(context_id, payload["text"], author=author), None
             if kind == "snapshot":
-                return runtime.manual_snapshot(payload["context_id"], payload.get("label", "")), None
+                return runtime.manual_snapshot(live_context(runtime, task_id, payload), payload.get("label", "")), None
             if kind == "cancel":
                 if runtime.cancel_task(task_id, payload.get("reason") or "cancelled by the operator"):
                     return {"task_id": task_id, "status": "terminated"}, None

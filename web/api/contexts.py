@@ -167,7 +167,9 @@ class InstructionSerializer(api_fields.StrictSerializer):
 class InstructionView(APIView):
     """Give a running agent a user instruction (PRD §4.6): stored in its
     ``input_context.user_instructions``, sent as ``context_sync``, snapshotted with trigger
-    ``user_instruction``, in whichever worker runs it. 409 when the context is not running."""
+    ``user_instruction``, in whichever worker runs it. 409 when the context is not running.
+    Sent to a context whose task was taken over meanwhile, it goes to the one agent of the same
+    role running in the resumed task (its ``context_id`` is in the answer)."""
 
     @extend_schema(request=InstructionSerializer, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request, context_id: str) -> Response:
@@ -176,7 +178,8 @@ class InstructionView(APIView):
         snapshot = context_actions.send_user_instruction(request.user, context_id, data.validated_data["text"])
         return Response(
             {
-                "context_id": context_id,
+                # the context it went to: after a takeover, the agent of that role in the resumed run
+                "context_id": snapshot.get("context_id", context_id),
                 "text": data.validated_data["text"].strip(),
                 "snapshot": _stored_snapshot(snapshot),
             },
