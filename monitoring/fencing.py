@@ -20,12 +20,12 @@ dispatcher) are written as before.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from monitoring.models import ExecutionContext, Message, Task
 
-if TYPE_CHECKING:
-    from monitoring.recorder import BatchRows
+BatchRows = Any
+"""A ``monitoring.recorder.BatchRows`` (named, not imported: the recorder imports this module)."""
 
 TASK_ID = 8
 """Index of ``task_id`` in a Message row (``monitoring.recorder.MESSAGE_COLUMNS``)."""

@@ -11,6 +11,7 @@ itself, and the owner applies it (``runs.dispatch``).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -113,3 +114,27 @@ class InstanceSlot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} slot {self.index} ({self.owner or 'free'})"
+
+
+class IdempotentCall(models.Model):
+    """An outside call made with an ``Idempotency-Key`` header (``runs.idempotency``): the
+    first request's answer, returned again to a retry with the same key and body.
+
+    ``user`` and ``key`` name it (keys are per user); ``fingerprint`` is the SHA-256 of the
+    request (the endpoint and its body as canonical JSON); ``status`` is the HTTP status
+    answered and ``body`` the JSON answered, both null while the first request still runs.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "key"], name="idempotent_call_key")]
+        indexes = [models.Index(fields=["created_at"], name="idempotent_call_created")]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.status or 'running'})"

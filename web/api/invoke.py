@@ -11,14 +11,15 @@ from typing import Any
 from adrf.views import APIView as AsyncAPIView
 from asgiref.sync import sync_to_async
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from capabilities.models import AgentRole, Project
-from runs.commands import call_anywhere
+from runs import idempotency
+from runs.commands import call_anywhere, call_wait_s
 from teamclaw import api_fields
 from teamclaw.api_errors import error_response
 from teamclaw.runtime import RoutingStrategy
@@ -105,8 +106,31 @@ class InvokeView(AsyncAPIView):
 
     permission_classes = [IsAdminUser]
 
-    @extend_schema(request=InvokeSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request=InvokeSerializer,
+        parameters=[
+            OpenApiParameter(
+                idempotency.HEADER,
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description=(
+                    "Makes a retry safe: a request with the key of an earlier one of the same user "
+                    "and the same body gets that request's answer (with the header "
+                    "Idempotent-Replayed: true) instead of running again, waiting for it while it "
+                    "still runs; the same key with another body is refused with 422 naming the key. "
+                    "1-255 printable ASCII characters; kept 24 hours; a 5xx answer is not kept."
+                ),
+            )
+        ],
+        responses={
+            200: OpenApiTypes.OBJECT,
+            409: OpenApiResponse(description="the first request with this Idempotency-Key is still running"),
+            422: OpenApiResponse(description="this Idempotency-Key was used with another request body"),
+        },
+    )
     async def post(self, request: Request) -> Response:
+        key = idempotency.key_of(request.headers)
         values = await validated(InvokeSerializer, request.data)
         payload = {
             "capability": values.get("capability_id") or values["address"],
@@ -120,7 +144,17 @@ class InvokeView(AsyncAPIView):
             "project": values.get("project"),
             "task_id": values.get("task_id"),
         }
-        body, error = await call_anywhere("invoke", payload)
-        if error is not None:
-            return error_response(error["detail"], error.get("errors"), code=error["status"], **error.get("extra", {}))
-        return Response(body)
+
+        async def run() -> Response:
+            body, error = await call_anywhere("invoke", payload)
+            if error is not None:
+                extra = error.get("extra", {})
+                return error_response(error["detail"], error.get("errors"), code=error["status"], **extra)
+            return Response(body)
+
+        if key is None:
+            return await run()
+        assert request.user.pk is not None  # IsAdminUser: signed in
+        return await idempotency.once(
+            request.user.pk, key, "capabilities/invoke", request.data, run, call_wait_s(payload)
+        )
