@@ -10,7 +10,7 @@ locks the rows of the fenced tasks the batch touches (``SELECT ... FOR UPDATE`` 
 PostgreSQL, ordered by id; SQLite's writing transactions are serialized already) and
 removes from the batch every row of a task whose recorded attempt moved on: another worker
 took it over while this one was paused past its lease. A claim that comes while the batch
-holds the lock waits for it (or skips the row until the next poll), so a write either lands
+holds the lock skips the row until its next poll, so a write either lands
 before the takeover, and the new owner's resume reads it, or not at all.
 
 Tasks without a fence (a standalone invoke, a hook, a task this process started without the
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from django.db import connection
 
 from monitoring.models import ExecutionContext, Message, Task
 
@@ -70,12 +72,24 @@ def fenced_out(rows: BatchRows, fences: Mapping[str, int]) -> set[str]:
     ) & fences.keys()
     if not touched:
         return set()
-    locked = Task.objects.select_for_update().filter(pk__in=sorted(touched)).order_by("pk")
-    recorded = dict(locked.values_list("pk", "attempt"))
+    recorded = _locked_attempts(sorted(touched))
     stale = {task_id for task_id in touched if task_id in recorded and recorded[task_id] != fences[task_id]}
     if stale:
         _drop(rows, stale, contexts, messages)
     return stale
+
+
+def _locked_attempts(task_ids: list[str]) -> dict[str, int]:
+    """Task id -> recorded attempt of ``task_ids``, their rows locked ``FOR KEY SHARE`` on
+    PostgreSQL until the transaction ends: a claim (``SELECT ... FOR UPDATE SKIP LOCKED``)
+    skips them meanwhile, while the owner's heartbeat (a plain UPDATE of the lease) is not
+    held up by a long batch, so its leases never lapse for it."""
+    table = connection.ops.quote_name(Task._meta.db_table)
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    marks = ", ".join(["%s"] * len(task_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, attempt FROM {table} WHERE id IN ({marks}) ORDER BY id{lock}", task_ids)
+        return {str(task_id): int(attempt) for task_id, attempt in cursor.fetchall()}
 
 
 def _drop(rows: BatchRows, stale: set[str], contexts: dict[str, str], messages: dict[str, str]) -> None:
