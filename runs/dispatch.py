@@ -82,6 +82,9 @@ class WorkerHost(Protocol):
     def mute(self, task_id: str) -> None:
         """Record nothing more of task ``task_id`` (this process gave it up)."""
 
+    def unmute(self, task_id: str) -> None:
+        """Record task ``task_id`` again (this process claimed it anew)."""
+
 
 log = logging.getLogger(__name__)
 
@@ -321,6 +324,9 @@ class Dispatcher:
         # The fence (monitoring.fencing): once another worker claims the task (attempt + 1),
         # the recorder writes none of this run's rows any more.
         self.host.recorder.fence(task.id, task.attempt)
+        # A task this process gave up earlier and now claimed again is recorded again: muted,
+        # the new run's end would never be written and the task would be claimed for ever.
+        self.host.unmute(task.id)
         run = asyncio.ensure_future(
             runtime.run_task(
                 capability_id=spec["capability_id"],

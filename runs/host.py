@@ -318,6 +318,10 @@ class RuntimeHost:
         """Record nothing more of task ``task_id`` (``MutedTasks``)."""
         self.muted.task_ids.add(task_id)
 
+    def unmute(self, task_id: str) -> None:
+        """Record task ``task_id`` again (this process claimed it anew; ``MutedTasks``)."""
+        self.muted.task_ids.discard(task_id)
+
     def call_soon(self, fn: Any, *args: Any) -> None:
         """Run a plain function on the runtime loop, without waiting."""
         self.loop.call_soon_threadsafe(fn, *args)
