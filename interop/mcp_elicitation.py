@@ -31,6 +31,7 @@ from typing import Any
 import mcp_types as types
 from channels.db import database_sync_to_async
 from django.db import close_old_connections
+from django.utils.translation import gettext as _
 from mcp.shared.exceptions import MCPError
 
 from monitoring.models import Task, ToolConfirmation
@@ -80,19 +81,19 @@ def elicitation_message(row: ToolConfirmation) -> str:
     args = str(row.args)
     if len(args) > MAX_ARGS_SHOWN:
         args = args[: MAX_ARGS_SHOWN - 3] + "..."
-    return (
-        f"TeamClaw: the {row.role} agent wants to use the tool {row.tool} (confirmation {row.id}). "
-        f"Arguments: {args}. Approve it?"
-    )
+    return _(
+        "TeamClaw: the %(role)s agent wants to use the tool %(tool)s (confirmation %(id)s). "
+        "Arguments: %(args)s. Approve it?"
+    ) % {"role": row.role, "tool": row.tool, "id": row.id, "args": args}
 
 
 def decision_of(result: types.ElicitResult) -> tuple[bool, str | None] | None:
     """``(approve, reason)`` from the client's answer; None when an ``accept`` carries no
     boolean ``approve`` (then nothing is decided)."""
     if result.action == "decline":
-        return False, "declined through the MCP client"
+        return False, _("declined through the MCP client")
     if result.action == "cancel":
-        return False, "cancelled in the MCP client"
+        return False, _("cancelled in the MCP client")
     content = result.content or {}
     approve = content.get("approve")
     if not isinstance(approve, bool):
