@@ -26,11 +26,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import mcp_types as types
 from channels.db import database_sync_to_async
 from django.db import close_old_connections
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from mcp.shared.exceptions import MCPError
 
@@ -102,11 +104,18 @@ def decision_of(result: types.ElicitResult) -> tuple[bool, str | None] | None:
     return approve, reason if isinstance(reason, str) and reason.strip() else None
 
 
-def _pending(description: str, offered: set[str]) -> list[ToolConfirmation]:
+def _task_id(description: str, since: datetime) -> str | None:
+    """The id of the task titled ``description`` started at or after ``since`` (the indexed
+    ``created_at`` bounds the scan), or None while it is not recorded yet."""
     close_old_connections()
-    task_ids = Task.objects.filter(description=description).values("pk")
-    rows = ToolConfirmation.objects.filter(task_id__in=task_ids, kind="tool", status="pending")
-    return [row for row in rows.exclude(pk__in=offered).order_by("created_at")]
+    rows = Task.objects.filter(created_at__gte=since, status__in=["queued", "running"], description=description)
+    return rows.values_list("pk", flat=True).first()
+
+
+def _pending(task_id: str, offered: set[str]) -> list[ToolConfirmation]:
+    close_old_connections()
+    rows = ToolConfirmation.objects.filter(task_id=task_id, kind="tool", status="pending")
+    return list(rows.exclude(pk__in=offered).order_by("created_at"))
 
 
 def _decide(confirmation_id: str, approve: bool, decided_by: str, reason: str | None) -> None:
@@ -135,15 +144,21 @@ async def run_offering_confirmations(
     """Await ``running`` (a ``tools/call``'s ``call_anywhere``, whose task is titled
     ``description``); meanwhile ``ask`` the client about each new pending confirmation of that
     task, each in a task of its own, cancelled when ``running`` ends. Returns its result."""
+    since = timezone.now() - timedelta(seconds=5)  # leeway for the database clock
     call = asyncio.ensure_future(running)
     offered: set[str] = set()
     asking: list[asyncio.Task[None]] = []
+    task_id: str | None = None
     try:
         while True:
             done, _ = await asyncio.wait([call], timeout=POLL_S)
             if done:
                 return call.result()
-            for row in await database_sync_to_async(_pending)(description, offered):
+            if task_id is None:
+                task_id = await database_sync_to_async(_task_id)(description, since)
+                if task_id is None:
+                    continue
+            for row in await database_sync_to_async(_pending)(task_id, offered):
                 offered.add(row.id)
                 asking.append(asyncio.ensure_future(ask(row)))
     finally:

@@ -200,3 +200,20 @@ def test_tool_confirmations_through_mcp_elicitation(server, staff_user):
     assert row.status == "expired" and row.decided_by == ""
     assert len(silent.asked) == 1 and took >= TIMEOUT_S
     assert "Not saved to the project folder" in result.structured_content["summary"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "decision"),
+    [
+        (types.ElicitResult(action="accept", content={"approve": True}), (True, None)),
+        (types.ElicitResult(action="accept", content={"approve": False, "reason": "  "}), (False, None)),
+        (types.ElicitResult(action="decline"), (False, "declined through the MCP client")),
+        (types.ElicitResult(action="cancel"), (False, "cancelled in the MCP client")),
+        (types.ElicitResult(action="accept", content={"approve": "yes"}), None),  # not a boolean: undecided
+        (types.ElicitResult(action="accept"), None),
+    ],
+)
+def test_what_a_clients_answer_decides(answer, decision):
+    from interop.mcp_elicitation import decision_of
+
+    assert decision_of(answer) == decision
