@@ -54,6 +54,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -81,6 +82,7 @@ from capabilities.config import add_listener, current_version, remove_listener
 from capabilities.snapshot import governance_snapshot
 from interop import mcp_content, role_tokens
 from interop.a2a import base_url
+from interop.mcp_elicitation import offer, run_offering_confirmations, supports_elicitation
 from interop.mcp_oauth import resource_metadata_url
 from interop.mcp_tools import is_tool, tools_digest, tools_for_role
 from interop.models import RoleToken
@@ -507,14 +509,26 @@ class McpEndpoint:
         refused = refuse_arguments(arguments)
         if refused is not None:
             return refused
+        description = f"MCP {params.name} (token {caller.token_name!r})"
+        if supports_elicitation(ctx.session):
+            # Unique, so the call finds its own task's confirmations (interop.mcp_elicitation).
+            description += f" call {secrets.token_hex(4)}"
         payload = {
             "capability": params.name,
             "params": arguments,
             "from_role": caller.role,
             "priority": "normal",
-            "description": f"MCP {params.name} (token {caller.token_name!r})",
+            "description": description,
         }
-        body, error = await call_anywhere("invoke", payload)
+        if not supports_elicitation(ctx.session):
+            body, error = await call_anywhere("invoke", payload)
+            return tool_result(body, error)
+        decided_by = f"token:{caller.token_name}"
+
+        async def ask(row: Any) -> None:
+            await offer(ctx.session, row, ctx.request_id, decided_by)
+
+        body, error = await run_offering_confirmations(call_anywhere("invoke", payload), description, ask)
         return tool_result(body, error)
 
     # ------------------------------------------------------------------ prompts and resources

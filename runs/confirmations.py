@@ -20,6 +20,8 @@ from runs.host import current_host
 from teamclaw.errors import DomainError, InvalidField
 
 STATUSES = ("pending", "approved", "rejected", "expired")
+MAX_REASON_CHARS = 500
+"""Longest rejection reason kept on a confirmation (characters)."""
 
 
 class ConfirmationError(DomainError):
@@ -31,7 +33,8 @@ class ConfirmationError(DomainError):
 
 def confirmation_dict(row: ToolConfirmation) -> dict[str, Any]:
     """The API shape of a confirmation: ``{id, context_id, instance_id, role, task_id,
-    project_id, tool, args, status, created_at, expires_at, decided_by, decided_at}`` (epoch s)."""
+    project_id, tool, args, status, created_at, expires_at, decided_by, decided_at, reason}``
+    (epoch s; ``reason`` a rejection's reason when one was given, else None)."""
     return {
         "id": row.id,
         "context_id": row.context_id,
@@ -46,6 +49,7 @@ def confirmation_dict(row: ToolConfirmation) -> dict[str, Any]:
         "expires_at": row.expires_at.timestamp(),
         "decided_by": row.decided_by or None,
         "decided_at": row.decided_at.timestamp() if row.decided_at else None,
+        "reason": (row.answer or {}).get("reason") if row.kind == "tool" and isinstance(row.answer, dict) else None,
     }
 
 
@@ -103,9 +107,17 @@ def deliver(record: ToolConfirmation, status: str, decided_by: str, answer: dict
 
 
 def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
+    """Approve or reject a pending confirmation as the operator ``user`` (the dashboard, the
+    API); ``decide_as`` with the user's name."""
+    return decide_as(confirmation_id, approve, user.get_username())
+
+
+def decide_as(confirmation_id: str, approve: bool, decided_by: str, reason: str | None = None) -> dict[str, Any]:
     """Approve or reject a pending confirmation; the waiting agent resumes or fails with
-    ``tool_denied``, in whichever process runs it. Returns the confirmation
-    (``confirmation_dict``) as decided.
+    ``tool_denied``, in whichever process runs it. ``decided_by`` is who decided (a user name,
+    or ``token:<name>`` for an answer given through MCP elicitation, ``interop.mcp_elicitation``);
+    ``reason`` (a rejection's, at most ``MAX_REASON_CHARS``) is kept as ``answer.reason``. The
+    first decision wins. Returns the confirmation (``confirmation_dict``) as decided.
 
     Raises ConfirmationError: 404 unknown id; 409 already decided or expired, or its task is
     no longer running (then it is marked expired).
@@ -126,14 +138,14 @@ def decide(confirmation_id: str, approve: bool, user: Any) -> dict[str, Any]:
             status="expired", decided_at=timezone.now()
         )
         raise ConfirmationError(f"confirmation {confirmation_id} is no longer waiting: its task has ended", 409)
-    decided_by = user.get_username()
     status = "approved" if approve else "rejected"
+    answer = {"reason": reason[:MAX_REASON_CHARS]} if reason else None
     if not ToolConfirmation.objects.filter(pk=confirmation_id, status="pending").update(
-        status=status, decided_by=decided_by, decided_at=timezone.now()
+        status=status, decided_by=decided_by[:150], decided_at=timezone.now(), answer=answer
     ):
         record.refresh_from_db()
         raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
-    if not deliver(record, status, decided_by, None):
+    if not deliver(record, status, decided_by[:150], answer):
         raise ConfirmationError(
             f"confirmation {confirmation_id} is no longer waiting (it expired or its task was cancelled)", 409
         )

@@ -222,6 +222,7 @@ class Confirmations:
             confirmation.answer = answer if approve else None
         else:
             confirmation.status = "approved" if approve else "rejected"
+            confirmation.answer = answer  # a tool decision's note: {"reason": ...} or None
         confirmation.decided_by = decided_by
         confirmation.future.set_result(approve)
         self._changed(confirmation)

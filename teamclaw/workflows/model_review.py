@@ -28,6 +28,7 @@ import json
 from typing import Any
 
 from teamclaw.runtime.execution import ExecutionCall
+from teamclaw.runtime.executors.function_tools import FunctionTools
 from teamclaw.runtime.executors.model import AnswerCheck, DroppedItem, ModelSession, OpenAIExecutor
 from teamclaw.workflows.consolidation import ADDED_SECTIONS
 from teamclaw.workflows.debate import respond
@@ -59,6 +60,29 @@ def language_instruction(language: str, what: str) -> str:
     ``"zh"``, ``document.document_language``); ``what`` names the texts it writes."""
     name = LANGUAGE_NAMES.get(language, "English")
     return f"Write {what} in {name}, the language of the document."
+
+
+TOOLS_NOTE = (
+    "You may call the functions offered to you (your role's tools and the capabilities it may invoke, "
+    "through TeamClaw) to check something before you answer; each returns its result or the reason it "
+    "was refused."
+)
+
+
+def expert_tools(call: ExecutionCall, session: ModelSession) -> FunctionTools | None:
+    """The functions an expert's model is offered (issue 29 item 6): what ``run_capability``
+    offers the role (its tools under the tool matrix, allow or confirm; the capabilities it may
+    invoke), except ``expert_review`` itself on another expert; None when the ``functions``
+    option is off or nothing is offered. Each call runs through the runtime: a ``confirm``
+    tool waits for the operator (PRD §4.7)."""
+    if not session.options.functions:
+        return None
+    tools = FunctionTools(call, leave_out=frozenset({call.card.capability_id}))
+    return tools if tools.specs() else None
+
+
+def _tools_note(tools: FunctionTools | None) -> list[str]:
+    return [TOOLS_NOTE] if tools is not None else []
 
 
 def _warnings(dropped: list[DroppedItem], what: str) -> list[str]:
@@ -254,6 +278,7 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
     if me == "domain" and call.read_artifact("domain_role.md"):
         extra = "\nThe domain identified for this requirement:\n" + (call.read_artifact("domain_role.md") or "")
     checklist = checklist_text(me, document)
+    tools = expert_tools(call, session)
     prompt = "\n".join(
         [
             "Requirement review (seed 002), mode: review.",
@@ -274,6 +299,7 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
             '- {"action": "scope_reduction", "old": ..., "new": ...} when the fix drops or weakens '
             "what the user asked for (say so honestly; it will not be adopted)",
             language_instruction(language, "the summary and every problem, suggestion and added line"),
+            *_tools_note(tools),
             "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
             json.dumps(REVIEW_SCHEMA),
             f"Requirement ({artifact}), with line numbers:",
@@ -283,7 +309,7 @@ async def _review(call: ExecutionCall, session: ModelSession, me: str, artifact:
     messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
     label = f"review ({me})"
     answer, dropped = await session.answer_items(
-        messages, REVIEW_SCHEMA, "issues", check=review_check(document), label=label
+        messages, REVIEW_SCHEMA, "issues", tools=tools, check=review_check(document), label=label
     )
     known = rule_categories()
     issues = []
@@ -372,6 +398,7 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str, languag
                 seen.add(item["target_issue"])
             return errors
 
+        tools = expert_tools(call, session)
         prompt = "\n".join(
             [
                 "Requirement review (seed 002), mode: evaluate.",
@@ -381,13 +408,16 @@ async def _evaluate(call: ExecutionCall, session: ModelSession, me: str, languag
                 "Issues:",
                 *listing,
                 language_instruction(language, "every comment and reasoning"),
+                *_tools_note(tools),
                 "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
                 json.dumps(schema),
             ]
         )
         messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
         label = f"evaluate ({me})"
-        answer, dropped = await session.answer_items(messages, schema, "responses", check=check, label=label)
+        answer, dropped = await session.answer_items(
+            messages, schema, "responses", tools=tools, check=check, label=label
+        )
         warnings = _warnings(dropped, label)
         for item in answer["responses"]:
             perspective, file_name, index, issue = targets[item["target_issue"]]
@@ -448,6 +478,7 @@ async def _respond(call: ExecutionCall, session: ModelSession, me: str, language
     for issue_id, issue in own.items():
         listing.append(_issue_line(me, issue))
         listing += [f"    {text}" for text in comments.get(issue_id, [])] or ["    (no comments)"]
+    tools = expert_tools(call, session)
     prompt = "\n".join(
         [
             "Requirement review (seed 002), mode: respond.",
@@ -456,13 +487,14 @@ async def _respond(call: ExecutionCall, session: ModelSession, me: str, language
             "because the objections convinced you; keep the rest (consensus is counted from the comments).",
             *listing,
             language_instruction(language, "every reason"),
+            *_tools_note(tools),
             "Answer with one JSON object (no prose, no code fence) matching this JSON Schema:",
             json.dumps(schema),
         ]
     )
     messages = [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": prompt}]
     label = f"respond ({me})"
-    answer, dropped = await session.answer_items(messages, schema, "withdrawn", label=label)
+    answer, dropped = await session.answer_items(messages, schema, "withdrawn", tools=tools, label=label)
     withdrawals = {item["issue_id"]: item["reason"] for item in answer["withdrawn"]}
     answered = respond(me, {**mine, "language": language}, evaluations, withdrawals=withdrawals)
     return {**answered, "warnings": _warnings(dropped, label)}

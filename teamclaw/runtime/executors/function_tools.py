@@ -96,8 +96,11 @@ def _plain(value: Any) -> Any:
 class FunctionTools:
     """The functions offered for one call, their OpenAI ``tools`` specs and their targets."""
 
-    def __init__(self, call: ExecutionCall) -> None:
+    def __init__(self, call: ExecutionCall, *, leave_out: frozenset[str] = frozenset()) -> None:
+        """``leave_out``: capability ids never offered, on any role (an expert of the review
+        is not offered the review's own capability on another expert: issue 29 item 6)."""
         self.call = call
+        self.leave_out = frozenset(leave_out)
         self.targets: dict[str, FunctionTarget] = {}
         self._specs: list[dict[str, Any]] = []
         self.malformed_seen = 0
@@ -157,7 +160,7 @@ class FunctionTools:
         offered: list[tuple[str, str]] = []
         for capability_id in sorted(snapshot.cards):
             other = snapshot.cards[capability_id]
-            if not other.enabled:
+            if not other.enabled or capability_id in self.leave_out:
                 continue
             if other.capability_type == CapabilityType.INTERNAL and other.skill_id != card.skill_id:
                 continue
@@ -194,7 +197,7 @@ class FunctionTools:
             return target
         if name in self.external:
             return FunctionTarget(name, tool=self.external[name])
-        if name in self.call.snapshot.cards and name != self.call.card.capability_id:
+        if name in self.call.snapshot.cards and name != self.call.card.capability_id and name not in self.leave_out:
             return FunctionTarget(name, capability_id=name)
         return None
 

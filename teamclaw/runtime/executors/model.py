@@ -219,6 +219,7 @@ class ModelSession:
         schema: Mapping[str, Any],
         items: str,
         *,
+        tools: FunctionTools | None = None,
         check: AnswerCheck | None = None,
         label: str = "",
     ) -> tuple[dict[str, Any], list[DroppedItem]]:
@@ -230,9 +231,10 @@ class ModelSession:
         returns ``(answer without them, dropped)``, each drop also recorded in the context's
         errors (``reason: item_dropped``, ``recovered: True``). Raises AgentFailure
         (``output_invalid``) when an error is outside the items (not JSON, wrong shape) or
-        no item would be left; otherwise as ``answer``.
+        no item would be left; otherwise as ``answer``. ``tools``: the functions offered
+        meanwhile, run as ``answer`` runs them (the experts' tools, issue 29 item 6).
         """
-        return await self._converse(messages, schema, None, check, None, label, items)
+        return await self._converse(messages, schema, tools, check, None, label, items)
 
     async def _converse(
         self,
