@@ -21,11 +21,20 @@ own users; the routes, checks and error shapes are the official ``mcp`` SDK's
 Lifetimes: a code lives ``CODE_TTL_S``, a grant waiting for consent ``GRANT_TTL_S``, an access
 token ``ACCESS_TTL_S``, a refresh token ``REFRESH_TTL_S`` (seconds). Secrets (codes, tokens) are
 stored as SHA-256 digests only; a registered client's record is kept as the SDK gives it.
+
+Registration and ``/authorize`` are open to anyone, so what they store is bounded: a client
+record of at most ``REGISTRATION_MAX_BYTES``, redirect URIs of no browser-run scheme
+(``UNSAFE_REDIRECT_SCHEMES``), at most ``MAX_PENDING_CLIENTS`` clients waiting for a first approval
+(deleted after ``PENDING_CLIENT_TTL_S``), at most ``MAX_OPEN_GRANTS_PER_CLIENT`` grants of one
+client waiting for consent (old grants deleted as new ones open), and the per-host route sets
+``HOST_APPS``.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
+from collections import OrderedDict
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +49,7 @@ from mcp.server.auth.provider import (
     AuthorizationParams,
     AuthorizeError,
     RefreshToken,
+    RegistrationError,
     TokenError,
     construct_redirect_uri,
 )
@@ -61,6 +71,25 @@ GRANT_TTL_S = 15 * 60
 ACCESS_TTL_S = 60 * 60
 REFRESH_TTL_S = 30 * 24 * 60 * 60
 CONSENT_PATH = "/oauth/consent/{grant}/"
+
+REGISTRATION_MAX_BYTES = 16 * 1024
+"""Largest client record ``POST /register`` stores (bytes of JSON). Registration is open to
+anyone (RFC 7591), so without a bound each anonymous request could store the SDK's 4 MiB body."""
+PENDING_CLIENT_TTL_S = 24 * 60 * 60
+"""A registered client that no one approved within this many seconds is deleted (at the next
+registration): it never got a token, and its registration can be made again."""
+MAX_PENDING_CLIENTS = 1000
+"""At most this many registered clients waiting for a first approval at once; past it
+``/register`` refuses (``invalid_client_metadata`` saying so) until some expire or are approved."""
+MAX_OPEN_GRANTS_PER_CLIENT = 20
+"""At most this many authorization requests of one client waiting for consent at once; past it
+``/authorize`` answers ``temporarily_unavailable``. Undecided grants older than ``GRANT_TTL_S``
+and answered ones older than ``ANSWERED_GRANT_KEEP_S`` are deleted when a new one opens."""
+ANSWERED_GRANT_KEEP_S = 24 * 60 * 60
+UNSAFE_REDIRECT_SCHEMES = frozenset({"javascript", "data", "vbscript", "file", "blob", "about"})
+"""Schemes a redirect URI may not use (RFC 9700 §4.1: a browser runs or reads them in place)."""
+HOST_APPS = 16
+"""How many per-host route sets ``OAuthEndpoint`` keeps (each allowed ``Host`` and port)."""
 
 OAUTH_PATHS = (
     "/.well-known/oauth-authorization-server",
@@ -86,15 +115,53 @@ def _client_row(client_id: str) -> OAuthClientInformationFull | None:
     return OAuthClientInformationFull.model_validate(row.info) if row else None
 
 
+def _registration_problem(client: OAuthClientInformationFull, info: dict[str, Any]) -> RegistrationError | None:
+    for uri in client.redirect_uris or []:
+        if str(uri).split(":", 1)[0].strip().lower() in UNSAFE_REDIRECT_SCHEMES:
+            return RegistrationError(
+                "invalid_redirect_uri", f"redirect_uris: the scheme of {str(uri)[:100]} is not allowed"
+            )
+    size = len(json.dumps(info).encode("utf-8"))
+    if size > REGISTRATION_MAX_BYTES:
+        return RegistrationError(
+            "invalid_client_metadata", f"the client metadata is {size} bytes; at most {REGISTRATION_MAX_BYTES}"
+        )
+    return None
+
+
+def _pending_clients() -> Any:
+    """Registered clients never approved (no access token was issued to them)."""
+    return OAuthClient.objects.filter(access_tokens__isnull=True)
+
+
 def _register(client: OAuthClientInformationFull) -> None:
-    OAuthClient.objects.create(
-        client_id=client.client_id or "",
-        name=(client.client_name or "")[:200],
-        info=client.model_dump(mode="json", exclude_none=True),
-    )
+    """Store ``client`` (module docstring). Raises ``RegistrationError`` for a redirect URI of an
+    unsafe scheme, a record over ``REGISTRATION_MAX_BYTES``, or ``MAX_PENDING_CLIENTS`` reached."""
+    info = client.model_dump(mode="json", exclude_none=True)
+    problem = _registration_problem(client, info)
+    if problem is not None:
+        raise problem
+    stale = timezone.now() - timedelta(seconds=PENDING_CLIENT_TTL_S)
+    OAuthClient.objects.filter(pk__in=_pending_clients().filter(created_at__lt=stale).values("pk")).delete()
+    if _pending_clients().count() >= MAX_PENDING_CLIENTS:
+        raise RegistrationError(
+            "invalid_client_metadata",
+            f"{MAX_PENDING_CLIENTS} registered clients are waiting for a first approval; try again later",
+        )
+    OAuthClient.objects.create(client_id=client.client_id or "", name=(client.client_name or "")[:200], info=info)
 
 
 def _open_grant(client_id: str, params: AuthorizationParams) -> str:
+    """A new grant waiting for consent. Raises ``AuthorizeError`` when the client has
+    ``MAX_OPEN_GRANTS_PER_CLIENT`` waiting already."""
+    now = timezone.now()
+    OAuthGrant.objects.filter(decided_at=None, created_at__lt=now - timedelta(seconds=GRANT_TTL_S)).delete()
+    OAuthGrant.objects.filter(decided_at__lt=now - timedelta(seconds=ANSWERED_GRANT_KEEP_S)).delete()
+    if OAuthGrant.objects.filter(client_id=client_id, decided_at=None).count() >= MAX_OPEN_GRANTS_PER_CLIENT:
+        raise AuthorizeError(
+            "temporarily_unavailable",
+            f"{MAX_OPEN_GRANTS_PER_CLIENT} requests of this client are waiting for consent; answer or let them expire",
+        )
     grant = OAuthGrant.objects.create(
         id=secrets.token_urlsafe(24), client_id=client_id, params=params.model_dump(mode="json")
     )
@@ -320,11 +387,15 @@ class OAuthEndpoint:
 
     def __init__(self) -> None:
         self.provider = TeamClawOAuthProvider()
-        self._apps: dict[str, Starlette] = {}
+        self._apps: OrderedDict[str, Starlette] = OrderedDict()
 
     def app_for(self, base: str) -> Starlette:
+        """The routes for ``base``; the ``HOST_APPS`` most recently used are kept (every port of
+        an allowed host is a new ``base``, so an unbounded map grew by ~19 KB per port asked)."""
         app = self._apps.get(base)
-        if app is None:
+        if app is not None:
+            self._apps.move_to_end(base)
+        else:
             routes = create_auth_routes(
                 self.provider,
                 issuer_url=AnyHttpUrl(base),
@@ -337,6 +408,8 @@ class OAuthEndpoint:
                 resource_name="TeamClaw",
             )
             app = self._apps[base] = Starlette(routes=routes)
+            while len(self._apps) > HOST_APPS:
+                self._apps.popitem(last=False)
         return app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:

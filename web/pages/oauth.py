@@ -35,7 +35,7 @@ class ClientRedirect(HttpResponseRedirect):
 
     def __init__(self, to: str, *args: Any, **kwargs: Any) -> None:
         scheme = to.split(":", 1)[0].lower()
-        if scheme not in {"javascript", "data", "vbscript", "file"}:
+        if scheme not in mcp_oauth.UNSAFE_REDIRECT_SCHEMES:
             self.allowed_schemes = [*self.allowed_schemes, scheme]
         super().__init__(to, *args, **kwargs)
 

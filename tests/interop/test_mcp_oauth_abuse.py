@@ -1,0 +1,94 @@
+"""What an anonymous caller can make the OAuth routes of ``/mcp`` store or keep (issue 29;
+``interop.mcp_oauth``), against a real daphne process: registration and ``/authorize`` are open
+to anyone (RFC 7591, RFC 6749), so every row and in-memory object they create is bounded."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from urllib.parse import parse_qs, urlparse
+
+import httpx2
+import pytest
+from django.utils import timezone
+from mcp.server.auth.provider import RegistrationError
+from mcp.shared.auth import OAuthClientInformationFull
+
+from interop import mcp_oauth
+from interop.models import OAuthClient, OAuthGrant
+from tests.interop.test_mcp_oauth import REDIRECT, server  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def register(base: str, **metadata: object) -> httpx2.Response:
+    body = {"client_name": "c", "redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none", **metadata}
+    return httpx2.post(base + "/register", json=body, timeout=30)
+
+
+def test_a_registration_stores_at_most_a_bounded_record_and_no_browser_run_redirect(server):  # noqa: F811
+    base = f"http://127.0.0.1:{server.port}"
+    # Before the bound, a 3.5 MB name was stored whole (10 anonymous requests: 35 MB of database).
+    big = register(base, client_name="x" * 100_000)
+    assert big.status_code == 400, big.text
+    assert big.json()["error"] == "invalid_client_metadata"
+    assert str(mcp_oauth.REGISTRATION_MAX_BYTES) in big.json()["error_description"]
+    many = register(base, redirect_uris=[f"http://127.0.0.1:5999/cb{n}" for n in range(1000)])
+    assert many.status_code == 400, many.text[:300]
+    for uri in ("javascript:alert(1)", "JavaScript:alert(1)//", "data:text/html,hi"):
+        refused = register(base, redirect_uris=[uri])
+        assert refused.status_code == 400, (uri, refused.text)
+        assert refused.json()["error"] == "invalid_redirect_uri"
+    assert not OAuthClient.objects.exists()
+    assert register(base, redirect_uris=["myapp://callback"]).status_code == 201  # a desktop app's own scheme
+
+
+def test_clients_never_approved_expire_and_are_capped(server, monkeypatch):  # noqa: F811
+    base = f"http://127.0.0.1:{server.port}"
+    old = register(base).json()["client_id"]
+    OAuthClient.objects.filter(pk=old).update(
+        created_at=timezone.now() - timedelta(seconds=mcp_oauth.PENDING_CLIENT_TTL_S + 1)
+    )
+    assert register(base).status_code == 201
+    assert not OAuthClient.objects.filter(pk=old).exists()
+
+    # The cap, in this process (the server's is MAX_PENDING_CLIENTS).
+    monkeypatch.setattr(mcp_oauth, "MAX_PENDING_CLIENTS", OAuthClient.objects.count())
+    client = OAuthClientInformationFull(
+        client_id="one-more", redirect_uris=[REDIRECT], token_endpoint_auth_method="none"
+    )
+    with pytest.raises(RegistrationError) as refused:
+        asyncio.run(mcp_oauth.TeamClawOAuthProvider().register_client(client))
+    assert refused.value.error == "invalid_client_metadata"
+    assert not OAuthClient.objects.filter(pk="one-more").exists()
+
+
+def test_authorization_requests_waiting_for_consent_are_capped_per_client_and_old_ones_go(server):  # noqa: F811
+    base = f"http://127.0.0.1:{server.port}"
+    client = register(base).json()["client_id"]
+    url = (
+        f"{base}/authorize?response_type=code&client_id={client}&redirect_uri={REDIRECT}"
+        "&code_challenge=" + "a" * 43 + "&code_challenge_method=S256&state=s"
+    )
+    for _ in range(mcp_oauth.MAX_OPEN_GRANTS_PER_CLIENT):
+        opened = httpx2.get(url, timeout=30)
+        assert opened.status_code == 302 and opened.headers["location"].startswith("/oauth/consent/")
+    full = httpx2.get(url, timeout=30)
+    assert full.status_code == 302
+    assert parse_qs(urlparse(full.headers["location"]).query)["error"] == ["temporarily_unavailable"]
+    assert OAuthGrant.objects.count() == mcp_oauth.MAX_OPEN_GRANTS_PER_CLIENT
+
+    OAuthGrant.objects.update(created_at=timezone.now() - timedelta(seconds=mcp_oauth.GRANT_TTL_S + 1))
+    again = httpx2.get(url, timeout=30)
+    assert again.headers["location"].startswith("/oauth/consent/")
+    assert OAuthGrant.objects.count() == 1
+
+
+def test_the_per_host_routes_are_kept_for_a_bounded_number_of_hosts():
+    """Every port of an allowed host is another issuer URL: before the bound, 3,000 requests
+    naming ``Host: localhost:<n>`` grew the server by 58 MB (RSS, measured), for good."""
+    endpoint = mcp_oauth.OAuthEndpoint()
+    for port in range(1000, 1100):
+        endpoint.app_for(f"http://localhost:{port}")
+    assert len(endpoint._apps) == mcp_oauth.HOST_APPS
+    assert "http://localhost:1099" in endpoint._apps
