@@ -168,12 +168,26 @@ def _open_grant(client_id: str, params: AuthorizationParams) -> str:
     return grant.id
 
 
+def _revoke_client_tokens(client_id: str) -> None:
+    """Revoke every live access and refresh token of ``client_id``: a code or refresh token came
+    back after its one use, so someone else may hold what it gave (OAuth 2.1 §4.1.3, §4.3.1;
+    RFC 9700 §4.14.2). The client signs in again."""
+    now = timezone.now()
+    RoleToken.objects.filter(oauth_client_id=client_id, revoked_at=None).update(revoked_at=now)
+    OAuthRefreshToken.objects.filter(client_id=client_id, revoked_at=None).update(revoked_at=now)
+
+
 def _code(client_id: str, code: str) -> AuthorizationCode | None:
+    """The code's authorization, or None. A code used already revokes what it gave (and every
+    other token of the client, ``_revoke_client_tokens``)."""
     grant = (
-        OAuthGrant.objects.filter(code_digest=role_tokens.digest_of(code), client_id=client_id, used_at=None)
+        OAuthGrant.objects.filter(code_digest=role_tokens.digest_of(code), client_id=client_id)
         .select_related("role")
         .first()
     )
+    if grant is not None and grant.used_at is not None:
+        _revoke_client_tokens(client_id)
+        return None
     if grant is None or grant.decided_at is None:
         return None
     params = AuthorizationParams.model_validate(grant.params)
@@ -235,8 +249,9 @@ def _exchange_code(client_id: str, code: str) -> OAuthToken:
 
 
 def _refresh_row(client_id: str, token: str) -> RefreshToken | None:
+    """The client's unexpired refresh token, used or not (``_exchange_refresh`` tells), or None."""
     row = OAuthRefreshToken.objects.filter(
-        digest=role_tokens.digest_of(token), client_id=client_id, revoked_at=None, expires_at__gt=timezone.now()
+        digest=role_tokens.digest_of(token), client_id=client_id, expires_at__gt=timezone.now()
     ).first()
     if row is None:
         return None
@@ -251,20 +266,28 @@ def _refresh_row(client_id: str, token: str) -> RefreshToken | None:
 
 
 def _exchange_refresh(client_id: str, token: str) -> OAuthToken:
+    """New tokens for a live refresh token, which is used up (rotation). Raises ``TokenError``
+    for one unknown or whose role is disabled, and for one rotated or revoked already, which
+    also revokes every token of the client (``_revoke_client_tokens``)."""
     with transaction.atomic():
         row = (
             OAuthRefreshToken.objects.select_for_update()
-            .filter(digest=role_tokens.digest_of(token), client_id=client_id, revoked_at=None)
+            .filter(digest=role_tokens.digest_of(token), client_id=client_id)
             .select_related("role")
             .first()
         )
-        if row is None or not row.role.enabled:
-            raise TokenError("invalid_grant", "the refresh token is unknown, used, revoked, or its role is disabled")
-        row.revoked_at = timezone.now()
-        row.save(update_fields=["revoked_at"])
-        if row.access_token_id is not None:
-            role_tokens.revoke(row.access_token_id)
-        return _tokens(client_id, row.user_id, row.role, row.resource)
+        replayed = row is not None and row.revoked_at is not None
+        if replayed:
+            _revoke_client_tokens(client_id)
+        elif row is not None and row.role.enabled:
+            row.revoked_at = timezone.now()
+            row.save(update_fields=["revoked_at"])
+            if row.access_token_id is not None:
+                role_tokens.revoke(row.access_token_id)
+            return _tokens(client_id, row.user_id, row.role, row.resource)
+    if replayed:
+        raise TokenError("invalid_grant", "the refresh token was used already: every token of this client is revoked")
+    raise TokenError("invalid_grant", "the refresh token is unknown or its role is disabled")
 
 
 def _access(token: str) -> AccessToken | None:

@@ -5,6 +5,8 @@ to anyone (RFC 7591, RFC 6749), so every row and in-memory object they create is
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 from datetime import timedelta
 from urllib.parse import parse_qs, urlparse
 
@@ -15,8 +17,8 @@ from mcp.server.auth.provider import RegistrationError
 from mcp.shared.auth import OAuthClientInformationFull
 
 from interop import mcp_oauth
-from interop.models import OAuthClient, OAuthGrant
-from tests.interop.test_mcp_oauth import REDIRECT, server  # noqa: F401 (the fixture)
+from interop.models import OAuthClient, OAuthGrant, RoleToken
+from tests.interop.test_mcp_oauth import REDIRECT, Person, server  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -92,3 +94,72 @@ def test_the_per_host_routes_are_kept_for_a_bounded_number_of_hosts():
         endpoint.app_for(f"http://localhost:{port}")
     assert len(endpoint._apps) == mcp_oauth.HOST_APPS
     assert "http://localhost:1099" in endpoint._apps
+
+
+def _first_tokens(base: str) -> tuple[str, dict[str, str], dict[str, str]]:
+    """A client connected through the consent page: ``(client_id, code form, token response)``."""
+    person = Person(base, "operator")
+    client = register(base).json()["client_id"]
+    verifier = "v" * 64
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    url = (
+        f"{base}/authorize?response_type=code&client_id={client}&redirect_uri={REDIRECT}"
+        f"&code_challenge={challenge}&code_challenge_method=S256&state=s"
+    )
+    code = parse_qs(urlparse(person.consent(url, "approve").headers["location"]).query)["code"][0]
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": REDIRECT,
+        "client_id": client,
+        "code_verifier": verifier,
+    }
+    tokens = httpx2.post(base + "/token", data=form, timeout=10)
+    assert tokens.status_code == 200, tokens.text
+    return client, form, tokens.json()
+
+
+def _mcp_status(base: str, access: str) -> int:
+    return httpx2.post(base + "/mcp", json={}, headers={"Authorization": f"Bearer {access}"}, timeout=10).status_code
+
+
+def test_a_code_used_twice_revokes_what_it_gave(server):  # noqa: F811
+    """OAuth 2.1 §4.1.3: the second use is refused and the tokens the first gave are revoked,
+    since whoever replays it may be the one who holds them."""
+    base = f"http://127.0.0.1:{server.port}"
+    client, form, tokens = _first_tokens(base)
+    assert _mcp_status(base, tokens["access_token"]) != 401
+    again = httpx2.post(base + "/token", data=form, timeout=10)
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    assert _mcp_status(base, tokens["access_token"]) == 401
+    refreshed = httpx2.post(
+        base + "/token",
+        data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client},
+        timeout=10,
+    )
+    assert refreshed.status_code == 400
+
+
+def test_a_refresh_token_used_twice_revokes_every_token_of_the_client(server):  # noqa: F811
+    """OAuth 2.1 §4.3.1 (rotation): a rotated refresh token coming back means two holders; the
+    live pair the rotation gave is revoked, and the client connects again. Revoking a used one
+    at /revoke revokes nothing more."""
+    base = f"http://127.0.0.1:{server.port}"
+    client, _form, tokens = _first_tokens(base)
+    body = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client}
+    rotated = httpx2.post(base + "/token", data=body, timeout=10)
+    assert rotated.status_code == 200, rotated.text
+    new = rotated.json()
+    # (the SDK's RevocationRequest requires a client_secret field, empty for a public client)
+    revoked_old = httpx2.post(
+        base + "/revoke", data={"token": tokens["refresh_token"], "client_id": client, "client_secret": ""}
+    )
+    assert revoked_old.status_code == 200, revoked_old.text
+    assert _mcp_status(base, new["access_token"]) != 401
+
+    replay = httpx2.post(base + "/token", data=body, timeout=10)
+    assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+    assert _mcp_status(base, new["access_token"]) == 401
+    again = {**body, "refresh_token": new["refresh_token"]}
+    assert httpx2.post(base + "/token", data=again, timeout=10).status_code == 400
+    assert not RoleToken.objects.filter(oauth_client_id=client, revoked_at=None).exists()
