@@ -19,6 +19,7 @@ from mcp.shared.auth import OAuthClientInformationFull
 from interop import mcp_oauth
 from interop.models import OAuthClient, OAuthGrant, RoleToken
 from tests.interop.test_mcp_oauth import REDIRECT, Person, server  # noqa: F401 (the fixture)
+from web.pages.oauth import form_target
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -163,3 +164,19 @@ def test_a_refresh_token_used_twice_revokes_every_token_of_the_client(server):  
     again = {**body, "refresh_token": new["refresh_token"]}
     assert httpx2.post(base + "/token", data=again, timeout=10).status_code == 400
     assert not RoleToken.objects.filter(oauth_client_id=client, revoked_at=None).exists()
+
+
+@pytest.mark.parametrize(
+    ("redirect_uri", "source"),
+    [
+        ("http://127.0.0.1:5999/cb", "http://127.0.0.1:5999"),
+        ("https://claude.ai/api/mcp/auth_callback", "https://claude.ai"),
+        ("myapp://callback", "myapp:"),
+        ("http://[::1]:8080/cb", "http://[::1]:8080"),
+        ("javascript:alert(1)", ""),
+        ("http://a b;script-src *:1/", ""),  # nothing of it may reach the policy's other directives
+        ("http://u:p@host/cb", ""),
+    ],
+)
+def test_the_consent_page_lets_its_form_reach_the_redirect_target_and_nothing_else(redirect_uri, source):
+    assert form_target(redirect_uri) == source
