@@ -115,13 +115,27 @@ def _client_row(client_id: str) -> OAuthClientInformationFull | None:
     return OAuthClientInformationFull.model_validate(row.info) if row else None
 
 
+def _has_nul(value: Any) -> bool:
+    """True when a string anywhere in ``value`` (JSON: dicts, lists, strings) holds NUL."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
 def _registration_problem(client: OAuthClientInformationFull, info: dict[str, Any]) -> RegistrationError | None:
     for uri in client.redirect_uris or []:
         if str(uri).split(":", 1)[0].strip().lower() in UNSAFE_REDIRECT_SCHEMES:
             return RegistrationError(
                 "invalid_redirect_uri", f"redirect_uris: the scheme of {str(uri)[:100]} is not allowed"
             )
-    size = len(json.dumps(info).encode("utf-8"))
+    text = json.dumps(info)
+    if _has_nul(info):  # PostgreSQL text and jsonb cannot hold NUL: it was a 500 there
+        return RegistrationError("invalid_client_metadata", "the client metadata may not contain NUL (\\u0000)")
+    size = len(text.encode("utf-8"))
     if size > REGISTRATION_MAX_BYTES:
         return RegistrationError(
             "invalid_client_metadata", f"the client metadata is {size} bytes; at most {REGISTRATION_MAX_BYTES}"
@@ -152,8 +166,12 @@ def _register(client: OAuthClientInformationFull) -> None:
 
 
 def _open_grant(client_id: str, params: AuthorizationParams) -> str:
-    """A new grant waiting for consent. Raises ``AuthorizeError`` when the client has
+    """A new grant waiting for consent. Raises ``AuthorizeError`` for a parameter holding NUL
+    (``state``...: PostgreSQL cannot store it) or when the client has
     ``MAX_OPEN_GRANTS_PER_CLIENT`` waiting already."""
+    stored = params.model_dump(mode="json")
+    if _has_nul(stored):
+        raise AuthorizeError("invalid_request", "a parameter contains NUL (%00)")
     now = timezone.now()
     OAuthGrant.objects.filter(decided_at=None, created_at__lt=now - timedelta(seconds=GRANT_TTL_S)).delete()
     OAuthGrant.objects.filter(decided_at__lt=now - timedelta(seconds=ANSWERED_GRANT_KEEP_S)).delete()
@@ -162,9 +180,7 @@ def _open_grant(client_id: str, params: AuthorizationParams) -> str:
             "temporarily_unavailable",
             f"{MAX_OPEN_GRANTS_PER_CLIENT} requests of this client are waiting for consent; answer or let them expire",
         )
-    grant = OAuthGrant.objects.create(
-        id=secrets.token_urlsafe(24), client_id=client_id, params=params.model_dump(mode="json")
-    )
+    grant = OAuthGrant.objects.create(id=secrets.token_urlsafe(24), client_id=client_id, params=stored)
     return grant.id
 
 

@@ -180,3 +180,22 @@ def test_a_refresh_token_used_twice_revokes_every_token_of_the_client(server):  
 )
 def test_the_consent_page_lets_its_form_reach_the_redirect_target_and_nothing_else(redirect_uri, source):
     assert form_target(redirect_uri) == source
+
+
+def test_nul_in_a_registration_or_an_authorization_request_is_refused_not_a_500(server):  # noqa: F811
+    """PostgreSQL text and jsonb cannot hold NUL: there a NUL in ``client_name`` was a 500 and one
+    in ``state`` the SDK's ``server_error`` (checked on PostgreSQL; SQLite stored them)."""
+    base = f"http://127.0.0.1:{server.port}"
+    for metadata in ({"client_name": "a\u0000b"}, {"software_id": "x\u0000"}):
+        refused = register(base, **metadata)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"] == "invalid_client_metadata"
+    assert not OAuthClient.objects.exists()
+    client = register(base).json()["client_id"]
+    url = (
+        f"{base}/authorize?response_type=code&client_id={client}&redirect_uri={REDIRECT}"
+        "&code_challenge=" + "a" * 43 + "&code_challenge_method=S256&state=s%00x"
+    )
+    answer = parse_qs(urlparse(httpx2.get(url, timeout=30).headers["location"]).query)
+    assert answer["error"] == ["invalid_request"] and "NUL" in answer["error_description"][0]
+    assert not OAuthGrant.objects.exists()
