@@ -65,6 +65,7 @@ from capabilities.models import AgentRole
 from interop import role_tokens
 from interop.a2a import base_url
 from interop.models import OAuthClient, OAuthGrant, OAuthRefreshToken, RoleToken
+from interop.mounts import ProtocolHeaders
 
 CODE_TTL_S = 300
 GRANT_TTL_S = 15 * 60
@@ -462,4 +463,6 @@ class OAuthEndpoint:
         await self.app_for(base)(scope, receive, send)
 
 
-oauth_application = OAuthEndpoint()
+oauth_application = ProtocolHeaders(OAuthEndpoint())
+"""What ``teamclaw.asgi`` mounts: the routes with the headers every protocol response carries
+(``nosniff``, ``frame-ancestors 'none'``...; Django's middleware does not see them)."""

@@ -36,6 +36,10 @@ def test_a_registration_stores_at_most_a_bounded_record_and_no_browser_run_redir
     assert big.status_code == 400, big.text
     assert big.json()["error"] == "invalid_client_metadata"
     assert str(mcp_oauth.REGISTRATION_MAX_BYTES) in big.json()["error_description"]
+    metadata = httpx2.get(base + "/.well-known/oauth-authorization-server", timeout=30)
+    for response in (big, metadata):  # what every protocol response carries (interop.mounts)
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     many = register(base, redirect_uris=[f"http://127.0.0.1:5999/cb{n}" for n in range(1000)])
     assert many.status_code == 400, many.text[:300]
     for uri in ("javascript:alert(1)", "JavaScript:alert(1)//", "data:text/html,hi"):
