@@ -100,8 +100,8 @@ def read_resource(token_id: int, uri: str) -> types.ReadResourceResult:
     readable by the token's issuer (one answer for all three)."""
     found = ARTIFACT_URI.match(uri)
     row = None
-    if found:
-        name = unquote(found["name"])
+    name = unquote(found["name"]) if found else ""
+    if found and "\x00" not in name:  # PostgreSQL cannot compare text with NUL (a DataError)
         row = _readable(token_id).filter(task_id=found["task"], name=name).first()
     if row is None:
         raise MCPError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri[:200]})

@@ -21,11 +21,20 @@ own users; the routes, checks and error shapes are the official ``mcp`` SDK's
 Lifetimes: a code lives ``CODE_TTL_S``, a grant waiting for consent ``GRANT_TTL_S``, an access
 token ``ACCESS_TTL_S``, a refresh token ``REFRESH_TTL_S`` (seconds). Secrets (codes, tokens) are
 stored as SHA-256 digests only; a registered client's record is kept as the SDK gives it.
+
+Registration and ``/authorize`` are open to anyone, so what they store is bounded: a client
+record of at most ``REGISTRATION_MAX_BYTES``, redirect URIs of no browser-run scheme
+(``UNSAFE_REDIRECT_SCHEMES``), at most ``MAX_PENDING_CLIENTS`` clients waiting for a first approval
+(deleted after ``PENDING_CLIENT_TTL_S``), at most ``MAX_OPEN_GRANTS_PER_CLIENT`` grants of one
+client waiting for consent (old grants deleted as new ones open), and the per-host route sets
+``HOST_APPS``.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
+from collections import OrderedDict
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +49,7 @@ from mcp.server.auth.provider import (
     AuthorizationParams,
     AuthorizeError,
     RefreshToken,
+    RegistrationError,
     TokenError,
     construct_redirect_uri,
 )
@@ -55,12 +65,32 @@ from capabilities.models import AgentRole
 from interop import role_tokens
 from interop.a2a import base_url
 from interop.models import OAuthClient, OAuthGrant, OAuthRefreshToken, RoleToken
+from interop.mounts import ProtocolHeaders
 
 CODE_TTL_S = 300
 GRANT_TTL_S = 15 * 60
 ACCESS_TTL_S = 60 * 60
 REFRESH_TTL_S = 30 * 24 * 60 * 60
 CONSENT_PATH = "/oauth/consent/{grant}/"
+
+REGISTRATION_MAX_BYTES = 16 * 1024
+"""Largest client record ``POST /register`` stores (bytes of JSON). Registration is open to
+anyone (RFC 7591), so without a bound each anonymous request could store the SDK's 4 MiB body."""
+PENDING_CLIENT_TTL_S = 24 * 60 * 60
+"""A registered client that no one approved within this many seconds is deleted (at the next
+registration): it never got a token, and its registration can be made again."""
+MAX_PENDING_CLIENTS = 1000
+"""At most this many registered clients waiting for a first approval at once; past it
+``/register`` refuses (``invalid_client_metadata`` saying so) until some expire or are approved."""
+MAX_OPEN_GRANTS_PER_CLIENT = 20
+"""At most this many authorization requests of one client waiting for consent at once; past it
+``/authorize`` answers ``temporarily_unavailable``. Undecided grants older than ``GRANT_TTL_S``
+and answered ones older than ``ANSWERED_GRANT_KEEP_S`` are deleted when a new one opens."""
+ANSWERED_GRANT_KEEP_S = 24 * 60 * 60
+UNSAFE_REDIRECT_SCHEMES = frozenset({"javascript", "data", "vbscript", "file", "blob", "about"})
+"""Schemes a redirect URI may not use (RFC 9700 §4.1: a browser runs or reads them in place)."""
+HOST_APPS = 16
+"""How many per-host route sets ``OAuthEndpoint`` keeps (each allowed ``Host`` and port)."""
 
 OAUTH_PATHS = (
     "/.well-known/oauth-authorization-server",
@@ -86,27 +116,95 @@ def _client_row(client_id: str) -> OAuthClientInformationFull | None:
     return OAuthClientInformationFull.model_validate(row.info) if row else None
 
 
+def _has_nul(value: Any) -> bool:
+    """True when a string anywhere in ``value`` (JSON: dicts, lists, strings) holds NUL."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
+def _registration_problem(client: OAuthClientInformationFull, info: dict[str, Any]) -> RegistrationError | None:
+    for uri in client.redirect_uris or []:
+        if str(uri).split(":", 1)[0].strip().lower() in UNSAFE_REDIRECT_SCHEMES:
+            return RegistrationError(
+                "invalid_redirect_uri", f"redirect_uris: the scheme of {str(uri)[:100]} is not allowed"
+            )
+    text = json.dumps(info)
+    if _has_nul(info):  # PostgreSQL text and jsonb cannot hold NUL: it was a 500 there
+        return RegistrationError("invalid_client_metadata", "the client metadata may not contain NUL (\\u0000)")
+    size = len(text.encode("utf-8"))
+    if size > REGISTRATION_MAX_BYTES:
+        return RegistrationError(
+            "invalid_client_metadata", f"the client metadata is {size} bytes; at most {REGISTRATION_MAX_BYTES}"
+        )
+    return None
+
+
+def _pending_clients() -> Any:
+    """Registered clients never approved (no access token was issued to them)."""
+    return OAuthClient.objects.filter(access_tokens__isnull=True)
+
+
 def _register(client: OAuthClientInformationFull) -> None:
-    OAuthClient.objects.create(
-        client_id=client.client_id or "",
-        name=(client.client_name or "")[:200],
-        info=client.model_dump(mode="json", exclude_none=True),
-    )
+    """Store ``client`` (module docstring). Raises ``RegistrationError`` for a redirect URI of an
+    unsafe scheme, a record over ``REGISTRATION_MAX_BYTES``, or ``MAX_PENDING_CLIENTS`` reached."""
+    info = client.model_dump(mode="json", exclude_none=True)
+    problem = _registration_problem(client, info)
+    if problem is not None:
+        raise problem
+    stale = timezone.now() - timedelta(seconds=PENDING_CLIENT_TTL_S)
+    OAuthClient.objects.filter(pk__in=_pending_clients().filter(created_at__lt=stale).values("pk")).delete()
+    if _pending_clients().count() >= MAX_PENDING_CLIENTS:
+        raise RegistrationError(
+            "invalid_client_metadata",
+            f"{MAX_PENDING_CLIENTS} registered clients are waiting for a first approval; try again later",
+        )
+    OAuthClient.objects.create(client_id=client.client_id or "", name=(client.client_name or "")[:200], info=info)
 
 
 def _open_grant(client_id: str, params: AuthorizationParams) -> str:
-    grant = OAuthGrant.objects.create(
-        id=secrets.token_urlsafe(24), client_id=client_id, params=params.model_dump(mode="json")
-    )
+    """A new grant waiting for consent. Raises ``AuthorizeError`` for a parameter holding NUL
+    (``state``...: PostgreSQL cannot store it) or when the client has
+    ``MAX_OPEN_GRANTS_PER_CLIENT`` waiting already."""
+    stored = params.model_dump(mode="json")
+    if _has_nul(stored):
+        raise AuthorizeError("invalid_request", "a parameter contains NUL (%00)")
+    now = timezone.now()
+    OAuthGrant.objects.filter(decided_at=None, created_at__lt=now - timedelta(seconds=GRANT_TTL_S)).delete()
+    OAuthGrant.objects.filter(decided_at__lt=now - timedelta(seconds=ANSWERED_GRANT_KEEP_S)).delete()
+    if OAuthGrant.objects.filter(client_id=client_id, decided_at=None).count() >= MAX_OPEN_GRANTS_PER_CLIENT:
+        raise AuthorizeError(
+            "temporarily_unavailable",
+            f"{MAX_OPEN_GRANTS_PER_CLIENT} requests of this client are waiting for consent; answer or let them expire",
+        )
+    grant = OAuthGrant.objects.create(id=secrets.token_urlsafe(24), client_id=client_id, params=stored)
     return grant.id
 
 
+def _revoke_client_tokens(client_id: str) -> None:
+    """Revoke every live access and refresh token of ``client_id``: a code or refresh token came
+    back after its one use, so someone else may hold what it gave (OAuth 2.1 §4.1.3, §4.3.1;
+    RFC 9700 §4.14.2). The client signs in again."""
+    now = timezone.now()
+    RoleToken.objects.filter(oauth_client_id=client_id, revoked_at=None).update(revoked_at=now)
+    OAuthRefreshToken.objects.filter(client_id=client_id, revoked_at=None).update(revoked_at=now)
+
+
 def _code(client_id: str, code: str) -> AuthorizationCode | None:
+    """The code's authorization, or None. A code used already revokes what it gave (and every
+    other token of the client, ``_revoke_client_tokens``)."""
     grant = (
-        OAuthGrant.objects.filter(code_digest=role_tokens.digest_of(code), client_id=client_id, used_at=None)
+        OAuthGrant.objects.filter(code_digest=role_tokens.digest_of(code), client_id=client_id)
         .select_related("role")
         .first()
     )
+    if grant is not None and grant.used_at is not None:
+        _revoke_client_tokens(client_id)
+        return None
     if grant is None or grant.decided_at is None:
         return None
     params = AuthorizationParams.model_validate(grant.params)
@@ -168,8 +266,9 @@ def _exchange_code(client_id: str, code: str) -> OAuthToken:
 
 
 def _refresh_row(client_id: str, token: str) -> RefreshToken | None:
+    """The client's unexpired refresh token, used or not (``_exchange_refresh`` tells), or None."""
     row = OAuthRefreshToken.objects.filter(
-        digest=role_tokens.digest_of(token), client_id=client_id, revoked_at=None, expires_at__gt=timezone.now()
+        digest=role_tokens.digest_of(token), client_id=client_id, expires_at__gt=timezone.now()
     ).first()
     if row is None:
         return None
@@ -184,20 +283,28 @@ def _refresh_row(client_id: str, token: str) -> RefreshToken | None:
 
 
 def _exchange_refresh(client_id: str, token: str) -> OAuthToken:
+    """New tokens for a live refresh token, which is used up (rotation). Raises ``TokenError``
+    for one unknown or whose role is disabled, and for one rotated or revoked already, which
+    also revokes every token of the client (``_revoke_client_tokens``)."""
     with transaction.atomic():
         row = (
             OAuthRefreshToken.objects.select_for_update()
-            .filter(digest=role_tokens.digest_of(token), client_id=client_id, revoked_at=None)
+            .filter(digest=role_tokens.digest_of(token), client_id=client_id)
             .select_related("role")
             .first()
         )
-        if row is None or not row.role.enabled:
-            raise TokenError("invalid_grant", "the refresh token is unknown, used, revoked, or its role is disabled")
-        row.revoked_at = timezone.now()
-        row.save(update_fields=["revoked_at"])
-        if row.access_token_id is not None:
-            role_tokens.revoke(row.access_token_id)
-        return _tokens(client_id, row.user_id, row.role, row.resource)
+        replayed = row is not None and row.revoked_at is not None
+        if replayed:
+            _revoke_client_tokens(client_id)
+        elif row is not None and row.role.enabled:
+            row.revoked_at = timezone.now()
+            row.save(update_fields=["revoked_at"])
+            if row.access_token_id is not None:
+                role_tokens.revoke(row.access_token_id)
+            return _tokens(client_id, row.user_id, row.role, row.resource)
+    if replayed:
+        raise TokenError("invalid_grant", "the refresh token was used already: every token of this client is revoked")
+    raise TokenError("invalid_grant", "the refresh token is unknown or its role is disabled")
 
 
 def _access(token: str) -> AccessToken | None:
@@ -320,11 +427,15 @@ class OAuthEndpoint:
 
     def __init__(self) -> None:
         self.provider = TeamClawOAuthProvider()
-        self._apps: dict[str, Starlette] = {}
+        self._apps: OrderedDict[str, Starlette] = OrderedDict()
 
     def app_for(self, base: str) -> Starlette:
+        """The routes for ``base``; the ``HOST_APPS`` most recently used are kept (every port of
+        an allowed host is a new ``base``, so an unbounded map grew by ~19 KB per port asked)."""
         app = self._apps.get(base)
-        if app is None:
+        if app is not None:
+            self._apps.move_to_end(base)
+        else:
             routes = create_auth_routes(
                 self.provider,
                 issuer_url=AnyHttpUrl(base),
@@ -337,6 +448,8 @@ class OAuthEndpoint:
                 resource_name="TeamClaw",
             )
             app = self._apps[base] = Starlette(routes=routes)
+            while len(self._apps) > HOST_APPS:
+                self._apps.popitem(last=False)
         return app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -350,4 +463,6 @@ class OAuthEndpoint:
         await self.app_for(base)(scope, receive, send)
 
 
-oauth_application = OAuthEndpoint()
+oauth_application = ProtocolHeaders(OAuthEndpoint())
+"""What ``teamclaw.asgi`` mounts: the routes with the headers every protocol response carries
+(``nosniff``, ``frame-ancestors 'none'``...; Django's middleware does not see them)."""

@@ -38,8 +38,11 @@ RESERVED = frozenset(
     | {"mcp-protocol-version", "upgrade", "te", "trailer", "keep-alive", "proxy-connection"}
 )
 """Headers the transport sets itself: a source may not set them."""
-VALUE_PATTERN = "^[ -~]+$"
-"""A header value: printable ASCII (what every HTTP client sends as is)."""
+VALUE_PATTERN = "^[!-~]([ -~]*[!-~])?$"
+"""A header value: printable ASCII, not starting or ending with a space (what every HTTP client
+sends as is: h11 refuses a value with a line break or an outer space, and its error quotes the
+whole value, so such a value would have put the secret into the source's error). Matched whole
+(``re.fullmatch``: a ``$`` alone lets a trailing line break through)."""
 
 
 class CredentialsUnreadable(ValueError):
@@ -79,8 +82,8 @@ def _value_problem(value: Any) -> str:
         return "a non-empty string"
     if len(value) > MAX_VALUE_CHARS:
         return f"at most {MAX_VALUE_CHARS} characters"
-    if not re.match(VALUE_PATTERN, value):
-        return "printable ASCII characters only (no line breaks, control or non-ASCII characters)"
+    if not re.fullmatch(VALUE_PATTERN, value):
+        return "printable ASCII only (no line breaks, control or non-ASCII characters, no space at either end)"
     return ""
 
 
@@ -93,7 +96,7 @@ def _header_errors(headers: Any) -> dict[str, list[str]]:
     seen: set[str] = set()
     for name, value in headers.items():
         key = f"headers.{str(name)[:100]}"
-        if not HEADER_NAME.match(str(name)):
+        if not HEADER_NAME.fullmatch(str(name)):
             errors[key] = ["a header name: letters, digits and !#$%&'*+.^_`|~- only"]
         elif name.lower() in RESERVED:
             errors[key] = ["the transport sets this header itself"]

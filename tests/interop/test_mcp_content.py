@@ -10,11 +10,13 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from mcp.shared.exceptions import MCPError
 from rest_framework.authtoken.models import Token
 
-from interop import role_tokens
+from interop import mcp_content, role_tokens
 from monitoring.models import Artifact, Task
 from team.prompt_preview import preview_role
 from tests.interop.test_mcp_server import mcp_session
@@ -107,3 +109,16 @@ def test_resource_pages_hold_fifty_and_a_cursor_not_given_is_refused(server, sta
             assert refused.value.error.code == -32602
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    "uri", ["teamclaw://tasks/t-viewer/artifacts/a%00.md", "teamclaw://tasks/t-viewer/artifacts/%00"]
+)
+def test_a_resource_name_with_nul_is_not_found_without_asking_the_database(staff_user, uri):
+    """PostgreSQL cannot compare text with NUL: asking it raised a DataError (checked there) in
+    place of the one answer, -32002."""
+    token = role_tokens.issue("pm", "nul", staff_user).row
+    with CaptureQueriesContext(connection) as queries, pytest.raises(MCPError) as refused:
+        mcp_content.read_resource(token.pk, uri)
+    assert refused.value.error.code == -32002
+    assert not any("artifact" in query["sql"] for query in queries.captured_queries)

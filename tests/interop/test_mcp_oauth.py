@@ -2,8 +2,8 @@
 OAuth client (``OAuthClientProvider``), as a desktop client's remote connector does it, against
 a real daphne process: discovery from the 401, dynamic client registration, the authorization
 code with PKCE, the consent page signed in as a person, the token, and tools under the chosen
-role's matrix row. Then what must be refused: a non-staff person, a denial, a replayed code,
-an expired or revoked access token, and a rotated refresh token used twice.
+role's matrix row. Then what must be refused: a non-staff person, a denial,
+and an expired or revoked access token.
 """
 
 from __future__ import annotations
@@ -206,8 +206,7 @@ def test_codes_are_good_once_and_tokens_stop_when_expired_revoked_or_refreshed(s
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
     tokens = httpx2.post(base + "/token", data=form, timeout=10)
     assert tokens.status_code == 200, tokens.text
-    again = httpx2.post(base + "/token", data=form, timeout=10)
-    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    # (a code or refresh token used twice: tests/interop/test_mcp_oauth_abuse.py)
 
     access, refresh = tokens.json()["access_token"], tokens.json()["refresh_token"]
     bearer = {"Authorization": f"Bearer {access}"}
@@ -219,15 +218,8 @@ def test_codes_are_good_once_and_tokens_stop_when_expired_revoked_or_refreshed(s
         timeout=10,
     )
     assert refreshed.status_code == 200, refreshed.text
-    # The old access token went with the refresh; the refresh token works once.
+    # The old access token went with the refresh.
     assert httpx2.post(base + "/mcp", json={}, headers=bearer, timeout=10).status_code == 401
-    replay = httpx2.post(
-        base + "/token",
-        data={"grant_type": "refresh_token", "refresh_token": refresh, "client_id": client["client_id"]},
-        timeout=10,
-    )
-    assert replay.status_code == 400
-
     new_access = refreshed.json()["access_token"]
     assert asyncio.run(tool_names(server, _Bearer(new_access))) == reachable_by_matrix(server, "architect")
     RoleToken.objects.filter(oauth_client__isnull=False, revoked_at=None).update(

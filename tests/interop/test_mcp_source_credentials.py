@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import sys
 from collections.abc import Iterator
 
 import pytest
+from h11 import _abnf as h11_abnf
 
 from capabilities.models import ConfigChange
 from capabilities.tool_catalogue import source_headers
+from interop import source_credentials
 from interop.mcp_sources import catalogue
 from interop.models import McpToolSource
 from teamclaw.runtime.mcp_tools import McpTools
@@ -146,3 +149,37 @@ def test_a_stdio_source_takes_no_credentials_and_only_staff_changes_them(api, vi
     bad = api.put(f"/api/v1/mcp-sources/{source.pk}/credentials", {"headers": {"Host": "x"}}, format="json")
     assert bad.status_code == 400 and "headers.Host" in bad.json()["errors"]
     assert McpToolSource.objects.get().credentials == ""
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({"bearer_token": TOKEN + "\n"}, "bearer_token"),  # ``$`` alone matches before a final line break
+        ({"bearer_token": TOKEN + " "}, "bearer_token"),
+        ({"headers": {"X-Key": " " + TOKEN}}, "headers.X-Key"),
+        ({"headers": {"X-Key": TOKEN + "\n"}}, "headers.X-Key"),
+        ({"headers": {"X-Key\n": TOKEN}}, "headers.X-Key\n"),
+    ],
+)
+def test_a_value_the_http_client_would_refuse_is_refused_before_it_can_quote_the_secret(data, field):
+    """h11 (under httpx) refuses a header value with a line break or an outer space and its
+    error quotes the whole value: stored, the secret would become the source's shown error.
+    (The API and the page trim outer white space first; ``check_credentials`` is the rule.)"""
+    with pytest.raises(source_credentials.CredentialErrors) as refused:
+        source_credentials.check_credentials(data, "http")
+    assert list(refused.value.errors) == [field]
+    assert TOKEN not in str(refused.value)
+
+
+@pytest.mark.parametrize("value", ["a", "Bearer x", "a  b", "~!#", TOKEN])
+def test_every_value_accepted_is_one_the_http_client_sends(value):
+    headers = source_credentials.check_credentials({"headers": {"X-Key": value}}, "http")
+    assert re.fullmatch(h11_abnf.field_value, headers["X-Key"])
+
+
+def test_a_header_name_with_a_line_break_is_refused_through_the_api(api, builtin, allowed):
+    body = {"name": "h", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Key\n": "v"}}
+    response = api.post("/api/v1/mcp-sources", body, format="json")
+    assert response.status_code == 400, response.content
+    assert "headers.X-Key\n" in response.json()["errors"]
+    assert not McpToolSource.objects.exists()

@@ -11,7 +11,9 @@ again with the reason (HTTP 400).
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import forms
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -25,6 +27,31 @@ from capabilities.models import AgentRole
 from interop import mcp_oauth
 from interop.models import OAuthGrant
 from teamclaw.errors import DomainError
+from teamclaw.middleware import content_security_policy
+
+SCHEME = re.compile(r"^[a-z][a-z0-9+.-]{0,30}$")
+HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]{1,253}(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?$")
+
+
+def form_target(redirect_uri: str) -> str:
+    """The CSP source of ``redirect_uri``: ``scheme://host[:port]`` for http(s), ``scheme:`` for
+    an app's own scheme; '' when it cannot be written safely (then only ``'self'`` is allowed)."""
+    parts = urlsplit(redirect_uri)
+    scheme = parts.scheme.lower()
+    if not SCHEME.match(scheme) or scheme in mcp_oauth.UNSAFE_REDIRECT_SCHEMES:
+        return ""
+    if scheme not in {"http", "https"}:
+        return f"{scheme}:"
+    return f"{scheme}://{parts.netloc}" if HOST_PORT.match(parts.netloc) else ""
+
+
+def consent_policy(request: HttpRequest, redirect_uri: str) -> str:
+    """The site's CSP with the client's redirect target added to ``form-action``: Chromium
+    applies ``form-action`` to the redirect that answers the form, so with ``'self'`` alone
+    the approval (and the denial) never reached the client."""
+    target = form_target(redirect_uri)
+    policy = content_security_policy(request)
+    return policy.replace("form-action 'self'", f"form-action 'self' {target}") if target else policy
 
 
 class ClientRedirect(HttpResponseRedirect):
@@ -35,7 +62,7 @@ class ClientRedirect(HttpResponseRedirect):
 
     def __init__(self, to: str, *args: Any, **kwargs: Any) -> None:
         scheme = to.split(":", 1)[0].lower()
-        if scheme not in {"javascript", "data", "vbscript", "file"}:
+        if scheme not in mcp_oauth.UNSAFE_REDIRECT_SCHEMES:
             self.allowed_schemes = [*self.allowed_schemes, scheme]
         super().__init__(to, *args, **kwargs)
 
@@ -69,7 +96,7 @@ def consent(request: HttpRequest, grant_id: str) -> HttpResponse:
     elif request.method == "POST":
         errors = {name: [str(m) for m in messages] for name, messages in form.errors.items()}
     params = grant.params
-    return render(
+    response = render(
         request,
         "interop/oauth_consent.html",
         {
@@ -82,3 +109,5 @@ def consent(request: HttpRequest, grant_id: str) -> HttpResponse:
         },
         status=400 if errors else 200,
     )
+    response["Content-Security-Policy"] = consent_policy(request, str(params.get("redirect_uri", "")))
+    return response
