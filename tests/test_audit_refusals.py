@@ -142,7 +142,7 @@ def test_a_stale_matrix_form_is_audited_as_refused(page_client, builtin):
     # form's own field names (allow, base, days)
     assert row.changed_fields == ["invoke_matrix.pm.dba"]
     page = page_client.get("/config/changes/?outcome=refused", HTTP_ACCEPT_LANGUAGE="en").content.decode()
-    assert "invoke pm → dba" in page
+    assert "invoke permission pm → dba" in page
     assert "allow, base" not in page
 
 

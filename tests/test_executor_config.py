@@ -114,7 +114,7 @@ def test_the_dashboard_shows_each_roles_executor_and_no_key(page_client, builtin
     RoleExecutor.objects.create(role=AgentRole.objects.get(role="pm"), executor="openai", model="pm-model")
     page = page_client.get("/").content.decode()
     assert 'data-role="pm"' in page
-    assert "openai · pm-model" in page
+    assert "model · pm-model" in page  # the openai executor reads "model" (teamclaw.labels)
     assert 'data-role="dba"' in page
     assert "roles set to <code>openai</code> use <code>house-model</code>" in page
     for secret in ("sk-live-never-show-me", "sk-local-secret", "proxy-pass", "tenant=x"):

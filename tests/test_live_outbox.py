@@ -117,7 +117,7 @@ def test_a_batch_coalesces_to_one_item_per_live_thing_with_its_latest_state():
     assert items[0].item["status"] == "delivered"
     assert items[1].item["progress"] == 70
     assert items[1].item["status"] == "executing"
-    assert items[0].item["summary"] == "params {requirement}"
+    assert items[0].item["summary"] == "params {requirement: x}"  # values inline (issue 30)
 
 
 def test_a_task_chip_keeps_its_title_and_status_through_progress_and_its_end():

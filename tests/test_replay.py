@@ -10,6 +10,7 @@ from django.test import Client
 
 from monitoring.models import ExecutionContext, Message, Snapshot, Task
 from monitoring.replay import build_timeline, snapshot_diff, step
+from monitoring.step_labels import snapshot_words
 from runs import host as host_module
 from runs.tasks import start_task
 from tests.helpers import wait_for_task
@@ -122,7 +123,9 @@ def test_replay_page_compares_two_snapshots_and_refuses_foreign_ones(main_contex
     client = logged_in(staff_user)
     first, second = main_context.snapshots.order_by("sequence")[:2]
     html = client.get(f"/replay/{main_context.id}/?a={first.id}&b={second.id}").content.decode()
-    assert f"Snapshot #{first.sequence} ({first.trigger}) → #{second.sequence} ({second.trigger})" in html
+    # each trigger as the page words it (monitoring.step_labels: "call X" reads "Took the call X")
+    one, two = snapshot_words(first.trigger), snapshot_words(second.trigger)
+    assert f"Snapshot #{first.sequence} ({one}) → #{second.sequence} ({two})" in html
     other = Snapshot.objects.exclude(context=main_context).first()
     refused = client.get(f"/replay/{main_context.id}/?a={first.id}&b={other.id}")
     assert refused.status_code == 400

@@ -25,7 +25,7 @@ def test_login_is_required_and_the_dashboard_shows_the_team(page, live_server, b
     roles = page.locator("#roles .role-card")
     expect(roles).to_have_count(11)
     expect(page.locator("#roles")).to_contain_text("Database Administrator")
-    expect(page.locator("#roles")).to_contain_text("schema_query")
+    expect(page.locator("#roles")).to_contain_text("Schema query")  # cards by name
 
 
 def test_run_demo_completes_and_the_task_page_updates_without_reload(asgi_page, asgi_url, runtime_host):

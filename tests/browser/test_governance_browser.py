@@ -69,7 +69,7 @@ def test_a_second_operator_sees_the_stale_version_conflict_with_the_difference(
         second.click("#save-matrix")
         conflict = second.locator("#conflict")
         expect(conflict).to_contain_text("someone else changed this")
-        expect(conflict).to_contain_text("invoke pm → dba")
+        expect(conflict).to_contain_text("invoke permission pm → dba")
         expect(conflict).to_contain_text("pm may check the schema")
         # the second operator's own change is still staged, over the current values
         expect(second.locator('td[data-cell="designer:dba"]')).to_have_class("cell staged")
