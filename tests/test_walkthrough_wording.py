@@ -63,7 +63,7 @@ def test_the_mcp_form_shows_the_credentials_path_whole(page_client):
 
 
 def test_the_registered_mcp_source_notice_names_the_mode_in_chinese():
-    """"在你更改之前对每个角色均为 deny" left the tool mode in English; the matrix and the
+    """The notice "在你更改之前对每个角色均为 deny" left the tool mode in English; the matrix and the
     page's text call it "禁止"."""
     from django.utils import translation
     from django.utils.translation import gettext
