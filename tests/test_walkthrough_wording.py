@@ -38,7 +38,7 @@ def test_the_language_switcher_names_each_language_in_its_own_words(page_client)
 
 
 def test_label_lists_use_the_chinese_enumeration_comma():
-    """"结构、客观性" rather than "结构, 客观性" on a Chinese page; English keeps ", "."""
+    """ "结构、客观性" rather than "结构, 客观性" on a Chinese page; English keeps ", "."""
     from django.template import Context, Template
     from django.utils import translation
 
