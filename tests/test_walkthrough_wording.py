@@ -72,3 +72,21 @@ def test_the_registered_mcp_source_notice_names_the_mode_in_chinese():
     with translation.override("zh-hans"):
         shown = gettext(msgid) % {"name": "time", "count": 2}
     assert "禁止" in shown and "deny" not in shown
+
+
+@pytest.mark.django_db
+def test_the_task_list_shows_tokens_with_separators_and_says_when_they_are_estimated(page_client):
+    """The list said "41815" where the task page says "≈ 41,815 token (估算)"."""
+    from monitoring.models import Task
+
+    Task.objects.create(
+        id="t-offline", workflow="requirement_review", title="离线", executor="offline", tokens_used=41815
+    )
+    Task.objects.create(id="t-model", workflow="requirement_review", title="模型", executor="openai", tokens_used=1234)
+    for headers, estimated in ((ZH, "（估算）"), (EN, "(est.)")):
+        html = page_client.get("/tasks/", **headers).content.decode()
+        cells = re.findall(r'<td data-field="task-tokens">(.*?)</td>', html, re.DOTALL)
+        assert len(cells) == 2, cells
+        offline, model = sorted(cells, key=lambda c: "41,815" not in c)
+        assert offline.startswith("≈ 41,815 ") and estimated in offline
+        assert model == "1,234"
