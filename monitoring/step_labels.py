@@ -5,9 +5,11 @@ for the runtime's own steps, ``teamclaw.workflows.progress_steps`` for the workf
 context cards and the inspector show it through ``step_label``. Only those steps are
 translated: a fixed one (``FIXED_STEPS``) is looked up in the message catalog, and one with
 values in it (``interview round 2``) is matched against the templates and the translation is
-filled with the same values. Anything else (a capability id shown while its call starts, a
-model's streamed text, a custom workflow's words) is shown as recorded, even when it happens
-to be a catalog entry ("search", "draft").
+filled with the same values. A capability id (recorded while its call starts, and left as
+the step when the call ends) reads as its card's name in the page's language
+(``capabilities.names.card_text``: "需求质量检查", not ``requirement_quality_check``).
+Anything else (a model's streamed text, a custom workflow's words) is shown as recorded,
+even when it happens to be a catalog entry ("search", "draft").
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from functools import cache
 
 from django.utils.translation import gettext
 
+from capabilities.names import card_text
 from monitoring.task_replay import snapshot_step
 from teamclaw.labels import VOCABULARIES, label
 from teamclaw.runtime.progress import RUNTIME_TEMPLATES, SNAPSHOT_FIXED, SNAPSHOT_TEMPLATES
@@ -49,7 +52,8 @@ def step_label(step: str) -> str:
         return step
     if step in FIXED_STEPS:
         return gettext(step)
-    return _filled(step, "step")
+    shown = _filled(step, "step")
+    return card_text(step, "name", step) if shown == step else shown
 
 
 def _filled(text: str, kind: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from functools import cache
 
 from django.utils.functional import Promise
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import get_language, gettext, pgettext_lazy
 
 VOCABULARIES: dict[str, dict[str, Promise]] = {
     # Agent contexts (PRD §4.6 AgentStatus), tasks, workflow runs, instances, contexts' calls.
@@ -139,6 +139,13 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
         "applied": pgettext_lazy("change outcome", "applied"),
         "refused": pgettext_lazy("change outcome", "refused"),
         "override": pgettext_lazy("change outcome", "one task only"),
+    },
+    # The audit page's outcome filter: "applied only"... ("one task only" + "only" read
+    # "one task only only" when the filter was built from the outcome's own label).
+    "change outcome filter": {
+        "applied": pgettext_lazy("change outcome filter", "applied only"),
+        "refused": pgettext_lazy("change outcome filter", "refused only"),
+        "override": pgettext_lazy("change outcome filter", "one-task overrides only"),
     },
     # A replay step's kind (monitoring/data/replay_steps.yaml; monitoring.task_replay).
     "step kind": {
@@ -338,11 +345,20 @@ def label(value: object, vocabulary: str) -> str:
     return str(words[text]) if text in words else text
 
 
+def list_separator() -> str:
+    """What joins the items of a list in the active language: ", " in English, the
+    enumeration comma "、" in Chinese (a Latin comma between Chinese words reads as a typo).
+    Not a catalog entry: a lone "," is a text node of many pages, which the translation
+    tests would then take for English left on a Chinese page."""
+    return "、" if (get_language() or "").startswith("zh") else ", "
+
+
 def labels(values: Iterable[object] | str | None, vocabulary: str) -> str:
-    """``label`` of every value of ``values``, joined with commas (a string or None: ``label``)."""
+    """``label`` of every value of ``values``, joined by ``list_separator`` (a string or
+    None: ``label``)."""
     if values is None or isinstance(values, str):
         return label(values, vocabulary)
-    return ", ".join(label(v, vocabulary) for v in values)
+    return list_separator().join(label(v, vocabulary) for v in values)
 
 
 @cache

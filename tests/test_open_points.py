@@ -117,6 +117,10 @@ def test_the_outcome_panel_in_chinese_says_what_is_expected_and_takes_an_answer(
     body = fragment.content.decode()
     assert body.lstrip().startswith(f'<li id="open-point-{points[0]["id"]}"') and "只用本店的订单记录。" in body
     assert "由 operator 回答" in body and "<html" not in body
+    # the heading's count follows the answer (out of band), not only after a reload
+    total = len(points)
+    heading = f"需要您回答的：{total} 个待确认事项中还剩 {total - 1} 个"
+    assert f'<h3 id="open-points-title" hx-swap-oob="true">{heading}</h3>' in body
     blank = page.post(url, {"answer": "  "}, HTTP_HX_REQUEST="true")
     assert blank.status_code == 400 and "该字段是必填项。" in blank.content.decode()
     plain = page.post(url, {"answer": "以订单表为准。"})

@@ -90,3 +90,19 @@ def test_the_context_card_shows_the_step_in_the_pages_language():
     with translation.override("zh-hans"):
         assert card.render(Context({"step": "read 9 files"})) == "已读取 9 个文件"
         assert card.render(Context({"step": "<b>x</b>: answered"})) == "&lt;b&gt;x&lt;/b&gt;：已回答"
+
+
+@pytest.mark.django_db
+def test_a_capability_id_step_reads_as_its_cards_name(builtin):
+    """The product manager's card ended on ``requirement_quality_check`` on a Chinese page;
+    a step that is a card's id shows the card's name in the page's language."""
+    from capabilities import names
+
+    names.forget()
+    card = Template("{% load live_tags %}{{ step|step_label }}")
+    with translation.override("zh-hans"):
+        assert card.render(Context({"step": "requirement_quality_check"})) == "需求质量检查"
+        assert step_label("question_aggregation") == "问题汇总"
+        assert step_label("no_such_capability") == "no_such_capability"
+    with translation.override("en"):
+        assert step_label("requirement_quality_check") == "Requirement quality check"

@@ -334,7 +334,7 @@ def test_labels_that_pages_build_from_identifiers_read_in_chinese(page_client, b
         shown = Template(
             "{% load outcome_labels %}{{ 'done'|phase_label }}|{{ checks|check_labels }}|{{ 'odd'|phase_label }}"
         ).render(Context({"checks": ["closure", "unresolved"]}))
-    assert shown == "阶段：已完成|闭环, 未解决的要点|阶段： odd"
+    assert shown == "阶段：已完成|闭环、未解决的要点|阶段： odd"
 
 
 def test_the_scripts_catalog_is_served_locally_in_the_page_language(page_client, builtin):
@@ -694,8 +694,9 @@ def test_identifiers_read_as_words_in_the_page_language():
         assert label("waiting_user", "status") == "等你处理" and label("open_point", "decision") == "待确认事项"
         assert label("rule_1_optimise", "merge rule") == "它细化了需求，且专家意见一致。"
         assert label("business", "wording") == "业务" and label("supplement", "stance") == "补充"
-        assert labels(["cards", "invoke_cells"], "config") == "能力卡片, 调用权限"
+        assert labels(["cards", "invoke_cells"], "config") == "能力卡片、调用权限"
         assert label("brand_new_state", "status") == "brand_new_state" and label(None, "status") == ""
     assert label("waiting_user", "status") == "waiting for you"
+    assert labels(["cards", "invoke_cells"], "config") == "capability cards, invoke permissions"
     with pytest.raises(KeyError):
         label("running", "no such vocabulary")

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from django import template
 from django.utils.translation import gettext, gettext_lazy
 
+from teamclaw.labels import list_separator
+
 register = template.Library()
 
 PHASE_LABELS = {
@@ -41,5 +43,6 @@ def phase_label(phase: str) -> str:
 
 @register.filter
 def check_labels(names: Iterable[str]) -> str:
-    """Quality check names, translated and joined with commas."""
-    return ", ".join(str(CHECK_LABELS.get(name, name)) for name in names or ())
+    """Quality check names, translated and joined by the language's list separator
+    (``teamclaw.labels.list_separator``: "、" in Chinese)."""
+    return list_separator().join(str(CHECK_LABELS.get(name, name)) for name in names or ())

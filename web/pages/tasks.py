@@ -13,6 +13,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
@@ -384,7 +385,8 @@ class OpenPointAnswerForm(forms.Form):
 @require_POST
 def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpResponse:
     """Answer an open point of a finished review from its Outcome panel (``runs.open_points``).
-    An htmx request gets the point again (answered, or with the refusal under its box, 400);
+    An htmx request gets the point again (answered, or with the refusal under its box, 400)
+    and the panel's "N of M left" heading out of band (``hx-swap-oob``), so the count follows;
     a plain form post goes back to the task page with what happened as a message."""
     form = OpenPointAnswerForm(request.POST)
     errors: list[str] = []
@@ -404,7 +406,8 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
             messages.success(request, _("Your answer is saved."))
         return redirect(f"{reverse('task-detail', args=[task_id])}#open-point-{quote(point_id)}")
     task = get_object_or_404(visible_tasks(request.user), pk=task_id)
-    point = next((p for p in open_points(task) if p["id"] == point_id), None)
+    points = open_points(task)
+    point = next((p for p in points if p["id"] == point_id), None)
     if point is None:
         raise Http404(f"task {task_id} has no open point {point_id}")
     context = {
@@ -414,4 +417,10 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
         "form_errors": errors,
         "form_value": request.POST.get("answer", ""),
     }
-    return render(request, "monitoring/_open_point.html", context, status=400 if errors else 200)
+    title = render_to_string(
+        "monitoring/_open_points_title.html",
+        {"oob": True, "open_points": points, "open_points_left": sum(1 for p in points if not p["answer"])},
+        request=request,
+    )
+    answered = render_to_string("monitoring/_open_point.html", context, request=request)
+    return HttpResponse(answered + title, status=400 if errors else 200)
