@@ -30,6 +30,8 @@ from teamclaw.workflows.progress_steps import (
     TEMPLATES,
 )
 
+pytestmark = pytest.mark.django_db  # a capability id reads as its card's name (capabilities.names)
+
 PACKAGE = Path(__file__).resolve().parent.parent / "teamclaw"
 
 

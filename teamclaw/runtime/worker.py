@@ -453,7 +453,7 @@ class InstanceWorkers:
                     continue
                 if target is None:  # a new instance is wanted
                     if self.slots.shared:  # take its slot first (a database write), then move again
-                        self._spawn_for_held(pending.task.snapshot, instance.role)
+                        self._spawn_for_held(pending.task.snapshot, instance.role, caller)
                         kept.append(message)
                         continue
                     target = self.spawn(instance.role, slot=0)
@@ -490,22 +490,43 @@ class InstanceWorkers:
                 instance.mailbox.put(message)
         return moved
 
-    def _spawn_for_held(self, snapshot: ConfigSnapshot, role: str) -> None:
-        """Spawn an instance of ``role`` in a free slot in the background (no waiting), then
-        move what waits behind held instances again (``reroute_held``)."""
+    def _spawn_for_held(self, snapshot: ConfigSnapshot, role: str, caller: AgentInstance | None = None) -> None:
+        """Spawn an instance of ``role`` in a free slot in the background, then move what
+        waits behind held instances again (``reroute_held``). The slot is the kind the moved
+        call may take (``SlotUse``: an entry to a role that may invoke itself never takes the
+        helpers' slot, where no entry is routed). With none free it says so to the other
+        runtimes (``slots.want``: their held instances then give their slots up) and tries
+        again every ``slots.retry_s`` while a request still waits behind a held instance."""
         if role in self._spawns_for_held:
             return
         self._spawns_for_held.add(role)
         limit = snapshot.constraints_for(role).max_concurrent_instances
+        self_invoking = self._self_invoking(snapshot, role, RoutingStrategy.BY_ROLE, caller, caller is None)
+        use = SlotUse.ANY if not self_invoking else SlotUse.ENTRY if caller is None else SlotUse.HELPER
 
         async def spawn_then_move() -> None:
+            wanted = False
             try:
-                if await self.spawn_in_slot(role, limit) is not None:
-                    self.reroute_held()
+                while await self.spawn_in_slot(role, limit, use=use) is None:
+                    if not self.slots.shared or not self._waits_behind_held(role):
+                        return
+                    await self.slots.want(role, limit, use=use)
+                    wanted = True
+                    await self.clock.sleep(self.slots.retry_s)
+                self.reroute_held()
             finally:
+                if wanted:
+                    self.slots.stop_wanting(role)
                 self._spawns_for_held.discard(role)
 
         self._in_background(spawn_then_move(), f"spawn-for-held-{role}")
+
+    def _waits_behind_held(self, role: str) -> bool:
+        """True while a message is queued at an instance of ``role`` an operator holds."""
+        return any(
+            instance.alive and len(instance.mailbox) and self.pool.operator_held(instance)
+            for instance in self.pool.alive(role)
+        )
 
     def cancel_background(self) -> None:
         """Cancel the background spawns and reclaims still taking a slot (the runtime stops)."""
