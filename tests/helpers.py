@@ -45,6 +45,31 @@ def missing_service(what: str) -> None:
     pytest.skip(f"{what} does not answer")
 
 
+def postgres_and_redis(redis_url: str) -> None:
+    """For the tests of real worker processes: skip (or, under ``CI``, fail) unless the test
+    database is PostgreSQL and Redis answers at ``redis_url``, which is then emptied."""
+    import redis
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (the PostgreSQL pass of make test)")
+    try:
+        redis.Redis.from_url(redis_url, socket_connect_timeout=2).ping()
+    except redis.RedisError:
+        missing_service(f"Redis at {redis_url}")
+    redis.Redis.from_url(redis_url).flushdb()
+
+
+def held_project(slug: str = "held") -> None:
+    """A project where main's ``file_write`` needs the operator's confirmation."""
+    from capabilities.models import AgentRole, Project, ToolPermission
+
+    held = Project.objects.create(slug=slug, name="Held for the operator")
+    ToolPermission.objects.create(
+        project=held, role=AgentRole.objects.get(role="main"), tool="file_write", mode="confirm"
+    )
+
+
 @dataclass
 class Reader:
     """One user on the API and on the pages at once."""

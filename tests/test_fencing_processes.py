@@ -14,16 +14,14 @@ import time
 from datetime import UTC, datetime
 
 import pytest
-import redis
 from django.conf import settings
-from django.db import connection
 from django.db.models import Q
 from django.test import override_settings
 
 from monitoring.models import Artifact, ExecutionContext, Message, Snapshot, Task
 from runs.models import RuntimeWorker
 from runs.tasks import start_task
-from tests.helpers import missing_service
+from tests.helpers import postgres_and_redis
 from tests.processes import manage, process_env, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.redis]
@@ -37,13 +35,7 @@ mid-way through its steps when its worker is paused."""
 
 @pytest.fixture
 def services(builtin):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (the PostgreSQL pass of make test)")
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError:
-        missing_service(f"Redis at {REDIS_URL}")
-    redis.Redis.from_url(REDIS_URL).flushdb()
+    postgres_and_redis(REDIS_URL)
 
 
 def record(task_id: str, instances: set[str], contexts: set[str]) -> dict[str, object]:

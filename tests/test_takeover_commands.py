@@ -14,14 +14,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-import redis
-from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from capabilities.models import AgentRole, Project, ToolPermission
 from monitoring.models import ExecutionContext, Snapshot, Task, ToolConfirmation
 from runs.models import RuntimeCommand, RuntimeWorker
-from tests.helpers import missing_service
+from tests.helpers import held_project, postgres_and_redis
 from tests.processes import Server, manage, process_env, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres, pytest.mark.redis]
@@ -32,17 +29,8 @@ LEASE_S = 10  # the default: a command's wait must cover it
 
 @pytest.fixture
 def services(builtin):
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (the PostgreSQL pass of make test)")
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError:
-        missing_service(f"Redis at {REDIS_URL}")
-    redis.Redis.from_url(REDIS_URL).flushdb()
-    held = Project.objects.create(slug="held", name="Held for the operator")
-    ToolPermission.objects.create(
-        project=held, role=AgentRole.objects.get(role="main"), tool="file_write", mode="confirm"
-    )
+    postgres_and_redis(REDIS_URL)
+    held_project()
 
 
 def pending(task_id: str) -> ToolConfirmation | None:
