@@ -14,24 +14,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from mcp.shared.exceptions import MCPError
-from rest_framework.authtoken.models import Token
 
 from interop import mcp_content, role_tokens
 from monitoring.models import Artifact, Task
 from team.prompt_preview import preview_role
 from tests.interop.test_mcp_server import mcp_session
-from tests.processes import Server, process_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def server(builtin, staff_user, tmp_path):
-    running = Server(process_env(), tmp_path / "server.log", Token.objects.create(user=staff_user).key)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def task_with_artifact(task_id: str, user: Any, name: str, content: str) -> Artifact:

@@ -12,24 +12,13 @@ from typing import Any
 import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
-from rest_framework.authtoken.models import Token
 
 from capabilities.models import CapabilityCard
 from interop import role_tokens
 from monitoring.models import Task
 from tests.interop.test_mcp_server import mcp_session
-from tests.processes import Server, process_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def server(builtin, staff_user, tmp_path):
-    running = Server(process_env(), tmp_path / "server.log", Token.objects.create(user=staff_user).key)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 async def outcome(call: Any) -> Any:

@@ -26,25 +26,15 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from pydantic import AnyUrl
-from rest_framework.authtoken.models import Token
 
 from interop.models import OAuthGrant, RoleToken
 from tests.conftest import PASSWORD
 from tests.interop.test_mcp_server import reachable_by_matrix
-from tests.processes import Server, process_env
+from tests.processes import Server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 REDIRECT = "http://127.0.0.1:5999/callback"
-
-
-@pytest.fixture
-def server(builtin, staff_user, tmp_path):
-    running = Server(process_env(), tmp_path / "server.log", Token.objects.create(user=staff_user).key)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 class Memory:

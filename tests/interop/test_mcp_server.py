@@ -28,23 +28,13 @@ from django.db import connections
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from rest_framework.authtoken.models import Token
 
 from capabilities.matrices import INVOKE, matrix_document, save_matrix
 from capabilities.models import CapabilityCard
 from interop import role_tokens
-from tests.processes import Server, process_env
+from tests.processes import Server
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def server(builtin, staff_user, tmp_path):
-    running = Server(process_env(), tmp_path / "server.log", Token.objects.create(user=staff_user).key)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def mcp_url(server: Server) -> str:
