@@ -18,7 +18,7 @@ from mcp.shared.auth import OAuthClientInformationFull
 
 from interop import mcp_oauth
 from interop.models import OAuthClient, OAuthGrant, RoleToken
-from tests.interop.test_mcp_oauth import REDIRECT, Person, server  # noqa: F401 (the fixture)
+from tests.interop.test_mcp_oauth import REDIRECT, Person
 from web.pages.oauth import form_target
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,7 +29,7 @@ def register(base: str, **metadata: object) -> httpx2.Response:
     return httpx2.post(base + "/register", json=body, timeout=30)
 
 
-def test_a_registration_stores_at_most_a_bounded_record_and_no_browser_run_redirect(server):  # noqa: F811
+def test_a_registration_stores_at_most_a_bounded_record_and_no_browser_run_redirect(server):
     base = f"http://127.0.0.1:{server.port}"
     # Before the bound, a 3.5 MB name was stored whole (10 anonymous requests: 35 MB of database).
     big = register(base, client_name="x" * 100_000)
@@ -50,7 +50,7 @@ def test_a_registration_stores_at_most_a_bounded_record_and_no_browser_run_redir
     assert register(base, redirect_uris=["myapp://callback"]).status_code == 201  # a desktop app's own scheme
 
 
-def test_clients_never_approved_expire_and_are_capped(server, monkeypatch):  # noqa: F811
+def test_clients_never_approved_expire_and_are_capped(server, monkeypatch):
     base = f"http://127.0.0.1:{server.port}"
     old = register(base).json()["client_id"]
     OAuthClient.objects.filter(pk=old).update(
@@ -70,7 +70,7 @@ def test_clients_never_approved_expire_and_are_capped(server, monkeypatch):  # n
     assert not OAuthClient.objects.filter(pk="one-more").exists()
 
 
-def test_authorization_requests_waiting_for_consent_are_capped_per_client_and_old_ones_go(server):  # noqa: F811
+def test_authorization_requests_waiting_for_consent_are_capped_per_client_and_old_ones_go(server):
     base = f"http://127.0.0.1:{server.port}"
     client = register(base).json()["client_id"]
     url = (
@@ -128,7 +128,7 @@ def _mcp_status(base: str, access: str) -> int:
     return httpx2.post(base + "/mcp", json={}, headers={"Authorization": f"Bearer {access}"}, timeout=10).status_code
 
 
-def test_a_code_used_twice_revokes_what_it_gave(server):  # noqa: F811
+def test_a_code_used_twice_revokes_what_it_gave(server):
     """OAuth 2.1 §4.1.3: the second use is refused and the tokens the first gave are revoked,
     since whoever replays it may be the one who holds them."""
     base = f"http://127.0.0.1:{server.port}"
@@ -145,7 +145,7 @@ def test_a_code_used_twice_revokes_what_it_gave(server):  # noqa: F811
     assert refreshed.status_code == 400
 
 
-def test_a_refresh_token_used_twice_revokes_every_token_of_the_client(server):  # noqa: F811
+def test_a_refresh_token_used_twice_revokes_every_token_of_the_client(server):
     """OAuth 2.1 §4.3.1 (rotation): a rotated refresh token coming back means two holders; the
     live pair the rotation gave is revoked, and the client connects again. Revoking a used one
     at /revoke revokes nothing more."""
@@ -186,7 +186,7 @@ def test_the_consent_page_lets_its_form_reach_the_redirect_target_and_nothing_el
     assert form_target(redirect_uri) == source
 
 
-def test_nul_in_a_registration_or_an_authorization_request_is_refused_not_a_500(server):  # noqa: F811
+def test_nul_in_a_registration_or_an_authorization_request_is_refused_not_a_500(server):
     """PostgreSQL text and jsonb cannot hold NUL: there a NUL in ``client_name`` was a 500 and one
     in ``state`` the SDK's ``server_error`` (checked on PostgreSQL; SQLite stored them)."""
     base = f"http://127.0.0.1:{server.port}"
