@@ -56,7 +56,8 @@ class ProjectType:
 
 def _check_question(question: Any, source: Path, categories: set[str]) -> None:
     """Raise ValueError naming the file and the question when it lacks its id, a wording, a
-    known coverage ``category``, an ``impact`` of 1-5 or well-formed ``options``."""
+    known coverage ``category``, an ``impact`` of 1-5 or well-formed ``options`` (with options:
+    a ``recommended`` key among them and a ``reason`` in each language)."""
     qid = question.get("id", "?") if isinstance(question, dict) else "?"
     try:
         str(question["id"])
@@ -70,7 +71,12 @@ def _check_question(question: Any, source: Path, categories: set[str]) -> None:
     impact = question.get("impact")
     if not isinstance(impact, int) or not 1 <= impact <= 5:
         raise ValueError(f"{source.name}: question {qid!r}: impact must be a whole number from 1 to 5")
-    check_options(source, f"question {qid}", question.get("options", []), question.get("recommended", ""))
+    options = check_options(source, f"question {qid}", question.get("options", []), question.get("recommended", ""))
+    if options and not question.get("recommended"):
+        raise ValueError(f"{source.name}: question {qid!r}: options need a recommended one")
+    reason = question.get("reason") if options else {}
+    if options and (not isinstance(reason, dict) or not all(str(reason.get(lang) or "").strip() for lang in LANGUAGES)):
+        raise ValueError(f"{source.name}: question {qid!r}: options need a reason in each of {', '.join(LANGUAGES)}")
 
 
 def _project_type(data: dict[str, Any], source: Path) -> ProjectType:
