@@ -30,7 +30,7 @@ import yaml
 
 from teamclaw.workflows.clarify import answered, check_options, entries_of, load_clarify_rules, plan_round
 from teamclaw.workflows.document import OPEN_POINT_SECTIONS
-from teamclaw.workflows.ears import clarifications, open_points, requirements
+from teamclaw.workflows.ears import clarifications, draft
 from teamclaw.workflows.review_text import say
 
 PROJECT_TYPES_DIR = Path(__file__).resolve().parent / "project_types"
@@ -225,6 +225,7 @@ def interview_result(
     sections = [s["id"] for s in project_type.sections] or [
         (q.get("topic") or {}).get(language, q["section"]) for q in project_type.questions
     ]
+    numbered, unanswered = draft(entries, final.get("pending_follow_ups", []), sections, language)
     baseline = [description.strip()]
     for entry in entries:
         if answered(entry) and not entry["answer"]["none"]:
@@ -244,8 +245,8 @@ def interview_result(
             for e in entries
         ],
         "coverage": final.get("coverage", []),
-        "unanswered": open_points(entries, final.get("pending_follow_ups", [])),
-        "requirements": requirements(entries, sections, language),
+        "unanswered": unanswered,
+        "requirements": numbered,
         "answered_by": [r.get("answered_by", "") for r in rounds],
         "baseline_statements": list(dict.fromkeys(baseline)),
         "note": say(
