@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from monitoring.access import can_operate_task, visible_tasks
 from monitoring.models import Task, ToolConfirmation
@@ -39,6 +40,8 @@ WHAT = {
     "next_action": "what to do with the draft",
 }
 """How the messages name what a task asks."""
+OPTION_KEY = re.compile(r"^\s*(?:option|选项)?\s*([A-Za-z])\s*[.。)）]?\s*$", re.IGNORECASE)
+"""An interview answer that names an option by its key ("B", "b.", "option B", "选项 B")."""
 BLANK_KEYWORDS = ("pattern", "minLength")
 """Schema refusals that mean "may not be blank" for a text answer."""
 
@@ -100,6 +103,25 @@ def _check_part(row: ToolConfirmation, section: str, part: dict[str, Any]) -> No
                 )
             if isinstance(value, str) and (len(value) > MAX_ANSWER_CHARS or "\x00" in value):
                 raise InvalidField(f"must be text of at most {MAX_ANSWER_CHARS:,} characters", field)
+            if key == "answers" and isinstance(value, str):
+                _check_interview_answer(row, item_id, value, field)
+
+
+def _check_interview_answer(row: ToolConfirmation, question_id: str, value: str, field: str) -> None:
+    """An interview answer (issue 27 item 5) is left empty (the question stays open), one of
+    the question's option keys, or words: a text of blanks and punctuation only, or a lone
+    letter that is none of the question's options, is refused naming the field."""
+    if value and not WORD.search(value):
+        raise InvalidField(_("holds no words: write an answer, or leave it empty to keep the question open"), field)
+    questions = (row.args or {}).get("questions", [])
+    question: dict[str, Any] = next((q for q in questions if q.get("id") == question_id), {})
+    keys = [str(o.get("key", "")) for o in question.get("options") or () if o.get("key")]
+    letter = OPTION_KEY.match(value)
+    if keys and letter and letter.group(1).lower() not in {k.lower() for k in keys}:
+        raise InvalidField(
+            _("“%(given)s” is not one of the options (%(keys)s)") % {"given": value.strip(), "keys": ", ".join(keys)},
+            field,
+        )
 
 
 def _check_edit(task: Task, part: dict[str, Any]) -> None:

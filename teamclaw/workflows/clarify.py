@@ -28,6 +28,7 @@ entry (at first use; ``load_clarify_rules`` is called at start-up by the workflo
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,21 +36,14 @@ from typing import Any
 import yaml
 
 from teamclaw.workflows.document import parse_document
+from teamclaw.workflows.ears_grammar import INTERVIEW_FILES, InterviewFileError, clauses, load_grammar, relation
 from teamclaw.workflows.quality_engine import QualityFinding, check_document, default_rules
 from teamclaw.workflows.quality_rules import CATEGORIES as FINDING_CATEGORIES
 
-INTERVIEW_FILES = Path(__file__).resolve().parent / "interview_files"
 LANGUAGES = ("en", "zh")
 STATUSES = ("clear", "partial", "missing")
 RECOMMENDED_WORDS = ("recommended", "yes", "ok", "推荐", "是", "好", "同意")
 """An answer that takes the recommended option (Spec Kit: "yes" / "recommended")."""
-
-
-class InterviewFileError(ValueError):
-    """An interview data file that cannot be used: ``str()`` names the file and the entry."""
-
-    def __init__(self, path: Path | str, entry: str, reason: str) -> None:
-        super().__init__(f"{Path(path).name}: {entry}: {reason}")
 
 
 @dataclass(frozen=True)
@@ -164,7 +158,7 @@ def resolve_answer(question: dict[str, Any], raw: str, rules: ClarifyRules | Non
     own words, as typed."""
     rules = rules or load_clarify_rules()
     text = (raw or "").strip()
-    key = text.rstrip(".。").strip()
+    key = re.sub(r"^(?:option|选项)\s*", "", text.rstrip(".。)）").strip(), flags=re.IGNORECASE)
     if key.lower() in (w.lower() for w in RECOMMENDED_WORDS) and question.get("recommended"):
         key = question["recommended"]
     open_key = rules.open_option["key"]
@@ -221,7 +215,40 @@ def flagged(entries: list[dict[str, Any]], language: str, rules: ClarifyRules) -
     document = parse_document(text)
     document.language = language
     findings = check_document(document, default_rules(), tuple(sorted(rules.follow_up_categories)))
-    return [(owner[f.line], f) for f in findings if f.line in owner]
+    found = [(owner[f.line], f) for f in findings if f.line in owner]
+    if "contradiction" in rules.follow_up_categories:
+        paired = {f.quote for _, f in found if f.pair}
+        found += [m for m in disagreements(entries, language) if m[1].quote not in paired]
+    return found
+
+
+DISAGREEMENT_RULE = "answers-disagree"
+"""The rule id of two answers' clauses that say the same thing with other figures or the
+opposite polarity (``ears.relation``), as a ``contradiction`` finding pair."""
+
+
+def disagreements(entries: list[dict[str, Any]], language: str) -> list[tuple[str, QualityFinding]]:
+    """``(entry id, finding)`` twice for each pair of clauses of two different questions'
+    answers that ``ears.relation`` finds in conflict (what the engine's line-by-line rules do
+    not see: "at most 3" in one answer, "at most 5" in another)."""
+    grammar = load_grammar()[language]
+    seen: list[tuple[str, str]] = []
+    out: list[tuple[str, QualityFinding]] = []
+    for entry in entries:
+        if entry.get("kind", "question") != "question" or not answered(entry) or entry["answer"]["none"]:
+            continue
+        for clause in clauses(entry["answer"]["text"], grammar):
+            for other_id, other in seen:
+                if other_id != entry["id"] and relation(other, clause, language) == "conflict":
+                    pair = f"answers:{len(out)}"
+                    out += [(other_id, _disagreement(other, pair)), (entry["id"], _disagreement(clause, pair))]
+            seen.append((entry["id"], clause))
+    return out
+
+
+def _disagreement(clause: str, pair: str) -> QualityFinding:
+    return QualityFinding(rule=DISAGREEMENT_RULE, category="contradiction", severity="major", line=0, section="",
+                          quote=clause, message="", suggestion="", pair=pair)  # fmt: skip
 
 
 # -- follow-ups ------------------------------------------------------------------------------------

@@ -1,146 +1,37 @@
 """The draft from the interview: numbered requirements in EARS form, one thought each, built
 only from the operator's words (issue 27 item 6; seed 002 phase 4 req_writer).
 
-- Each answer splits into sentences and clauses (``interview_files/ears.yaml``: one thought
-  per requirement); each clause becomes ``FR-NNN`` in EARS form ("当…时，系统应…" / "When …,
-  the system shall …") by the grammar's forms and responses. Only the EARS keywords of the
-  templates are added; every other word is the operator's.
-- A follow-up's answer replaces the clause it followed up (``quote``); a contradiction's
-  answer withdraws the other statement; an option marked ``none`` adds no requirement.
-- What was not answered stays an open point (the question), never an invented answer; a
-  clause the engine flagged whose follow-up was never answered stays too, and its question
-  is an open point.
+- Each answer splits into sentences and clauses (``ears_grammar``, ``interview_files/
+  ears.yaml``: one thought per requirement); each clause becomes ``FR-NNN`` in EARS form
+  ("当…时，系统应…" / "When …, the system shall …"). Only the EARS keywords of the templates
+  (and the ``refined`` marker) are added; every other word is the operator's.
+- A follow-up's answer refines the clause it followed up (``quote``): the clause stays in the
+  operator's words and the answer is added after it (``refined``), never put in its place.
+- A contradiction answered with one of its two statements withdraws the other; answered in
+  the operator's own words, that answer stands instead of both; left open (or never asked),
+  neither statement is a requirement and the open point names both.
+- Two clauses of different answers that say the same thing (``ears_grammar.relation``) are
+  one requirement (the later answer's id in ``also``); two that are alike but differ in a
+  figure or in polarity are both set aside as an open point naming both answers.
+- What was not answered stays an open point (the question), never an invented answer; an
+  option marked ``none`` adds no requirement.
 - ``Clarifications`` logs every question and answer by round, as Spec Kit's clarify does.
-
-Errors: a grammar file that is incomplete or whose pattern does not compile raises
-``InterviewFileError`` naming the file and the entry.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from teamclaw.workflows.clarify import INTERVIEW_FILES, ClarifyRules, InterviewFileError, answered, load_clarify_rules
-
-FORM_KEYS = ("sentences", "clauses", "continues", "trigger_end", "trigger_start", "end")
-
-
-@dataclass(frozen=True)
-class Grammar:
-    """One language of ``ears.yaml``: its splitters, ``forms`` and ``responses`` as
-    ``(pattern, template, example)`` rows."""
-
-    splitters: dict[str, re.Pattern[str] | None]
-    end: str
-    forms: tuple[tuple[re.Pattern[str], str, dict[str, str]], ...]
-    responses: tuple[tuple[re.Pattern[str], str], ...]
-
-
-def _compile(path: Path, entry: str, pattern: Any) -> re.Pattern[str] | None:
-    if pattern in ("", None):
-        return None
-    try:
-        return re.compile(str(pattern), re.IGNORECASE)
-    except re.error as error:
-        raise InterviewFileError(path, entry, f"pattern does not compile: {error}") from None
-
-
-def _rows(path: Path, language: str, data: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    rows = data.get(key)
-    if not isinstance(rows, list) or not rows:
-        raise InterviewFileError(path, f"{language}.{key}", "must be a non-empty list")
-    for index, row in enumerate(rows):
-        if not isinstance(row, dict) or not row.get("pattern") or not isinstance(row.get("template"), str):
-            raise InterviewFileError(path, f"{language}.{key}[{index}]", "needs a pattern and a template")
-    return rows
-
-
-def _grammar(path: Path, language: str, data: Any) -> Grammar:
-    if not isinstance(data, dict):
-        raise InterviewFileError(path, language, "the language's grammar is missing")
-    splitters = {key: _compile(path, f"{language}.{key}", data.get(key)) for key in FORM_KEYS if key != "end"}
-    forms = tuple(
-        (_compile(path, f"{language}.forms.{row.get('id')}", row["pattern"]), row["template"], row.get("example") or {})
-        for row in _rows(path, language, data, "forms")
-    )
-    responses = tuple(
-        (_compile(path, f"{language}.responses[{i}]", row["pattern"]), row["template"])
-        for i, row in enumerate(_rows(path, language, data, "responses"))
-    )
-    return Grammar(splitters, str(data.get("end", "")), forms, responses)  # type: ignore[arg-type]
-
-
-@functools.cache
-def load_grammar(path: Path = INTERVIEW_FILES / "ears.yaml") -> dict[str, Grammar]:
-    """``ears.yaml`` by language (``yaml.safe_load``). Raises InterviewFileError."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return {language: _grammar(path, language, data.get(language)) for language in ("en", "zh")}
-
-
-# -- one thought per requirement ---------------------------------------------------------------
-def _joins_next(clause: str, grammar: Grammar) -> bool:
-    """True when ``clause`` is only a trigger ("预约成功后", "如果…") that the next clause completes."""
-    end, start = grammar.splitters["trigger_end"], grammar.splitters["trigger_start"]
-    return bool((end and end.search(clause)) or (start and start.search(clause)))
-
-
-def clauses(text: str, grammar: Grammar) -> list[str]:
-    """``text`` as its thoughts: sentences, each split at ``clauses`` unless a part continues
-    the one before or completes a trigger. Words are kept as written."""
-    out: list[str] = []
-    for sentence in grammar.splitters["sentences"].split(text) if grammar.splitters["sentences"] else [text]:
-        sentence = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", sentence).strip(" \t.。;；")
-        if not sentence:
-            continue
-        out += _split_sentence(sentence, grammar)
-    return out
-
-
-def _split_sentence(sentence: str, grammar: Grammar) -> list[str]:
-    splitter, continues = grammar.splitters["clauses"], grammar.splitters["continues"]
-    if splitter is None:
-        return [sentence]
-    parts = [p.strip() for p in splitter.split(sentence) if p.strip()]
-    merged: list[str] = []
-    glue = False
-    for part in parts:
-        if merged and (glue or (continues and continues.search(part))):
-            merged[-1] = f"{merged[-1]}，{part}"
-        else:
-            merged.append(part)
-        glue = _joins_next(part, grammar)
-    return merged
-
-
-def _response(rest: str, grammar: Grammar) -> str:
-    for pattern, template in grammar.responses:
-        found = pattern.match(rest)
-        if found:
-            values = {k: v.strip() for k, v in found.groupdict().items() if v is not None}
-            if "actor" in values and values["actor"][1:2].islower():
-                values["actor"] = values["actor"][0].lower() + values["actor"][1:]
-            return template.format_map(values)
-    return rest
-
-
-def ears(clause: str, grammar: Grammar) -> str:
-    """``clause`` in EARS form: the first form whose pattern matches, its ``{trigger}`` the
-    clause's own condition and ``{response}`` the rest shaped by ``responses``."""
-    clause = clause.strip().rstrip(".。")
-    for pattern, template, _ in grammar.forms:
-        found = pattern.match(clause)
-        if found:
-            values = found.groupdict()
-            text = template.format(trigger=(values.get("trigger") or "").strip(),
-                                   response=_response((values.get("rest") or "").strip(), grammar))  # fmt: skip
-            return text[:1].upper() + text[1:] + grammar.end
-    return clause + grammar.end
+from teamclaw.workflows.clarify import ClarifyRules, answered, load_clarify_rules
+from teamclaw.workflows.ears_grammar import (
+    Grammar,
+    clauses,
+    ears,
+    load_grammar,
+    relation,
+)
 
 
 # -- the draft --------------------------------------------------------------------------------
@@ -150,40 +41,144 @@ def _same(a: str, b: str) -> bool:
     return bool(a and b) and (a == b or a in b or b in a)
 
 
-def dropped_clauses(entries: list[dict[str, Any]]) -> list[str]:
-    """The operator's clauses a later answer replaced (a follow-up answered) or withdrew (a
-    contradiction settled)."""
-    out = []
-    for entry in entries:
-        if entry.get("kind") != "follow_up" or not answered(entry):
-            continue
-        option: dict[str, Any] = next(
-            (o for o in entry.get("options", ()) if o["key"] == entry["answer"]["choice"]), {}
-        )
-        if option.get("withdraws"):
-            out.append(option["withdraws"])
+def _chosen(entry: dict[str, Any]) -> dict[str, Any]:
+    return next((o for o in entry.get("options", ()) if o["key"] == entry["answer"]["choice"]), {})
+
+
+def _statements(question: dict[str, Any]) -> list[str]:
+    """A contradiction follow-up's two statements (its options' ``withdraws``), else []."""
+    return [o["withdraws"] for o in question.get("options", ()) if o.get("withdraws")]
+
+
+@dataclass
+class Settled:
+    """What the follow-ups did to the operator's clauses: ``refined`` (the flagged quote and
+    the follow-up's answer, in the order answered), ``withdrawn`` (statements a contradiction's
+    answer set aside), ``contested`` (the two statements of each contradiction not settled)
+    and ``resolutions`` (ids of follow-ups whose own answer is a requirement of its own)."""
+
+    refined: list[tuple[str, str]]
+    withdrawn: list[str]
+    contested: list[str]
+    resolutions: set[str]
+
+
+def settle(entries: list[dict[str, Any]], pending: list[dict[str, Any]]) -> Settled:
+    """Read the follow-ups: a follow-up answered on a flagged clause refines that clause (the
+    operator's words stay, the answer is added); a contradiction answered with one of the two
+    statements withdraws the other, answered in the operator's own words withdraws both (the
+    answer stands instead); a contradiction left open or not asked keeps both statements out
+    of the requirements (an open point names both)."""
+    settled = Settled([], [], [], set())
+    for entry in (e for e in entries if e.get("kind") == "follow_up"):
+        statements = _statements(entry)
+        if not answered(entry):
+            settled.contested += statements
+        elif statements:
+            withdraws = _chosen(entry).get("withdraws")
+            settled.withdrawn += [withdraws] if withdraws else statements
+            settled.resolutions |= set() if withdraws else {entry["id"]}
         elif entry.get("quote"):
-            out.append(entry["quote"])
-    return out
+            settled.refined.append((entry["quote"], entry["answer"]["text"]))
+        else:
+            settled.resolutions.add(entry["id"])
+    for question in pending:
+        settled.contested += _statements(question)
+    return settled
 
 
-def requirements(entries: list[dict[str, Any]], sections: list[str], language: str) -> list[dict[str, Any]]:
-    """The numbered requirements: ``[{id: "FR-001", text, section, source: entry id,
-    clause}]`` by section (in ``sections`` order; an entry whose section is not listed goes by
-    its topic, as the unknown type's custom sections do), then the order asked."""
-    grammar = load_grammar()[language]
-    dropped = dropped_clauses(entries)
-    order = {section: index for index, section in enumerate(sections)}
-    usable = [e for e in entries if answered(e) and not e["answer"]["none"]]
-    usable.sort(key=lambda e: order.get(e["section"], order.get(e.get("topic", ""), len(order))))
+def dropped_clauses(entries: list[dict[str, Any]], pending: list[dict[str, Any]] | None = None) -> list[str]:
+    """The operator's clauses kept out of the requirements: withdrawn by a contradiction's
+    answer, or contested by a contradiction not settled. A refined clause is never dropped."""
+    settled = settle(entries, pending or [])
+    return settled.withdrawn + settled.contested
+
+
+def _candidates(entries: list[dict[str, Any]], settled: Settled, grammar: Grammar) -> list[dict[str, Any]]:
+    """Every clause the operator gave or chose, with the refinements its follow-ups added, in
+    the order asked; a follow-up's answer only when it stands as a requirement of its own (a
+    contradiction resolved in the operator's words, or a refinement whose clause is gone)."""
     out: list[dict[str, Any]] = []
-    for entry in usable:
+    for entry in entries:
+        if not answered(entry) or entry["answer"]["none"]:
+            continue
+        if entry.get("kind") == "follow_up" and entry["id"] not in settled.resolutions:
+            continue
         for clause in clauses(entry["answer"]["text"], grammar):
-            if any(_same(clause, gone) for gone in dropped) or any(r["clause"] == clause for r in out):
-                continue
-            out.append({"id": f"FR-{len(out) + 1:03d}", "text": ears(clause, grammar), "section": entry["section"],
-                        "source": entry["id"], "clause": clause})  # fmt: skip
+            if not any(_same(clause, gone) for gone in settled.withdrawn + settled.contested):
+                out.append({"entry": entry, "clause": clause, "refinements": [], "also": []})
+    for quote, refinement in settled.refined:
+        target = next((c for c in out if _same(c["clause"], quote)), None)
+        if target is not None:
+            target["refinements"].append(refinement)
     return out
+
+
+def _merge(candidates: list[dict[str, Any]], language: str) -> tuple[list[dict[str, Any]], list[tuple[dict, dict]]]:
+    """The candidates said once: a clause that says the same as an earlier one is folded
+    into it (its source kept in ``also``); two that conflict are both set aside as a pair."""
+    kept: list[dict[str, Any]] = []
+    conflicts: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for candidate in candidates:
+        relations = ((k, relation(k["clause"], candidate["clause"], language)) for k in kept)
+        match = next((pair for pair in relations if pair[1] != "different"), None)
+        if match is None:
+            kept.append(candidate)
+        elif match[1] == "same":
+            match[0]["also"].append(candidate["entry"]["id"])
+            match[0]["refinements"] += [r for r in candidate["refinements"] if r not in match[0]["refinements"]]
+        else:
+            conflicts.append((match[0], candidate))
+    gone = [id(c) for pair in conflicts for c in pair]
+    return [k for k in kept if id(k) not in gone], conflicts
+
+
+def _text(candidate: dict[str, Any], grammar: Grammar) -> str:
+    text = ears(candidate["clause"], grammar)
+    if not candidate["refinements"]:
+        return text
+    body = text[: -len(grammar.end)] if grammar.end and text.endswith(grammar.end) else text
+    refinement = "; ".join(r.strip().rstrip(".。") for r in candidate["refinements"])
+    return grammar.refined.format(requirement=body, refinement=refinement) + grammar.end
+
+
+def draft(
+    entries: list[dict[str, Any]], pending: list[dict[str, Any]], sections: list[str], language: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(requirements, open points)`` of the draft. Requirements: ``[{id: "FR-001", text,
+    section, source: entry id, clause, also: [entry ids saying the same], refinements}]`` by
+    section (in ``sections`` order; an entry whose section is not listed goes by its topic, as
+    the unknown type's custom sections do), then the order asked. Open points: the questions
+    left open, the follow-ups not asked, and each pair of answers that disagree, naming both."""
+    grammar = load_grammar()[language]
+    settled = settle(entries, pending)
+    kept, conflicts = _merge(_candidates(entries, settled, grammar), language)
+    order = {section: index for index, section in enumerate(sections)}
+
+    def place(candidate: dict[str, Any]) -> int:
+        entry = candidate["entry"]
+        return order.get(entry["section"], order.get(entry.get("topic", ""), len(order)))
+
+    out = [
+        {"id": f"FR-{n:03d}", "text": _text(c, grammar), "section": c["entry"]["section"],
+         "source": c["entry"]["id"], "clause": c["clause"], "also": c["also"], "refinements": c["refinements"]}
+        for n, c in enumerate(sorted(kept, key=place), start=1)
+    ]  # fmt: skip
+    return out, open_points(entries, pending) + [_conflict_point(a, b, language) for a, b in conflicts]
+
+
+def _conflict_point(earlier: dict[str, Any], later: dict[str, Any], language: str) -> str:
+    return load_clarify_rules().titles["conflict"][language].format(
+        earlier=earlier["clause"], earlier_question=earlier["entry"]["text"],
+        later=later["clause"], later_question=later["entry"]["text"],
+    )  # fmt: skip
+
+
+def requirements(
+    entries: list[dict[str, Any]], sections: list[str], language: str, pending: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The numbered requirements of ``draft``."""
+    return draft(entries, pending or [], sections, language)[0]
 
 
 def open_points(entries: list[dict[str, Any]], pending: list[dict[str, Any]]) -> list[str]:

@@ -30,7 +30,7 @@ import yaml
 
 from teamclaw.workflows.clarify import answered, check_options, entries_of, load_clarify_rules, plan_round
 from teamclaw.workflows.document import OPEN_POINT_SECTIONS
-from teamclaw.workflows.ears import clarifications, open_points, requirements
+from teamclaw.workflows.ears import clarifications, draft
 from teamclaw.workflows.review_text import say
 
 PROJECT_TYPES_DIR = Path(__file__).resolve().parent / "project_types"
@@ -56,7 +56,8 @@ class ProjectType:
 
 def _check_question(question: Any, source: Path, categories: set[str]) -> None:
     """Raise ValueError naming the file and the question when it lacks its id, a wording, a
-    known coverage ``category``, an ``impact`` of 1-5 or well-formed ``options``."""
+    known coverage ``category``, an ``impact`` of 1-5 or well-formed ``options`` (with options:
+    a ``recommended`` key among them and a ``reason`` in each language)."""
     qid = question.get("id", "?") if isinstance(question, dict) else "?"
     try:
         str(question["id"])
@@ -70,7 +71,12 @@ def _check_question(question: Any, source: Path, categories: set[str]) -> None:
     impact = question.get("impact")
     if not isinstance(impact, int) or not 1 <= impact <= 5:
         raise ValueError(f"{source.name}: question {qid!r}: impact must be a whole number from 1 to 5")
-    check_options(source, f"question {qid}", question.get("options", []), question.get("recommended", ""))
+    options = check_options(source, f"question {qid}", question.get("options", []), question.get("recommended", ""))
+    if options and not question.get("recommended"):
+        raise ValueError(f"{source.name}: question {qid!r}: options need a recommended one")
+    reason = question.get("reason") if options else {}
+    if options and (not isinstance(reason, dict) or not all(str(reason.get(lang) or "").strip() for lang in LANGUAGES)):
+        raise ValueError(f"{source.name}: question {qid!r}: options need a reason in each of {', '.join(LANGUAGES)}")
 
 
 def _project_type(data: dict[str, Any], source: Path) -> ProjectType:
@@ -219,6 +225,7 @@ def interview_result(
     sections = [s["id"] for s in project_type.sections] or [
         (q.get("topic") or {}).get(language, q["section"]) for q in project_type.questions
     ]
+    numbered, unanswered = draft(entries, final.get("pending_follow_ups", []), sections, language)
     baseline = [description.strip()]
     for entry in entries:
         if answered(entry) and not entry["answer"]["none"]:
@@ -238,8 +245,8 @@ def interview_result(
             for e in entries
         ],
         "coverage": final.get("coverage", []),
-        "unanswered": open_points(entries, final.get("pending_follow_ups", [])),
-        "requirements": requirements(entries, sections, language),
+        "unanswered": unanswered,
+        "requirements": numbered,
         "answered_by": [r.get("answered_by", "") for r in rounds],
         "baseline_statements": list(dict.fromkeys(baseline)),
         "note": say(
