@@ -211,9 +211,24 @@ def test_a_pack_finding_names_its_pack_and_a_document_of_another_field_gets_none
     ("text", "field", "code", "norm"),
     [
         ("# 商城退货\n\n## 功能\n- 买家用支付宝下单后可申请七天无理由退货。\n", "e_commerce", "CN", "七日无理由退货"),
-        ("# Shop\n\n## Features\n- Buyers in Germany can apply coupons to their orders.\n", "e_commerce", "EU", "14-day"),
-        ("# 请假审批\n\n## 功能\n- 员工请假由直属主管审批，居民身份证号用于实名。\n", "hr_workforce", "CN", "劳动合同法"),
-        ("# Leave\n\n## Features\n- Employees request annual leave; payroll gets the days.\n", "hr_workforce", "", "open point"),
+        (
+            "# Shop\n\n## Features\n- Buyers in Germany can apply coupons to their orders.\n",
+            "e_commerce",
+            "EU",
+            "14-day",
+        ),
+        (
+            "# 请假审批\n\n## 功能\n- 员工请假由直属主管审批，居民身份证号用于实名。\n",
+            "hr_workforce",
+            "CN",
+            "劳动合同法",
+        ),
+        (
+            "# Leave\n\n## Features\n- Employees request annual leave; payroll gets the days.\n",
+            "hr_workforce",
+            "",
+            "open point",
+        ),
     ],
     ids=["shop-zh", "shop-eu", "leave-zh", "leave-no-hint"],
 )
