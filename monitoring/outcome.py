@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from monitoring.models import Artifact, OpenPointAnswer, Task, ToolConfirmation
+from teamclaw.workflows.revision import REVISION_NAME, report_name
 
 PHASES = {
     "project_type": "interview",
@@ -142,7 +143,8 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
     """What the task page's Outcome panel shows besides ``outcome`` itself: ``open_points``
     (``open_points``), ``open_points_left`` (how many are unanswered), ``quality_wants``,
     ``quality_passed`` (the names of the checks that passed), ``outcome_language`` (the
-    document's, for ``lang``) and ``can_answer`` (the operator may act on the task)."""
+    document's, for ``lang``), ``can_answer`` (the operator may act on the task),
+    ``revisions`` (``final_revisions``) and ``answered`` (how many points have an answer)."""
     if not outcome or outcome.get("phase") != "review":
         return {}
     points = open_points(task)
@@ -157,4 +159,38 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
         "quality_passed": [c.get("name") for c in checks if isinstance(c, dict) and c.get("passed")],
         "outcome_language": "zh-Hans" if language == "zh" else "en",
         "can_answer": can_operate,
+        "revisions": final_revisions(task),
+        "answered": sum(1 for p in points if p["answer"]),
     }
+
+
+def final_revisions(task: Task) -> list[dict[str, Any]]:
+    """The revisions of ``requirement_final.md`` an operator's answers produced
+    (``runs.open_points.revise_final_document``), oldest first: ``[{version, name,
+    report_name, created_at, resolved, still_unclear, unanswered, answers}]`` (the counts and
+    answers of ``revision.r<N>.json``; ``teamclaw.workflows.revision``). ``[]`` for none."""
+    rows = Artifact.objects.filter(task_id=task.id, name__startswith="requirement_final.r").values_list(
+        "name", "created_at"
+    )
+    found = []
+    for name, created_at in rows:
+        matched = REVISION_NAME.match(name)
+        if not matched:
+            continue
+        version = int(matched.group(1))
+        report = _artifact_json(task, report_name(version))
+        report = report if isinstance(report, dict) else {}
+        found.append(
+            {
+                "version": version,
+                "name": name,
+                "report_name": report_name(version),
+                "based_on": report.get("based_on", "requirement_final.md"),
+                "created_at": created_at,
+                "resolved": report.get("resolved", 0),
+                "still_unclear": report.get("still_unclear", 0),
+                "unanswered": report.get("unanswered", 0),
+                "answers": report.get("answers", []),
+            }
+        )
+    return sorted(found, key=lambda r: r["version"])

@@ -5,23 +5,27 @@ on"), from the API (``POST /api/v1/tasks/{id}/open_points``) and the task page a
 An answer is a ``monitoring.OpenPointAnswer`` row: never changed, so answering a point again
 adds a row and the rows are the point's audit trail (who, what, when); the outcome shows the
 newest (``monitoring.outcome.open_points``). The answer is the operator's record of the
-decision; it does not rewrite ``requirement_final.md`` (a fork of the task re-runs the review
-with it in hand).
+decision; it never rewrites ``requirement_final.md``. ``revise_final_document`` (``POST
+/api/v1/tasks/{id}/revisions``, the task page's "Revise the final document") writes the
+answers into a new version ``requirement_final.r<N>.md`` (``teamclaw.workflows.revision``),
+keeping the original and every earlier version.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from monitoring.access import can_operate_task, visible_tasks
-from monitoring.models import OpenPointAnswer, Task
-from monitoring.outcome import open_points, task_outcome
+from monitoring.models import Artifact, OpenPointAnswer, Task
+from monitoring.outcome import final_revisions, open_points, task_outcome
 from runs.tasks import check_plain_text
 from teamclaw.errors import Conflict, DomainError, InvalidField, NotFound
+from teamclaw.workflows.revision import report_name, revise, revision_name
 
 log = logging.getLogger(__name__)
 
@@ -81,3 +85,62 @@ def answer_open_point(user: Any, task_id: str, point_id: object, answer: object)
         )
     log.info("open point %s of task %s answered by %s", point_id, task.id, getattr(user, "username", ""))
     return next(p for p in open_points(task) if p["id"] == point_id)
+
+
+FINAL = "requirement_final.md"
+
+
+def _document_language(task: Task) -> str:
+    report = Artifact.objects.filter(task_id=task.id, name="consolidation_report.json").values_list(
+        "content", flat=True
+    )
+    try:
+        language = json.loads(report.first() or "{}").get("language")
+    except (ValueError, AttributeError):
+        language = None
+    return "zh" if language == "zh" else "en"
+
+
+def _store(task: Task, text: str, report: dict[str, Any]) -> dict[str, Any]:
+    """A new version of the final document and its report (never overwriting one)."""
+    version = max((r["version"] for r in final_revisions(task)), default=0) + 1
+    now = timezone.now()
+    report = {"version": version, "based_on": FINAL, **report}
+    try:
+        with transaction.atomic():
+            for name, content, kind in (
+                (revision_name(version), text, "text/markdown"),
+                (report_name(version), json.dumps(report, ensure_ascii=False), "application/json"),
+            ):
+                Artifact.objects.create(
+                    task=task, name=name, content=content, content_type=kind, role="operator", created_at=now
+                )
+    except IntegrityError:
+        raise Conflict("another revision of this document was written at the same moment: try again") from None
+    return next(r for r in final_revisions(task) if r["version"] == version)
+
+
+def revise_final_document(user: Any, task_id: str) -> tuple[dict[str, Any], bool]:
+    """Write the operator's answers into a new version of task ``task_id``'s final document
+    (``teamclaw.workflows.revision.revise``): ``(revision, created)`` where ``revision`` is as
+    ``monitoring.outcome.final_revisions`` lists it and ``created`` is False when the newest
+    revision already reads exactly so (nothing new is written). ``requirement_final.md`` and
+    the earlier versions are never changed. Raises NotFound (404) for a task the user may not
+    see, DomainError 403 for one they may not act on, Conflict (409) before the review's
+    outcome, without a final document, or while no open point has an answer."""
+    task = _answerable_task(user, task_id)
+    final = Artifact.objects.filter(task_id=task.id, name=FINAL).values_list("content", flat=True).first()
+    if final is None:
+        raise Conflict(f"the task has no {FINAL} to revise")
+    points = open_points(task)
+    if not any(p["answer"] for p in points):
+        raise Conflict("no open point has an answer yet: answer at least one, then revise the document")
+    text, report = revise(final, points, _document_language(task))
+    earlier = final_revisions(task)
+    if earlier:
+        newest = Artifact.objects.filter(task_id=task.id, name=earlier[-1]["name"]).values_list("content", flat=True)
+        if newest.first() == text:
+            return earlier[-1], False
+    revision = _store(task, text, report)
+    log.info("final document of task %s revised as %s by %s", task.id, revision["name"], getattr(user, "username", ""))
+    return revision, True

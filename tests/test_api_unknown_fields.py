@@ -76,6 +76,7 @@ MISSPELT = [
     ("post", "/api/v1/tasks/t1/decisions", {"decisions": {"c1": "accept"}}, "decision"),
     ("post", "/api/v1/tasks/t1/next", {"action": "review"}, "actoin"),
     ("post", "/api/v1/tasks/t1/open_points", {"point": "c-1", "answer": "Yes"}, "anwser"),
+    ("post", "/api/v1/tasks/t1/revisions", {}, "vesion"),
     ("post", "/api/v1/prompts/pm/persona/versions", {"content": "Be brief."}, "activte"),
     ("post", "/api/v1/prompts/pm/persona/rollback", {"version": "1.0.0"}, "nte"),
     ("post", "/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}, "nte"),
@@ -119,8 +120,11 @@ def test_a_misspelt_key_is_refused_naming_it_and_nothing_changes(api, world, met
     errors = response.json()["errors"]
     assert list(errors) == [key], errors  # the only thing wrong with the body
     reason = errors[key][0]
-    assert reason.startswith("unknown field; expected one of: ")
-    assert all(name in reason for name in body)
+    if body:
+        assert reason.startswith("unknown field; expected one of: ")
+        assert all(name in reason for name in body)
+    else:  # an endpoint that takes an empty object
+        assert reason == "unknown field; send no fields"
     assert response.json()["detail"] == f"{key}: {reason}"
     assert database_state() == before
 

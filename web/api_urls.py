@@ -115,6 +115,7 @@ urlpatterns = [
     path("tasks/<str:task_id>/decisions", tasks.TaskDecisionsView.as_view(), name="api-task-decisions"),
     path("tasks/<str:task_id>/next", tasks.TaskNextView.as_view(), name="api-task-next"),
     path("tasks/<str:task_id>/open_points", tasks.TaskOpenPointsView.as_view(), name="api-task-open-points"),
+    path("tasks/<str:task_id>/revisions", tasks.TaskRevisionsView.as_view(), name="api-task-revisions"),
     path("tasks/<str:task_id>/fork", tasks.TaskForkView.as_view(), name="api-task-fork"),
     path("tasks/<str:task_id>/trace", tasks.TaskTraceView.as_view(), name="api-task-trace"),
     path("tasks/<str:task_id>/compare", tasks.TaskCompareView.as_view(), name="api-task-compare"),

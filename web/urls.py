@@ -37,6 +37,7 @@ urlpatterns = [
     path("tasks/<str:task_id>/fork", tasks.task_fork, name="task-fork"),
     path("tasks/<str:task_id>/input/<str:section>", tasks.task_input, name="task-input"),
     path("tasks/<str:task_id>/open-points/<str:point_id>", tasks.task_open_point, name="task-open-point"),
+    path("tasks/<str:task_id>/revisions", tasks.task_revise, name="task-revise"),
     path("tasks/<str:task_id>/compare/", tasks.task_compare, name="task-compare"),
     path("tasks/<str:task_id>/diff/", tasks.task_diff, name="task-diff"),
     path("tasks/<str:task_id>/trace/", tasks.task_trace, name="task-trace"),

@@ -18,7 +18,15 @@ from teamclaw.workflows.review_rules import review
 
 RULES = default_rules()
 CORPUS = Path(__file__).parents[1] / "data" / "review_corpus"
-REQUIRED = {"health_care", "payments_lending", "minors_education", "logistics", "government_services"}
+REQUIRED = {
+    "health_care",
+    "payments_lending",
+    "minors_education",
+    "logistics",
+    "government_services",
+    "e_commerce",
+    "hr_workforce",
+}
 EXAMPLES = [
     pytest.param(pack.domain, rule.id, kind, text, id=f"{pack.domain}-{rule.id}-{language}-{kind}-{index}")
     for pack in RULES.packs
@@ -197,3 +205,35 @@ def test_a_pack_finding_names_its_pack_and_a_document_of_another_field_gets_none
     assert finding.data["pack"] == "payments_lending"
     lamp = "# 智能灯\n\n## 功能\n- 用户可以提前还款。\n"
     assert not [f for f in check_text(lamp, RULES) if f.data.get("pack")]
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "code", "norm"),
+    [
+        ("# 商城退货\n\n## 功能\n- 买家用支付宝下单后可申请七天无理由退货。\n", "e_commerce", "CN", "七日无理由退货"),
+        (
+            "# Shop\n\n## Features\n- Buyers in Germany can apply coupons to their orders.\n",
+            "e_commerce",
+            "EU",
+            "14-day",
+        ),
+        (
+            "# 请假审批\n\n## 功能\n- 员工请假由直属主管审批，居民身份证号用于实名。\n",
+            "hr_workforce",
+            "CN",
+            "劳动合同法",
+        ),
+        (
+            "# Leave\n\n## Features\n- Employees request annual leave; payroll gets the days.\n",
+            "hr_workforce",
+            "",
+            "open point",
+        ),
+    ],
+    ids=["shop-zh", "shop-eu", "leave-zh", "leave-no-hint"],
+)
+def test_shops_and_workforce_get_their_pack_and_the_law_the_text_implies(text, field, code, norm):
+    language = "zh" if re.search(r"[\u4e00-\u9fff]", text) else "en"
+    frame = domain_frame(text, language)
+    assert (frame["field"], frame["jurisdiction"]) == (field, code)
+    assert norm in " ".join(frame["norms"])

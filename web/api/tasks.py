@@ -15,10 +15,10 @@ from rest_framework.views import APIView
 from capabilities.models import Project
 from monitoring.access import visible_tasks
 from monitoring.models import Message, Task
-from monitoring.outcome import open_points, task_outcome, task_phase
+from monitoring.outcome import final_revisions, open_points, task_outcome, task_phase
 from monitoring.trace import task_trace
 from runs.compare import compare_artifacts
-from runs.open_points import MAX_ANSWER_CHARS, answer_open_point
+from runs.open_points import MAX_ANSWER_CHARS, answer_open_point, revise_final_document
 from runs.operator_inputs import give, task_inputs
 from runs.tasks import DECISION_MODES, START_POINTS, cancel_task, fork_task, start_task
 from runs.workers import worker_for
@@ -341,3 +341,46 @@ class TaskOpenPointsView(APIView):
         data.is_valid(raise_exception=True)
         body = data.validated_data
         return Response(answer_open_point(request.user, task_id, body["point"], body["answer"]))
+
+
+class FinalRevisionSerializer(api_fields.StrictSerializer):
+    """No fields: the revision takes the newest answers of the task's open points."""
+
+
+def revision_document(task_id: str, revision: dict[str, Any], content: str | None = None) -> dict[str, Any]:
+    """A revision as the API gives it: ``final_revisions``' entry with where to read it."""
+    out = {**revision, "created_at": revision["created_at"].isoformat() if revision["created_at"] else None}
+    out["diff_url"] = f"/tasks/{task_id}/diff/?a=requirement_final.md&b={revision['name']}"
+    out["download_url"] = f"/tasks/{task_id}/artifacts/{revision['name']}?download=1"
+    if content is not None:
+        out["content"] = content
+    return out
+
+
+class TaskRevisionsView(APIView):
+    """``GET /tasks/{id}/revisions``: the versions of the final document an operator's answers
+    produced, oldest first, ``{"revisions": [{version, name, report_name, based_on,
+    created_at, resolved, still_unclear, unanswered, answers, diff_url, download_url}]}``.
+    ``POST`` (an empty object) writes the newest answers into a new version
+    ``requirement_final.r<N>.md`` (``runs.open_points.revise_final_document``; the original
+    and earlier versions are kept) -> 201 with the revision and its ``content``, or 200 with
+    the newest one when it already reads so; 403 for a user who may not act on the task,
+    404 for one who may not see it, 409 before the outcome or while no point is answered."""
+
+    parser_classes = api_fields.JSON_BODY_ONLY
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, task_id: str) -> Response:
+        task = found(visible_tasks(request.user), "task", pk=task_id)
+        return Response({"revisions": [revision_document(task.id, r) for r in final_revisions(task)]})
+
+    @extend_schema(request=FinalRevisionSerializer, responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT})
+    def post(self, request: Request, task_id: str) -> Response:
+        FinalRevisionSerializer(data=request.data or {}).is_valid(raise_exception=True)
+        revision, created = revise_final_document(request.user, task_id)
+        task = found(visible_tasks(request.user), "task", pk=task_id)
+        content = task.artifacts.filter(name=revision["name"]).values_list("content", flat=True).first()
+        return Response(
+            revision_document(task.id, revision, content),
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )

@@ -9,7 +9,7 @@ from urllib.parse import quote
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -28,7 +28,7 @@ from monitoring.trace import artifact_findings
 from monitoring.trace import task_trace as task_trace_tree
 from prompts.diff import diff_texts
 from runs.compare import compare_artifacts, too_large_to_diff
-from runs.open_points import MAX_ANSWER_CHARS, answer_open_point
+from runs.open_points import MAX_ANSWER_CHARS, answer_open_point, revise_final_document
 from runs.operator_inputs import give
 from runs.tasks import (
     DocumentError,
@@ -424,3 +424,37 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
     )
     answered = render_to_string("monitoring/_open_point.html", context, request=request)
     return HttpResponse(answered + title, status=400 if errors else 200)
+
+
+@require_POST
+def task_revise(request: HttpRequest, task_id: str) -> HttpResponse:
+    """Write the operator's answers into a new version of the final document from the Outcome
+    panel (``runs.open_points.revise_final_document``; the original is kept) and go back to
+    the panel's list of revisions. 404 for a task the user may not see, 403 for one they may
+    not act on; before the outcome or without an answer the page says so."""
+    back = f"{reverse('task-detail', args=[task_id])}#revisions"
+    try:
+        revision, created = revise_final_document(request.user, task_id)
+    except DomainError as exc:
+        if exc.status == 404:
+            raise Http404(exc.message) from None
+        if exc.status == 403:
+            refusal = _("only the user who started this task or a staff user may revise its document")
+            raise PermissionDenied(refusal) from None
+        messages.error(
+            request, _("The document was not revised: answer at least one open point of a finished review first.")
+        )
+        return redirect(back)
+    if created:
+        messages.success(
+            request,
+            _("Revision %(version)s of the final document is written with your answers; the original is kept.")
+            % {"version": revision["version"]},
+        )
+    else:
+        messages.info(
+            request,
+            _("Revision %(version)s already holds these answers: nothing new was written.")
+            % {"version": revision["version"]},
+        )
+    return redirect(back)
