@@ -6,9 +6,11 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+import yaml
 from django.core.management import CommandError, call_command
 
 CORPUS = Path(__file__).parent / "data" / "review_corpus"
+HELDOUT = Path(__file__).parent / "data" / "review_heldout"
 
 
 def _metrics(text: str) -> dict[str, str]:
@@ -58,6 +60,26 @@ def test_eval_review_runs_on_the_labelled_documents_of_the_repository():
     metrics = _metrics(out.getvalue())
     assert metrics["review_documents"] == str(len(list(CORPUS.glob("*.labels.yaml"))))
     assert float(metrics["review_recall"]) > 0
+
+
+def test_eval_review_measures_the_held_out_documents_kept_aside_for_acceptance():
+    out = StringIO()
+    call_command("eval_review", str(HELDOUT), stdout=out)
+    metrics = _metrics(out.getvalue())
+    assert metrics["review_documents"] == "8"
+    assert int(metrics["review_clean_lines"]) >= 8 * 4
+
+
+LABELS = sorted(CORPUS.glob("*.labels.yaml")) + sorted(HELDOUT.glob("*.labels.yaml"))
+
+
+@pytest.mark.parametrize("labels", LABELS, ids=[path.name for path in LABELS])
+def test_each_label_quotes_its_line_verbatim_and_no_clean_line_carries_a_defect(labels):
+    data = yaml.safe_load(labels.read_text(encoding="utf-8"))
+    lines = (labels.parent / data["document"]).read_text(encoding="utf-8").splitlines()
+    for defect in data["defects"]:
+        assert defect["quote"] in lines[defect["line"] - 1], defect["id"]
+    assert not {defect["line"] for defect in data["defects"]} & set(data["clean_lines"])
 
 
 @pytest.mark.parametrize(
