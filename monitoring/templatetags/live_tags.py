@@ -75,8 +75,10 @@ def role_name(role: str) -> str:
 def role_names(roles: Iterable[str] | str | None) -> str:
     """Role slugs (a list) as their display names (``role_name``), joined as the active
     language joins a list (``teamclaw.labels.list_separator``); '' for none."""
-    if not roles or isinstance(roles, str):
-        return role_name(roles) if roles else ""
+    if not roles:
+        return ""
+    if isinstance(roles, str):
+        return role_name(roles)
     return list_separator().join(role_name(str(role)) for role in roles)
 
 
