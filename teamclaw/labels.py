@@ -192,6 +192,9 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
     "call": {
         "invoke": pgettext_lazy("call", "invoke"),
         "hook": pgettext_lazy("call", "hook"),
+        "tool_use": pgettext_lazy("call", "tool use"),
+        "model_call": pgettext_lazy("call", "model call"),
+        "operator_wait": pgettext_lazy("call", "operator wait"),
     },
     # Capability categories (PRD §4.2, teamclaw.runtime.config.CATEGORIES).
     "category": {

@@ -795,6 +795,7 @@ def test_a_context_card_counts_what_it_labels(page_client, world_with_runs):
     assert not re.search(r"· (?<!应答 )\d+ 次调用</span>", page)
     trace = page_client.get(f"/tasks/{demo.id}/trace/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "应答 4 次调用" in trace
+    assert '<span class="badge">工具使用</span>' in trace and ">tool_use<" not in trace  # a call's kind, worded
     english = page_client.get(f"/tasks/{demo.id}/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "1 call answered" in english and "4 calls answered" in english
 
