@@ -848,6 +848,9 @@ def test_chinese_catalogs_address_the_reader_as_nin_and_use_full_width_punctuati
                 if ASCII_PUNCTUATION.search(plain) and not re.fullmatch(r"[^,]+,[^,]+(,[^,]+)?", text):
                     ascii_marks.append(text)
     assert informal == [] and ascii_marks == []
+    workflows = Path(settings.BASE_DIR) / "teamclaw" / "workflows"
+    said = [str(path.relative_to(workflows)) for path in workflows.rglob("*.yaml") if "你" in path.read_text("utf-8")]
+    assert said == []  # the interview's questions, reasons and follow-ups speak to the operator too
 
 
 def test_knowledge_relevance_reads_as_a_percent_in_both_languages(page_client, builtin):
