@@ -109,6 +109,20 @@ def query_terms(query: str) -> list[str]:
     return query_words(query)
 
 
+def relevance(score: float | None, best: float | None) -> int:
+    """How relevant a hit is next to the best hit of the same search, as a whole percent
+    (0-100): ``score / best``, rounded; 100 for the best hit itself. ``Hit.score`` is a
+    bm25 or reciprocal-rank-fusion sum (``0.032787``) whose size means nothing to a reader;
+    its ratio to the best does. 0 when either score is missing or not positive."""
+    try:
+        score, best = float(score or 0), float(best or 0)
+    except (TypeError, ValueError):
+        return 0
+    if best <= 0 or score <= 0:
+        return 0
+    return max(0, min(100, round(100 * score / best)))
+
+
 def significant(score: float) -> float:
     """``score`` to four significant digits (``Hit.score``)."""
     return float(f"{score:.4g}")

@@ -51,10 +51,15 @@ def _short_zone(value: datetime, zone: str) -> str:
     return f"{date_filter(value, 'MONTH_DAY_TIME_FORMAT')} {zone}"
 
 
+def _moment_zone(value: datetime, zone: str) -> str:
+    return f"{date_filter(value, 'MONTH_DAY_SECONDS_FORMAT')} {zone}"
+
+
 FORMATS: dict[str, Callable[[datetime, str], str]] = {
     "clock": _clock,
     "clock_zone": _clock_zone,
     "short_zone": _short_zone,
+    "moment_zone": _moment_zone,
 }
 """How a time is worded, by the name ``data-format`` carries; each gets the instant already
 in the zone it is shown in and that zone's name (``zone_name``), and words it in the active
@@ -63,9 +68,11 @@ language:
 - ``clock``: ``HH:MM:SS.mmm`` (24 h; message-log rows, cards' times);
 - ``clock_zone``: the clock, a space and the zone's IANA name (``12:00:00.000 Asia/Shanghai``);
 - ``short_zone``: the language's ``MONTH_DAY_TIME_FORMAT`` (``teamclaw.formats``: ``Dec 1, 22:52``,
-  ``12月1日 22:52``) and the zone."""
+  ``12月1日 22:52``) and the zone;
+- ``moment_zone``: the same to the second (``MONTH_DAY_SECONDS_FORMAT``: ``Dec 1, 22:52:13``,
+  ``12月1日 22:52:13``) and the zone (the replay pages' step times)."""
 
-WORDED_FORMATS = frozenset({"short_zone"})
+WORDED_FORMATS = frozenset({"short_zone", "moment_zone"})
 """The formats whose text depends on the active language."""
 
 

@@ -30,7 +30,7 @@ from capabilities.models import AgentRole, ConfigChange, Project, ProjectRoleOve
 from monitoring.access import visible_contexts, visible_tasks
 from monitoring.live_items import FINAL_CONTEXT_STATUSES
 from monitoring.models import ExecutionContext
-from prompts.actions import check_content
+from prompts.actions import ContentCheck, check_content
 from prompts.models import PromptTemplate, PromptVersion
 
 LIMIT = 20
@@ -68,6 +68,8 @@ class PromptImpact:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     task_count: int = 0
     task_tokens: int = 0
+    refusal_check: ContentCheck | None = None
+    """The check behind ``refusal`` (pages word it in their language)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The API's shape."""
@@ -140,11 +142,13 @@ def prompt_impact(
     active = template.versions.filter(is_active=True).first() if template else None
     history = activations(role, template_type, project)
     since = (history[-1].config_version if history else 0) if active else None
-    refusal = None
+    refusal, refusal_check = None, None
     if candidate is not None and not candidate.is_active:
         found = check_content(candidate.content, candidate.variables, role=role, project=project).activation_refusal()
         refusal = found.reason if found else None
+        refusal_check = found.check if found else None
     impact = PromptImpact(role, template_type, project, candidate, active, since, refusal, current_version())
+    impact.refusal_check = refusal_check
     _projects(impact)
     _running(impact, history, visible_contexts(user))
     if active is not None and since is not None:

@@ -129,10 +129,34 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
         "revise": pgettext_lazy("stance", "revises"),
         "withdraw": pgettext_lazy("stance", "withdraws"),
     },
-    # The interview's wording (seed 002 principle 1).
+    # The interview's wording (seed 002 principle 1): who a round's questions are written for.
     "wording": {
-        "business": pgettext_lazy("wording", "business"),
-        "technical": pgettext_lazy("wording", "technical"),
+        "business": pgettext_lazy("wording", "questions in business terms"),
+        "technical": pgettext_lazy("wording", "questions in technical terms"),
+    },
+    # The built-in workflows (teamclaw.workflows.WORKFLOWS); a saved workflow shows its id.
+    "workflow": {
+        "requirement_review": pgettext_lazy("workflow", "requirement review"),
+        "generic": pgettext_lazy("workflow", "general task"),
+    },
+    # What a staged matrix change would have done to a recorded call (monitoring.whatif).
+    "what-if effect": {
+        "denied": pgettext_lazy("what-if effect", "would now be denied"),
+        "allowed": pgettext_lazy("what-if effect", "newly allowed"),
+        "confirm": pgettext_lazy("what-if effect", "would now wait for confirmation"),
+    },
+    # Message types (PRD §4.4 MessageType).
+    "message type": {
+        "invoke_request": pgettext_lazy("message type", "call"),
+        "invoke_response": pgettext_lazy("message type", "answer"),
+        "invoke_error": pgettext_lazy("message type", "call failed"),
+        "hook_event": pgettext_lazy("message type", "event"),
+        "hook_ack": pgettext_lazy("message type", "event received"),
+        "status_update": pgettext_lazy("message type", "status update"),
+        "progress_report": pgettext_lazy("message type", "progress report"),
+        "question_broadcast": pgettext_lazy("message type", "question to all"),
+        "artifact_share": pgettext_lazy("message type", "artifact shared"),
+        "context_sync": pgettext_lazy("message type", "context sync"),
     },
     # Whether an audited change was applied, refused, or applied to one task alone.
     "change outcome": {
@@ -168,6 +192,9 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
     "call": {
         "invoke": pgettext_lazy("call", "invoke"),
         "hook": pgettext_lazy("call", "hook"),
+        "tool_use": pgettext_lazy("call", "tool use"),
+        "model_call": pgettext_lazy("call", "model call"),
+        "operator_wait": pgettext_lazy("call", "operator wait"),
     },
     # Capability categories (PRD §4.2, teamclaw.runtime.config.CATEGORIES).
     "category": {
@@ -333,6 +360,8 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
 }
 """``vocabulary -> identifier -> label``; the vocabulary's name is the catalog context."""
 
+VOCABULARIES["step kind"].update(VOCABULARIES["message type"])  # a replay step that is a message
+
 
 def label(value: object, vocabulary: str) -> str:
     """The label of ``value`` in ``vocabulary``, in the active language; ``value`` as a
@@ -351,6 +380,29 @@ def list_separator() -> str:
     Not a catalog entry: a lone "," is a text node of many pages, which the translation
     tests would then take for English left on a Chinese page."""
     return "、" if (get_language() or "").startswith("zh") else ", "
+
+
+def _chinese() -> bool:
+    return (get_language() or "").startswith("zh")
+
+
+def colon() -> str:
+    """What follows a label before its value in the active language: ": " in English, the
+    full-width "：" in Chinese (issue 32: ASCII punctuation in Chinese text). Not a catalog
+    entry, for the reason ``list_separator`` gives."""
+    return "：" if _chinese() else ": "
+
+
+def brackets() -> tuple[str, str]:
+    """The opening and closing bracket of the active language: ``("(", ")")`` in English,
+    the full-width ``("（", "）")`` in Chinese (around text with markup in it)."""
+    return ("（", "）") if _chinese() else ("(", ")")
+
+
+def bracketed(text: object) -> str:
+    """``text`` in brackets of the active language: ``(text)`` in English, the full-width
+    ``（text）`` in Chinese."""
+    return f"（{text}）" if _chinese() else f"({text})"
 
 
 def labels(values: Iterable[object] | str | None, vocabulary: str) -> str:

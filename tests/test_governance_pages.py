@@ -401,7 +401,7 @@ def test_the_editor_marks_roles_disabled_in_the_scope_it_shows(page_client, buil
     ProjectRoleOverride.objects.create(project=shop, role=AgentRole.objects.get(role="dba"), enabled=False)
     project_html = page_client.get("/permissions/invoke/?project=shop").content.decode()
     assert "disabled here" in project_html
-    assert "<s>dba</s>" in project_html
+    assert "<s>Database Administrator</s>" in project_html  # the name, the slug in its title (issue 32)
     global_html = page_client.get("/permissions/invoke/").content.decode()
     assert "disabled" not in global_html.split("<tbody>")[1].split("</tbody>")[0]
     assert "<s>dba</s>" not in global_html

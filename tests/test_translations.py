@@ -691,12 +691,231 @@ def test_identifiers_read_as_words_in_the_page_language():
 
     with translation.override("zh-hans"):
         assert label("rejected", "status") == "已拒绝" and label("rejected", "decision") == "不采纳"
-        assert label("waiting_user", "status") == "等你处理" and label("open_point", "decision") == "待确认事项"
+        assert label("waiting_user", "status") == "等您处理" and label("open_point", "decision") == "待确认事项"
         assert label("rule_1_optimise", "merge rule") == "它细化了需求，且专家意见一致。"
-        assert label("business", "wording") == "业务" and label("supplement", "stance") == "补充"
+        assert label("business", "wording") == "用业务语言提问" and label("supplement", "stance") == "补充"
         assert labels(["cards", "invoke_cells"], "config") == "能力卡片、调用权限"
         assert label("brand_new_state", "status") == "brand_new_state" and label(None, "status") == ""
     assert label("waiting_user", "status") == "waiting for you"
     assert labels(["cards", "invoke_cells"], "config") == "capability cards, invoke permissions"
     with pytest.raises(KeyError):
         label("running", "no such vocabulary")
+
+
+# --- Issue 32, the operator's walk-through in Chinese (make run, demo, outcome, replay, knowledge) ---
+
+ASCII_PUNCTUATION = re.compile(r"[\u4e00-\u9fff]\s?[(,:;?!]|[(]\s?[\u4e00-\u9fff]|[\u4e00-\u9fff）]\s?\)")
+"""ASCII brackets, commas, colons, semicolons, question and exclamation marks against a
+Chinese character: Chinese text takes the full-width ones (（），：；？！)."""
+
+ISO_TIME = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d")
+
+
+def ascii_punctuation(html: str) -> list[str]:
+    """The visible texts of a Chinese page (:class:`ChineseText`) with ASCII punctuation
+    against Chinese (``ASCII_PUNCTUATION``)."""
+    return [text for text in visible_texts(html, ChineseText) if ASCII_PUNCTUATION.search(text)]
+
+
+def slugs_shown(html: str, slugs: frozenset[str]) -> list[str]:
+    """Role slugs and workflow ids a reader sees as words (text nodes and options, not
+    ``<code>`` or ``title`` tooltips, where an identifier may stay)."""
+    found = []
+    for text in visible_texts(html, ProseChinese):
+        for token in re.split(r"[\s\u3000-\u303f\uff00-\uffef“”·→]+", text):
+            if token.strip("()（）:：,，") in slugs:
+                found.append(token)
+    return found
+
+
+class ProseChinese(ChineseText):
+    """:class:`ChineseText` less ``title`` tooltips."""
+
+    ATTRIBUTES = ("placeholder", "aria-label")
+
+
+def test_the_walkthrough_checks_find_what_they_look_for():
+    assert ascii_punctuation("<p>记忆 (0 轮)</p><p>阶段:评审</p><p>第 1 行, 第 2 行</p><p>token (est.) ok</p>") == [
+        "记忆 (0 轮)",
+        "阶段:评审",
+        "第 1 行, 第 2 行",
+    ]
+    assert ascii_punctuation("<p>记忆（0 轮）</p><code>见 (x)</code><p>%(name)s 个</p>") == []
+    html = '<select><option value="pm">产品经理</option><option>requirement_review</option></select><p>由 pm 生成</p>'
+    html += '<p title="pm"><code>pm</code> 产品经理</p>'
+    assert slugs_shown(html, frozenset({"pm", "requirement_review"})) == ["requirement_review", "pm"]
+
+
+def test_the_operator_walkthrough_reads_plainly_in_chinese(page_client, world_with_runs):
+    """The operator's walk-through in Chinese: role and workflow names, not slugs, in filter
+    dropdowns and tables (the slug stays as the value or a tooltip); full-width punctuation
+    in Chinese text; replay times in the operator's zone, never raw ISO; the interview's
+    round worded for its audience; a card waiting for the operator says so."""
+    from capabilities.models import AgentRole
+    from monitoring.models import Task
+    from teamclaw.workflows import WORKFLOWS
+
+    slugs = frozenset([*AgentRole.objects.values_list("role", flat=True), *WORKFLOWS])
+    shown, punctuation = {}, {}
+    pages = {}
+    for path in world_with_runs:
+        response = page_client.get(path, HTTP_ACCEPT_LANGUAGE="zh-hans,zh;q=0.9")
+        if not takes_get(response) or "html" not in response.get("Content-Type", ""):
+            continue
+        html = response.content.decode()
+        pages[path] = html
+        if found := slugs_shown(html, slugs):
+            shown[path] = sorted(set(found))
+        if found := ascii_punctuation(html):
+            punctuation[path] = found[:5]
+    assert shown == {}, "\n".join(f"{path}: {' '.join(words)}" for path, words in shown.items())
+    assert punctuation == {}, "\n".join(f"{path}: {texts}" for path, texts in punctuation.items())
+
+    demo = Task.objects.filter(title__startswith="演示").order_by("created_at").first()
+    for path in (f"/tasks/{demo.id}/replay/", next(p for p in pages if p.startswith("/replay/"))):
+        html = page_client.get(path, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+        assert not [t for t in visible_texts(html, ProseChinese) if ISO_TIME.search(t)], path
+        assert re.search(r'data-format="moment_zone"[^>]*>12月|data-format="moment_zone"[^>]*>\d+月\d+日', html), path
+    interview = Task.objects.get(workflow="requirement_review", description="给订单列表增加导出功能")
+    page = page_client.get(f"/tasks/{interview.id}/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "（用业务语言提问）" in page and "措辞" not in page
+    assert "等待您的回答" in page and "正在撰写" not in page
+    assert "需求评审" in page
+
+
+def test_a_context_card_counts_what_it_labels(page_client, world_with_runs):
+    """The card's call count says what it counts: offline, the calls the agent answered (one
+    estimate each), as the trace's "calls answered"; main answered the operator's one call
+    and made fifteen, which only the trace lists."""
+    from monitoring.models import Task
+
+    demo = Task.objects.filter(title__startswith="演示").order_by("created_at").first()
+    page = page_client.get(f"/tasks/{demo.id}/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "应答 1 次调用" in page and "应答 4 次调用" in page
+    assert not re.search(r"· (?<!应答 )\d+ 次调用</span>", page)
+    trace = page_client.get(f"/tasks/{demo.id}/trace/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "应答 4 次调用" in trace
+    assert '<span class="badge">工具使用</span>' in trace and ">tool_use<" not in trace  # a call's kind, worded
+    english = page_client.get(f"/tasks/{demo.id}/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "1 call answered" in english and "4 calls answered" in english
+
+
+def test_the_readme_demo_estimate_is_the_demo_measured(world_with_runs):
+    """README "~N tokens": the offline demo's estimate, within 10 % of a run's."""
+    from monitoring.models import Task
+
+    demo = Task.objects.filter(title__startswith="演示").order_by("created_at").first()
+    readme = (Path(settings.BASE_DIR) / "README.md").read_text(encoding="utf-8")
+    stated = int(re.search(r"demo's honest estimate \(~([\d,]+)", readme).group(1).replace(",", ""))
+    assert abs(stated - demo.tokens_used) <= 0.1 * demo.tokens_used, demo.tokens_used
+
+
+def test_an_interview_coverage_map_with_nothing_asked_says_so(builtin):
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    request = {
+        "round": 1,
+        "style": "business",
+        "questions": [{"id": "q1", "text": "目标用户是谁？"}],
+        "coverage": [{"category": "users", "label": "用户", "status": "missing", "answered": 0, "asked": 0}],
+    }
+    from datetime import UTC, datetime
+
+    at = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    cf = {"id": 1, "tool": "interview", "status": "pending", "role": "main", "task_id": "t1", "request": request}
+    cf.update(created_at=at, expires_at=at)
+    with translation.override("zh-hans"):
+        html = render_to_string("monitoring/_operator_input.html", {"cf": cf})
+    assert "0 / 0" not in html and "还没有提出任何问题" in html
+    assert "主控" in html and "<strong>main</strong>" not in html
+    request["coverage"].append({"category": "goals", "label": "目标", "status": "partial", "answered": 1, "asked": 2})
+    with translation.override("zh-hans"):
+        html = render_to_string("monitoring/_operator_input.html", {"cf": cf})
+    assert "1 / 2" in html and "尚未提问" in html and "0 / 0" not in html
+
+
+def test_chinese_catalogs_address_the_reader_as_nin_and_use_full_width_punctuation():
+    """One form of address (您) in every Chinese message, and no ASCII bracket, comma,
+    colon or semicolon against Chinese (``yesno`` lists excepted: Django splits them at ",")."""
+    informal, ascii_marks = [], []
+    for name in ("django", "djangojs"):
+        for entry in entries(name):
+            for text in entry.strings:
+                if "你" in text:
+                    informal.append(text)
+                plain = re.sub(r"<code>.*?</code>|<[^>]*>|%\(\w+\)[sd]", "", text)
+                if ASCII_PUNCTUATION.search(plain) and not re.fullmatch(r"[^,]+,[^,]+(,[^,]+)?", text):
+                    ascii_marks.append(text)
+    assert informal == [] and ascii_marks == []
+    workflows = Path(settings.BASE_DIR) / "teamclaw" / "workflows"
+    said = [str(path.relative_to(workflows)) for path in workflows.rglob("*.yaml") if "你" in path.read_text("utf-8")]
+    assert said == []  # the interview's questions, reasons and follow-ups speak to the operator too
+
+
+def test_knowledge_relevance_reads_as_a_percent_in_both_languages(page_client, builtin):
+    from knowledge.demo_knowledge import load_demo_knowledge
+
+    load_demo_knowledge()
+    for language, word in (("zh-hans", "相关度"), ("en", "relevance")):
+        html = page_client.get("/knowledge/?q=表名怎么命名", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+        texts = " ".join(visible_texts(html, ProseText))
+        assert f"{word} 100%" in texts, language
+        assert not re.search(r"\b0\.\d{3,}", texts), language
+    from knowledge.search import relevance
+
+    assert (relevance(0.032787, 0.032787), relevance(0.016129, 0.032787), relevance(0, 0.1), relevance(1, 0)) == (
+        100,
+        49,
+        0,
+        0,
+    )
+
+
+def test_prompt_refusals_and_what_if_effects_read_in_chinese(page_client, builtin):
+    """A save refused for an undeclared name, and a staged matrix change's effects, on
+    Chinese pages: the reasons and labels in Chinese (the API keeps its English)."""
+    from web.prompt_refusals import REASONS, reason_words
+
+    zh = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+    response = page_client.post(
+        "/prompts/pm/persona/edit/",
+        {"content": "{{ tnoe }}", "variables": "[]", "language": "zh", "bump": "patch", "action": "activate"},
+        **zh,
+    )
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "无法启用" in html and "cannot be activated" not in html
+    from django.utils import translation
+
+    with translation.override("zh-hans"):
+        for pattern, wording in REASONS:
+            assert re.search(r"[\u4e00-\u9fff]", str(wording)), pattern.pattern
+        assert reason_words("version 1.2.0 is already active") == "版本 1.2.0 已经启用"
+        assert reason_words("something new") == "something new"
+        from django.template.loader import render_to_string
+
+        report = {
+            "days": 7,
+            "considered": 3,
+            "traffic": "all",
+            "summary": {"denied": 1, "allowed": 0, "confirm": 0},
+            "groups": [
+                {
+                    "caller": "main",
+                    "callee": "pm",
+                    "effect": "denied",
+                    "label": "would now be denied",
+                    "count": 1,
+                    "statuses": {"delivered": 1},
+                    "capabilities": ["expert_review"],
+                    "projects": ["(global)"],
+                }
+            ],
+        }
+        html = render_to_string(
+            "capabilities/_what_if.html",
+            {"staged": [(("main", "pm"), False)], "report": report, "kind": {"name": "invoke_matrix"}},
+        )
+    assert "现在会被拒绝" in html and "would now be denied" not in html and "已送达 1" in html
+    assert "主控" in html and "产品经理" in html

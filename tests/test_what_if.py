@@ -299,4 +299,4 @@ def test_the_tool_what_if_panel_shows_the_recorded_tool_uses(builtin, tmp_path, 
     client.force_login(staff_user)
     html = client.post("/permissions/tools/what-if/", form).content.decode()
     assert "3 recorded tool uses would now be denied" in html
-    assert "main · file_write" in html
+    assert "Main (Supervisor)</span> · <code>file_write</code>" in html  # the role by name (issue 32)

@@ -53,3 +53,15 @@ def get_item(mapping: Any, key: Any) -> Any:
         return mapping.get(key)
     except AttributeError:
         return None
+
+
+@register.filter
+def coverage_asked(rows: Any) -> int:
+    """How many questions an interview's coverage map (``[{category, asked, answered, ...}]``,
+    ``teamclaw.workflows.clarify.coverage_map``) counts as asked over all its rows: 0 means
+    nothing is covered yet, and the page says so above the map (whose rows say "not asked
+    yet" instead of ``0 / 0``)."""
+    try:
+        return sum(int(row.get("asked") or 0) for row in rows)
+    except (AttributeError, TypeError, ValueError):
+        return 0

@@ -31,6 +31,31 @@ def labels(values: Iterable[object] | str | None, vocabulary: str) -> str:
     return vocabularies.labels(values, vocabulary)
 
 
+@register.simple_tag
+def colon() -> str:
+    """``{% colon %}``: ": " in English, "：" in Chinese (``teamclaw.labels.colon``)."""
+    return vocabularies.colon()
+
+
+@register.simple_tag
+def bracket_open() -> str:
+    """``{% bracket_open %}``: "(" in English, "（" in Chinese (``teamclaw.labels.brackets``)."""
+    return vocabularies.brackets()[0]
+
+
+@register.simple_tag
+def bracket_close() -> str:
+    """``{% bracket_close %}``: ")" in English, "）" in Chinese."""
+    return vocabularies.brackets()[1]
+
+
+@register.filter
+def bracketed(text: object) -> str:
+    """``{{ text|bracketed }}``: "(text)" in English, "（text）" in Chinese
+    (``teamclaw.labels.bracketed``; autoescaped like any string)."""
+    return vocabularies.bracketed(text)
+
+
 def _card_field(card: Any, field: str) -> str:
     """A card's ``field`` (name or description) in the active language, for a
     ``CapabilityCard`` or a card document (``{"id", "name", "description"...}``)."""

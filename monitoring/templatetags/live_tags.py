@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable
 from datetime import datetime
 from urllib.parse import quote
 
@@ -12,12 +13,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from knowledge.search import relevance
 from monitoring import dom_ids, live_times, task_replay
 from monitoring.live_items import summary_text
 from monitoring.markdown_html import render_markdown
 from monitoring.role_labels import role_labels
 from monitoring.step_labels import snapshot_words as snapshot_in_language
 from monitoring.step_labels import step_label as step_in_language
+from teamclaw.labels import list_separator
 
 register = template.Library()
 
@@ -69,6 +72,17 @@ def role_name(role: str) -> str:
 
 
 @register.filter
+def role_names(roles: Iterable[str] | str | None) -> str:
+    """Role slugs (a list) as their display names (``role_name``), joined as the active
+    language joins a list (``teamclaw.labels.list_separator``); '' for none."""
+    if not roles:
+        return ""
+    if isinstance(roles, str):
+        return role_name(roles)
+    return list_separator().join(role_name(str(role)) for role in roles)
+
+
+@register.filter
 def snapshot_words(text: str) -> str:
     """A snapshot's trigger or label in the page's language (``monitoring.step_labels``)."""
     return snapshot_in_language(text)
@@ -76,9 +90,10 @@ def snapshot_words(text: str) -> str:
 
 @register.filter
 def party(role: str) -> str:
-    """A message end as a page names it: a role's slug (an identifier, as it is), or the
-    operator (the runtime's ``user``) in the active language."""
-    return gettext("Operator") if role == "user" else role
+    """A message end as a page names it: a role's display name in the page's language
+    (``role_name``; the slug for an unknown role), or the operator (the runtime's ``user``)
+    in the active language."""
+    return gettext("Operator") if role == "user" else role_name(role)
 
 
 @register.filter
@@ -111,6 +126,21 @@ def short_time_zone(value: datetime | None) -> str:
     ``12月1日 22:52 UTC``), one ``<time>``
     element (``monitoring.live_times``)."""
     return live_times.time_element(value, "short_zone")
+
+
+@register.filter
+def moment_zone(value: datetime | None) -> str:
+    """The language's ``MONTH_DAY_SECONDS_FORMAT`` and the zone's name (``Dec 1, 22:52:13
+    UTC``, ``12月1日 22:52:13 Asia/Shanghai``), one ``<time>`` element whose ``title`` is the
+    ISO 8601 instant (``monitoring.live_times``); '' for None."""
+    return live_times.time_element(value, "moment_zone")
+
+
+@register.filter
+def relevance_to(score: float | None, best: float | None) -> int:
+    """A retrieved chunk's relevance next to the best chunk of its retrieval, a whole
+    percent (``knowledge.search.relevance``)."""
+    return relevance(score, best)
 
 
 @register.filter

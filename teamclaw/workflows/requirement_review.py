@@ -318,10 +318,11 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
     frame = domain_frame(text, language)
     heading = {"en": "Domain expert", "zh": "领域专家"}[language]
     scope = {"en": "Jurisdiction", "zh": "适用法域"}[language]
+    colon = {"en": ": ", "zh": "："}[language]  # Chinese text takes the full-width colon (issue 32)
     reviews = {"en": f"Reviews '{document.title}' for:", "zh": f"评审《{document.title}》时关注："}[language]
     call.write_artifact(
         "domain_role.md",
-        f"# {heading}: {frame['field_label']}\n\n{scope}: {frame['jurisdiction_label']}\n\n{reviews}\n"
+        f"# {heading}{colon}{frame['field_label']}\n\n{scope}{colon}{frame['jurisdiction_label']}\n\n{reviews}\n"
         + "".join(f"- {norm}\n" for norm in frame["norms"]),
         "text/markdown",
     )

@@ -35,7 +35,7 @@ def test_toggle_a_cell_see_its_what_if_and_save_it(logged_in_page, live_server, 
     expect(page.locator("#no-staged")).to_be_visible()
     box.uncheck()
     expect(cell).to_have_class("cell staged")
-    expect(page.locator("#staged-list")).to_contain_text("coderA → dba")
+    expect(page.locator("#staged-list")).to_contain_text("Frontend Developer → Database Administrator")
     expect(page.locator("#what-if-summary")).to_contain_text("would now be denied")
     page.fill("#id_note", "coderA asks the architect instead")
     page.click("#save-matrix")
@@ -143,17 +143,19 @@ def test_turn_a_capability_off_and_back_for_one_project(logged_in_page, live_ser
     assert not ProjectCapabilityOverride.objects.filter(project=shop).exists()
 
 
-def test_role_slugs_in_table_headers_show_as_typed(logged_in_page, live_server, builtin):
+def test_role_names_in_table_headers_show_as_written(logged_in_page, live_server, builtin):
+    """Row and column headings name the roles (issue 32: names, not slugs, with the slug in
+    the title) as written, not as the headings' CSS text-transform would turn them."""
     page = logged_in_page
     page.goto(f"{live_server.url}/constraints/")
     table = page.locator("#constraints-table")
     # innerText applies CSS text-transform: what the operator reads
-    assert "coderA" in table.locator("tbody th", has_text="coderA").inner_text()
-    assert "ai_expert" in table.locator("tbody th", has_text="ai_expert").inner_text()
+    assert "Frontend Developer" in table.locator('tbody th[title="coderA"]').inner_text()
+    assert "AI Expert" in table.locator('tbody th[title="ai_expert"]').inner_text()
     assert table.locator("thead th").first.inner_text() == "ROLE"  # column headings keep their style
     page.goto(f"{live_server.url}/permissions/invoke/")
-    assert "coderA" in page.locator("table.matrix thead th", has_text="coderA").inner_text()
-    assert "coderA" in page.locator("table.matrix tbody th", has_text="coderA").inner_text()
+    assert "Frontend Developer" in page.locator('table.matrix thead th span[title^="coderA"]').inner_text()
+    assert "Frontend Developer" in page.locator('table.matrix tbody th a[title="coderA"]').inner_text()
 
 
 def test_revert_a_matrix_change_from_the_audit_trail(logged_in_page, live_server, builtin):

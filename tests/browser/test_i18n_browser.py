@@ -64,7 +64,7 @@ def test_switch_to_chinese_on_the_dashboard_and_walk_every_page(browser, live_se
     page.select_option("#language-switcher", "zh-hans")  # submits itself (forms.js)
     expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
     expect(page).to_have_url(f"{base}/")
-    expect(page.locator("h1")).to_have_text("你的智能体团队")
+    expect(page.locator("h1")).to_have_text("您的智能体团队")
     expect(page.locator("#run-demo")).to_have_text("▶ 运行演示")
     expect(page.locator(".topbar nav")).to_contain_text("仪表盘")
     page.screenshot(path=str(shots / "i18n-dashboard-zh-hans.png"), full_page=True)

@@ -20,7 +20,7 @@ from capabilities.models import AgentRole, Skill
 from knowledge import embeddings
 from knowledge.folder_changes import folder_changes, refresh_project_folder
 from knowledge.models import LOAD_LIMITS, KnowledgeSource, LoadLevel, Origin
-from knowledge.search import search_in
+from knowledge.search import relevance, search_in
 from knowledge.sources import (
     FOLDER_EXTENSIONS,
     MAX_FOLDER_BYTES,
@@ -135,7 +135,10 @@ def knowledge_page(request: HttpRequest) -> HttpResponse:
             ranked = search_in(
                 query, role=owner["role"], skill=owner["skill"], project=owner["project"], k=k, within=readable
             )
-            results = [{"hit": hit, "source": hit.chunk.source} for hit in ranked.hits]
+            best = ranked.hits[0].score if ranked.hits else 0
+            results = [
+                {"hit": hit, "source": hit.chunk.source, "relevance": relevance(hit.score, best)} for hit in ranked.hits
+            ]
     context = {
         "nav": "knowledge",
         "groups": _groups(sources),

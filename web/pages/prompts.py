@@ -52,6 +52,7 @@ from prompts.versions import BUMPS, next_version, parse
 from team.prompt_preview import preview_role
 from teamclaw.strict_json import JsonRefused, loads
 from web.htmx import fragment_or_page
+from web.prompt_refusals import activation_words, refusal_words
 
 HISTORY_PAGE_SIZE = 25
 
@@ -134,11 +135,20 @@ def prompt_template(request: HttpRequest, role: str, template_type: str) -> Http
         rows=rows,
         all_versions=list(versions.values_list("version", flat=True)),
         template_url=_template_url(scope),
-        impact=prompt_impact(
+        impact=_impact(
             scope["role"], template_type, scope["project"], shown if shown != active else None, user=request.user
         ),
     )
     return render(request, "prompts/template.html", scope)
+
+
+def _impact(*args: Any, **kwargs: Any) -> Any:
+    """``monitoring.prompt_impact.prompt_impact`` with its ``refusal`` in the page's language
+    (the API keeps the English)."""
+    impact = prompt_impact(*args, **kwargs)
+    if impact.refusal and impact.refusal_check is not None:
+        impact.refusal = activation_words(impact.refusal_check) or impact.refusal
+    return impact
 
 
 @dataclass(frozen=True)
@@ -257,7 +267,7 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
                 actor=request.user,
             )
         except PromptChangeError as exc:
-            errors[exc.field] = exc.reason
+            errors[exc.field] = refusal_words(exc)
         else:
             text = (
                 _("%(type)s %(version)s is active.")
@@ -278,7 +288,7 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
         standard_variables=ALWAYS_AVAILABLE,
         max_chars=MAX_TEMPLATE_CHARS,
         template_url=_template_url(scope),
-        impact=prompt_impact(scope["role"], template_type, scope["project"], user=request.user),
+        impact=_impact(scope["role"], template_type, scope["project"], user=request.user),
     )
     return render(
         request, "prompts/edit.html", scope, status=409 if "base_version" in errors else 400 if errors else 200
@@ -389,7 +399,7 @@ def _confirm_change(request: HttpRequest, role: str, template_type: str, version
                 )
                 messages.success(request, _("%(version)s is active.") % {"version": result.version.version})
         except PromptChangeError as exc:
-            error = exc.reason
+            error = refusal_words(exc)
         else:
             return redirect(_template_url(scope))
     existing = list(scope["template"].versions.values_list("version", flat=True))
@@ -406,7 +416,7 @@ def _confirm_change(request: HttpRequest, role: str, template_type: str, version
             new_label=f"{action} {target.version}",
         ),
         template_url=_template_url(scope),
-        impact=prompt_impact(scope["role"], template_type, scope["project"], target, user=request.user),
+        impact=_impact(scope["role"], template_type, scope["project"], target, user=request.user),
     )
     return render(request, "prompts/confirm.html", scope, status=400 if error else 200)
 
