@@ -99,13 +99,20 @@ class ChunkTable(_BySource):
 class VectorTable(_BySource):
     """The chunks with a vector of ``MODEL_ID``: ``ids`` and ``sources`` (int64, ascending ids),
     ``matrix`` (float32, one L2-normalised row of ``DIMENSIONS`` per chunk), ``distinct``
-    sources and their ``counts`` of vectors."""
+    sources and their ``counts`` of vectors; ``languages``, each chunk's language
+    (``KnowledgeChunk.language``: ``zh`` or ``en``)."""
 
     ids: Any
     sources: Any
     distinct: Any
     counts: Any
     matrix: Any
+    languages: Any
+
+    def in_language(self, chunk_ids: list[int], language: str) -> list[bool]:
+        """Whether each of ``chunk_ids`` (ids of this table) is in ``language``."""
+        at = numpy.searchsorted(self.ids, _ids(chunk_ids))
+        return [bool(flag) for flag in self.languages[at] == language]
 
     def nearest(self, query_vector: Any, source_ids: list[int], limit: int) -> list[int]:
         """The ids of the ``limit`` chunks of ``source_ids`` most similar (cosine) to
@@ -195,10 +202,11 @@ def _load_vectors() -> VectorTable:
     table = KnowledgeChunk._meta.db_table
     ids: list[int] = []
     sources: list[int] = []
+    languages: list[str] = []
     blocks: list[Any] = []
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id, source_id, embedding FROM {table} "
+            f"SELECT id, source_id, embedding, language FROM {table} "
             "WHERE embedding_model = %s AND embedding IS NOT NULL ORDER BY id",
             [MODEL_ID],
         )
@@ -206,9 +214,16 @@ def _load_vectors() -> VectorTable:
             kept = [row for row in rows if len(row[2]) == VECTOR_BYTES]
             ids += [row[0] for row in kept]
             sources += [row[1] for row in kept]
+            languages += [row[3] for row in kept]
             if kept:
                 data = b"".join(bytes(row[2]) for row in kept)
                 blocks.append(numpy.frombuffer(data, dtype="<f4").reshape(len(kept), DIMENSIONS))
     matrix = numpy.concatenate(blocks) if blocks else numpy.zeros((0, DIMENSIONS), dtype="<f4")
     by_source = _ids(sources)
-    return VectorTable(_ids(ids), by_source, *_per_source(by_source), numpy.ascontiguousarray(matrix))
+    return VectorTable(
+        _ids(ids),
+        by_source,
+        *_per_source(by_source),
+        numpy.ascontiguousarray(matrix),
+        numpy.asarray(languages, dtype="<U2"),
+    )
