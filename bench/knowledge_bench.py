@@ -22,7 +22,9 @@ Printed (``name value`` lines):
   average;
 - with the embeddings installed (``--hybrid``, default on then): ``knowledge_hybrid_recall_at_3``
   (``_zh``, ``_en``, ``_cross``) over the two documents alone (embedding 100,000 chunks takes
-  hours on a 2-core machine, README "Knowledge"), and ``knowledge_hybrid_p50_ms`` there.
+  hours on a 2-core machine, README "Knowledge"), and ``knowledge_hybrid_p50_ms`` there; and
+  the two parts of it that grow with the base, timed apart at ``--chunks``: the query's
+  vector and the scan of that many vectors in memory (``scan_at_scale``).
 
 SQLite runs against a throw-away database in a temporary data folder; ``--database-url`` names
 a PostgreSQL database of your own (migrated first; the bench's roles and their sources are
@@ -141,6 +143,40 @@ def index(role: str, chunks: int) -> None:
         print(f"knowledge_index_chunks_per_s {KnowledgeChunk.objects.count() / elapsed:.0f}")
 
 
+def scan_at_scale(questions: list[dict[str, str]], chunks: int) -> None:
+    """The two parts of hybrid ranking that grow with the base, timed apart (embedding
+    ``chunks`` real chunks takes hours): the query's vector (each question once, not yet
+    kept, ``knowledge_query_vector_p50_ms`` and ``_p99_ms``) and the scan of ``chunks``
+    vectors in memory (``knowledge.resident.VectorTable.nearest`` over random unit vectors,
+    ``knowledge_vector_scan_p50_ms`` and ``_p99_ms``)."""
+    import numpy
+
+    from knowledge import embeddings, resident
+
+    samples = []
+    for case in questions:
+        t0 = time.perf_counter()
+        embeddings.embed_query(case["q"] + " ?")  # not the text asked above: not kept yet
+        samples.append((time.perf_counter() - t0) * 1000)
+    print(f"knowledge_query_vector_p50_ms {statistics.median(samples):.2f}")
+    print(f"knowledge_query_vector_p99_ms {percentile(samples, 0.99):.2f}")
+    rng = numpy.random.default_rng(32)
+    matrix = rng.standard_normal((chunks, embeddings.DIMENSIONS), dtype=numpy.float32)
+    matrix /= numpy.linalg.norm(matrix, axis=1, keepdims=True)
+    ids = numpy.arange(1, chunks + 1, dtype=numpy.int64)
+    sources = ids // PER_SOURCE
+    distinct, counts = numpy.unique(sources, return_counts=True)
+    table = resident.VectorTable(ids, sources, distinct, counts, matrix, numpy.full(chunks, "en"))
+    scope = [int(s) for s in distinct]
+    samples = []
+    for row in rng.integers(0, chunks, size=200):
+        t0 = time.perf_counter()
+        table.nearest(matrix[row], scope, 50)
+        samples.append((time.perf_counter() - t0) * 1000)
+    print(f"knowledge_vector_scan_p50_ms {statistics.median(samples):.2f}")
+    print(f"knowledge_vector_scan_p99_ms {percentile(samples, 0.99):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
@@ -214,6 +250,7 @@ def main() -> None:
             search(case["q"], roles=["bilingual"], projects=[], k=3)
             samples.append((time.perf_counter() - t0) * 1000)
         print(f"knowledge_hybrid_p50_ms {statistics.median(samples):.2f}")
+        scan_at_scale(both, args.chunks)
     if connection.vendor == "postgresql":
         AgentRole.objects.filter(role__in=["librarian", "bilingual"]).delete()  # the sources go with them
 

