@@ -359,3 +359,32 @@ def test_an_entry_takes_only_the_rows_below_the_last_and_stamps_only_those():
     assert take_slot("w-b", "main", 4, "main-entry-b", 10, use=SlotUse.ENTRY) == 2
     assert take_slot("w-a", "main", 4, "main-entry-c", 10, use=SlotUse.ENTRY) is None
     assert take_slot("w-a", "main", 4, "main-any", 10) is None  # every row held
+
+
+def test_tasks_started_at_once_on_one_worker_each_run_at_once_whatever_the_roles_limit(one_dba):
+    """dba limit 1, a real worker host (its slots in the database). Four tasks whose entry
+    is dba start at once: each runs on a dba instance of its own task at once (issue 28 item
+    3: the limit counts per task), none waits for the slot another task holds (before: one
+    ran, the others waited for its slot), and none takes a shared slot row."""
+    GATE.clear()
+    host = RuntimeHost("per-task", worker="worker", executors=gated_brain()).start()
+    runtime = host.runtime
+    assert runtime is not None
+    try:
+        runs = [
+            host.submit(runtime.run_task(capability_id="schema_query", params={"table": "busy"}, entry_role=ROLE))
+            for _ in range(4)
+        ]
+        wait_until(
+            lambda: sum(1 for i in runtime.pool.alive(ROLE) if i.busy_with) == 4,
+            30,
+            "four dba instances busy at once",
+        )
+        assert not InstanceSlot.objects.filter(role=ROLE).exclude(owner="").exists()
+        GATE.set()
+        results = [run.result(30) for run in runs]
+        assert all(r.success for r in results), [r.error for r in results]
+        assert len({r.from_instance for r in results}) == 4
+    finally:
+        GATE.set()
+        host.stop()
