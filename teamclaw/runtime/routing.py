@@ -1,5 +1,7 @@
 """Where a message goes: the instance pool and the routing strategies (PRD §4.4 调用路由策略).
 
+Every strategy but ``by_instance`` chooses among the instances of the call's counting scope
+(``teamclaw.runtime.scopes``: its task's own by default), and the limit counts them alone.
 ``by_role``: an idle healthy instance of the role, else a new one while the role is below
 its ``max_concurrent_instances`` (4 by default, PRD §4.7), else the least loaded. "A new
 one" is None from ``choose``: the caller takes one of the role's instance slots first
