@@ -117,7 +117,7 @@ async def _runtime_view(runtime: Runtime, capability_id: str) -> dict[str, Any] 
         return None
     raw = runtime.capability_health(snapshot, capability_id)
     spawnable = any(
-        len(runtime.pool.alive(role)) < snapshot.constraints_for(role).max_concurrent_instances
+        len(runtime.pool.alive(role, "")) < snapshot.constraints_for(role).max_concurrent_instances
         for role in card.owner_roles
         if role in snapshot.roles and snapshot.roles[role].enabled
     )

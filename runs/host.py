@@ -115,6 +115,7 @@ def build_runtime(sinks: list[EventSink], *, capture_content: bool = False, **ov
         "knowledge_retriever": DatabaseRetriever(),
         "memory_budget_tokens": conf["MEMORY_TOKENS"],
         "default_project_dir": conf["PROJECTS_ROOT"],
+        "instance_limit_per_project": conf["INSTANCE_LIMIT_PER_PROJECT"],
         # MCP tool sources (issue 16): the tools the snapshot lists, under both allowlists.
         "external_tools": McpTools(
             resolve_stdio_allowlist(conf["MCP_STDIO_ALLOWLIST"]),

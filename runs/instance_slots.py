@@ -1,5 +1,8 @@
 """Instance slots in the database: the role concurrency limit held across runtime workers
-(PRD §4.7 约束: 4 instances per role; issue 13; docs/architecture.md §3).
+(PRD §4.7 约束: 4 instances per role; issue 13; docs/architecture.md §3) in the shared
+counting scopes (``teamclaw.runtime.scopes``: a project's with the per-project option, the
+calls' from outside any task). ``role`` below is the scope's slot key (``role`` or
+``role@slug``); a task's own scope, the default, takes no row.
 
 Every runtime worker (the embedded server, each ``runtime_worker``, a terminal's
 ``run_workflow``) gives its runtime a ``DatabaseSlots``. A role with ``max_concurrent_instances``

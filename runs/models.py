@@ -99,7 +99,11 @@ class InstanceSlot(models.Model):
     retired. ``wanted_at`` is when another worker last waited for a slot of the role: the
     holder then retires the instance once it is idle."""
 
-    role = models.CharField(max_length=64)
+    role = models.CharField(
+        max_length=110,
+        help_text="The role, or <role>@<project slug> for a project that shares its instances "
+        "(teamclaw.runtime.scopes.slot_key).",
+    )
     index = models.PositiveSmallIntegerField(help_text="0 .. max_concurrent_instances - 1")
     owner = models.CharField(max_length=80, blank=True, help_text="The RuntimeWorker holding it; blank = free.")
     instance_id = models.CharField(max_length=100, blank=True, help_text="The instance spawned in it.")

@@ -306,6 +306,10 @@ TEAMCLAW: dict[str, Any] = {
     "LEASE_S": env_int("TEAMCLAW_LEASE_S", 10, minimum=2, maximum=3600),
     "WORKER_HEARTBEAT_S": env_int("TEAMCLAW_WORKER_HEARTBEAT_S", 3, minimum=1, maximum=600),
     "WORKER_POLL_MS": env_int("TEAMCLAW_WORKER_POLL_MS", 250, minimum=10, maximum=250),
+    # Where a role's max_concurrent_instances counts (PRD §4.7; teamclaw.runtime.scopes, README
+    # "Scaling out"): per task by default; the tasks of these project slugs (`*`: every
+    # project) share their instances per project, across runtime workers.
+    "INSTANCE_LIMIT_PER_PROJECT": env_list("TEAMCLAW_INSTANCE_LIMIT_PER_PROJECT", []),
     "ALERT_INTERVAL_S": env_int("TEAMCLAW_ALERT_INTERVAL_S", 15, minimum=0, maximum=3600),
 }
 

@@ -23,7 +23,7 @@ from concurrent.futures import Future
 import pytest
 from django.utils import timezone
 
-from capabilities.models import RoleConstraint
+from capabilities.models import Project, RoleConstraint
 from monitoring.models import AgentInstance, ExecutionContext
 from runs.host import RuntimeHost
 from runs.models import InstanceSlot, RuntimeCommand, RuntimeWorker
@@ -55,11 +55,11 @@ def slow_brain() -> ExecutorRegistry:
     return ExecutorRegistry({"offline": OfflineExecutor({"schema_query": schema_query})})
 
 
-def invoke_dba(host: RuntimeHost, table: str) -> Future[InvokeResult]:
+def invoke_dba(host: RuntimeHost, table: str, project: str | None = None) -> Future[InvokeResult]:
     runtime = host.runtime
     assert runtime is not None
     request = InvokeRequest("schema_query", {"table": table}, target_role=ROLE)
-    return host.submit(runtime.invoke(request, from_role="coderA"))
+    return host.submit(runtime.invoke(request, from_role="coderA", project_id=project))
 
 
 def live_instances(host: RuntimeHost) -> int:
@@ -70,6 +70,20 @@ def live_instances(host: RuntimeHost) -> int:
 @pytest.fixture
 def two_workers(one_dba) -> Iterator[tuple[RuntimeHost, RuntimeHost]]:
     hosts = [RuntimeHost(name, worker="worker", executors=slow_brain()).start() for name in ("slots-a", "slots-b")]
+    try:
+        yield hosts[0], hosts[1]
+    finally:
+        for host in hosts:
+            host.stop()
+
+
+@pytest.fixture
+def two_shop_workers(one_dba, settings) -> Iterator[tuple[RuntimeHost, RuntimeHost]]:
+    """Two workers on which project ``shop`` shares its instances (``INSTANCE_LIMIT_PER_PROJECT``,
+    ``teamclaw.runtime.scopes``): its tasks' dba helpers take the shared slots."""
+    Project.objects.create(slug="shop", name="Shop")
+    settings.TEAMCLAW = {**settings.TEAMCLAW, "INSTANCE_LIMIT_PER_PROJECT": ["shop"]}
+    hosts = [RuntimeHost(name, worker="worker", executors=slow_brain()).start() for name in ("shop-a", "shop-b")]
     try:
         yield hosts[0], hosts[1]
     finally:
@@ -152,19 +166,22 @@ def test_a_killed_workers_slot_is_taken_again_once_its_lease_expired(one_dba, tm
     assert InstanceSlot.objects.get(role=ROLE).owner == ""  # a clean stop frees its slots
 
 
-def test_a_task_helper_that_answered_hands_its_slot_to_a_call_waiting_on_another_worker(two_workers):
-    """dba limit 1 over two workers. A task on the first asks dba and goes on running, so its
-    dba instance is idle with a context open in that task. A call on the second worker waits
-    for the slot; the first worker's heartbeat (1 s here) hands it over: the waiting call is
-    answered, and the first task's dba context is recorded ``completed``. Before, the slot
-    stayed with the idle instance until its task ended, and the call timed out."""
-    first, second = two_workers
+def test_a_task_helper_that_answered_hands_its_slot_to_a_call_waiting_on_another_worker(two_shop_workers):
+    """dba limit 1 over two workers, in a project that shares its instances. A task on the
+    first asks dba and goes on running, so its dba instance is idle with a context open in
+    that task. A call of the project on the second worker waits for the slot; the first
+    worker's heartbeat (1 s here) hands it over: the waiting call is answered, and the first
+    task's dba context is recorded ``completed``. Before, the slot stayed with the idle
+    instance until its task ended, and the call timed out."""
+    first, second = two_shop_workers
     assert first.runtime is not None
-    task = first.call(first.runtime.begin_task(entry_role="coderA", description="holds a dba helper"), 10)
+    task = first.call(
+        first.runtime.begin_task(entry_role="coderA", description="holds a dba helper", project_id="shop"), 10
+    )
     request = InvokeRequest("schema_query", {"table": "kept"}, target_role=ROLE)
     kept = first.call(first.runtime.invoke(request, from_role="coderA", task_id=task.task_id), 30)
     assert kept.success, kept.error
-    waiting = invoke_dba(second, "waits")
+    waiting = invoke_dba(second, "waits", project="shop")
     result = waiting.result(30)
     assert result.success, result.error
     assert second.runtime is not None and result.from_instance in second.runtime.instances
@@ -200,10 +217,17 @@ def gated_brain() -> ExecutorRegistry:
 
 @pytest.fixture
 def two_dbas(builtin, settings) -> Iterator[tuple[RuntimeHost, RuntimeHost]]:
-    """dba limit 2 on two workers with short leases (2 s, heartbeat 1 s)."""
+    """dba limit 2 on two workers with short leases (2 s, heartbeat 1 s), in project ``shop``
+    whose tasks share their instances (a task's own are never wanted by another worker)."""
     GATE.clear()
     RoleConstraint.objects.filter(project=None, role__role=ROLE).update(max_concurrent_instances=2)
-    settings.TEAMCLAW = {**settings.TEAMCLAW, "LEASE_S": 2, "WORKER_HEARTBEAT_S": 1}
+    Project.objects.create(slug="shop", name="Shop")
+    settings.TEAMCLAW = {
+        **settings.TEAMCLAW,
+        "LEASE_S": 2,
+        "WORKER_HEARTBEAT_S": 1,
+        "INSTANCE_LIMIT_PER_PROJECT": ["shop"],
+    }
     hosts = [RuntimeHost(name, worker="worker", executors=gated_brain()).start() for name in ("hand-a", "hand-b")]
     try:
         yield hosts[0], hosts[1]
@@ -218,7 +242,10 @@ def helpers_in_tasks(host: RuntimeHost, count: int) -> list[tuple[object, Invoke
     instances, each with a context open (``ready``) in its task. Returns (task, result) pairs."""
     runtime = host.runtime
     assert runtime is not None
-    tasks = [host.call(runtime.begin_task(entry_role="coderA", description=f"task {i}"), 10) for i in range(count)]
+    tasks = [
+        host.call(runtime.begin_task(entry_role="coderA", description=f"task {i}", project_id="shop"), 10)
+        for i in range(count)
+    ]
 
     async def ask_all() -> list[InvokeResult]:
         requests = [InvokeRequest("schema_query", {"table": f"t{i}"}, target_role=ROLE) for i in range(count)]
@@ -242,7 +269,7 @@ def test_one_waiting_call_makes_the_holder_hand_over_one_helper_not_all(two_dbas
     first, second = two_dbas
     assert first.runtime is not None
     pairs = helpers_in_tasks(first, 2)
-    result = invoke_dba(second, "waits").result(30)
+    result = invoke_dba(second, "waits", project="shop").result(30)
     assert result.success, result.error
     time.sleep(3)  # three more renewals of the first worker; nobody waits now
     statuses = sorted(first.runtime.tasks[t.task_id].contexts[r.from_instance].status for t, r in pairs)
@@ -258,9 +285,9 @@ def test_a_call_that_queues_behind_its_own_workers_instance_makes_nobody_hand_ov
     first, second = two_dbas
     assert first.runtime is not None
     [(task, kept)] = helpers_in_tasks(first, 1)
-    busy = invoke_dba(second, "busy")
-    wait_until(lambda: InstanceSlot.objects.filter(role=ROLE, owner=second.worker_id).exists(), 10, "a row held")
-    queued = invoke_dba(second, "queued")
+    busy = invoke_dba(second, "busy", project="shop")
+    wait_until(lambda: InstanceSlot.objects.filter(role=f"{ROLE}@shop", owner=second.worker_id).exists(), 10, "held")
+    queued = invoke_dba(second, "queued", project="shop")
     time.sleep(2.5)  # two renewals of the first worker
     context = first.runtime.tasks[task.task_id].contexts[kept.from_instance]
     assert context.status == "ready", context.status
@@ -332,3 +359,32 @@ def test_an_entry_takes_only_the_rows_below_the_last_and_stamps_only_those():
     assert take_slot("w-b", "main", 4, "main-entry-b", 10, use=SlotUse.ENTRY) == 2
     assert take_slot("w-a", "main", 4, "main-entry-c", 10, use=SlotUse.ENTRY) is None
     assert take_slot("w-a", "main", 4, "main-any", 10) is None  # every row held
+
+
+def test_tasks_started_at_once_on_one_worker_each_run_at_once_whatever_the_roles_limit(one_dba):
+    """dba limit 1, a real worker host (its slots in the database). Four tasks whose entry
+    is dba start at once: each runs on a dba instance of its own task at once (issue 28 item
+    3: the limit counts per task), none waits for the slot another task holds (before: one
+    ran, the others waited for its slot), and none takes a shared slot row."""
+    GATE.clear()
+    host = RuntimeHost("per-task", worker="worker", executors=gated_brain()).start()
+    runtime = host.runtime
+    assert runtime is not None
+    try:
+        runs = [
+            host.submit(runtime.run_task(capability_id="schema_query", params={"table": "busy"}, entry_role=ROLE))
+            for _ in range(4)
+        ]
+        wait_until(
+            lambda: sum(1 for i in runtime.pool.alive(ROLE) if i.busy_with) == 4,
+            30,
+            "four dba instances busy at once",
+        )
+        assert not InstanceSlot.objects.filter(role=ROLE).exclude(owner="").exists()
+        GATE.set()
+        results = [run.result(30) for run in runs]
+        assert all(r.success for r in results), [r.error for r in results]
+        assert len({r.from_instance for r in results}) == 4
+    finally:
+        GATE.set()
+        host.stop()

@@ -204,6 +204,9 @@ class TaskState:
     """Clock seconds of the last ``TaskProgress`` event (``execution.report_tokens``)."""
     tokens_report_pending: bool = False
     """True while a ``TaskProgress`` waits for the end of its second."""
+    scope: str = ""
+    """Where its calls count against each role's ``max_concurrent_instances`` (PRD §4.7) and
+    which instances they are routed to (``teamclaw.runtime.scopes``): ``task:<id>`` by default."""
     think_time_s: float = 0.0
     """Demo pacing (s): the offline executor waits this long before each call it runs, so a
     person watching the live page sees the team at work (0: no wait; set by main)."""

@@ -111,8 +111,8 @@ class Heartbeats:
         if card is None:
             raise KeyError(capability_id)
         instances = [i for role in card.owner_roles for i in self.pool.alive(role)]
-        spawnable = any(
-            len(self.pool.alive(role)) < snapshot.constraints_for(role).max_concurrent_instances
+        spawnable = any(  # a call from outside any task, the one shared scope (``teamclaw.runtime.scopes``)
+            len(self.pool.alive(role, "")) < snapshot.constraints_for(role).max_concurrent_instances
             for role in card.owner_roles
             if role in snapshot.roles
         )

@@ -105,7 +105,7 @@ class Hooks:
         for instance in await self._receivers(snapshot, event, caller, task, caller_skill):
             if not instance.alive and not event.broadcast:
                 # Retired while a later target role's instance took its slot: route again.
-                instance = await self._target(snapshot, event, caller, instance.role, caller_skill)
+                instance = await self._target(snapshot, event, caller, instance.role, caller_skill, task.scope)
             refusal = self._refusal(snapshot, event, caller, instance.role, caller_skill)
             if refusal is not None:
                 refused = AgentMessage(
@@ -179,27 +179,34 @@ class Hooks:
         targets = []
         for role in event.target_roles or ():
             check_target_role(snapshot, role)
-            targets.append(await self._target(snapshot, event, caller, role, caller_skill))
+            targets.append(await self._target(snapshot, event, caller, role, caller_skill, task.scope))
         return targets
 
     async def _target(
-        self, snapshot: ConfigSnapshot, event: HookEvent, caller: Party, role: str, caller_skill: str | None
+        self,
+        snapshot: ConfigSnapshot,
+        event: HookEvent,
+        caller: Party,
+        role: str,
+        caller_skill: str | None,
+        scope: str,
     ) -> AgentInstance:
-        """The instance of ``role`` a targeted hook goes to (``InstanceWorkers.route``, else
-        ``place``, ``by_role``). One from outside the team that runs a capability ``role`` may
-        run routes as an entry does (``routing.is_entry``: to a role that may invoke itself
-        it keeps out of the last instance slot); any other hook (one to be refused too: it is
-        rejected at once, it holds nothing) as a call that holds no instance.
+        """The instance of ``role`` in the task's counting ``scope`` a targeted hook goes to
+        (``InstanceWorkers.route``, else ``place``, ``by_role``). One from outside the team
+        that runs a capability ``role`` may run routes as an entry does (``routing.is_entry``:
+        to a role that may invoke itself it keeps out of the last instance slot); any other
+        hook (one to be refused too: it is rejected at once, it holds nothing) as a call that
+        holds no instance.
         Raises AgentFailure as ``place``."""
         entry = (
             not caller.instance_id
             and bool(event.capability_id)
             and self._refusal(snapshot, event, caller, role, caller_skill) is None
         )
-        target = self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None, entry=entry)
+        target = self.workers.route(snapshot, role, RoutingStrategy.BY_ROLE, None, entry=entry, scope=scope)
         if target is None:
             target, _ = await self.workers.place(
-                snapshot, role, RoutingStrategy.BY_ROLE, None, DEFAULT_TIMEOUT_S, entry=entry
+                snapshot, role, RoutingStrategy.BY_ROLE, None, DEFAULT_TIMEOUT_S, entry=entry, scope=scope
             )
         return target
 

@@ -51,6 +51,11 @@ class AgentInstance:
     slot_given_up: bool = False
     """True once it gave its slot up while an operator held it (not counted against the
     limit, PRD §4.6 ``waiting_user``); with shared slots it is retired once idle again."""
+    scope: str = ""
+    """Where it counts against its role's ``max_concurrent_instances`` (PRD §4.7) and which
+    calls it serves (``teamclaw.runtime.scopes``): ``task:<id>`` (one task's own instances,
+    retired when the task ends), ``project:<slug>`` (a project that shares its instances),
+    or ``""`` (the calls from outside any task)."""
 
     @property
     def load(self) -> int:

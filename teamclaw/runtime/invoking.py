@@ -194,11 +194,17 @@ class Invoker:
             timeout = min(request.timeout or DEFAULT_TIMEOUT_S, card.timeout_s, constraints.timeout_s)
             if timeout_cap is not None:
                 timeout = min(request.timeout or timeout_cap, timeout_cap)
-            routed = self._instance_for(snapshot, target_role, instance, request, caller_instance)
+            routed = self._instance_for(snapshot, target_role, instance, request, caller_instance, task.scope)
             if routed is None:  # a new instance: its slot first (waiting for one counts against the timeout)
                 strategy = request.routing or RoutingStrategy.BY_ROLE
                 routed, waited = await self.workers.place(
-                    snapshot, target_role, strategy, caller_instance, timeout, entry=caller_instance is None
+                    snapshot,
+                    target_role,
+                    strategy,
+                    caller_instance,
+                    timeout,
+                    entry=caller_instance is None,
+                    scope=task.scope,
                 )
                 timeout -= waited
                 check_healthy(routed)
@@ -277,15 +283,18 @@ class Invoker:
         instance: AgentInstance | None,
         request: InvokeRequest,
         caller_instance: AgentInstance | None,
+        scope: str,
     ) -> AgentInstance | None:
         """The healthy instance the attempt goes to: the one named, or one routed by the
-        request's strategy; None when routing wants a new instance (``InstanceWorkers.place``).
+        request's strategy among those of the task's counting ``scope``
+        (``teamclaw.runtime.scopes``); None when routing wants a new instance
+        (``InstanceWorkers.place``).
         Raises AgentFailure(unavailable): deadlock, heartbeat lost, an entry named into its
         role's last slot (``InstanceWorkers.check_named``)."""
         if instance is None:
             strategy = request.routing or RoutingStrategy.BY_ROLE
             instance = self.workers.route(
-                snapshot, target_role, strategy, caller_instance, entry=caller_instance is None
+                snapshot, target_role, strategy, caller_instance, entry=caller_instance is None, scope=scope
             )
             if instance is None:
                 return None

@@ -1,5 +1,7 @@
 """Where a message goes: the instance pool and the routing strategies (PRD §4.4 调用路由策略).
 
+Every strategy but ``by_instance`` chooses among the instances of the call's counting scope
+(``teamclaw.runtime.scopes``: its task's own by default), and the limit counts them alone.
 ``by_role``: an idle healthy instance of the role, else a new one while the role is below
 its ``max_concurrent_instances`` (4 by default, PRD §4.7), else the least loaded. "A new
 one" is None from ``choose``: the caller takes one of the role's instance slots first
@@ -41,6 +43,8 @@ class InstancePool:
     def __init__(self) -> None:
         self.by_id: dict[str, AgentInstance] = {}
         self._by_role: dict[str, list[AgentInstance]] = defaultdict(list)
+        self._by_scope: dict[str, set[str]] = defaultdict(set)
+        """Counting scope (``AgentInstance.scope``) -> the ids of its live instances."""
 
     def __iter__(self) -> Iterator[AgentInstance]:
         return iter(list(self.by_id.values()))
@@ -48,19 +52,38 @@ class InstancePool:
     def add(self, instance: AgentInstance) -> None:
         self.by_id[instance.instance_id] = instance
         self._by_role[instance.role].append(instance)
+        self._by_scope[instance.scope].add(instance.instance_id)
 
     def retire(self, instance: AgentInstance) -> None:
         """Take a terminated instance out of routing (it stays known by id)."""
         self._by_role[instance.role] = [i for i in self._by_role[instance.role] if i is not instance]
+        ids = self._by_scope.get(instance.scope)
+        if ids is not None:
+            ids.discard(instance.instance_id)
+            if not ids:
+                del self._by_scope[instance.scope]
+
+    def in_scope(self, scope: str) -> list[AgentInstance]:
+        """The live instances of counting scope ``scope`` (``AgentInstance.scope``)."""
+        return [self.by_id[i] for i in sorted(self._by_scope.get(scope, ()))]
+
+    def forget(self, instance: AgentInstance) -> None:
+        """Drop a terminated instance of a task's own scope once its task ended: nothing
+        routes to it or looks it up again (the record keeps it), so a long-running worker
+        does not keep every task's instances in memory."""
+        if not instance.alive:
+            self.by_id.pop(instance.instance_id, None)
 
     def get(self, instance_id: str) -> AgentInstance | None:
         return self.by_id.get(instance_id)
 
-    def alive(self, role: str) -> list[AgentInstance]:
-        return [i for i in self._by_role.get(role, ()) if i.alive]
+    def alive(self, role: str, scope: str | None = None) -> list[AgentInstance]:
+        """The live instances of ``role``: of counting scope ``scope`` (``AgentInstance.scope``:
+        those a call in that scope may be routed to), or of every scope (None)."""
+        return [i for i in self._by_role.get(role, ()) if i.alive and (scope is None or i.scope == scope)]
 
     def load(self, role: str) -> int:
-        """Queued + in-flight messages over the role's live instances."""
+        """Queued + in-flight messages over the role's live instances (every scope)."""
         return sum(i.load for i in self.alive(role))
 
     def would_deadlock(self, caller: AgentInstance | None, target: AgentInstance) -> bool:
@@ -92,18 +115,18 @@ class InstancePool:
             stack.extend(self.by_id[i] for i in node.waiting_on if i in self.by_id)
         return False
 
-    def counted(self, role: str) -> int:
-        """The live instances of ``role`` counted against its limit (not held by an operator)."""
-        return sum(1 for i in self.alive(role) if not self.operator_held(i))
+    def counted(self, role: str, scope: str = "") -> int:
+        """The live instances of ``role`` in ``scope`` counted against its limit (not held by an operator)."""
+        return sum(1 for i in self.alive(role, scope) if not self.operator_held(i))
 
-    def entries_at_cap(self, role: str, limit: int, spawning: int) -> bool:
+    def entries_at_cap(self, role: str, limit: int, spawning: int, scope: str = "") -> bool:
         """True when the counted instances of ``role`` running or holding entries, with the
         ``spawning`` in flight (each may be for one), fill ``limit - 1``: a new entry to a
         role that may invoke itself then queues (``_choose_self_invoking``). An instance in
         the role's last shared slot does not count: it takes no entry through routing (a
         broadcast hook from outside may still reach it), and entries could not queue behind
         it, so counting it would keep them from the slots below."""
-        counted = [i for i in self.alive(role) if not self.operator_held(i) and not in_helpers_slot(i, limit)]
+        counted = [i for i in self.alive(role, scope) if not self.operator_held(i) and not in_helpers_slot(i, limit)]
         return sum(1 for i in counted if runs_entries(i)) + spawning >= limit - 1
 
     def choose(
@@ -115,8 +138,11 @@ class InstancePool:
         spawning: int = 0,
         *,
         self_invoking: bool = False,
+        scope: str = "",
     ) -> AgentInstance | None:
-        """The instance of ``role`` for the next message (see module docstring), or None when
+        """The instance of ``role`` in counting scope ``scope`` (``AgentInstance.scope``: a
+        call is only routed to the instances of its own scope) for the next message (see
+        module docstring), or None when
         a new instance should be spawned or the call should wait for one (``worker.place``):
         the role is under ``limit`` (its max concurrent instances) counting ``spawning``, the
         spawns of it in flight here.
@@ -129,7 +155,7 @@ class InstancePool:
         retryable when every healthy one is waiting on the caller at the limit, or when a
         role limited to one instance calls itself (reason ``limit_too_low``).
         """
-        alive = [i for i in self.alive(role) if not self.operator_held(i)]
+        alive = [i for i in self.alive(role, scope) if not self.operator_held(i)]
         healthy = [i for i in alive if i.healthy]
         candidates = [i for i in healthy if not self.would_deadlock(caller, i)]
         # With no instance here to count, spawn (or join the spawns in flight waiting for a slot).
@@ -145,7 +171,7 @@ class InstancePool:
         if self_invoking and limit > 1:
             least_busy = strategy == RoutingStrategy.LEAST_BUSY
             return self._choose_self_invoking(
-                role, limit, caller, healthy, candidates, spawning, room, least_busy=least_busy
+                role, limit, caller, healthy, candidates, spawning, room, least_busy=least_busy, scope=scope
             )
         if strategy == RoutingStrategy.BY_ROLE:
             for instance in candidates:
@@ -173,6 +199,7 @@ class InstancePool:
         room: bool,
         *,
         least_busy: bool = False,
+        scope: str = "",
     ) -> AgentInstance | None:
         """``by_role`` or ``least_busy`` to a role whose agents ask the role itself for help
         (main's ``question_aggregation`` inside every interview). An entry holds its instance
@@ -194,7 +221,7 @@ class InstancePool:
         if caller is None:
             for_entries = [i for i in candidates if not in_helpers_slot(i, limit)]
             runners = [i for i in for_entries if runs_entries(i)]
-            if self.entries_at_cap(role, limit, spawning):
+            if self.entries_at_cap(role, limit, spawning, scope):
                 # None: the spawns in flight become the runners to queue behind (``place`` waits).
                 return min(runners, key=lambda i: i.load) if runners else None
             if not least_busy:
@@ -225,14 +252,15 @@ class InstancePool:
         caller: AgentInstance | None,
         *,
         self_invoking: bool = False,
+        scope: str = "",
     ) -> AgentInstance | None:
-        """An instance of ``role`` here when no new one may be spawned (no slot is free
-        anywhere): ``choose`` with no room. None when this runtime has no instance of the role
-        it may count, or none fits yet (the call waits for a slot or a helper); raises
+        """An instance of ``role`` in ``scope`` here when no new one may be spawned (no slot is
+        free anywhere): ``choose`` with no room. None when this runtime has no instance of the
+        role it may count, or none fits yet (the call waits for a slot or a helper); raises
         AgentFailure(unavailable) as ``choose`` does."""
-        if not self.counted(role):
+        if not self.counted(role, scope):
             return None
-        return self.choose(role, strategy, limit, caller, spawning=limit, self_invoking=self_invoking)
+        return self.choose(role, strategy, limit, caller, spawning=limit, self_invoking=self_invoking, scope=scope)
 
     @staticmethod
     def _least_loaded(

@@ -21,7 +21,7 @@ agents. The work is done by:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+from collections.abc import Collection, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,10 @@ class Runtime:
     (seed 003 MemoryContext, ``TEAMCLAW_MEMORY_TOKENS``, 4,000 by default).
     ``instance_slots`` is where an instance's slot is taken before it is spawned (PRD §4.7
     4 instances per role; ``teamclaw.runtime.slots``): ``LocalSlots`` (this runtime's own
-    count) by default, a shared store to hold the limit across runtime workers.
+    count) by default, a shared store to hold the limit across runtime workers. A task counts
+    its own instances (``teamclaw.runtime.scopes``, issue 28), on the runtime running it; the
+    tasks of the projects in ``instance_limit_per_project`` (slugs, ``*`` for every project)
+    share theirs per project, and the calls from outside any task theirs, in ``instance_slots``.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class Runtime:
         auto_heartbeat: bool = True,
         memory_budget_tokens: int = DEFAULT_MEMORY_TOKENS,
         instance_slots: InstanceSlots | None = None,
+        instance_limit_per_project: Collection[str] = (),
     ) -> None:
         self.config = ConfigCache(config_source, snapshot)
         self._clock: Clock = clock or SystemClock()
@@ -125,6 +129,7 @@ class Runtime:
         self.pool = InstancePool()
         self.emitter = Emitter(self.bus, self._clock, lambda task_id: self.book.project_of(task_id))
         self.book = TaskBook(self.emitter, self._clock, self.config, memory_budget_tokens)
+        self.book.per_project = frozenset(instance_limit_per_project)
         self.pending = PendingCalls(self._clock)
         self.delivery = Delivery(transport or InProcessTransport(), self.emitter, self.pending, self.pool)
         self.workers = InstanceWorkers(
@@ -153,6 +158,7 @@ class Runtime:
             MessageType.HOOK_EVENT: self.hooks.serve,
         }
         self.workers.other = self._note_received
+        self.book.on_end = self.workers.end_scope
         self._confirmations = Confirmations(self._clock, self.emitter, self.pending, confirmation_timeout_s)
         self._confirmations.on_held = self.workers.reroute_held
         self._confirmations.on_released = self._reclaim_slots

@@ -1,5 +1,7 @@
 """Instance slots: the role concurrency limit shared by every runtime of a deployment
-(PRD §4.7 约束: 4 instances per role; issue 13).
+(PRD §4.7 约束: 4 instances per role; issue 13), in a shared counting scope
+(``teamclaw.runtime.scopes``: a project's, or the calls' from outside any task). A task's
+own scope, the default, takes no slot here: the runtime running the task counts it.
 
 Before a runtime spawns an instance of a role it takes one of the role's
 ``max_concurrent_instances`` slots; the instance holds it until it is terminated. Where the

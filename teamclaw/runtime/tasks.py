@@ -9,7 +9,7 @@ receiver has processed the event).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -35,6 +35,7 @@ from teamclaw.runtime.messages import new_id
 from teamclaw.runtime.overlay import ConfigOverlay
 from teamclaw.runtime.progress import SNAPSHOT_START
 from teamclaw.runtime.resume import ResumeJournal
+from teamclaw.runtime.scopes import scope_of
 
 INTERNAL_ERROR = AgentError(ErrorCode.EXECUTOR_ERROR, "internal error")
 """How a task ends when its run raised instead of returning an outcome."""
@@ -81,6 +82,11 @@ class TaskBook:
         """Estimated tokens of history each new context's memory replays (seed 003 MemoryContext)."""
         self.tasks: dict[str, TaskState] = {}
         self.contexts: dict[str, ExecutionContext] = {}
+        self.per_project: frozenset[str] = frozenset()
+        """The project slugs whose tasks share their instances (``*``: every project;
+        ``teamclaw.runtime.scopes``); every other task counts its own."""
+        self.on_end: Callable[[str], object] | None = None
+        """Called with an ended task's scope (``InstanceWorkers.end_scope``)."""
 
     def running(self, task_id: str) -> TaskState:
         """The running task ``task_id``; raises TaskNotRunning otherwise."""
@@ -137,6 +143,7 @@ class TaskBook:
             prompt_enhancement=prompt_enhancement,
             ephemeral=kind != "task",
             journal=journal,
+            scope=scope_of(task_id, project_id, kind, self.per_project),
         )
         if journal is not None:  # a resumed attempt counts on from its predecessors' tokens
             task.tokens_used = journal.tokens_used
@@ -206,6 +213,8 @@ class TaskBook:
             tokens_estimated=task.tokens_estimated,
             description=task.description,
         )
+        if self.on_end is not None:
+            self.on_end(task.scope)
 
     @asynccontextmanager
     async def run(

@@ -5,8 +5,10 @@ instance's mailbox (highest priority first) and hands it to the handler of its t
 ``invoke_request`` to the invoke path, a ``hook_event`` to the hook path, anything else is
 noted in the receiver's context). ``run_capability`` is the one "run the executor, check its
 output" step both the invoke and the hook path use. A routed spawn first takes one of the
-role's instance slots (``teamclaw.runtime.slots``; PRD §4.7 max instances across runtime
-workers) and the instance gives it back when it is terminated.
+role's instance slots in the call's counting scope (``teamclaw.runtime.scopes``: a task's own
+instances by default, counted here; a shared scope's across runtime workers,
+``teamclaw.runtime.slots``; PRD §4.7 max instances) and the instance gives it back when it is
+terminated.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from teamclaw.runtime.mailbox import Mailbox
 from teamclaw.runtime.messages import AgentMessage, DeliveryStatus, MessageType, Party
 from teamclaw.runtime.routing import InstancePool, in_helpers_slot, is_entry
 from teamclaw.runtime.schemas import SchemaValidators, schema_errors
+from teamclaw.runtime.scopes import own_task, slot_key
 from teamclaw.runtime.slots import InstanceSlots, LocalSlots, SlotUse
 
 log = logging.getLogger(__name__)
@@ -117,9 +120,12 @@ class InstanceWorkers:
     ) -> None:
         self.pool = pool
         self.slots: InstanceSlots = slots or LocalSlots()
-        self.spawning: Counter[str] = Counter()
-        """Spawns in flight per role: slots being taken (they count against the limit)."""
-        self._spawns_for_held: set[str] = set()
+        self.spawning: Counter[tuple[str, str]] = Counter()
+        """Spawns in flight per (scope, role): slots being taken (they count against the limit)."""
+        self._local = LocalSlots()
+        self._spawns_for_held: set[tuple[str, str]] = set()
+        self._ended_scopes: set[str] = set()
+        """Task scopes whose task ended while some of their instances were busy (``end_scope``)."""
         self._reclaiming: set[str] = set()
         self._background: set[asyncio.Task[None]] = set()
         self.emitter = emitter
@@ -138,11 +144,13 @@ class InstanceWorkers:
         caller_instance: AgentInstance | None,
         *,
         entry: bool = False,
+        scope: str = "",
     ) -> AgentInstance | None:
-        """Pick the instance of ``role`` (``InstancePool.choose``, PRD §4.4), or None when one
-        should be spawned (the role is under its ``max_concurrent_instances`` here): then
-        ``place`` takes a slot and spawns it. ``entry``: an invoke from outside the team (an
-        operator, the API). To a role that may invoke itself, entries and the calls inside
+        """Pick the instance of ``role`` in counting scope ``scope`` (the call's task's,
+        ``teamclaw.runtime.scopes``; ``InstancePool.choose``, PRD §4.4), or None when one
+        should be spawned (the role is under its ``max_concurrent_instances`` in the scope):
+        then ``place`` takes a slot and spawns it. ``entry``: an invoke from outside the team
+        (an operator, the API). To a role that may invoke itself, entries and the calls inside
         tasks keep apart (``InstancePool.choose``'s ``self_invoking``). Raises AgentFailure."""
         limit = snapshot.constraints_for(role).max_concurrent_instances
         return self.pool.choose(
@@ -150,9 +158,15 @@ class InstanceWorkers:
             strategy,
             limit,
             caller_instance,
-            self.spawning[role],
+            self.spawning[scope, role],
             self_invoking=self._self_invoking(snapshot, role, strategy, caller_instance, entry),
+            scope=scope,
         )
+
+    def _slots(self, scope: str) -> InstanceSlots:
+        """Where an instance of ``scope`` takes its slot: a task's own scope is counted here
+        (the task runs on this runtime alone), a shared one in ``slots``."""
+        return self._local if own_task(scope) else self.slots
 
     def check_named(self, snapshot: ConfigSnapshot, instance: AgentInstance, entry: bool) -> None:
         """Refuse an entry (``entry``: an invoke from outside the team) sent ``by_instance``
@@ -197,6 +211,7 @@ class InstanceWorkers:
         wait_s: float,
         *,
         entry: bool = False,
+        scope: str = "",
     ) -> tuple[AgentInstance, float]:
         """The instance for a call ``route`` wants a new instance for: ``(instance, seconds
         waited)``. It takes one of the role's slots and spawns an instance in it; when every
@@ -204,14 +219,15 @@ class InstanceWorkers:
         the role here, as when the local limit is reached, or, with none here, waits for a
         slot (polling every ``slots.retry_s``) for at most ``wait_s`` seconds, saying so to the
         other runtimes at each retry (``slots.want``; ``slots.stop_wanting`` once it got an
-        instance or gave up). With ``LocalSlots`` the slot is granted at once and nothing
-        waits.
+        instance or gave up). With ``LocalSlots``, and in a task's own scope (``scope``,
+        ``teamclaw.runtime.scopes``), the slot is granted at once and nothing waits.
 
         Raises AgentFailure: ``timeout`` (reason ``no_instance_slot``, not retried: the call
         waited its whole timeout) when no slot came free in time; ``unavailable`` as
         ``InstancePool.choose``."""
         limit = snapshot.constraints_for(role).max_concurrent_instances
         self_invoking = self._self_invoking(snapshot, role, strategy, caller_instance, entry)
+        slots, key = self._slots(scope), slot_key(role, scope)
         started = self.clock.now()
         use = SlotUse.ANY if not self_invoking else SlotUse.ENTRY if caller_instance is None else SlotUse.HELPER
         wanted = False  # this call told the other runtimes it waits (``slots.want``)
@@ -223,13 +239,15 @@ class InstanceWorkers:
                     self_invoking
                     and caller_instance is None
                     and limit > 1
-                    and self.pool.entries_at_cap(role, limit, self.spawning[role])
+                    and self.pool.entries_at_cap(role, limit, self.spawning[scope, role], scope)
                 )
-                instance = None if held_back else await self.spawn_in_slot(role, limit, use=use)
+                instance = None if held_back else await self.spawn_in_slot(role, limit, use=use, scope=scope)
                 waited = self.clock.now() - started
                 if instance is not None:
                     return instance, waited
-                instance = self.pool.nearest(role, strategy, limit, caller_instance, self_invoking=self_invoking)
+                instance = self.pool.nearest(
+                    role, strategy, limit, caller_instance, self_invoking=self_invoking, scope=scope
+                )
                 if instance is not None:
                     return instance, waited
                 if waited >= wait_s:
@@ -240,41 +258,48 @@ class InstanceWorkers:
                         {"target_role": role, "limit": limit, "timeout_s": wait_s, "reason": "no_instance_slot"},
                         retryable=False,
                     )
-                if not held_back and self.slots.shared:  # it waits for a slot held elsewhere
-                    await self.slots.want(role, limit, use=use)
+                if not held_back and slots.shared:  # it waits for a slot held elsewhere
+                    await slots.want(key, limit, use=use)
                     wanted = True
-                await self.clock.sleep(min(self.slots.retry_s, wait_s - waited))
-                instance = self.route(snapshot, role, strategy, caller_instance, entry=entry)
+                await self.clock.sleep(min(slots.retry_s, wait_s - waited))
+                instance = self.route(snapshot, role, strategy, caller_instance, entry=entry, scope=scope)
                 if instance is not None:
                     return instance, self.clock.now() - started
         finally:
             if wanted:
-                self.slots.stop_wanting(role)
+                slots.stop_wanting(key)
 
-    async def spawn_in_slot(self, role: str, limit: int, *, use: SlotUse = SlotUse.ANY) -> AgentInstance | None:
-        """Take one of ``role``'s ``limit`` slots and spawn an instance in it; None when no
+    async def spawn_in_slot(
+        self, role: str, limit: int, *, use: SlotUse = SlotUse.ANY, scope: str = ""
+    ) -> AgentInstance | None:
+        """Take one of ``role``'s ``limit`` slots in counting scope ``scope``
+        (``teamclaw.runtime.scopes``) and spawn an instance of that scope in it; None when no
         slot ``use`` may take is free (``teamclaw.runtime.slots.SlotUse``: an entry to a role that
         may invoke itself may not take the role's last slot, a helper of it tries that first).
         Instances of the role an operator holds give their slots up first (they are not
         counted against the limit, PRD §4.6)."""
-        if self.slots.shared:
-            self._give_up_held_slots(role)
-        elif self.pool.counted(role) + self.spawning[role] >= limit:
+        slots = self._slots(scope)
+        if slots.shared:
+            self._give_up_held_slots(role, scope)
+        elif self.pool.counted(role, scope) + self.spawning[scope, role] >= limit:
             return None  # alone, the runtime's own count is the limit
         instance_id = new_instance_id(role)
-        self.spawning[role] += 1
+        self.spawning[scope, role] += 1
         try:
-            slot = await self.slots.acquire(role, limit, instance_id, use=use)
+            slot = await slots.acquire(slot_key(role, scope), limit, instance_id, use=use)
         finally:
-            self.spawning[role] -= 1
+            self.spawning[scope, role] -= 1
         if slot is None:
             return None
-        return self.spawn(role, instance_id=instance_id, slot=slot)
+        return self.spawn(role, instance_id=instance_id, slot=slot, scope=scope)
 
-    def _give_up_held_slots(self, role: str | None = None) -> None:
-        """Free the slots of the instances an operator holds (of ``role``, or of every role)."""
-        instances = self.pool.alive(role) if role is not None else [i for i in self.pool if i.alive]
+    def _give_up_held_slots(self, role: str | None = None, scope: str = "") -> None:
+        """Free the shared slots of the instances an operator holds (of ``role`` in ``scope``,
+        or of every role and shared scope)."""
+        instances = self.pool.alive(role, scope) if role is not None else [i for i in self.pool if i.alive]
         for instance in instances:
+            if own_task(instance.scope):
+                continue  # counted here, and never counted while held (``InstancePool.counted``)
             if instance.slot is not None and self.pool.operator_held(instance):
                 self._release_slot(instance)
                 instance.slot_given_up = True
@@ -297,6 +322,7 @@ class InstanceWorkers:
                 or instance.role not in limits
                 or instance.instance_id in self._reclaiming
                 or self.pool.operator_held(instance)
+                or own_task(instance.scope)
             ):
                 continue
             if instance.role not in self_invoking:
@@ -309,7 +335,8 @@ class InstanceWorkers:
 
     async def _reclaim(self, instance: AgentInstance, limit: int, use: SlotUse) -> None:
         try:
-            slot = await self.slots.acquire(instance.role, limit, instance.instance_id, use=use)
+            key = slot_key(instance.role, instance.scope)
+            slot = await self.slots.acquire(key, limit, instance.instance_id, use=use)
             if slot is None:
                 return
             if not instance.alive or self.pool.operator_held(instance):
@@ -444,19 +471,25 @@ class InstanceWorkers:
                     kept.append(message)
                     continue
                 caller = self.pool.get(message.sender.instance_id or "")
+                scope = pending.task.scope
                 try:
                     target = self.route(
-                        pending.task.snapshot, instance.role, RoutingStrategy.BY_ROLE, caller, entry=caller is None
+                        pending.task.snapshot,
+                        instance.role,
+                        RoutingStrategy.BY_ROLE,
+                        caller,
+                        entry=caller is None,
+                        scope=scope,
                     )
                 except AgentFailure:
                     kept.append(message)
                     continue
                 if target is None:  # a new instance is wanted
-                    if self.slots.shared:  # take its slot first (a database write), then move again
-                        self._spawn_for_held(pending.task.snapshot, instance.role, caller)
+                    if self._slots(scope).shared:  # take its slot first (a database write), then move again
+                        self._spawn_for_held(pending.task.snapshot, instance.role, caller, scope)
                         kept.append(message)
                         continue
-                    target = self.spawn(instance.role, slot=0)
+                    target = self.spawn(instance.role, slot=0, scope=scope)
                 if target is instance or self.pool.operator_held(target):
                     kept.append(message)
                     continue
@@ -490,16 +523,21 @@ class InstanceWorkers:
                 instance.mailbox.put(message)
         return moved
 
-    def _spawn_for_held(self, snapshot: ConfigSnapshot, role: str, caller: AgentInstance | None = None) -> None:
+    def _spawn_for_held(
+        self, snapshot: ConfigSnapshot, role: str, caller: AgentInstance | None = None, scope: str = ""
+    ) -> None:
         """Spawn an instance of ``role`` in a free slot in the background, then move what
         waits behind held instances again (``reroute_held``). The slot is the kind the moved
         call may take (``SlotUse``: an entry to a role that may invoke itself never takes the
         helpers' slot, where no entry is routed). With none free it says so to the other
         runtimes (``slots.want``: their held instances then give their slots up) and tries
-        again every ``slots.retry_s`` while a request still waits behind a held instance."""
-        if role in self._spawns_for_held:
+        again every ``slots.retry_s`` while a request still waits behind a held instance.
+        Only a shared ``scope`` (``teamclaw.runtime.scopes``) needs it: a task's own scope
+        is counted here, where a held instance is not counted."""
+        if (scope, role) in self._spawns_for_held:
             return
-        self._spawns_for_held.add(role)
+        self._spawns_for_held.add((scope, role))
+        key = slot_key(role, scope)
         limit = snapshot.constraints_for(role).max_concurrent_instances
         self_invoking = self._self_invoking(snapshot, role, RoutingStrategy.BY_ROLE, caller, caller is None)
         use = SlotUse.ANY if not self_invoking else SlotUse.ENTRY if caller is None else SlotUse.HELPER
@@ -507,40 +545,67 @@ class InstanceWorkers:
         async def spawn_then_move() -> None:
             wanted = False
             try:
-                while await self.spawn_in_slot(role, limit, use=use) is None:
-                    if not self.slots.shared or not self._waits_behind_held(role):
+                while await self.spawn_in_slot(role, limit, use=use, scope=scope) is None:
+                    if not self.slots.shared or not self._waits_behind_held(role, scope):
                         return
-                    await self.slots.want(role, limit, use=use)
+                    await self.slots.want(key, limit, use=use)
                     wanted = True
                     await self.clock.sleep(self.slots.retry_s)
                 self.reroute_held()
             finally:
                 if wanted:
-                    self.slots.stop_wanting(role)
-                self._spawns_for_held.discard(role)
+                    self.slots.stop_wanting(key)
+                self._spawns_for_held.discard((scope, role))
 
         self._in_background(spawn_then_move(), f"spawn-for-held-{role}")
 
-    def _waits_behind_held(self, role: str) -> bool:
-        """True while a message is queued at an instance of ``role`` an operator holds."""
+    def _waits_behind_held(self, role: str, scope: str) -> bool:
+        """True while a message is queued at an instance of ``role`` in ``scope`` an operator holds."""
         return any(
             instance.alive and len(instance.mailbox) and self.pool.operator_held(instance)
-            for instance in self.pool.alive(role)
+            for instance in self.pool.alive(role, scope)
         )
+
+    def end_scope(self, scope: str) -> None:
+        """A task whose own scope is ``scope`` ended (``teamclaw.runtime.scopes``): its idle
+        instances are terminated and forgotten at once (its contexts are final already), busy
+        ones once they are idle (what they run ends as it would have, e.g. a tool use of a
+        cancelled task is denied). A shared scope keeps its instances."""
+        if not own_task(scope):
+            return
+        self._ended_scopes.add(scope)
+        self._retire_ended(scope)
+
+    def _retire_ended(self, scope: str) -> None:
+        """Retire the idle instances of ended task scope ``scope``; forget the scope once none is left."""
+        if scope not in self._ended_scopes:
+            return
+        left = 0
+        for instance in self.pool.in_scope(scope):
+            if instance.idle:
+                self.terminate(instance.instance_id, "its task ended")
+                self.pool.forget(instance)
+            else:
+                left += 1
+        if not left:
+            self._ended_scopes.discard(scope)
 
     def cancel_background(self) -> None:
         """Cancel the background spawns and reclaims still taking a slot (the runtime stops)."""
         for task in list(self._background):
             task.cancel()
 
-    def spawn(self, role: str, *, instance_id: str | None = None, slot: int | None = None) -> AgentInstance:
-        """Create an instance of ``role`` with its mailbox and worker; it beats at once.
-        ``slot`` is the instance slot it holds (``spawn_in_slot``); without one it runs
-        outside the limit (an operator's or an alert rule's explicit spawn)."""
+    def spawn(
+        self, role: str, *, instance_id: str | None = None, slot: int | None = None, scope: str = ""
+    ) -> AgentInstance:
+        """Create an instance of ``role`` in counting scope ``scope`` (``teamclaw.runtime.scopes``)
+        with its mailbox and worker; it beats at once. ``slot`` is the instance slot it holds
+        (``spawn_in_slot``); without one it runs outside the limit (an operator's or an alert
+        rule's explicit spawn)."""
         instance_id = instance_id or new_instance_id(role)
         now = self.clock.now()
         mailbox = Mailbox(self.mailbox_capacity, now_ms=self.clock.now_ms, on_expired=self.delivery.expired)
-        instance = AgentInstance(instance_id, role, mailbox, created_at=now, last_heartbeat=now, slot=slot)
+        instance = AgentInstance(instance_id, role, mailbox, created_at=now, last_heartbeat=now, slot=slot, scope=scope)
         self.pool.add(instance)
         instance.worker = asyncio.get_running_loop().create_task(self._work(instance), name=instance_id)
         self.emitter.instance_changed(instance)
@@ -591,6 +656,8 @@ class InstanceWorkers:
                 instance.processed += 1
                 if instance.alive:
                     instance.status = InstanceStatus.IDLE
+                if instance.scope in self._ended_scopes:  # not from inside its own worker
+                    asyncio.get_running_loop().call_soon(self._retire_ended, instance.scope)
 
 
 def new_instance_id(role: str) -> str:

@@ -86,7 +86,8 @@ async def demo_events(tmp_path) -> list[RuntimeEvent]:
         )
         assert result.success, result.error
         runtime.apply_config_change({"config_type": "invoke_permission", "old_version": 1, "new_version": 2})
-        instance = next(iter(runtime.instances.values()))
+        # A task's own instances end with it (teamclaw.runtime.scopes): one outside any task beats on.
+        instance = runtime.spawn("main")
         instance.last_heartbeat -= runtime.heartbeat_timeout_s + 1
         runtime.check_health()
     finally:

@@ -80,10 +80,13 @@ def gated(h):
     return gate
 
 
-def pair(harness_factory, limit: int = 1):
+def pair(harness_factory, limit: int = 1, per_project: tuple[str, ...] = ()):
+    """Two runtimes sharing a slot table; the tasks of the projects ``per_project`` share
+    their instances per project (``teamclaw.runtime.scopes``), the others count their own."""
     table = SlotTable()
-    first = harness_factory(one_instance_of_b(limit), instance_slots=TableSlots(table, "first"))
-    second = harness_factory(one_instance_of_b(limit), instance_slots=TableSlots(table, "second"))
+    options = {"instance_limit_per_project": per_project}
+    first = harness_factory(one_instance_of_b(limit), instance_slots=TableSlots(table, "first"), **options)
+    second = harness_factory(one_instance_of_b(limit), instance_slots=TableSlots(table, "second"), **options)
     return table, first, second
 
 
@@ -158,19 +161,20 @@ async def test_an_idle_instance_with_a_context_open_in_a_running_task_hands_its_
     """Its slot is wanted by another runtime: the instance's context in the running task
     ends ``completed`` (with its final snapshot), the instance goes and its slot is freed.
     Before, it kept the slot until its task ended while the other runtime's call waited
-    out its timeout."""
-    table, first, _ = pair(harness_factory)
+    out its timeout. (A project whose tasks share their instances: a task's own are never
+    wanted elsewhere.)"""
+    table, first, _ = pair(harness_factory, per_project=("shop",))
     gated(first).set()
-    task = await first.runtime.begin_task(entry_role="a")
+    task = await first.runtime.begin_task(entry_role="a", project_id="shop")
     result = await first.runtime.invoke(InvokeRequest("echo", {"text": "x"}), from_role="a", task_id=task.task_id)
     assert result.success
-    assert table.held("b") == 1
+    assert table.held("b@shop") == 1
     context = first.runtime.tasks[task.task_id].contexts[result.from_instance]
     assert context.status == "ready"
     assert first.runtime.settle_slots([], []) == []  # nobody waits: it stays
     assert first.runtime.settle_slots([], [result.from_instance]) == [result.from_instance]
     assert not first.runtime.instances[result.from_instance].alive
-    assert table.held("b") == 0
+    assert table.held("b@shop") == 0
     assert context.status == "completed"  # not terminated: it finished what it was given
     finals = [e.snapshot for e in first.sink.of(SnapshotTaken) if e.snapshot.context_id == context.id]
     assert finals[-1].trigger == "completed" and finals[-1].label == "final state"
