@@ -37,13 +37,10 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: "tests/browser/" in str(item.fspath))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """One Chromium for the session (each test gets a fresh context, ``page``): launching it
-    took seconds per test module. Playwright's sync API keeps an event loop running in this
-    thread while it is open, so no asyncio test may run after it: the browser tests go last
-    (``pytest_collection_modifyitems`` above; with pytest-xdist's ``--dist loadfile`` each
-    worker is handed the browser files last too)."""
+    """One Chromium per test module: Playwright's sync API keeps an event loop running in this
+    thread while it is open, which must be closed again before asyncio tests run."""
     if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
         if os.environ.get("TEAMCLAW_REQUIRE_BROWSER") == "1":
             pytest.fail(f"Chromium not found at {CHROMIUM}; install Debian's chromium package")
