@@ -58,11 +58,20 @@ lint: install
 PG_TEST_URL ?= postgres://127.0.0.1:5432/test
 PG_TESTS := tests/test_workers_scaled.py tests/test_fencing_processes.py tests/test_takeover_commands.py tests/test_resume.py tests/test_interview_api.py tests/test_interview_processes.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py tests/knowledge/test_search_postgresql.py tests/test_self_invocation_limit.py tests/test_instance_slots.py tests/test_config_revert.py tests/test_project_members.py tests/test_no_worker.py tests/test_dead_worker_cleanup.py
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist; TEST_WORKERS=0 runs it in this one):
+# one pytest process keeps about one core busy (it mostly waits on the child processes it
+# starts, on sockets and leases), two keep both cores of CI's machine busy. A test file runs
+# whole in one worker (--dist loadfile): its tests share a fixed Redis database number and
+# module fixtures (a browser module's Chromium). Each worker has its own test database
+# (pytest-django adds _gw0, _gw1 to its name, on SQLite and PostgreSQL alike).
+TEST_WORKERS ?= 2
+PYTEST_WORKERS := -n $(TEST_WORKERS) --dist loadfile
+
 test: install
-	$(BIN)/pytest
+	$(BIN)/pytest $(PYTEST_WORKERS)
 	@if $(BIN)/python -c "import psycopg,sys; psycopg.connect('$(PG_TEST_URL)', connect_timeout=3).close()" 2>/dev/null; then \
 		echo "== workers at scale (PostgreSQL + Redis), resume, the recorder, tasks, runtime API and matrices on PostgreSQL"; \
-		DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -p no:cacheprovider $(PG_TESTS); \
+		DATABASE_URL=$(PG_TEST_URL) $(BIN)/pytest -q -p no:cacheprovider $(PYTEST_WORKERS) $(PG_TESTS); \
 	elif [ -n "$$CI" ]; then echo "== no PostgreSQL at $(PG_TEST_URL), and CI is set: failing"; exit 1; \
 	else echo "== no PostgreSQL at $(PG_TEST_URL): skipping the PostgreSQL run"; fi
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -113,15 +114,31 @@ def data_dir(base_dir: Path) -> Path:
 
 
 def persistent_secret(path: Path, nbytes: int = 50) -> str:
-    """Return the secret kept in ``path``, generating it (mode 600) on first use."""
+    """Return the secret kept in ``path``, generating it (mode 600) on first use.
+
+    Processes that start at once (a server and a worker, the test run's parallel workers) all
+    get the one secret: the new value is written to a file of its own and linked in under
+    ``path`` only if no other process did so first, whose value is then returned instead (an
+    ``O_TRUNC`` write let the last starter replace a secret an earlier one already used). An
+    empty file at ``path`` is replaced."""
     if path.exists():
         value = path.read_text().strip()
         if value:
             return value
     value = secrets.token_urlsafe(nbytes)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(value + "\n")
+    fd, written = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 600
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(value + "\n")
+        try:
+            os.link(written, path)
+        except FileExistsError:
+            first = path.read_text().strip()
+            if first:
+                return first
+            os.replace(written, path)
+    finally:
+        Path(written).unlink(missing_ok=True)
     return value
 
 

@@ -61,6 +61,27 @@ def test_secret_is_generated_once_with_mode_600(tmp_path):
     assert oct(path.stat().st_mode & 0o777) == "0o600"
 
 
+def test_a_secret_another_process_wrote_first_is_kept_not_replaced(tmp_path, monkeypatch):
+    """Two processes start at once (pytest-xdist's workers, a server and a worker): both find
+    no secret, the other one writes its secret first; this one returns that secret and leaves
+    the file as it is, so both sign with the same key. Before, it overwrote the file."""
+    path = tmp_path / "secret"
+    path.write_text("written-by-the-other-process\n")
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda self: False if self == path else real_exists(self))
+    assert persistent_secret(path) == "written-by-the-other-process"
+    assert path.read_text() == "written-by-the-other-process\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["secret"]  # no file of its own left behind
+
+
+def test_an_empty_secret_file_is_replaced_by_a_generated_secret(tmp_path):
+    path = tmp_path / "secret"
+    path.write_text("")
+    value = persistent_secret(path)
+    assert len(value) > 40 and path.read_text() == value + "\n"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
