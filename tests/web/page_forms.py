@@ -21,8 +21,11 @@ def field_error(response: HttpResponse, field: str) -> str:
 
 
 def assert_refused(response: HttpResponse, field: str, reason: str) -> None:
-    """The page answered 400 with ``reason`` next to ``field`` and the field marked invalid."""
+    """The page answered 400 with ``reason`` next to ``field`` and the field, when the page
+    shows an input for it, marked invalid."""
     assert response.status_code == 400, response.status_code
     shown = field_error(response, field)
     assert reason in shown, f"{field}: {shown!r} does not say {reason!r}"
-    assert 'aria-invalid="true"' in response.content.decode()
+    page = response.content.decode()
+    if f'name="{field}"' in page:
+        assert re.search(rf'name="{re.escape(field)}"[^>]*aria-invalid="true"', page), f"{field} is not marked invalid"
