@@ -92,7 +92,7 @@ def live_context_instruction(request: HttpRequest, context_id: str) -> HttpRespo
     """Send a user instruction to a running agent (recorded as a snapshot trigger, PRD §4.6);
     an empty or too long one (``InstructionForm``) is refused with the reason (400)."""
     form = InstructionForm(request.POST)
-    text: object = request.POST.get("text")
+    text: object = form["text"].value()
     if _operable(request, context_id):
         if not form.is_valid():
             return _action_result(request, refused=form)
@@ -108,7 +108,7 @@ def live_context_instruction(request: HttpRequest, context_id: str) -> HttpRespo
 def live_context_snapshot(request: HttpRequest, context_id: str) -> HttpResponse:
     """Take a manual snapshot (PRD §4.6 用户手动触发) with an optional label (``SnapshotForm``)."""
     form = SnapshotForm(request.POST)
-    label: object = request.POST.get("label")
+    label: object = form["label"].value()
     if _operable(request, context_id):
         if not form.is_valid():
             return _action_result(request, refused=form)

@@ -151,7 +151,7 @@ def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
         task = get_object_or_404(visible_tasks(request.user).select_related("project"), pk=task_id)
         if can_operate_task(request.user, task) and task.status in ("queued", "running"):
             return _task_page(request, task, cancel_form=form)
-        reason = request.POST.get("reason", "")
+        reason = form["reason"].value()
     cancelled = attempt(request, lambda: cancel_task(request.user, task_id, reason))
     if cancelled is not None:
         messages.success(request, _("Task cancelled: it is %(status)s.") % {"status": cancelled.status})
@@ -171,12 +171,12 @@ def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
         may_fork = source.status not in ("queued", "running") and bool(source.run_spec)
         if may_fork and can_use_project(request.user, source.project):
             return _task_page(request, source, fork_form=form)
-        attempt(request, lambda: fork_task(request.user, task_id, request.POST.get("from_step"), {}))
+        attempt(request, lambda: fork_task(request.user, task_id, form["from_step"].value(), {}))
         return redirect("task-detail", task_id=task_id)
     from_step = form.cleaned_data["from_step"]
     layer = form.cleaned_data["prompt_enhancement"]
     # the form shows this task's layer: what the operator leaves as it is, the fork keeps
-    changed = "prompt_enhancement" in request.POST and layer != source.prompt_enhancement
+    changed = "prompt_enhancement" in form.data and layer != source.prompt_enhancement
     overrides = {"prompt_enhancement": layer} if changed else {}
     forked = attempt(request, lambda: fork_task(request.user, task_id, from_step, overrides))
     if forked is None:
@@ -546,7 +546,7 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
         "point": point,
         "can_answer": can_operate_task(request.user, task),
         "form_errors": errors,
-        "form_value": request.POST.get("answer", ""),
+        "form_value": form["answer"].value() or "",
     }
     title = render_to_string(
         "monitoring/_open_points_title.html",
