@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 DOCUMENT = "# Shop\n\n## Requirements\n\n- Export orders.\n"
 BAD_INPUTS = [
     # (case, posted, field, reason in en, reason in zh, a typed value the page keeps)
-    ("idea missing", {"mode": "idea", "description": " "}, "description", "Write your idea", "一两行写下你的想法", ""),
+    ("idea missing", {"mode": "idea", "description": " "}, "description", "Write your idea", "一两行写下您的想法", ""),
     (
         "idea too long",
         {"mode": "idea", "description": "i" * 2001},
