@@ -160,7 +160,7 @@ def test_the_task_page_forks_and_the_compare_page_shows_the_difference(page_clie
     assert "There is no task nope that you can see." in junk.content.decode()
     assert f'<option value="{forked.id}">' in junk.content.decode()  # and the choice again
     refused = page_client.post(f"/tasks/{source.id}/fork", {"from_step": "999"}, follow=True).content.decode()
-    assert "from_step: must be a whole number from 0 to" in refused
+    assert "Give a whole number from 0 to" in refused
 
 
 def test_a_fork_with_another_prompt_version_uses_it_for_that_task_alone(api, model_host):

@@ -149,7 +149,7 @@ def test_instructions_go_only_to_running_agents(finished_task, staff_user):
     assert "running agents" in response.content.decode()
     blank = client.post(f"/live/contexts/{context.id}/instructions", {"text": "   "})
     assert blank.status_code == 400
-    assert "text: may not be empty" in blank.content.decode()
+    assert "Write the instruction first." in blank.content.decode()
 
 
 def test_an_operator_instructs_a_waiting_agent_and_approves_its_tool(runtime_host, staff_user):

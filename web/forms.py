@@ -8,6 +8,7 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -196,6 +197,23 @@ def show_refusal(request: HttpRequest, exc: DomainError) -> None:
         messages.error(request, "; ".join(f"{k}: {', '.join(v)}" for k, v in exc.errors.items()))
     else:
         messages.error(request, exc.message)
+
+
+def refuse_into(form: forms.Form, exc: DomainError, *, fields: dict[str, str] | None = None) -> None:
+    """Put a refusal the domain layer made after the form was valid onto the form, so the
+    page shows it like the form's own checks (``forms/_field_errors.html``): each reason
+    ``exc.errors`` names for a field of the form next to that field (``fields`` maps the
+    domain's field name to the form's when they differ), the rest, and a refusal naming no
+    field, as the form's own (non-field) error. The form stays bound: what was typed is kept."""
+    names = fields or {}
+    placed = False
+    for field, reasons in exc.errors.items():
+        target = names.get(field, field)
+        for reason in reasons:
+            form.add_error(target if target in form.fields else None, reason)
+            placed = True
+    if not placed:
+        form.add_error(None, exc.message)
 
 
 SwitchSave = Callable[..., SaveResult]

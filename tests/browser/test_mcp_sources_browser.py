@@ -23,7 +23,7 @@ def test_register_the_time_server_then_allow_its_tool_for_the_dba(logged_in_page
     page.select_option("#id_transport", "http")
     page.fill("#id_url", "http://169.254.169.254/latest/meta-data")
     page.click("#register-source")
-    expect(page.locator("#mcp-form-errors")).to_contain_text("url")
+    expect(page.locator("#id_url-errors")).to_be_visible()
 
     page.fill("#id_name", "time")
     page.select_option("#id_transport", "stdio")

@@ -7,6 +7,7 @@ from django.test import Client
 
 from interop.models import McpToolSource
 from tests.helpers import database_state
+from tests.web.page_forms import field_error
 
 PAGE = "/tools/mcp/"
 
@@ -16,8 +17,8 @@ def test_a_refused_command_is_shown_with_its_field_and_nothing_is_saved(page_cli
     response = page_client.post(PAGE, {"name": "shell", "transport": "stdio", "command": "bash", "args": "-c\nid"})
     assert response.status_code == 400
     body = response.content.decode()
-    assert 'id="mcp-form-errors"' in body
-    assert "<code>command</code>" in body and "is not in TEAMCLAW_MCP_STDIO_ALLOWLIST" in body
+    assert 'id="form-errors"' in body
+    assert "is not in TEAMCLAW_MCP_STDIO_ALLOWLIST" in field_error(response, "command")  # next to its field
     assert 'value="shell"' in body  # the form keeps what was typed
     assert database_state() == before
 
@@ -25,7 +26,7 @@ def test_a_refused_command_is_shown_with_its_field_and_nothing_is_saved(page_cli
 def test_a_url_outside_the_host_allowlist_is_refused(page_client, builtin):
     response = page_client.post(PAGE, {"name": "web", "transport": "http", "url": "http://169.254.169.254/"})
     assert response.status_code == 400
-    assert "<code>url</code>" in response.content.decode()
+    assert field_error(response, "url")
     assert not McpToolSource.objects.exists()
 
 

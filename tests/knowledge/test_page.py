@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from capabilities.models import Project
 from knowledge.models import KnowledgeSource
 from knowledge.sources import Upload, add_source
+from tests.web.page_forms import field_error
 
 pytestmark = pytest.mark.django_db
 
@@ -41,13 +42,13 @@ def test_the_page_lists_sources_per_owner_and_searches_one_scope(staff_client):
     assert staff_client.get("/knowledge/", {"q": "backups", "k": "many"}).status_code == 400
 
 
-def test_a_refused_upload_is_a_message_and_stores_nothing(staff_client):
+def test_a_refused_upload_is_shown_next_to_its_field_and_stores_nothing(staff_client):
     binary = SimpleUploadedFile("x.md", b"a\x00b", content_type="text/markdown")
-    response = staff_client.post("/knowledge/upload", {"file": binary, "owner": "role:pm"}, follow=True)
-    assert response.status_code == 200
-    assert "file: is a binary file" in response.content.decode()
-    missing = staff_client.post("/knowledge/upload", {"owner": "role:pm"}, follow=True)
-    assert "a file is required" in missing.content.decode()
+    response = staff_client.post("/knowledge/upload", {"file": binary, "owner": "role:pm"})
+    assert response.status_code == 400
+    assert "is a binary file" in field_error(response, "file")
+    missing = staff_client.post("/knowledge/upload", {"owner": "role:pm"})
+    assert missing.status_code == 400 and "Choose a file to upload" in field_error(missing, "file")
     assert KnowledgeSource.objects.count() == 0
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 
 from capabilities.models import AgentRole, Skill
@@ -35,7 +37,7 @@ from knowledge.sources import (
 from monitoring.access import readable_knowledge, visible_projects
 from teamclaw.errors import DomainError, InvalidField
 from teamclaw.whole_numbers import whole_number_or_none
-from web.forms import show_refusal
+from web.forms import refuse_into, show_refusal
 
 MAX_K = 20
 """Most results the page's search shows."""
@@ -104,10 +106,54 @@ def _folders(sources: list[KnowledgeSource]) -> list[dict[str, Any]]:
     return [{"project": projects[slug], "changes": changes[slug]} for slug in sorted(changes)]
 
 
+class KnowledgeUploadForm(forms.Form):
+    """Uploading a document (``knowledge.sources.add_source`` checks its content: text, not
+    binary): the file (at most ``MAX_SOURCE_BYTES``), its owner (one of the page's role, skill
+    or project choices), the load level (blank: the owner's default) and a name (..200
+    characters; blank: the file's name)."""
+
+    file = forms.FileField(
+        label=gettext_lazy("File"), error_messages={"required": gettext_lazy("Choose a file to upload.")}
+    )
+    owner = forms.ChoiceField(
+        label=gettext_lazy("Attach to"),
+        error_messages={
+            "required": gettext_lazy("Choose a role, a skill or a project."),
+            "invalid_choice": gettext_lazy("Choose a role, a skill or a project."),
+        },
+    )
+    load_level = forms.ChoiceField(
+        required=False, choices=[("", ""), *LoadLevel.choices], label=gettext_lazy("Load level")
+    )
+    name = forms.CharField(
+        required=False,
+        max_length=KnowledgeSource._meta.get_field("name").max_length,
+        label=gettext_lazy("Name (blank: the file's name)"),
+    )
+
+    def __init__(self, *args: Any, owners: list[dict[str, Any]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [value for group in owners for value, _name in group["options"]]
+        self.fields["owner"].choices = [(value, value) for value in choices]  # type: ignore[attr-defined]
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        if (upload.size or 0) > MAX_SOURCE_BYTES:
+            reason = _("The file is %(size)s bytes; the limit is %(limit)s bytes.")
+            raise forms.ValidationError(reason % {"size": f"{upload.size:,}", "limit": f"{MAX_SOURCE_BYTES:,}"})
+        return upload
+
+
 @require_GET
 def knowledge_page(request: HttpRequest) -> HttpResponse:
     """``/knowledge/``: the sources, the forms, and ``?q=&owner=&k=`` the search; of a
     project's sources only those of projects the user may see (``monitoring.access``)."""
+    return _page(request)
+
+
+def _page(request: HttpRequest, upload_form: KnowledgeUploadForm | None = None) -> HttpResponse:
+    """The knowledge page; with ``upload_form``, a refused upload shown again (400) with its
+    reasons next to its fields."""
     readable = readable_knowledge(request.user)
     sources = list(
         KnowledgeSource.objects.filter(readable)
@@ -158,12 +204,13 @@ def knowledge_page(request: HttpRequest) -> HttpResponse:
         "errors": errors,
         "can_change": bool(request.user.is_staff),
         "max_bytes": MAX_SOURCE_BYTES,
+        "upload_form": upload_form or KnowledgeUploadForm(owners=[]),
         "max_folder_files": MAX_FOLDER_FILES,
         "max_folder_entries": MAX_FOLDER_ENTRIES,
         "max_folder_bytes": MAX_FOLDER_BYTES,
         "accept": ",".join(sorted(FOLDER_EXTENSIONS)),
     }
-    return render(request, "knowledge/knowledge.html", context, status=status)
+    return render(request, "knowledge/knowledge.html", context, status=400 if upload_form is not None else status)
 
 
 def _require_staff(request: HttpRequest) -> None:
@@ -174,30 +221,33 @@ def _require_staff(request: HttpRequest) -> None:
 
 @require_POST
 def knowledge_upload(request: HttpRequest) -> HttpResponse:
-    """Add the uploaded ``file`` as a source of ``owner`` at ``load_level``."""
+    """Add the uploaded ``file`` as a source of ``owner`` at ``load_level``
+    (``KnowledgeUploadForm``); a refused upload shows the page again (400) with the reasons
+    next to the fields and what was typed (a browser cannot be given the file back)."""
     _require_staff(request)
-    upload = request.FILES.get("file")
+    form = KnowledgeUploadForm(request.POST, request.FILES, owners=_owners(request))
+    if not form.is_valid():
+        return _page(request, form)
+    upload = form.cleaned_data["file"]
+    owner = owner_of(form.cleaned_data["owner"])
     try:
-        owner = owner_of(request.POST.get("owner", ""))
         source = add_source(
-            None
-            if upload is None
-            else Upload(upload.name or "", upload.content_type or "", upload.read(MAX_SOURCE_BYTES + 1)),
+            Upload(upload.name or "", upload.content_type or "", upload.read(MAX_SOURCE_BYTES + 1)),
             role=owner["role"],
             skill=owner["skill"],
             project=owner["project"],
-            load_level=request.POST.get("load_level") or None,
-            name=request.POST.get("name") or None,
+            load_level=form.cleaned_data["load_level"] or None,
+            name=form.cleaned_data["name"] or None,
             user=request.user,
         )
     except DomainError as refused:
-        show_refusal(request, refused)
-    else:
-        messages.success(
-            request,
-            _("%(name)s indexed: %(chunks)d of %(total)d chunks.")
-            % {"name": source.name, "chunks": source.chunk_count, "total": source.total_chunks},
-        )
+        refuse_into(form, refused)
+        return _page(request, form)
+    messages.success(
+        request,
+        _("%(name)s indexed: %(chunks)d of %(total)d chunks.")
+        % {"name": source.name, "chunks": source.chunk_count, "total": source.total_chunks},
+    )
     return redirect("knowledge")
 
 

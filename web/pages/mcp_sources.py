@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capabilities.errors import ConfigInvalid
@@ -21,9 +23,65 @@ from interop import mcp_sources
 from interop.models import McpToolSource
 from teamclaw.runtime.mcp_tools import tool_name
 from web.api.mcp_sources import credentials_shown
+from web.forms import refuse_into
 from web.scope import project_scope, scoped_url
 
-FORM_FIELDS = ("name", "transport", "command", "args", "url")
+TRANSPORTS = (("stdio", "stdio"), ("http", "http"))
+
+
+class McpSourceForm(forms.Form):
+    """Registering a tool source (``interop.mcp_sources.check_registration`` checks it again,
+    with the allowlists): a name (1..40 lower-case letters, digits, ``_`` or ``-``, not taken),
+    the transport, for ``stdio`` a command and its arguments (one a line), for ``http`` a URL
+    (..2,000 characters) and an optional bearer token (..4,096, never shown again)."""
+
+    name = forms.RegexField(
+        regex=mcp_sources.SOURCE_NAME,
+        max_length=40,
+        label=gettext_lazy("Name"),
+        error_messages={
+            "invalid": gettext_lazy("Use 1-40 lower-case letters, digits, '_' or '-', starting with a letter or digit.")
+        },
+    )
+    transport = forms.ChoiceField(choices=TRANSPORTS, required=False, label=gettext_lazy("Transport"))
+    command = forms.CharField(required=False, max_length=200, label=gettext_lazy("Command (stdio)"))
+    args = forms.CharField(required=False, max_length=10_000, label=gettext_lazy("Arguments (stdio, one per line)"))
+    url = forms.CharField(required=False, max_length=2000, label=gettext_lazy("URL (Streamable HTTP)"))
+    bearer_token = forms.CharField(
+        required=False, max_length=4096, label=gettext_lazy("Bearer token (optional, for servers that need one)")
+    )
+
+    def clean_name(self) -> str:
+        name = str(self.cleaned_data["name"])
+        if McpToolSource.objects.filter(name=name).exists():
+            raise forms.ValidationError(_("There is already a tool source “%(name)s”.") % {"name": name})
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        """Each transport's own fields: a command for stdio, a URL for http."""
+        data = super().clean() or {}
+        data["transport"] = data.get("transport") or "stdio"
+        if data["transport"] == "stdio" and "command" in data and not data["command"]:
+            self.add_error("command", _("Choose the command that starts the server."))
+        if data["transport"] == "http" and "url" in data and not data["url"]:
+            self.add_error("url", _("Give the server's URL."))
+        return data
+
+    def registration(self) -> dict[str, Any]:
+        """What ``mcp_sources.register`` takes from the valid form (the other transport's
+        fields left out; the bearer token only when given)."""
+        data = self.cleaned_data
+        stdio = data["transport"] != "http"
+        registration: dict[str, Any] = {
+            "name": data["name"],
+            "transport": data["transport"],
+            "command": data["command"] if stdio else "",
+            "args": [line.strip() for line in data["args"].splitlines() if line.strip()] if stdio else [],
+            "url": "" if stdio else data["url"],
+        }
+        if data["bearer_token"]:
+            registration["bearer_token"] = data["bearer_token"]
+        return registration
 
 
 def _require_staff(request: HttpRequest) -> None:
@@ -44,45 +102,35 @@ def _rows(project: Project | None, staff: bool) -> list[dict[str, Any]]:
 
 @require_http_methods(["GET", "POST"])
 def mcp_source_list(request: HttpRequest) -> HttpResponse:
-    """The sources the scope (``?project=``) sees, and (staff) the registration form; a refused
-    registration re-renders the form with every field's reason (400)."""
+    """The sources the scope (``?project=``) sees, and (staff) the registration form
+    (``McpSourceForm``); a refused registration shows the form again (400) with what was typed
+    (never the bearer token) and each reason next to its field."""
     project = project_scope(request, form=True)
-    form = {"name": "", "transport": "stdio", "command": "", "args": "", "url": ""}
-    errors: dict[str, list[str]] = {}
+    form = McpSourceForm(initial={"transport": "stdio"})
     status = 200
     if request.method == "POST":
         _require_staff(request)
-        form = {name: request.POST.get(name, "").strip() for name in FORM_FIELDS}
-        data = {
-            "name": form["name"],
-            "transport": form["transport"] or "stdio",
-            "command": form["command"] if form["transport"] != "http" else "",
-            "args": [line.strip() for line in form["args"].splitlines() if line.strip()]
-            if form["transport"] != "http"
-            else [],
-            "url": form["url"] if form["transport"] == "http" else "",
-        }
-        bearer = request.POST.get("bearer_token", "").strip()
-        if bearer:  # never echoed back into the form
-            data["bearer_token"] = bearer
-        try:
-            source = mcp_sources.register(data, project, request.user)
-        except ConfigInvalid as exc:
-            errors, status = exc.errors, 400
-        else:
-            if source.state == "connected":
-                messages.success(
-                    request,
-                    _("Registered %(name)s: %(count)d tool(s), deny for every role until you change them.")
-                    % {"name": source.name, "count": len(source.tools)},
-                )
+        form = McpSourceForm(request.POST)
+        if form.is_valid():
+            try:
+                source = mcp_sources.register(form.registration(), project, request.user)
+            except ConfigInvalid as exc:
+                refuse_into(form, exc)
             else:
-                messages.error(
-                    request,
-                    _("Registered %(name)s, but discovery failed: %(error)s")
-                    % {"name": source.name, "error": source.error},
-                )
-            return redirect(scoped_url("mcp-sources", project))
+                if source.state == "connected":
+                    messages.success(
+                        request,
+                        _("Registered %(name)s: %(count)d tool(s), deny for every role until you change them.")
+                        % {"name": source.name, "count": len(source.tools)},
+                    )
+                else:
+                    messages.error(
+                        request,
+                        _("Registered %(name)s, but discovery failed: %(error)s")
+                        % {"name": source.name, "error": source.error},
+                    )
+                return redirect(scoped_url("mcp-sources", project))
+        status = 400
     return render(
         request,
         "interop/mcp_sources.html",
@@ -93,7 +141,6 @@ def mcp_source_list(request: HttpRequest) -> HttpResponse:
             "projects": Project.objects.all(),
             "rows": _rows(project, bool(request.user.is_staff)),
             "form": form,
-            "errors": errors,
             "commands": sorted(mcp_sources.stdio_commands().items()),
             "allowed_hosts": mcp_sources.allowed_hosts(),
             "can_change": request.user.is_staff,

@@ -104,7 +104,7 @@ def consent(request: HttpRequest, grant_id: str) -> HttpResponse:
             "client_name": grant.client.name or grant.client.client_id,
             "redirect_uri": params.get("redirect_uri", ""),
             "roles": AgentRole.objects.filter(enabled=True).order_by("role"),
-            "chosen": request.POST.get("role", ""),
+            "chosen": form["role"].value() or "",
             "errors": errors,
         },
         status=400 if errors else 200,

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capabilities.access import can_change, require_change
@@ -19,13 +21,13 @@ from capabilities.matrices import INVOKE, TOOL, layers
 from capabilities.models import AgentRole, CapabilityCard, Project, ProjectRoleOverride
 from capabilities.registry import card_document, role_definition
 from capabilities.role_constraints import bounds
-from capabilities.roles import DEFAULT_TOOLS, delete_role
+from capabilities.roles import DEFAULT_TOOLS, MAX_RESPONSIBILITIES, delete_role
 from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
 from capabilities.versions import document_version
 from team.roles import create_role, update_role
 from team.snapshot import build_snapshot
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
-from web.forms import apply_switch, form_integer, form_note, form_version, show_refusal
+from web.forms import apply_switch, form_integer, form_note, form_version, note_refusal, refuse_into, show_refusal
 
 
 def role_list(request: HttpRequest) -> HttpResponse:
@@ -35,12 +37,76 @@ def role_list(request: HttpRequest) -> HttpResponse:
     return render(request, "capabilities/role_list.html", {"nav": "roles", "roles": roles})
 
 
+MAX_RESPONSIBILITY_CHARS = 200
+"""Longest responsibility line (characters; ``capabilities.roles`` checks it too)."""
+
+
+def _responsibility_lines(value: str) -> list[str]:
+    """The non-blank lines of a responsibilities box, refused (ValidationError) past
+    MAX_RESPONSIBILITIES lines or a line past MAX_RESPONSIBILITY_CHARS characters."""
+    lines = [line.strip() for line in value.splitlines() if line.strip()]
+    if len(lines) > MAX_RESPONSIBILITIES:
+        raise forms.ValidationError(
+            _("At most %(count)s responsibilities, one a line.") % {"count": MAX_RESPONSIBILITIES}
+        )
+    for number, line in enumerate(lines, start=1):
+        if len(line) > MAX_RESPONSIBILITY_CHARS:
+            raise forms.ValidationError(
+                _("Line %(line)s is %(length)s characters; a responsibility has at most %(limit)s.")
+                % {"line": number, "length": len(line), "limit": MAX_RESPONSIBILITY_CHARS}
+            )
+    return lines
+
+
+class RoleEditForm(forms.Form):
+    """A role's names, emoji, descriptions and responsibilities in both languages
+    (``capabilities.roles`` checks them again): display name 1..100 characters (the Chinese
+    one optional), emoji ..16, descriptions ..2,000, responsibilities at most 20 lines of
+    ..200 characters each."""
+
+    display_name = forms.CharField(max_length=100, label=gettext_lazy("Display name"))
+    emoji = forms.CharField(required=False, max_length=16, label=gettext_lazy("Emoji"))
+    description = forms.CharField(required=False, max_length=2000, label=gettext_lazy("Description"))
+    responsibilities = forms.CharField(
+        required=False, strip=False, label=gettext_lazy("Responsibilities (one per line)")
+    )
+    display_name_zh = forms.CharField(required=False, max_length=100, label=gettext_lazy("Display name"))
+    description_zh = forms.CharField(required=False, max_length=2000, label=gettext_lazy("Description"))
+    responsibilities_zh = forms.CharField(
+        required=False, strip=False, label=gettext_lazy("Responsibilities (one per line)")
+    )
+
+    def clean_responsibilities(self) -> str:
+        value = str(self.cleaned_data["responsibilities"])
+        _responsibility_lines(value)
+        return value
+
+    def clean_responsibilities_zh(self) -> str:
+        value = str(self.cleaned_data["responsibilities_zh"])
+        _responsibility_lines(value)
+        return value
+
+    @classmethod
+    def of(cls, role: AgentRole) -> RoleEditForm:
+        """The form filled with ``role`` as saved."""
+        initial = {name: getattr(role, name) for name in ("display_name", "emoji", "description")}
+        initial.update(display_name_zh=role.display_name_zh, description_zh=role.description_zh)
+        initial["responsibilities"] = "\n".join(role.responsibilities)
+        initial["responsibilities_zh"] = "\n".join(role.responsibilities_zh)
+        return cls(initial=initial)
+
+
 def role_detail(request: HttpRequest, role: str) -> HttpResponse:
     """One role: capabilities, permissions, tool bindings, constraints and prompt config."""
-    obj = get_object_or_404(AgentRole, role=role)
+    return _role_page(request, get_object_or_404(AgentRole, role=role))
+
+
+def _role_page(request: HttpRequest, obj: AgentRole, edit_form: RoleEditForm | None = None) -> HttpResponse:
+    """The role page; with ``edit_form``, a refused edit shown again (400) with what was typed
+    and each reason next to its field, the edit section open."""
     snapshot = build_snapshot()
     definition = role_definition(snapshot, obj)
-    executor = role_executor(snapshot, role)
+    executor = role_executor(snapshot, obj.role)
     runs_on = {row["capability_id"]: row["executor"] for row in executor["capabilities"]}
     cards = [{**card_document(snapshot.cards[c]), "runs_on": runs_on.get(c)} for c in definition["capabilities"]]
     return render(
@@ -56,7 +122,9 @@ def role_detail(request: HttpRequest, role: str) -> HttpResponse:
             "model": model_status(),
             "memory_default": settings.TEAMCLAW["MEMORY_TOKENS"],
             **role_governance(request, obj),
+            "edit_form": edit_form or RoleEditForm.of(obj),
         },
+        status=200 if edit_form is None else 400,
     )
 
 
@@ -99,13 +167,18 @@ def role_switch(request: HttpRequest, role: str) -> HttpResponse:
 
 @require_POST
 def role_edit(request: HttpRequest, role: str) -> HttpResponse:
-    """Edit a role's display name, emoji, description and responsibilities."""
+    """Edit a role's display name, emoji, description and responsibilities, in both languages
+    (``RoleEditForm``). A refused edit shows the page again (400) with what was typed and the
+    reasons next to the fields, audited; a stale version goes back to the page with the
+    changes saved meanwhile, as before."""
     obj = get_object_or_404(AgentRole, role=role)
     require_change(request.user, "role")
-    fields = ("display_name", "emoji", "description", "display_name_zh", "description_zh")
-    data = {name: request.POST.get(name, "") for name in fields}
-    data["responsibilities"] = request.POST.get("responsibilities", "")
-    data["responsibilities_zh"] = request.POST.get("responsibilities_zh", "")
+    form = RoleEditForm(request.POST)
+    if not form.is_valid():
+        errors = {field: [str(reason) for reason in reasons] for field, reasons in form.errors.items()}
+        note_refusal(request, ConfigInvalid(errors))
+        return _role_page(request, obj, form)
+    data = dict(form.cleaned_data)
     try:
         result = update_role(
             obj,
@@ -115,7 +188,11 @@ def role_edit(request: HttpRequest, role: str) -> HttpResponse:
             note=form_note(request),
             actor=request.user,
         )
-    except (StaleVersion, ConfigInvalid) as exc:
+    except ConfigInvalid as exc:
+        note_refusal(request, exc)
+        refuse_into(form, exc)
+        return _role_page(request, obj, form)
+    except StaleVersion as exc:
         show_refusal(request, exc)
     else:
         if result.change:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.core.files.uploadedfile import UploadedFile
 from django.core.paginator import Paginator
+from django.core.validators import MaxValueValidator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -20,7 +22,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import Project
-from monitoring.access import can_operate_task, visible_projects, visible_tasks
+from monitoring.access import can_operate_task, can_use_project, visible_projects, visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact, Task
 from monitoring.outcome import open_points, verdicts, waiting_for_operator
@@ -30,18 +32,20 @@ from prompts.diff import diff_texts
 from runs.compare import compare_artifacts, too_large_to_diff
 from runs.open_points import MAX_ANSWER_CHARS, answer_open_point, revise_final_document
 from runs.operator_inputs import give
+from runs.resume import recorded_steps
 from runs.tasks import (
+    MAX_TITLE_CHARS,
     DocumentError,
     cancel_task,
     fork_task,
     max_document_bytes,
     project_type_labels,
+    project_types,
     sample_requirement,
     start_task,
 )
 from teamclaw.errors import DomainError
-from teamclaw.whole_numbers import whole_number_or_none
-from web.forms import show_refusal
+from web.forms import refuse_into, show_refusal
 from web.htmx import fragment_or_page, wants_fragment
 
 T = TypeVar("T")
@@ -93,29 +97,87 @@ def attempt(request: HttpRequest, action: Callable[[], T]) -> T | None:
         return None
 
 
+MAX_CANCEL_REASON_CHARS = 300
+"""Longest reason a cancel keeps (characters; ``runs.tasks.cancel_task`` checks it too)."""
+MAX_PROMPT_LAYER_CHARS = 2000
+"""Longest task prompt layer a fork takes (characters; ``runs.tasks.fork_task`` checks it too)."""
+
+
+class CancelForm(forms.Form):
+    """The task page's cancel form: an optional reason (0..300 characters)."""
+
+    reason = forms.CharField(
+        required=False, max_length=MAX_CANCEL_REASON_CHARS, label=gettext_lazy("Reason (optional)")
+    )
+
+
+class ForkForm(forms.Form):
+    """The task page's fork form: the step to run live from (a whole number from 0 to the
+    task's completed steps) and the task prompt layer (0..2,000 characters; CRLF made LF)."""
+
+    from_step = forms.IntegerField(min_value=0, label=gettext_lazy("From step"))
+    prompt_enhancement = forms.CharField(
+        required=False, strip=False, max_length=MAX_PROMPT_LAYER_CHARS, label=gettext_lazy("Task prompt layer")
+    )
+
+    def __init__(self, *args: object, steps: int, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        bounds = _("Give a whole number from 0 to %(steps)s (the task's completed steps).") % {"steps": steps}
+        field = self.fields["from_step"]
+        field.validators.append(MaxValueValidator(steps, message=bounds))
+        field.error_messages.update({"invalid": bounds, "min_value": bounds, "required": bounds})
+
+    def clean_prompt_enhancement(self) -> str:
+        return str(self.cleaned_data["prompt_enhancement"]).replace("\r\n", "\n")
+
+
+def _task_page(request: HttpRequest, task: Task, **forms_shown: forms.Form) -> HttpResponse:
+    """The task page again, answering a refused fork or cancel form (400): the form with what
+    was typed and its reasons next to the fields, its section open."""
+    context = {"nav": "tasks", **task_page_context(request.user, task), **forms_shown}
+    return render(request, "monitoring/task_detail.html", context, status=400)
+
+
 @require_POST
 def task_cancel(request: HttpRequest, task_id: str) -> HttpResponse:
     """Cancel a queued or running task (PRD §4.6 ``terminated``), then back to its page
-    with what happened (a refusal says why: ended already, not allowed, no worker answered)."""
-    task = attempt(request, lambda: cancel_task(request.user, task_id, request.POST.get("reason", "")))
-    if task is not None:
-        messages.success(request, _("Task cancelled: it is %(status)s.") % {"status": task.status})
+    with what happened (a refusal says why: ended already, not allowed, no worker answered).
+    A reason the ``CancelForm`` refuses shows the page again (400), for a user who may cancel
+    (anyone else is refused by ``cancel_task`` as before)."""
+    form = CancelForm(request.POST)
+    if form.is_valid():
+        reason: object = form.cleaned_data["reason"]
+    else:
+        task = get_object_or_404(visible_tasks(request.user).select_related("project"), pk=task_id)
+        if can_operate_task(request.user, task) and task.status in ("queued", "running"):
+            return _task_page(request, task, cancel_form=form)
+        reason = form["reason"].value()
+    cancelled = attempt(request, lambda: cancel_task(request.user, task_id, reason))
+    if cancelled is not None:
+        messages.success(request, _("Task cancelled: it is %(status)s.") % {"status": cancelled.status})
     return redirect("task-detail", task_id=task_id)
 
 
 @require_POST
 def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
     """Re-run an ended task from step N as a new task (``runs.tasks.fork_task``), with the
-    task prompt layer the form holds when it differs from this task's; opens the new task,
-    or says why not on this one."""
-    raw = (request.POST.get("from_step") or "").strip()
-    step = whole_number_or_none(raw)  # else fork_task refuses the text, naming from_step and its bounds
-    from_step: object = raw if step is None else step
-    source = visible_tasks(request.user).filter(pk=task_id).first()
-    layer = request.POST.get("prompt_enhancement")
+    task prompt layer the form holds when it differs from this task's; opens the new task.
+    A ``ForkForm`` the checks refuse shows the page again (400) with the reasons next to the
+    fields, for a user who may fork this task; anyone else, and a task that cannot be forked,
+    is refused by ``fork_task`` first, as before (a message on this task's page)."""
+    source = get_object_or_404(visible_tasks(request.user).select_related("project"), pk=task_id)
+    form = ForkForm(request.POST, steps=len(recorded_steps(task_id)))
+    if not form.is_valid():
+        may_fork = source.status not in ("queued", "running") and bool(source.run_spec)
+        if may_fork and can_use_project(request.user, source.project):
+            return _task_page(request, source, fork_form=form)
+        attempt(request, lambda: fork_task(request.user, task_id, form["from_step"].value(), {}))
+        return redirect("task-detail", task_id=task_id)
+    from_step = form.cleaned_data["from_step"]
+    layer = form.cleaned_data["prompt_enhancement"]
     # the form shows this task's layer: what the operator leaves as it is, the fork keeps
-    changed = layer is not None and source is not None and layer.replace("\r\n", "\n") != source.prompt_enhancement
-    overrides = {"prompt_enhancement": layer.replace("\r\n", "\n")} if changed and layer is not None else {}
+    changed = "prompt_enhancement" in form.data and layer != source.prompt_enhancement
+    overrides = {"prompt_enhancement": layer} if changed else {}
     forked = attempt(request, lambda: fork_task(request.user, task_id, from_step, overrides))
     if forked is None:
         return redirect("task-detail", task_id=task_id)
@@ -204,85 +266,154 @@ def task_compare(request: HttpRequest, task_id: str) -> HttpResponse:
     )
 
 
-NEW_TASK_FORM = {
-    "mode": "idea",
-    "description": "",
-    "project_type": "",
-    "title": "",
-    "input_markdown": "",
-    "project": "",
-    "decision_mode": "auto",
-    "stop_at_draft": "",
-}
+MAX_IDEA_CHARS = 2000
+"""Longest one-line idea an interview starts from (characters; ``runs.tasks`` checks it too)."""
+MODES = (("idea", "idea"), ("document", "document"))
+DECISION_MODE_CHOICES = (("auto", "auto"), ("confirm", "confirm"))
 
 
-def _start_from_form(request: HttpRequest, form: dict[str, str]) -> Task:
-    """Start the requirement_review the new-task page's form asks for: from an idea (the
-    interview) or a document (review, or the draft first). Raises DocumentError (the reason
-    is shown on the form)."""
-    project = Project.objects.filter(slug=form["project"]).first() if form["project"] else None
-    if form["project"] and project is None:
-        raise DocumentError(f"project '{form['project']}' does not exist", "project")
-    decision_mode = form["decision_mode"] or "auto"
-    if form["mode"] == "idea":
+class NewTaskForm(forms.Form):
+    """The new-requirement page's two forms (``mode``): an ``idea`` (1..2,000 characters, a
+    project type or none) or a ``document`` (pasted, or an uploaded file up to
+    ``max_document_bytes``; a title up to 300 characters; ``stop_at_draft``), each with the
+    decision mode and an optional project (its slug). ``runs.tasks.start_task`` checks the
+    document itself (empty, binary, not UTF-8, over the token budget) and project membership;
+    its refusal is put on the form (``refuse_into``). Without ``mode`` (a client posting a
+    document without saying which form) a pasted or uploaded document means ``document``."""
+
+    mode = forms.ChoiceField(choices=MODES, required=False, label=gettext_lazy("Which form"))
+    description = forms.CharField(
+        required=False, max_length=MAX_IDEA_CHARS, label=gettext_lazy("Your idea, in a line or two")
+    )
+    project_type = forms.CharField(required=False, max_length=64, label=gettext_lazy("Project type"))
+    title = forms.CharField(required=False, max_length=MAX_TITLE_CHARS, label=gettext_lazy("Title (optional)"))
+    document = forms.FileField(required=False, label=gettext_lazy("Upload a Markdown file"))
+    input_markdown = forms.CharField(required=False, strip=False, label=gettext_lazy("…or paste it"))
+    stop_at_draft = forms.BooleanField(required=False)
+    decision_mode = forms.ChoiceField(
+        choices=DECISION_MODE_CHOICES, required=False, label=gettext_lazy("Who decides the contested points")
+    )
+    project = forms.CharField(required=False, max_length=64, label=gettext_lazy("Project"))
+
+    def clean_project_type(self) -> str:
+        """A known project type, or '' (the team matches it)."""
+        value = str(self.cleaned_data["project_type"])
+        if value and value not in project_types():
+            raise forms.ValidationError(_("Choose one of the listed project types."))
+        return value
+
+    def clean_document(self) -> object:
+        """The uploaded file, refused when larger than ``max_document_bytes``."""
+        upload = self.cleaned_data.get("document")
+        if upload is not None and (upload.size or 0) > max_document_bytes():
+            reason = _("The file is %(size)s bytes; the limit is %(limit)s bytes.")
+            raise forms.ValidationError(reason % {"size": f"{upload.size:,}", "limit": f"{max_document_bytes():,}"})
+        return upload
+
+    def clean_project(self) -> Project | None:
+        """The project the slug names, or None (the global configuration)."""
+        slug = str(self.cleaned_data["project"])
+        project = Project.objects.filter(slug=slug).first() if slug else None
+        if slug and project is None:
+            raise forms.ValidationError(_("There is no project “%(slug)s”.") % {"slug": slug})
+        return project
+
+    def clean(self) -> dict[str, object]:
+        """Which form was sent, and what that form needs: an idea, or a document."""
+        data = super().clean() or {}
+        data["mode"] = data.get("mode") or sent_mode(self.data, self.files)
+        data["decision_mode"] = data.get("decision_mode") or "auto"
+        if data["mode"] == "idea" and "description" in data and not str(data["description"]).strip():
+            self.add_error("description", _("Write your idea in a line or two."))
+        pasted = str(data.get("input_markdown") or "")
+        if data["mode"] == "document" and not data.get("document") and "input_markdown" in data and not pasted.strip():
+            self.add_error("input_markdown", _("The document is empty: paste it or upload a Markdown file."))
+        return data
+
+
+def _start_from_form(request: HttpRequest, data: dict[str, object]) -> Task:
+    """Start the requirement_review a valid ``NewTaskForm`` asks for: from an idea (the
+    interview) or a document (review, or the draft first). Raises DocumentError naming the
+    field (put on the form by the view)."""
+    project = data["project"] if isinstance(data["project"], Project) else None
+    if data["mode"] == "idea":
         return start_task(
             workflow="requirement_review",
-            description=form["description"],
-            project_type=form["project_type"],
+            description=str(data["description"]),
+            project_type=str(data["project_type"]),
             project=project,
             user=request.user,
-            decision_mode=decision_mode,
+            decision_mode=str(data["decision_mode"]),
         )
-    upload = request.FILES.get("document")
-    if upload is not None and (upload.size or 0) > max_document_bytes():
-        raise DocumentError(f"the file is {upload.size:,} bytes; the limit is {max_document_bytes():,} bytes")
-    raw: bytes | str = upload.read(max_document_bytes() + 1) if upload else form["input_markdown"]
+    upload = data.get("document")
+    raw: bytes | str = (
+        upload.read(max_document_bytes() + 1) if isinstance(upload, UploadedFile) else str(data["input_markdown"])
+    )
     return start_task(
         workflow="requirement_review",
         input_markdown=raw,
-        title=form["title"],
-        start_at="draft" if form["stop_at_draft"] else "review",
+        title=str(data["title"]),
+        start_at="draft" if data["stop_at_draft"] else "review",
         project=project,
         user=request.user,
-        decision_mode=decision_mode,
+        decision_mode=str(data["decision_mode"]),
     )
+
+
+def sent_mode(data: Mapping[str, Any], files: Mapping[str, Any]) -> str:
+    """Which of the new-requirement page's forms was sent: its ``mode``, else ``document``
+    when a document was pasted or uploaded, else ``idea``."""
+    mode = data.get("mode")
+    if mode in ("idea", "document"):
+        return str(mode)
+    return "document" if "input_markdown" in data or "document" in files else "idea"
+
+
+def _task_forms(form: NewTaskForm | None) -> dict[str, NewTaskForm]:
+    """The page's idea and document forms: the one that was sent (bound, with its reasons and
+    what was typed) and a fresh one for the other."""
+    sent = sent_mode(form.data, form.files) if form is not None else ""
+    fresh = {mode: NewTaskForm(initial={"mode": mode, "decision_mode": "auto"}) for mode in ("idea", "document")}
+    return {f"{mode}_form": form if form is not None and sent == mode else fresh[mode] for mode in fresh}
 
 
 @require_http_methods(["GET", "POST"])
 def task_new(request: HttpRequest) -> HttpResponse:
-    """Start seed 002's requirement work: from a one-line idea (project type, interview,
-    draft) or from a pasted or uploaded Markdown document (the review, or the draft first);
-    decisions by the rules or by the operator (confirm mode)."""
-    form = dict(NEW_TASK_FORM)
-    error = ""
+    """Start the requirement work: from a one-line idea (project type, interview, draft) or
+    from a pasted or uploaded Markdown document (the review, or the draft first); decisions
+    by the rules or by the operator (confirm mode). A refused form is shown again (400) with
+    what was typed and each reason next to its field (``NewTaskForm``)."""
+    form: NewTaskForm | None = None
     if request.method == "POST":
-        form = {key: request.POST.get(key, default) for key, default in NEW_TASK_FORM.items()}
-        if "mode" not in request.POST:  # a client that posts a document without saying which form
-            form["mode"] = "document" if "input_markdown" in request.POST or "document" in request.FILES else "idea"
-        try:
-            task = _start_from_form(request, form)
-        except DocumentError as exc:
-            error = exc.reason
-        else:
-            started = (
-                _("The interview started: answer its questions below.")
-                if form["mode"] == "idea"
-                else _("Review started; the experts are on it.")
-            )
-            messages.success(request, started)
-            return redirect("task-detail", task_id=task.id)
+        form = NewTaskForm(request.POST, request.FILES)
+        if form.is_valid():
+            try:
+                task = _start_from_form(request, form.cleaned_data)
+            except DocumentError as exc:
+                fields = {"task_description": "description", "start_at": "mode"}
+                if form.cleaned_data.get("document") is not None:
+                    fields["input_markdown"] = "document"
+                refuse_into(form, exc, fields=fields)
+            else:
+                started = (
+                    _("The interview started: answer its questions below.")
+                    if form.cleaned_data["mode"] == "idea"
+                    else _("Review started; the experts are on it.")
+                )
+                messages.success(request, started)
+                return redirect("task-detail", task_id=task.id)
     return render(
         request,
         "monitoring/task_new.html",
         {
             "nav": "tasks",
-            "form": form,
-            "error": error,
+            **_task_forms(form),
+            "refused": form,
             "projects": visible_projects(request.user),
             "project_types": project_type_labels(get_language()),
             "limit": max_document_bytes(),
         },
-        status=400 if error else 200,
+        status=400 if form is not None else 200,
     )
 
 
@@ -415,7 +546,7 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
         "point": point,
         "can_answer": can_operate_task(request.user, task),
         "form_errors": errors,
-        "form_value": request.POST.get("answer", ""),
+        "form_value": form["answer"].value() or "",
     }
     title = render_to_string(
         "monitoring/_open_points_title.html",

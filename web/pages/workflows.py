@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from capabilities.skill_documents import workflow_document
@@ -18,6 +20,7 @@ from capabilities.workflow_spec import WorkflowError
 from monitoring.models import Task
 from runs.workflow_runs import RunInputError, start_workflow_run
 from teamclaw.strict_json import JsonRefused, loads
+from web.forms import refuse_into
 from web.pages.skills import require_staff
 
 
@@ -58,24 +61,42 @@ def workflow_edit(request: HttpRequest, workflow_id: str | None = None) -> HttpR
     )
 
 
+class WorkflowRunForm(forms.Form):
+    """A workflow run's input: a JSON object as text (blank: ``{}``), at most the request
+    body limit; ``runs.workflow_runs.start_workflow_run`` checks its shape."""
+
+    input = forms.CharField(required=False, strip=False, label=gettext_lazy("Input"))
+
+    def clean_input(self) -> dict[str, Any]:
+        """The parsed input, refused when it is not JSON or not an object."""
+        raw = str(self.cleaned_data["input"]) or "{}"
+        try:
+            value = loads(raw, max_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
+        except JsonRefused as exc:
+            raise forms.ValidationError(_("The input is not JSON: %(reason)s") % {"reason": exc}) from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError(_("The input must be a JSON object: { … }."))
+        return value
+
+
 @require_http_methods(["GET", "POST"])
 def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
-    """A workflow: its steps, YAML, recent runs, and a form to run it (POST)."""
+    """A workflow: its steps, YAML, recent runs, and a form to run it (POST,
+    ``WorkflowRunForm``); a refused run shows the page again (400) with the input as typed
+    and the reason next to it."""
 
     workflow = get_object_or_404(Workflow, workflow_id=workflow_id)
-    run_input = request.POST.get("input", "{}") if request.method == "POST" else "{}"
-    error = ""
+    form = WorkflowRunForm(initial={"input": "{}"})
     if request.method == "POST":
-        try:
-            data = loads(run_input or "{}", max_bytes=int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
-            task = start_workflow_run(workflow, data, user=request.user)
-        except JsonRefused as exc:
-            error = f"input is not JSON: {exc}"
-        except RunInputError as exc:
-            error = exc.reason
-        else:
-            messages.success(request, _("Workflow %(id)s started.") % {"id": workflow_id})
-            return redirect("task-detail", task_id=task.id)
+        form = WorkflowRunForm(request.POST)
+        if form.is_valid():
+            try:
+                task = start_workflow_run(workflow, form.cleaned_data["input"], user=request.user)
+            except RunInputError as exc:
+                refuse_into(form, exc)
+            else:
+                messages.success(request, _("Workflow %(id)s started.") % {"id": workflow_id})
+                return redirect("task-detail", task_id=task.id)
     runs = Task.objects.filter(workflow=workflow_id).order_by("-created_at")[:20]
     return render(
         request,
@@ -85,10 +106,9 @@ def workflow_detail(request: HttpRequest, workflow_id: str) -> HttpResponse:
             "workflow": workflow,
             "doc": workflow_document(workflow),
             "runs": runs,
-            "input": run_input,
-            "error": error,
+            "form": form,
         },
-        status=400 if error else 200,
+        status=400 if form.is_bound else 200,
     )
 
 
