@@ -156,12 +156,50 @@ def hit(matcher: Matcher, line: Line) -> tuple[int, int] | None:
     return None
 
 
+def spans(matcher: Matcher, line: Line) -> list[tuple[int, int]]:
+    """Every span of ``line.text`` that a word or pattern of ``matcher`` hits (whole words as
+    in ``hit``), in text order."""
+    language = line.language
+    found: set[tuple[int, int]] = set()
+    for word in matcher.words.get(language, ()):
+        single = Matcher(words={language: (word,)}, pos=matcher.pos, suffix=matcher.suffix)
+        start = 0
+        while (span := hit(single, _from(line, start))) is not None:
+            found.add(span)
+            start = span[1]
+    for pattern in matcher.patterns.get(language, ()):
+        group = "term" if "term" in pattern.groupindex else 0
+        found.update(m.span(group) for m in pattern.finditer(line.text) if m.end() > m.start())
+    return sorted(found)
+
+
+def _from(line: Line, start: int) -> Line:
+    """``line`` with the text before ``start`` blanked (offsets kept), so ``hit`` finds a later match."""
+    return dataclasses.replace(line, text=" " * start + line.text[start:])
+
+
+def negated(rule: Rule, line: Line, span: tuple[int, int]) -> bool:
+    """True when a ``negation`` pattern of ``rule`` matches the clause text right before
+    ``span`` (its patterns end with ``$``: 不/没有/无需 + the handling, "do not" + the verb)."""
+    before = line.text[: span[0]]
+    cut = max((m.end() for m in _CLAUSE_END[line.language].finditer(before)), default=0)
+    return any(p.search(before[cut:]) for p in rule.negation.patterns.get(line.language, ()))
+
+
+def _affirmed(rule: Rule, matcher: Matcher, line: Line) -> bool:
+    """True when ``matcher`` hits ``line`` at least once where it is not negated (a rule
+    without ``negation``: when it hits at all)."""
+    if rule.negation.empty(line.language):
+        return hit(matcher, line) is not None
+    return any(not negated(rule, line, span) for span in spans(matcher, line))
+
+
 def _requires(rule: Rule, line: Line) -> bool:
-    return rule.requires.empty(line.language) or hit(rule.requires, line) is not None
+    return rule.requires.empty(line.language) or _affirmed(rule, rule.requires, line)
 
 
 def _exempt(rule: Rule, line: Line) -> bool:
-    return not rule.exempt.empty(line.language) and hit(rule.exempt, line) is not None
+    return not rule.exempt.empty(line.language) and _affirmed(rule, rule.exempt, line)
 
 
 def clause(line: Line, span: tuple[int, int]) -> str:
