@@ -11,6 +11,9 @@ and a suggestion in the document's language, and the change it proposes. Detecto
 - ``pair``: two lines contradict each other: one hits ``trigger``, the other ``counterpart``,
   and they share a content word (``same: duration``: and the same duration phrase).
   Both lines get a finding with the same ``pair`` id.
+- ``bounds`` and ``exclusive`` (``contradiction_detectors``): two lines give incompatible
+  numbers for one quantity, or one reserves an action for one actor and another lets another
+  actor do it; both lines get a finding with the same ``pair`` id.
 - ``personal_data``: as ``line``, and the message names the data fields found, their
   sensitive categories and the law of the jurisdiction the text implies (never a guessed one).
 
@@ -27,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from teamclaw.workflows import chinese_words
+from teamclaw.workflows import contradiction_detectors as compare
 from teamclaw.workflows.document import RequirementDocument, Statement, parse_document, reviewable
 from teamclaw.workflows.domain_packs import PACKS_DIR, DomainPack, load_packs
 from teamclaw.workflows.quality_rules import LANGUAGES, Matcher, Rule, RuleSet, load_rules
@@ -403,7 +407,27 @@ def jurisdiction_hints(lines: list[Line], extras: dict[str, Any]) -> tuple[str, 
     return "unknown", extras.get("unknown_law", {}), []
 
 
+def _compared(pairs: Any) -> Any:
+    """A detector of the pairs found by a comparison of ``contradiction_detectors``: both
+    lines of each pair get a finding with the same ``pair`` id, each quoting its own clause
+    and naming the other line (``{other}``)."""
+
+    def detector(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+        out = []
+        for a, a_span, b, b_span in pairs(rule, lines, context):
+            (first, first_span), (second, second_span) = sorted(((a, a_span), (b, b_span)), key=lambda x: x[0].number)
+            for line, span, partner in ((first, first_span, second), (second, second_span, first)):
+                finding = _finding(rule, line, span, {"other": str(partner.number)})
+                finding.pair = f"{rule.id}:{first.number}-{second.number}"
+                out.append(finding)
+        return out
+
+    return detector
+
+
 _DETECTORS = {
+    "bounds": _compared(compare.bounds_pairs),
+    "exclusive": _compared(compare.exclusive_pairs),
     "line": _line_rule,
     "defined_elsewhere": _defined_elsewhere_rule,
     "pair": _pair_rule,
@@ -503,6 +527,7 @@ def check_document(
         "law": law,
         "jurisdiction": code,
         "stopwords": rules.extras.get("contradiction", {}).get("stopwords", {}).get(language, ()),
+        "compare": rules.extras.get("contradiction", {}).get("compare", {}),
     }
     packs = applicable_packs(framing, rules.packs)
     findings: list[QualityFinding] = []
