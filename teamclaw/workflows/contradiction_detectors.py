@@ -9,7 +9,8 @@ seed 002 §6.7 逻辑严谨性). Two detectors of the requirement-quality engine
   words for Chinese: "3 个号" -> 个号; "21 years old" -> age by ``units``), with its period
   scope ("per day", 每天). Two statements of one key conflict when a limit allows what
   another forbids (at least 21 against 18 to 20 allowed; 最多 3 个 against 可以 5 个) or
-  two limits of one direction differ. A bare unit (days, 人) also needs a shared content word.
+  two limits of one direction differ. Both must share a content word besides the key, except
+  a unit quantity (age) that one of them permits ("drivers aged 18 to 20 may rent").
 - ``exclusive``: a trigger pattern with a ``cue`` group ("only", 仅限, 只有) followed by the
   actor and the action ("only inventory controllers can adjust stock levels"); another
   statement in which a different actor performs the same action (``counterpart`` words are
@@ -74,8 +75,9 @@ class Bound:
     high: float
     limit: str  # "max", "min" or "" (an allowance)
     key: str
-    bare: bool
+    unit: bool
     scope: str
+    permissive: bool
 
 
 def _vocabulary(context: dict[str, Any], language: str, name: str) -> list[str]:
@@ -102,12 +104,12 @@ def _words_after(line: Any, end: int) -> list[str]:
 
 
 def _key(line: Any, end: int, unit: str, context: dict[str, Any]) -> tuple[str, bool] | None:
-    """``(key, bare)`` of the quantity whose number ends at ``end``; None for a relative
+    """``(key, unit)`` of the quantity whose number ends at ``end``; None for a relative
     amount ("2 more", 额外), a time reference ("2 hours before", 24 小时前) or no noun."""
     language = line.language
     units = _units(context, language)
     if unit:
-        return units.get(unit.strip().lower(), unit.strip().lower()), False
+        return units.get(unit.strip().lower(), unit.strip().lower()), True
     words = _words_after(line, end)
     relative, modifiers = _vocabulary(context, language, "relative"), _vocabulary(context, language, "modifiers")
     before = line.text[max(0, end - 16) : end].lower()
@@ -119,12 +121,10 @@ def _key(line: Any, end: int, unit: str, context: dict[str, Any]) -> tuple[str, 
         words = words[1:]
     for candidate in (" ".join(words), words[0]):
         if candidate in units:
-            return units[candidate], False
+            return units[candidate], True
     joiner = "" if language == "zh" else " "
     head = words[0].removesuffix("s") if language == "en" else joiner.join(words)
-    return head, head in _vocabulary(context, language, "bare_units") or words[0] in _vocabulary(
-        context, language, "bare_units"
-    )
+    return head, False
 
 
 def _scope(line: Any, start: int, end: int, context: dict[str, Any]) -> str:
@@ -161,6 +161,7 @@ def _number_span(match: re.Match[str]) -> tuple[int, int]:
 
 def bounds(rule: Rule, line: Any, context: dict[str, Any]) -> Iterator[Bound]:
     """Every numeric statement of ``line`` that ``rule``'s trigger patterns find."""
+    permits = _vocabulary(context, line.language, "permissive")
     for pattern in rule.trigger.patterns.get(line.language, ()):
         for match in pattern.finditer(line.text):
             groups = {k: v for k, v in match.groupdict().items() if v}
@@ -171,7 +172,11 @@ def bounds(rule: Rule, line: Any, context: dict[str, Any]) -> Iterator[Bound]:
             key = _key(line, span[1], groups.get("unit", ""), context)
             if key:
                 scope = _scope(line, match.start(), span[1], context)
-                yield Bound(line, (match.start(), span[1]), interval[0], interval[1], interval[2], *key, scope)
+                text = f" {clause(line, span).lower()} "
+                permissive = any(f" {w} " in text or (line.language == "zh" and w in text) for w in permits)
+                yield Bound(
+                    line, (match.start(), span[1]), interval[0], interval[1], interval[2], *key, scope, permissive
+                )
 
 
 def conflict(a: Bound, b: Bound) -> bool:
@@ -187,10 +192,14 @@ def conflict(a: Bound, b: Bound) -> bool:
 
 
 def _same_quantity(a: Bound, b: Bound, stop: frozenset[str]) -> bool:
+    """True when ``a`` and ``b`` count one thing: the same key and scope, and either a unit
+    quantity (age) that one of them permits ("aged 18 to 20 can rent"), or a content word of
+    both clauses besides the key (预约 in "最多预约 3 个号" and "可以预约 5 个号")."""
     if a.line.number == b.line.number or a.key != b.key or a.scope != b.scope:
         return False
-    if not a.bare:
+    if a.unit and (a.permissive or b.permissive):
         return True
+    stop = stop | {a.key, *a.key.split()}
     return bool(_content_words(a.line, a.span, stop) & _content_words(b.line, b.span, stop))
 
 
