@@ -116,3 +116,21 @@ def test_a_bad_rule_file_is_refused_at_start_up_by_a_system_check(tmp_path, monk
     monkeypatch.setattr(quality_rules, "RULES_DIR", tmp_path)
     with pytest.raises(Exception, match=r"runs\.E001.*absolute\.yaml.*unknown category"):
         run("check")
+
+
+def test_eval_review_with_the_model_reviewer_on_a_database_not_migrated_says_run_migrate(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    corpus = _corpus(tmp_path, "document: shop.md\ndefects: []\nclean_lines: [5]\n")
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'never-migrated.sqlite3'}"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    manage = Path(__file__).parents[1] / "manage.py"
+    result = subprocess.run(
+        [sys.executable, str(manage), "eval_review", str(corpus), "--reviewer", "model"],
+        capture_output=True, text=True, env=env, check=False, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "manage.py migrate" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -11,6 +11,9 @@ and a suggestion in the document's language, and the change it proposes. Detecto
 - ``pair``: two lines contradict each other: one hits ``trigger``, the other ``counterpart``,
   and they share a content word (``same: duration``: and the same duration phrase).
   Both lines get a finding with the same ``pair`` id.
+- ``bounds`` and ``exclusive`` (``contradiction_detectors``): two lines give incompatible
+  numbers for one quantity, or one reserves an action for one actor and another lets another
+  actor do it; both lines get a finding with the same ``pair`` id.
 - ``personal_data``: as ``line``, and the message names the data fields found, their
   sensitive categories and the law of the jurisdiction the text implies (never a guessed one).
 
@@ -27,6 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from teamclaw.workflows import chinese_words
+from teamclaw.workflows import contradiction_detectors as compare
 from teamclaw.workflows.document import RequirementDocument, Statement, parse_document, reviewable
 from teamclaw.workflows.domain_packs import PACKS_DIR, DomainPack, load_packs
 from teamclaw.workflows.quality_rules import LANGUAGES, Matcher, Rule, RuleSet, load_rules
@@ -156,12 +160,50 @@ def hit(matcher: Matcher, line: Line) -> tuple[int, int] | None:
     return None
 
 
+def spans(matcher: Matcher, line: Line) -> list[tuple[int, int]]:
+    """Every span of ``line.text`` that a word or pattern of ``matcher`` hits (whole words as
+    in ``hit``), in text order."""
+    language = line.language
+    found: set[tuple[int, int]] = set()
+    for word in matcher.words.get(language, ()):
+        single = Matcher(words={language: (word,)}, pos=matcher.pos, suffix=matcher.suffix)
+        start = 0
+        while (span := hit(single, _from(line, start))) is not None:
+            found.add(span)
+            start = span[1]
+    for pattern in matcher.patterns.get(language, ()):
+        group = "term" if "term" in pattern.groupindex else 0
+        found.update(m.span(group) for m in pattern.finditer(line.text) if m.end() > m.start())
+    return sorted(found)
+
+
+def _from(line: Line, start: int) -> Line:
+    """``line`` with the text before ``start`` blanked (offsets kept), so ``hit`` finds a later match."""
+    return dataclasses.replace(line, text=" " * start + line.text[start:])
+
+
+def negated(rule: Rule, line: Line, span: tuple[int, int]) -> bool:
+    """True when a ``negation`` pattern of ``rule`` matches the clause text right before
+    ``span`` (its patterns end with ``$``: 不/没有/无需 + the handling, "do not" + the verb)."""
+    before = line.text[: span[0]]
+    cut = max((m.end() for m in _CLAUSE_END[line.language].finditer(before)), default=0)
+    return any(p.search(before[cut:]) for p in rule.negation.patterns.get(line.language, ()))
+
+
+def _affirmed(rule: Rule, matcher: Matcher, line: Line) -> bool:
+    """True when ``matcher`` hits ``line`` at least once where it is not negated (a rule
+    without ``negation``: when it hits at all)."""
+    if rule.negation.empty(line.language):
+        return hit(matcher, line) is not None
+    return any(not negated(rule, line, span) for span in spans(matcher, line))
+
+
 def _requires(rule: Rule, line: Line) -> bool:
-    return rule.requires.empty(line.language) or hit(rule.requires, line) is not None
+    return rule.requires.empty(line.language) or _affirmed(rule, rule.requires, line)
 
 
 def _exempt(rule: Rule, line: Line) -> bool:
-    return not rule.exempt.empty(line.language) and hit(rule.exempt, line) is not None
+    return not rule.exempt.empty(line.language) and _affirmed(rule, rule.exempt, line)
 
 
 def clause(line: Line, span: tuple[int, int]) -> str:
@@ -365,7 +407,27 @@ def jurisdiction_hints(lines: list[Line], extras: dict[str, Any]) -> tuple[str, 
     return "unknown", extras.get("unknown_law", {}), []
 
 
+def _compared(pairs: Any) -> Any:
+    """A detector of the pairs found by a comparison of ``contradiction_detectors``: both
+    lines of each pair get a finding with the same ``pair`` id, each quoting its own clause
+    and naming the other line (``{other}``)."""
+
+    def detector(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+        out = []
+        for a, a_span, b, b_span in pairs(rule, lines, context):
+            (first, first_span), (second, second_span) = sorted(((a, a_span), (b, b_span)), key=lambda x: x[0].number)
+            for line, span, partner in ((first, first_span, second), (second, second_span, first)):
+                finding = _finding(rule, line, span, {"other": str(partner.number)})
+                finding.pair = f"{rule.id}:{first.number}-{second.number}"
+                out.append(finding)
+        return out
+
+    return detector
+
+
 _DETECTORS = {
+    "bounds": _compared(compare.bounds_pairs),
+    "exclusive": _compared(compare.exclusive_pairs),
     "line": _line_rule,
     "defined_elsewhere": _defined_elsewhere_rule,
     "pair": _pair_rule,
@@ -465,6 +527,7 @@ def check_document(
         "law": law,
         "jurisdiction": code,
         "stopwords": rules.extras.get("contradiction", {}).get("stopwords", {}).get(language, ()),
+        "compare": rules.extras.get("contradiction", {}).get("compare", {}),
     }
     packs = applicable_packs(framing, rules.packs)
     findings: list[QualityFinding] = []

@@ -16,6 +16,7 @@ category of ``docs/review-rules.md``)::
         requires: {patterns: {...}}          # all of these kinds must also match the line
         exempt: {words: {...}, patterns: {...}}   # any of these on the line: no finding
         covered_by: {patterns: {...}}        # all of these on one line of the document: no finding
+        negation: {patterns: {...}}          # ending in $: a requires/exempt hit after it is negated
         detector: line                       # or a document-level detector (see quality_engine)
         message: {en: "'{match}' ...", zh: "“{match}”……"}
         suggestion: {en: ..., zh: ...}
@@ -66,10 +67,11 @@ CATEGORIES = (
 LANGUAGES = ("en", "zh")
 SEVERITIES = ("critical", "major", "minor")
 ACTIONS = ("open_point", "replace", "append_section")
-DETECTORS = ("line", "defined_elsewhere", "pair", "personal_data")
+DETECTORS = ("line", "defined_elsewhere", "pair", "personal_data", "bounds", "exclusive")
 _RULE_KEYS = {
     "id", "severity", "languages", "trigger", "requires", "exempt", "detector", "counterpart",
     "same", "message", "suggestion", "change", "examples", "definition", "covered_by",
+    "negation",
 }  # fmt: skip
 _MATCH_KEYS = {"words", "patterns", "pos", "suffix"}
 
@@ -126,6 +128,9 @@ class Rule:
     source: str
     pack: str = ""
     """The domain of the pack the rule comes from (``domain_packs``), "" for a rule file."""
+    negation: Matcher = field(default_factory=Matcher)
+    """Patterns ending in ``$`` matched against the clause before a ``requires`` or ``exempt``
+    hit: a negated hit does not count (系统不记录个人信息 handles nothing; 不加密 protects nothing)."""
 
 
 @dataclass(frozen=True)
@@ -278,6 +283,7 @@ def parse_rule(path: Path, category: str, row: Any) -> Rule:
         same=str(row.get("same", "")),
         definition=_matcher(path, rid, row.get("definition"), "definition"),
         covered_by=_matcher(path, rid, row.get("covered_by"), "covered_by"),
+        negation=_matcher(path, rid, row.get("negation"), "negation"),
         message=_texts(path, rid, row, "message", languages),
         suggestion=_texts(path, rid, row, "suggestion", languages),
         change=_change(path, rid, row, languages),

@@ -70,6 +70,32 @@ def test_a_contradiction_is_reported_on_both_lines_with_one_pair_id():
 
 
 @pytest.mark.parametrize(
+    ("text", "rule", "lines"),
+    [
+        (
+            "## 预约\n- 每位居民最多同时预约 3 个号。\n\n## 加号\n- 居民可以同时预约 5 个号。\n",
+            "conflicting-numeric-bounds",
+            (2, 5),
+        ),
+        (
+            "## Roles\n- Only inventory controllers can adjust stock levels.\n"
+            "- Pickers correct the stock level of a bin.\n",
+            "exclusive-actor-versus-other-actor",
+            (2, 3),
+        ),
+    ],
+    ids=["numbers-zh", "exclusive-en"],
+)
+def test_a_compared_contradiction_reports_both_lines_each_naming_the_other(text, rule, lines):
+    findings = [f for f in check_text(text, RULES) if f.rule == rule]
+    assert [f.line for f in findings] == list(lines)
+    assert all(f.category == "contradiction" for f in findings) and len({f.pair for f in findings}) == 1
+    later = findings[1]
+    assert later.quote in text.splitlines()[lines[1] - 1]
+    assert str(lines[0]) in later.message and str(lines[1]) in findings[0].message
+
+
+@pytest.mark.parametrize(
     ("change", "reason"),
     [
         (("category: escape_clause", "category: escapes"), "unknown category"),
@@ -91,7 +117,8 @@ def test_a_bad_rule_file_is_refused_at_load_naming_the_file_and_the_rule(tmp_pat
 
 
 def test_no_function_of_the_engine_is_above_complexity_10():
-    files = ["quality_engine.py", "quality_rules.py", "quality_eval.py", "chinese_words.py", "domain_packs.py",
+    files = ["quality_engine.py", "quality_rules.py", "contradiction_detectors.py",
+             "quality_eval.py", "chinese_words.py", "domain_packs.py",
              "review_checklist.py", "model_review.py"]  # fmt: skip
     root = Path(__file__).parents[2]
     paths = [str(root / "teamclaw" / "workflows" / name) for name in files]

@@ -12,7 +12,8 @@ the four offline experts of seed 002 §6.2 (their findings together); ``model`` 
 scores its experts' review round, so models and prompt versions can be compared on your own
 documents (about 12 model calls a document: three rounds of four experts).
 Exit status: 0 done, 1 a review task failed (the rest is still scored and printed), 2 bad
-input (missing folder, unreadable labels file, ``model`` with nothing configured on a model).
+input (missing folder, unreadable labels file, ``model`` with nothing configured on a model,
+``model`` on a database that cannot be reached or is not migrated: run ``manage.py migrate``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db.migrations.executor import MigrationExecutor
 
 from runs.host import RuntimeHost
 from runs.review_eval import TaskReviewer, configured_executors
@@ -35,6 +38,27 @@ from teamclaw.workflows.quality_eval import (
     read_corpus,
     table,
 )
+
+
+def _database_ready() -> None:
+    """Refuse (``CommandError``, exit 2) when the database the review tasks are recorded in
+    cannot be reached or has migrations not applied (``manage.py migrate`` not run yet)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError as error:
+        raise CommandError(
+            f"--reviewer model: the database cannot be reached ({error}); check DATABASE_URL", returncode=2
+        ) from None
+    if pending:
+        apps = sorted({migration.app_label for migration, _ in pending})
+        raise CommandError(
+            f"--reviewer model: the database has {len(pending)} migration(s) not applied ({', '.join(apps)}); "
+            "run `python manage.py migrate` first",
+            returncode=2,
+        )
+
 
 REVIEWERS: dict[str, Reviewer | None] = {"engine": engine_reviewer, "experts": experts_reviewer, "model": None}
 """The offline reviewers; ``model`` is a ``TaskReviewer`` on a runtime of this process."""
@@ -77,7 +101,11 @@ class Command(BaseCommand):
             raise CommandError("review tasks failed:\n  " + "\n  ".join(failures), returncode=1)
 
     def _model_score(self, documents: list[Any]) -> tuple[Score, list[str]]:
-        executors = configured_executors()
+        _database_ready()
+        try:
+            executors = configured_executors()
+        except DatabaseError as error:
+            raise CommandError(f"--reviewer model: the database cannot be read ({error})", returncode=2) from None
         if executors.split("+") == ["offline"]:
             raise CommandError(
                 "--reviewer model: no capability of requirement_review runs on a model here; set OPENAI_BASE_URL "

@@ -1,0 +1,326 @@
+"""Contradictions that need a comparison: numeric bounds and actor exclusivity (issue 27;
+seed 002 §6.7 逻辑严谨性). Two detectors of the requirement-quality engine, rules as data
+(rows of ``rule_files/contradiction_compare.yaml``, vocabularies in its ``compare`` key):
+
+- ``bounds``: each trigger pattern names its number by group: ``max``, ``min``, ``xmax``
+  (under N: at most N-1), ``xmin`` (over N), ``low``+``high`` (a range allowed) or ``allow``
+  (a quantity allowed: "can book 5"); an optional ``unit`` group names the quantity before the
+  number ("aged"). The quantity's key is the unit or counted noun after the number (jieba
+  words for Chinese: "3 个号" -> 个号; "21 years old" -> age by ``units``), with its period
+  scope ("per day", 每天). Two statements of one key conflict when a limit allows what
+  another forbids (at least 21 against 18 to 20 allowed; 最多 3 个 against 可以 5 个) or
+  two limits of one direction differ. Both must share a content word besides the key, except
+  a unit quantity (age) that one of them permits ("drivers aged 18 to 20 may rent").
+- ``exclusive``: a trigger pattern with a ``cue`` group ("only", 仅限, 只有) followed by the
+  actor and the action ("only inventory controllers can adjust stock levels"); another
+  statement in which a different actor performs the same action (``counterpart`` words are
+  the modals skipped between actor and verb). A generic access action (``access_verbs``:
+  use, 使用, 注册) meets any other access action.
+
+Both lines get a finding with the same ``pair`` id, each quoting its own clause and its
+message naming the other line (``{other}``). ``exempt`` patterns on a clause (a refusal or
+negation: "cannot", 不得, 拒绝) make it no permission and no limit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from teamclaw.workflows.quality_rules import Matcher, Rule
+
+_CLAUSE_START = {"en": re.compile(r"[;；]|\.(?:\s|$)"), "zh": re.compile(r"[，,；;。！？!?]")}
+_EN_WORD = re.compile(r"[a-z][a-z-]*")
+Pair = tuple[Any, tuple[int, int], Any, tuple[int, int]]
+"""Two contradicting statements: a line, the span found on it, the other line and its span
+(the engine turns each pair into two findings, ``quality_engine``)."""
+
+
+def clause(line: Any, span: tuple[int, int]) -> str:
+    """The clause of ``line.text`` around ``span`` (as the engine quotes it)."""
+    ends = [m.start() for m in _CLAUSE_START[line.language].finditer(line.text)]
+    start = max([e + 1 for e in ends if e < span[0]], default=0)
+    end = min([e for e in ends if e >= span[1]], default=len(line.text))
+    return line.text[start:end].strip() or line.text[span[0] : span[1]]
+
+
+def _any(matcher: Matcher, text: str, language: str) -> bool:
+    """True when a pattern of ``matcher`` matches ``text`` (these rows use patterns only)."""
+    return any(p.search(text) for p in matcher.patterns.get(language, ()))
+
+
+def _content_words(line: Any, span: tuple[int, int], stop: frozenset[str]) -> set[str]:
+    """Content words of the clause around ``span``: Chinese nouns and verbs of 2+ characters,
+    English words of 4+ letters without a plural -s."""
+    text = clause(line, span)
+    if line.language == "zh":
+        words = {w.text for w in line.words if w.text in text and len(w.text) > 1 and w.tag[:1] in ("n", "v")}
+    else:
+        words = {w.removesuffix("s") for w in _EN_WORD.findall(text.lower()) if len(w) > 3}
+    return words - stop
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One numeric statement: the interval it allows (``low``..``high``), ``limit`` (a rule:
+    at most / at least) or an allowance, the quantity ``key``, its period ``scope``, the
+    ``line`` and ``span`` of the number."""
+
+    line: Any
+    span: tuple[int, int]
+    low: float
+    high: float
+    limit: str  # "max", "min" or "" (an allowance)
+    key: str
+    unit: bool
+    scope: str
+    permissive: bool
+
+
+def _vocabulary(context: dict[str, Any], language: str, name: str) -> list[str]:
+    return [str(w).lower() for w in context["compare"].get(name, {}).get(language, ())]
+
+
+def _units(context: dict[str, Any], language: str) -> dict[str, str]:
+    """``{unit word: canonical quantity}`` of the ``units`` vocabulary."""
+    out = {}
+    for canonical, words in context["compare"].get("units", {}).items():
+        for word in words.get(language, ()):
+            out[str(word).lower()] = canonical
+    return out
+
+
+def _words_after(line: Any, end: int) -> list[str]:
+    """The first two words after offset ``end`` of the clause (jieba words for Chinese)."""
+    rest = line.text[end:]
+    stop = _CLAUSE_START[line.language].search(rest)
+    rest = rest[: stop.start()] if stop else rest
+    if line.language == "zh":
+        return [w.text for w in line.words if w.start >= end and w.end <= end + len(rest) and w.text.strip()][:2]
+    return _EN_WORD.findall(rest.lower())[:2]
+
+
+def _key(line: Any, end: int, unit: str, context: dict[str, Any]) -> tuple[str, bool] | None:
+    """``(key, unit)`` of the quantity whose number ends at ``end``; None for a relative
+    amount ("2 more", 额外), a time reference ("2 hours before", 24 小时前) or no noun."""
+    language = line.language
+    units = _units(context, language)
+    if unit:
+        return units.get(unit.strip().lower(), unit.strip().lower()), True
+    words = _words_after(line, end)
+    relative, modifiers = _vocabulary(context, language, "relative"), _vocabulary(context, language, "modifiers")
+    before = line.text[max(0, end - 16) : end].lower()
+    if not words or words[0] in relative or any(r in before for r in relative):
+        return None
+    if len(words) > 1 and words[1] in _vocabulary(context, language, "time_references"):
+        return None
+    if language == "en" and words[0] in modifiers and len(words) > 1:
+        words = words[1:]
+    for candidate in (" ".join(words), words[0]):
+        if candidate in units:
+            return units[candidate], True
+    joiner = "" if language == "zh" else " "
+    head = words[0].removesuffix("s") if language == "en" else joiner.join(words)
+    return head, False
+
+
+def _scope(line: Any, start: int, end: int, context: dict[str, Any]) -> str:
+    """The period the clause counts per (``scopes`` vocabulary: "per day", 每天), "" if none."""
+    text = clause(line, (start, end)).lower()
+    for word in _vocabulary(context, line.language, "scopes"):
+        if word in text:
+            return word
+    return ""
+
+
+def _interval(groups: dict[str, str]) -> tuple[float, float, str] | None:
+    if groups.get("low") and groups.get("high"):
+        low, high = sorted((float(groups["low"]), float(groups["high"])))
+        return low, high, ""
+    kinds = {
+        "max": lambda n: (-math.inf, n, "max"),
+        "xmax": lambda n: (-math.inf, n - 1, "max"),
+        "min": lambda n: (n, math.inf, "min"),
+        "xmin": lambda n: (n + 1, math.inf, "min"),
+        "allow": lambda n: (n, n, ""),
+    }
+    for name, make in kinds.items():
+        if groups.get(name):
+            return make(float(groups[name]))
+    return None
+
+
+def _number_span(match: re.Match[str]) -> tuple[int, int]:
+    groups = match.groupdict()
+    named = [match.span(g) for g in ("high", "max", "xmax", "min", "xmin", "allow") if groups.get(g)]
+    return named[0] if named else match.span()
+
+
+def bounds(rule: Rule, line: Any, context: dict[str, Any]) -> Iterator[Bound]:
+    """Every numeric statement of ``line`` that ``rule``'s trigger patterns find."""
+    permits = _vocabulary(context, line.language, "permissive")
+    for pattern in rule.trigger.patterns.get(line.language, ()):
+        for match in pattern.finditer(line.text):
+            groups = {k: v for k, v in match.groupdict().items() if v}
+            interval = _interval(groups)
+            span = _number_span(match) if interval else None
+            if interval is None or span is None or _any(rule.exempt, clause(line, span), line.language):
+                continue
+            key = _key(line, span[1], groups.get("unit", ""), context)
+            if key:
+                scope = _scope(line, match.start(), span[1], context)
+                text = f" {clause(line, span).lower()} "
+                permissive = any(f" {w} " in text or (line.language == "zh" and w in text) for w in permits)
+                yield Bound(
+                    line, (match.start(), span[1]), interval[0], interval[1], interval[2], *key, scope, permissive
+                )
+
+
+def conflict(a: Bound, b: Bound) -> bool:
+    """True when ``a`` and ``b`` cannot both hold (see the module docstring)."""
+    if not a.limit and not b.limit:
+        return False
+    if a.limit and b.limit:
+        if a.limit == b.limit:
+            return (a.low, a.high) != (b.low, b.high)
+        return a.high < b.low or b.high < a.low
+    limit, allowed = (a, b) if a.limit else (b, a)
+    return allowed.low < limit.low or allowed.high > limit.high
+
+
+def _same_quantity(a: Bound, b: Bound, stop: frozenset[str]) -> bool:
+    """True when ``a`` and ``b`` count one thing: the same key and scope, and either a unit
+    quantity (age) that one of them permits ("aged 18 to 20 can rent"), or a content word of
+    both clauses besides the key (预约 in "最多预约 3 个号" and "可以预约 5 个号")."""
+    if a.line.number == b.line.number or a.key != b.key or a.scope != b.scope:
+        return False
+    if a.unit and (a.permissive or b.permissive):
+        return True
+    stop = stop | {a.key, *a.key.split()}
+    return bool(_content_words(a.line, a.span, stop) & _content_words(b.line, b.span, stop))
+
+
+def bounds_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list[Pair]:
+    """The conflicting pairs of a ``bounds`` row, once a pair of lines."""
+    stop = frozenset(context.get("stopwords", ()))
+    found = [bound for line in lines for bound in bounds(rule, line, context)]
+    out: list[Pair] = []
+    seen = set()
+    for i, a in enumerate(found):
+        for b in found[i + 1 :]:
+            pair = (min(a.line.number, b.line.number), max(a.line.number, b.line.number))
+            if pair in seen or not _same_quantity(a, b, stop) or not conflict(a, b):
+                continue
+            seen.add(pair)
+            out.append((a.line, a.span, b.line, b.span))
+    return out
+
+
+@dataclass(frozen=True)
+class Exclusive:
+    """An "only X can do Y" statement: the ``actor`` words, the ``action`` content words, and
+    whether the action is a generic access (use, 使用, 注册)."""
+
+    line: Any
+    span: tuple[int, int]
+    actor: frozenset[str]
+    action: frozenset[str]
+    access: bool
+
+
+def _actor_and_action(rule: Rule, line: Any, start: int, end: int) -> tuple[list[str], list[str]]:
+    """The words of ``line.text[start:end]`` before the action (the actor) and from it on (the
+    action). A modal (``counterpart`` words: can, 可以) ends the actor and is skipped; in
+    Chinese the first verb (jieba tag v) starts the action; in English without a modal the
+    first word is the actor ("Pickers correct the stock level")."""
+    modals = set(rule.counterpart.words.get(line.language, ()))
+    if line.language == "zh":
+        tokens = [(w.text, w.tag) for w in line.words if start <= w.start and w.end <= end and w.text.strip()]
+    else:
+        tokens = [(w, "") for w in _EN_WORD.findall(line.text[start:end].lower()) if w not in ("the", "a", "an")]
+    actor: list[str] = []
+    action: list[str] = []
+    for text, tag in tokens:
+        if text in modals:
+            if actor:
+                action.append("")
+            continue
+        (action if action or tag.startswith("v") else actor).append(text)
+    if line.language == "en" and not action and len(actor) > 1:
+        actor, action = actor[:1], actor[1:]
+    return actor, [w for w in action if w]
+
+
+def exclusives(rule: Rule, line: Any, context: dict[str, Any]) -> Iterator[Exclusive]:
+    """Every "only X can do Y" statement of ``line`` found by ``rule``'s trigger."""
+    access = set(_vocabulary(context, line.language, "access_verbs"))
+    for pattern in rule.trigger.patterns.get(line.language, ()):
+        for match in pattern.finditer(line.text):
+            if "cue" not in pattern.groupindex or not match.group("cue"):
+                continue
+            text = clause(line, match.span("cue"))
+            end = line.text.find(text) + len(text)
+            actor, action = _actor_and_action(rule, line, match.end("cue"), end)
+            if actor and action:
+                words = _content(line, action, context)
+                yield Exclusive(line, match.span(), _heads(actor), words, bool(access & set(action)))
+
+
+def _heads(words: list[str]) -> frozenset[str]:
+    return frozenset(w.removesuffix("s") for w in words if w not in ("the", "a", "an"))
+
+
+def _content(line: Any, words: list[str], context: dict[str, Any]) -> frozenset[str]:
+    stop = set(context.get("stopwords", ())) | {"the", "a", "an", "of", "in", "on", "for", "to", "and", "or"}
+    if line.language == "en":
+        return frozenset(w.removesuffix("s") for w in words if len(w) > 3 and w not in stop)
+    return frozenset(w for w in words if len(w) > 1 and w not in stop)
+
+
+def _clauses(line: Any) -> Iterator[tuple[int, int]]:
+    start = 0
+    for match in _CLAUSE_START[line.language].finditer(line.text):
+        yield start, match.start()
+        start = match.end()
+    yield start, len(line.text)
+
+
+def _other_actor(rule: Rule, only: Exclusive, line: Any, context: dict[str, Any]) -> tuple[int, int] | None:
+    """The span of a clause of ``line`` in which an actor other than ``only.actor`` performs
+    ``only``'s action (affirmatively), or None."""
+    access = set(_vocabulary(context, line.language, "access_verbs"))
+    actor_stop = set(_vocabulary(context, line.language, "actor_stop"))
+    for start, end in _clauses(line):
+        text = line.text[start:end]
+        if _any(rule.exempt, text, line.language) or _any(rule.trigger, text, line.language):
+            continue
+        actor, action = _actor_and_action(rule, line, start, end)
+        heads = _heads(actor)
+        if not heads or heads & only.actor or (actor and actor[0] in actor_stop) or not action:
+            continue
+        words = _content(line, action, context)
+        shared = len(words & only.action) >= min(2, len(only.action))
+        if (only.access and access & set(action)) or (only.action and shared):
+            return start, end
+    return None
+
+
+def exclusive_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list[Pair]:
+    """The pairs of an ``exclusive`` row: the "only" line and a line where another actor
+    does the same, once a pair of lines."""
+    out: list[Pair] = []
+    seen = set()
+    for line in lines:
+        for only in exclusives(rule, line, context):
+            for other in lines:
+                pair = (min(line.number, other.number), max(line.number, other.number))
+                if other.number == line.number or pair in seen:
+                    continue
+                span = _other_actor(rule, only, other, context)
+                if span:
+                    seen.add(pair)
+                    out.append((line, only.span, other, span))
+    return out
