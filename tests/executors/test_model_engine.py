@@ -192,8 +192,13 @@ def test_a_custom_reviewer_has_no_checklist_and_every_item_comes_from_a_row():
     assert all(i.source.startswith(("rule_files/", "document_rules")) for i in items)
     domain = checklist("domain", document)
     assert any(i.source == "pack_files/health_care.yaml" for i in domain)
-    english = parse_document("# Shop\n\n## Requirements\n- Orders are exported quickly.\n")
-    assert not any(i.source.startswith("pack_files/") for i in checklist("domain", english))
+    # a document of no domain a pack knows draws no pack row; a shop's draws the e-commerce pack
+    notes = parse_document("# Notes\n\n## Requirements\n- Notes are exported quickly.\n")
+    assert not any(i.source.startswith("pack_files/") for i in checklist("domain", notes))
+    shop = parse_document("# Shop\n\n## Requirements\n- Orders are exported quickly.\n")
+    assert {i.source for i in checklist("domain", shop) if i.source.startswith("pack_files/")} == {
+        "pack_files/e_commerce.yaml"
+    }
 
 
 class CorpusBrain:
