@@ -57,7 +57,9 @@ def test_a_terminal_run_waiting_for_a_confirmation_is_approved_through_the_web_a
         str(document),
         "--output",
         str(tmp_path / "out"),
-        env=process_env(),
+        # a lease long enough that a loaded machine's missed heartbeat is not a takeover: this
+        # test is about ownership, tests/test_fencing_processes.py about takeovers
+        env=process_env(TEAMCLAW_LEASE_S="15"),
         log=tmp_path / "run_workflow.log",
     )
     try:
