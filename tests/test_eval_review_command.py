@@ -72,7 +72,7 @@ def test_eval_review_measures_the_held_out_documents_kept_aside_for_acceptance(f
     assert int(metrics["review_clean_lines"]) >= 8 * 5
 
 
-LABELS = sorted(CORPUS.glob("*.labels.yaml")) + sorted(HELDOUT.glob("*.labels.yaml")) + sorted(HELDOUT2.glob("*.labels.yaml"))
+LABELS = [label for folder in (CORPUS, HELDOUT, HELDOUT2) for label in sorted(folder.glob("*.labels.yaml"))]
 
 
 @pytest.mark.parametrize("labels", LABELS, ids=[path.name for path in LABELS])
