@@ -79,12 +79,16 @@ test: install
 REVIEW_CORPUS ?= ../shared/requirements/dev
 # Kept aside for acceptance: 8 documents written blind, before the rules were tuned on them (docs/review-rules.md).
 REVIEW_HELDOUT ?= tests/data/review_heldout
+# A second blind set, written after the rules were tuned on the first one (docs/review-rules.md).
+REVIEW_HELDOUT2 ?= tests/data/review_heldout2
 
 bench: install
 	@if [ -d "$(REVIEW_CORPUS)" ]; then $(BIN)/python manage.py eval_review "$(REVIEW_CORPUS)"; \
 	else echo "== no review corpus at $(REVIEW_CORPUS): skipping eval_review"; fi
 	@echo "== held-out review corpus $(REVIEW_HELDOUT)"
 	$(BIN)/python manage.py eval_review "$(REVIEW_HELDOUT)"
+	@echo "== second held-out review corpus $(REVIEW_HELDOUT2)"
+	$(BIN)/python manage.py eval_review "$(REVIEW_HELDOUT2)"
 	$(BIN)/python bench/runtime_bench.py
 	$(BIN)/python bench/governance_bench.py
 	$(BIN)/python bench/message_log_bench.py
