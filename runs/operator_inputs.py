@@ -26,6 +26,7 @@ from runs.confirmations import ConfirmationError, deliver
 from runs.tasks import DocumentError, check_budget, validate_document
 from teamclaw.errors import DomainError, InvalidField, NotFound
 from teamclaw.runtime.schemas import compile_schema, schema_errors
+from teamclaw.workflows.clarify import option_key
 from teamclaw.workflows.document import parse_document
 
 SECTIONS = {"answers": ("project_type", "interview"), "decisions": ("decisions",), "next": ("next_action",)}
@@ -40,8 +41,9 @@ WHAT = {
     "next_action": "what to do with the draft",
 }
 """How the messages name what a task asks."""
-OPTION_KEY = re.compile(r"^\s*(?:option|选项)?\s*([A-Za-z])\s*[.。)）]?\s*$", re.IGNORECASE)
-"""An interview answer that names an option by its key ("B", "b.", "option B", "选项 B")."""
+OPTION_KEY = re.compile(r"^[A-Za-z]$")
+"""An interview answer that names an option by its key ("B", "b.", "option B", "选项 B",
+"选项：Ｂ"), once read by ``clarify.option_key``."""
 BLANK_KEYWORDS = ("pattern", "minLength")
 """Schema refusals that mean "may not be blank" for a text answer."""
 
@@ -116,8 +118,8 @@ def _check_interview_answer(row: ToolConfirmation, question_id: str, value: str,
     questions = (row.args or {}).get("questions", [])
     question: dict[str, Any] = next((q for q in questions if q.get("id") == question_id), {})
     keys = [str(o.get("key", "")) for o in question.get("options") or () if o.get("key")]
-    letter = OPTION_KEY.match(value)
-    if keys and letter and letter.group(1).lower() not in {k.lower() for k in keys}:
+    letter = OPTION_KEY.match(option_key(value))
+    if keys and letter and letter.group(0).lower() not in {k.lower() for k in keys}:
         raise InvalidField(
             _("“%(given)s” is not one of the options (%(keys)s)") % {"given": value.strip(), "keys": ", ".join(keys)},
             field,

@@ -278,6 +278,8 @@ def test_the_order_export_interview_through_the_api_in_english(api, runtime_host
         ("。。。", "holds no words"),
         ("D", "is not one of the options (A, B, C, X)"),
         ("option d.", "is not one of the options (A, B, C, X)"),
+        ("选项：Ｄ", "is not one of the options (A, B, C, X)"),
+        ("Ｄ", "is not one of the options (A, B, C, X)"),
     ],
 )
 def test_a_blank_answer_or_an_unknown_option_is_refused_naming_the_field(api, runtime_host, answer, reason):
