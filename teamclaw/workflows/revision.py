@@ -154,10 +154,10 @@ def _list_line(revision: _Revision, text: str) -> str | None:
     whose question begins another's ("- Q" and "- Q (line 6)") must not take the other's
     entry with it."""
     owner = max((e for e in revision.entries if text.startswith(e)), key=len, default=None)
-    if owner is None or owner not in revision.drop and owner not in revision.unclear:
-        return text
     if owner in revision.drop:
         return None
+    if owner is None or owner not in revision.unclear:
+        return text
     return owner + revision.unclear[owner] + text[len(owner) :]
 
 
