@@ -25,6 +25,7 @@ from monitoring.models import Task, ToolConfirmation
 from runs.confirmations import ConfirmationError, deliver
 from runs.tasks import DocumentError, check_budget, validate_document
 from teamclaw.errors import DomainError, InvalidField, NotFound
+from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.schemas import compile_schema, schema_errors
 from teamclaw.workflows.clarify import option_key
 from teamclaw.workflows.document import parse_document
@@ -112,7 +113,11 @@ def _check_part(row: ToolConfirmation, section: str, part: dict[str, Any]) -> No
 def _check_interview_answer(row: ToolConfirmation, question_id: str, value: str, field: str) -> None:
     """An interview answer (issue 27 item 5) is left empty (the question stays open), one of
     the question's option keys, or words: a text of blanks and punctuation only, or a lone
-    letter that is none of the question's options, is refused naming the field."""
+    letter that is none of the question's options, is refused naming the field; so is a
+    control or bidirectional control character (``teamclaw.plain_text``), as in every other
+    text an operator gives: the draft keeps the operator's words as typed."""
+    if reason := hidden_character_problem(value):
+        raise InvalidField(reason, field)
     if value and not WORD.search(value):
         raise InvalidField(_("holds no words: write an answer, or leave it empty to keep the question open"), field)
     questions = (row.args or {}).get("questions", [])
