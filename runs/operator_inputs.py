@@ -25,7 +25,9 @@ from monitoring.models import Task, ToolConfirmation
 from runs.confirmations import ConfirmationError, deliver
 from runs.tasks import DocumentError, check_budget, validate_document
 from teamclaw.errors import DomainError, InvalidField, NotFound
+from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.schemas import compile_schema, schema_errors
+from teamclaw.workflows.clarify import option_key
 from teamclaw.workflows.document import parse_document
 
 SECTIONS = {"answers": ("project_type", "interview"), "decisions": ("decisions",), "next": ("next_action",)}
@@ -40,8 +42,9 @@ WHAT = {
     "next_action": "what to do with the draft",
 }
 """How the messages name what a task asks."""
-OPTION_KEY = re.compile(r"^\s*(?:option|选项)?\s*([A-Za-z])\s*[.。)）]?\s*$", re.IGNORECASE)
-"""An interview answer that names an option by its key ("B", "b.", "option B", "选项 B")."""
+OPTION_KEY = re.compile(r"^[A-Za-z]$")
+"""An interview answer that names an option by its key ("B", "b.", "option B", "选项 B",
+"选项：Ｂ"), once read by ``clarify.option_key``."""
 BLANK_KEYWORDS = ("pattern", "minLength")
 """Schema refusals that mean "may not be blank" for a text answer."""
 
@@ -110,14 +113,18 @@ def _check_part(row: ToolConfirmation, section: str, part: dict[str, Any]) -> No
 def _check_interview_answer(row: ToolConfirmation, question_id: str, value: str, field: str) -> None:
     """An interview answer (issue 27 item 5) is left empty (the question stays open), one of
     the question's option keys, or words: a text of blanks and punctuation only, or a lone
-    letter that is none of the question's options, is refused naming the field."""
+    letter that is none of the question's options, is refused naming the field; so is a
+    control or bidirectional control character (``teamclaw.plain_text``), as in every other
+    text an operator gives: the draft keeps the operator's words as typed."""
+    if reason := hidden_character_problem(value):
+        raise InvalidField(reason, field)
     if value and not WORD.search(value):
         raise InvalidField(_("holds no words: write an answer, or leave it empty to keep the question open"), field)
     questions = (row.args or {}).get("questions", [])
     question: dict[str, Any] = next((q for q in questions if q.get("id") == question_id), {})
     keys = [str(o.get("key", "")) for o in question.get("options") or () if o.get("key")]
-    letter = OPTION_KEY.match(value)
-    if keys and letter and letter.group(1).lower() not in {k.lower() for k in keys}:
+    letter = OPTION_KEY.match(option_key(value))
+    if keys and letter and letter.group(0).lower() not in {k.lower() for k in keys}:
         raise InvalidField(
             _("“%(given)s” is not one of the options (%(keys)s)") % {"given": value.strip(), "keys": ", ".join(keys)},
             field,

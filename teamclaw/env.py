@@ -70,6 +70,24 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+SLUG = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
+"""A project slug as ``capabilities.Project.slug`` takes it (Django's SlugField, 64 at most)."""
+
+
+def env_slug_list(name: str, default: list[str], *, wildcard: str = "*") -> list[str]:
+    """``env_list`` of project slugs or ``wildcard``. Raises ImproperlyConfigured naming
+    ``$name`` and the item for anything else (a typo would otherwise match no project, and
+    the option would silently do nothing)."""
+    items = env_list(name, default)
+    for item in items:
+        if item != wildcard and not SLUG.match(item):
+            raise ImproperlyConfigured(
+                f"{name}: {item[:80]!r} is not a project slug (letters, digits, '-' or '_', "
+                f"at most 64) nor {wildcard!r} for every project"
+            )
+    return items
+
+
 def env_url(name: str, schemes: set[str], *, credentials: bool = True, hint: str = "") -> str:
     """Return ``$name`` when it is a URL with one of ``schemes``, '' when unset.
 

@@ -20,6 +20,7 @@ from teamclaw.env import (
     env_int,
     env_list,
     env_model_endpoints,
+    env_slug_list,
     env_str,
     env_time_zone,
     env_url,
@@ -309,7 +310,7 @@ TEAMCLAW: dict[str, Any] = {
     # Where a role's max_concurrent_instances counts (PRD §4.7; teamclaw.runtime.scopes, README
     # "Scaling out"): per task by default; the tasks of these project slugs (`*`: every
     # project) share their instances per project, across runtime workers.
-    "INSTANCE_LIMIT_PER_PROJECT": env_list("TEAMCLAW_INSTANCE_LIMIT_PER_PROJECT", []),
+    "INSTANCE_LIMIT_PER_PROJECT": env_slug_list("TEAMCLAW_INSTANCE_LIMIT_PER_PROJECT", []),
     "ALERT_INTERVAL_S": env_int("TEAMCLAW_ALERT_INTERVAL_S", 15, minimum=0, maximum=3600),
 }
 

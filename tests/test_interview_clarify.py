@@ -370,3 +370,21 @@ def test_a2a_text_lists_the_options_the_recommendation_and_the_coverage():
     line = _question_line({"id": "r1-data", "text": "记录哪些信息？", "recommended": "A",
                            "options": [{"key": "A", "text": "姓名"}, {"key": "X", "text": "暂不确定"}]})  # fmt: skip
     assert line == "- r1-data: 记录哪些信息？ [A) 姓名 *; X) 暂不确定]"
+
+
+# (answer as typed, the option it names): a Chinese input method types full-width letters,
+# colons and brackets; each must name its option as the half-width one does.
+TYPED_KEYS = (
+    ("选项Ｂ", "B"),
+    ("选项：B", "B"),
+    ("选项：Ｂ。", "B"),
+    ("Option: b", "B"),
+    ("ａ", "A"),
+    ("（Ｂ）", "B"),
+)
+
+
+def test_an_option_key_typed_full_width_or_after_a_colon_names_its_option():
+    question = {"options": [{"key": "A", "text": "甲"}, {"key": "B", "text": "乙"}], "recommended": "B"}
+    for typed, key in TYPED_KEYS:
+        assert resolve_answer(question, typed)["choice"] == key, typed

@@ -278,6 +278,10 @@ def test_the_order_export_interview_through_the_api_in_english(api, runtime_host
         ("。。。", "holds no words"),
         ("D", "is not one of the options (A, B, C, X)"),
         ("option d.", "is not one of the options (A, B, C, X)"),
+        ("选项：Ｄ", "is not one of the options (A, B, C, X)"),
+        ("Ｄ", "is not one of the options (A, B, C, X)"),
+        ("Patients \u202eand doctors", "holds an invisible control character (U+202E"),
+        ("Patients\x1b[31m", "holds an invisible control character (U+001B"),
     ],
 )
 def test_a_blank_answer_or_an_unknown_option_is_refused_naming_the_field(api, runtime_host, answer, reason):

@@ -92,6 +92,9 @@ def test_an_empty_secret_file_is_replaced_by_a_generated_secret(tmp_path):
         ("OPENAI_BASE_URL", "http://user:pw@127.0.0.1:8080/v1", "must not carry a user or password"),
         ("TEAMCLAW_LANGUAGE_CODE", "fr", "TEAMCLAW_LANGUAGE_CODE"),
         ("TEAMCLAW_TIME_ZONE", "Mars/Olympus_Mons", "not a known IANA time zone"),
+        ("TEAMCLAW_INSTANCE_LIMIT_PER_PROJECT", "shop, Not A Slug!", "TEAMCLAW_INSTANCE_LIMIT_PER_PROJECT"),
+        ("TEAMCLAW_INSTANCE_LIMIT_PER_PROJECT", "shop;hr", "is not a project slug"),
+        ("TEAMCLAW_INSTANCE_LIMIT_PER_PROJECT", "s" * 65, "is not a project slug"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_its_name(tmp_path, name, value, message):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,20 @@ def _option(question: dict[str, Any], key: str) -> dict[str, Any] | None:
     return next((o for o in question.get("options", ()) if o["key"].lower() == key.lower()), None)
 
 
+OPTION_PREFIX = re.compile(r"^(?:option|选项)\s*[:：]?\s*", re.IGNORECASE)
+"""What may precede an option's key in an answer: "option B", "选项 B", "选项：B"."""
+
+
+def option_key(text: str) -> str:
+    """``text`` without the "option" / "选项" before it and the full stop or brackets around
+    it, NFKC-normalised first: a Chinese input method types "选项Ｂ" and "选项：Ｂ" with a
+    full-width letter and colon, which must read as "B" as the half-width ones do. The
+    validator of the answers (``runs.operator_inputs``) and ``resolve_answer`` read keys with
+    it alike."""
+    normal = unicodedata.normalize("NFKC", text or "").strip()
+    return OPTION_PREFIX.sub("", normal.rstrip(".。)）").strip()).lstrip("(（").strip()
+
+
 def resolve_answer(question: dict[str, Any], raw: str, rules: ClarifyRules | None = None) -> dict[str, Any]:
     """What an answer means: ``{text, choice, open, none}``. Empty, or the open option's key
     or text: ``open`` (the question stays an open point). An option's key, or a word that
@@ -158,7 +173,7 @@ def resolve_answer(question: dict[str, Any], raw: str, rules: ClarifyRules | Non
     own words, as typed."""
     rules = rules or load_clarify_rules()
     text = (raw or "").strip()
-    key = re.sub(r"^(?:option|选项)\s*", "", text.rstrip(".。)）").strip(), flags=re.IGNORECASE)
+    key = option_key(text)
     if key.lower() in (w.lower() for w in RECOMMENDED_WORDS) and question.get("recommended"):
         key = question["recommended"]
     open_key = rules.open_option["key"]

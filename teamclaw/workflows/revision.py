@@ -77,6 +77,7 @@ class _Revision:
     section: list[str] = field(default_factory=list)
     drop: set[str] = field(default_factory=set)
     unclear: dict[str, str] = field(default_factory=dict)
+    entries: set[str] = field(default_factory=set)  # every point's entry, answered or not
 
 
 def _entry(point: dict[str, Any], language: str) -> str:
@@ -148,14 +149,16 @@ def _answer(revision: _Revision, point: dict[str, Any]) -> dict[str, Any]:
 
 
 def _list_line(revision: _Revision, text: str) -> str | None:
-    """An entry of the open points' list as it reads after the answers (None: dropped)."""
-    for entry in revision.drop:
-        if text.startswith(entry):
-            return None
-    for entry, note in revision.unclear.items():
-        if text.startswith(entry):
-            return entry + note + text[len(entry) :]
-    return text
+    """An entry of the open points' list as it reads after the answers (None: dropped). A
+    line is the entry of the point whose entry is the longest one it begins with: a point
+    whose question begins another's ("- Q" and "- Q (line 6)") must not take the other's
+    entry with it."""
+    owner = max((e for e in revision.entries if text.startswith(e)), key=len, default=None)
+    if owner in revision.drop:
+        return None
+    if owner is None or owner not in revision.unclear:
+        return text
+    return owner + revision.unclear[owner] + text[len(owner) :]
 
 
 def _tail(revision: _Revision) -> list[str]:
@@ -182,6 +185,7 @@ def revise(final: str, points: list[dict[str, Any]], language: str) -> tuple[str
     language = "zh" if language == "zh" else "en"
     lines = final.splitlines()
     revision = _Revision(language, lines, _heading_index(lines, OPEN_POINTS_TITLE[language]))
+    revision.entries = {_entry(point, language) for point in points}
     answered = [p for p in points if p.get("answer")]
     report_answers = [_answer(revision, point) for point in answered]
     text_lines = revision.lines[: revision.limit] + _tail(revision)

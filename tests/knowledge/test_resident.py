@@ -170,3 +170,20 @@ def test_a_vector_added_changed_or_removed_is_ranked_or_not_at_the_next_hybrid_s
     third = _add(role.role, "c.md", "Gamma.")
     _store(third, 7)
     assert nearest() == ("Gamma.", 0)  # added
+
+
+@pytest.mark.django_db
+def test_a_chunk_committed_after_the_table_was_read_never_leaks_out_of_scope(monkeypatch):
+    """SQLite full text: the table covers every chunk the searcher may see, and another
+    process commits a chunk of a source out of scope before the full-text query runs (here:
+    the table as read before that commit). The chunk is in the FTS index but not the table: it
+    must not be returned to a searcher without access to its source."""
+    if connection.vendor != "sqlite":
+        pytest.skip("the scope is applied in SQL on PostgreSQL")
+    role = librarian()
+    _add(role.role, "a.md", "Zebra crossings.")
+    table = resident.chunks()
+    other = AgentRole.objects.create(role="archivist", display_name="Archivist")
+    _add(other.role, "o.md", "Zebra secrets of the archive.")
+    monkeypatch.setattr(resident, "chunks", lambda: table)
+    assert _texts("zebra") == ["Zebra crossings."]
