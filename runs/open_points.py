@@ -45,7 +45,10 @@ def _answerable_task(user: Any, task_id: str) -> Task:
         )
     outcome = task_outcome(task)
     if not outcome or outcome.get("phase") != "review":
-        raise Conflict(f"the task is {task.status} and has no review outcome yet: open points are answered once it has")
+        raise Conflict(
+            f"the task is {task.status} and has no review outcome yet: open points are answered once it has",
+            code="no_outcome",
+        )
     return task
 
 
@@ -116,7 +119,9 @@ def _store(task: Task, text: str, report: dict[str, Any]) -> dict[str, Any]:
                     task=task, name=name, content=content, content_type=kind, role="operator", created_at=now
                 )
     except IntegrityError:
-        raise Conflict("another revision of this document was written at the same moment: try again") from None
+        raise Conflict(
+            "another revision of this document was written at the same moment: try again", code="revision_race"
+        ) from None
     return next(r for r in final_revisions(task) if r["version"] == version)
 
 
@@ -131,10 +136,12 @@ def revise_final_document(user: Any, task_id: str) -> tuple[dict[str, Any], bool
     task = _answerable_task(user, task_id)
     final = Artifact.objects.filter(task_id=task.id, name=FINAL).values_list("content", flat=True).first()
     if final is None:
-        raise Conflict(f"the task has no {FINAL} to revise")
+        raise Conflict(f"the task has no {FINAL} to revise", code="no_final_document")
     points = open_points(task)
     if not any(p["answer"] for p in points):
-        raise Conflict("no open point has an answer yet: answer at least one, then revise the document")
+        raise Conflict(
+            "no open point has an answer yet: answer at least one, then revise the document", code="no_answer"
+        )
     text, report = revise(final, points, _document_language(task))
     earlier = final_revisions(task)
     if earlier:

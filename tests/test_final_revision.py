@@ -139,6 +139,9 @@ def test_the_task_page_in_chinese_revises_and_links_the_side_by_side_diff(api, f
     task = finished_review
     page = Client(HTTP_ACCEPT_LANGUAGE="zh-hans")
     page.force_login(staff_user)
+    # before any answer the page says exactly why nothing was written
+    refused = page.post(f"/tasks/{task.id}/revisions", follow=True).content.decode()
+    assert "文档未修订：请先回答至少一条待确认事项。" in refused
     html = page.get(f"/tasks/{task.id}/").content.decode()
     assert "您的回答已记录，但尚未写入最终文档。" in html
     assert "把我的回答写入修订后的最终文档</button>" in html and "disabled" in html.split('class="revise"', 1)[1][:400]

@@ -557,6 +557,18 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
     return HttpResponse(answered + title, status=400 if errors else 200)
 
 
+def _revise_refusal(code: str) -> str:
+    """The page's words for a 409 of ``runs.open_points.revise_final_document``, by its code."""
+    reasons = {
+        "no_final_document": _("The document was not revised: this task wrote no final document."),
+        "revision_race": _("The document was not revised: another revision was written at the same moment. Try again."),
+        "no_answer": _("The document was not revised: answer at least one open point first."),
+    }
+    return reasons.get(
+        code, _("The document was not revised: answer at least one open point of a finished review first.")
+    )
+
+
 @require_POST
 def task_revise(request: HttpRequest, task_id: str) -> HttpResponse:
     """Write the operator's answers into a new version of the final document from the Outcome
@@ -572,9 +584,7 @@ def task_revise(request: HttpRequest, task_id: str) -> HttpResponse:
         if exc.status == 403:
             refusal = _("only the user who started this task or a staff user may revise its document")
             raise PermissionDenied(refusal) from None
-        messages.error(
-            request, _("The document was not revised: answer at least one open point of a finished review first.")
-        )
+        messages.error(request, _revise_refusal(exc.code))
         return redirect(back)
     if created:
         messages.success(
