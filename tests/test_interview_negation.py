@@ -30,7 +30,7 @@ def _requirements(draft: str) -> list[str]:
 
 def test_an_answer_that_negates_an_earlier_one_draws_a_follow_up_and_left_open_is_no_requirement():
     # Round 2: the privacy follow-up on the flow is answered "不收集这些信息", and "不对接其他系统".
-    draft, result, asked = _draft({"flow": FLOW, "flow-f1": "B", "integration": "A"})
+    draft, _result, asked = _draft({"flow": FLOW, "flow-f1": "B", "integration": "A"})
     texts = [q["text"] for q in asked if q["kind"] == "follow_up"]
     assert any("填写姓名和手机号提交" in t and "不收集这些信息" in t for t in texts), texts
     assert any("收到短信确认" in t and "不对接其他系统" in t for t in texts), texts

@@ -508,7 +508,8 @@ def _contradictions_over_limits(
 ) -> list[dict[str, Any]]:
     """Contradiction follow-ups the limits left out (``needed`` not ``kept``) whose statements
     no contradiction asked already names: they stay pending, an open point naming both."""
-    named = {o["withdraws"] for e in entries if e.get("kind") == "follow_up" for o in e["options"] if o.get("withdraws")}
+    asked = [e for e in entries if e.get("kind") == "follow_up"]
+    named = {o["withdraws"] for e in asked for o in e["options"] if o.get("withdraws")}
     out = []
     for question in needed:
         statements = {o["withdraws"] for o in question["options"] if o.get("withdraws")}
