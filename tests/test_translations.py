@@ -827,8 +827,13 @@ def test_an_interview_coverage_map_with_nothing_asked_says_so(builtin):
     cf.update(created_at=at, expires_at=at)
     with translation.override("zh-hans"):
         html = render_to_string("monitoring/_operator_input.html", {"cf": cf})
-    assert "0 / 0" not in html and "还没有提出任何问题" in html
+    # Questions are shown below the map: it never says that none has been asked (issue 27).
+    assert "0 / 0" not in html and "还没有提出任何问题" not in html and "回答下面的问题后" in html
     assert "主控" in html and "<strong>main</strong>" not in html
+    with translation.override("zh-hans"):
+        empty = {**cf, "request": {**request, "questions": []}}
+        html = render_to_string("monitoring/_operator_input.html", {"cf": empty})
+    assert "还没有提出任何问题" in html
     request["coverage"].append({"category": "goals", "label": "目标", "status": "partial", "answered": 1, "asked": 2})
     with translation.override("zh-hans"):
         html = render_to_string("monitoring/_operator_input.html", {"cf": cf})

@@ -62,6 +62,8 @@ class ClarifyRules:
     open_option: dict[str, str]
     titles: dict[str, dict[str, str]]
     follow_ups: tuple[dict[str, Any], ...]
+    settled_by_any_answer: frozenset[str] = frozenset()
+    """Finding categories whose follow-up another answer may settle (``settled_elsewhere``)."""
 
     def label(self, category: str, language: str) -> str:
         return next((c["label"][language] for c in self.categories if c["id"] == category), category)
@@ -143,6 +145,7 @@ def load_clarify_rules(folder: Path = INTERVIEW_FILES) -> ClarifyRules:
                      **_texts(coverage_path, "open_option", data.get("open_option"), "open_option")},
         titles={key: _texts(coverage_path, f"titles.{key}", value, "a title") for key, value in titles.items()},
         follow_ups=tuple(_follow_up(follow_path, row, ids) for row in rows),
+        settled_by_any_answer=frozenset(data.get("settled_by_any_answer") or ()) & set(FINDING_CATEGORIES),
     )  # fmt: skip
 
 
@@ -339,10 +342,13 @@ def needed_follow_ups(entries: list[dict[str, Any]], language: str, rules: Clari
     its ``id`` / ``question_id`` yet (``plan_round`` numbers them)."""
     by_id = {e["id"]: e for e in entries}
     asked = {e.get("key") for e in entries if e.get("kind") == "follow_up"}
+    asked_texts = {e["text"] for e in entries if e.get("kind") == "follow_up"}
     found = flagged(entries, language, rules)
     out: list[dict[str, Any]] = []
     for entry_id, finding in found:
-        if finding.pair:
+        if finding.pair or (
+            finding.category in rules.settled_by_any_answer and settled_elsewhere(finding, entry_id, entries, language)
+        ):
             continue
         values = {"quote": finding.quote, "match": finding.quote}
         out.append(_follow_up_question(by_id[entry_id], finding, language, rules, values))
@@ -353,7 +359,25 @@ def needed_follow_ups(entries: list[dict[str, Any]], language: str, rules: Clari
             continue
         values = {"earlier": first.quote, "later": last.quote, "quote": last.quote, "match": last.quote}
         out.append(_follow_up_question(by_id[last_id], last, language, rules, values))
-    return [q for q in out if q["key"] not in asked]
+    fresh = [q for q in out if q["key"] not in asked and q["text"] not in asked_texts]
+    return list({q["text"]: q for q in reversed(fresh)}.values())[::-1]
+
+
+def settled_elsewhere(finding: QualityFinding, entry_id: str, entries: list[dict[str, Any]], language: str) -> bool:
+    """True when another answer (typed, or a picked option's text) settles ``finding``: the
+    engine no longer flags the quoted clause once that answer is read beside it (round 1's
+    option "注册时取得本人同意，…1 年后删除；只有本人…可以查看" settles the personal-data
+    follow-up on "填写姓名和手机号提交"), so the follow-up is not asked."""
+    for other in entries:
+        if other["id"] == entry_id or not answered(other) or other["answer"]["none"]:
+            continue
+        text = other["answer"]["text"].replace("\n", "；")
+        document = parse_document(f"# Interview\n\n## {REQUIREMENTS_HEADING[language]}\n\n- {finding.quote}；{text}\n")
+        document.language = language
+        again = check_document(document, default_rules(), (finding.category,))
+        if not any(f.rule == finding.rule and f.quote == finding.quote for f in again):
+            return True
+    return False
 
 
 # -- coverage and ranking ---------------------------------------------------------------------------
@@ -430,6 +454,29 @@ def _base_question(question: dict[str, Any], style: str, language: str, rules: C
     }  # fmt: skip
 
 
+def contradicts_answers(text: str, entries: list[dict[str, Any]], language: str) -> bool:
+    """True when the requirement-quality engine finds ``text`` (an option) in contradiction
+    with an answer already given (``contradiction`` findings paired with its line)."""
+    document_text, owner = _answers_document(entries, language)
+    if not owner:
+        return False
+    document = parse_document(document_text + f"- {text}\n")
+    document.language = language
+    last = document_text.count("\n") + 1
+    findings = check_document(document, default_rules(), ("contradiction",))
+    return any(f.line == last and f.pair for f in findings)
+
+
+def consistent_recommendation(question: dict[str, Any], entries: list[dict[str, Any]], language: str) -> dict[str, Any]:
+    """``question`` as offered, its recommendation dropped (with the reason given for it) when
+    the recommended option contradicts what the operator already said: a flow needing text
+    messages is never offered "不对接其他系统" as the recommended answer (issue 27)."""
+    option = _option(question, question.get("recommended") or "")
+    if option is None or not contradicts_answers(option["text"], entries, language):
+        return question
+    return {**question, "recommended": "", "reason": ""}
+
+
 def _numbered(
     question: dict[str, Any], number: int, entries: list[dict[str, Any]], rules: ClarifyRules, language: str
 ) -> dict[str, Any]:
@@ -456,6 +503,21 @@ def _within_limits(
     return kept
 
 
+def _contradictions_over_limits(
+    needed: list[dict[str, Any]], kept: list[dict[str, Any]], entries: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Contradiction follow-ups the limits left out (``needed`` not ``kept``) whose statements
+    no contradiction asked already names: they stay pending, an open point naming both."""
+    asked = [e for e in entries if e.get("kind") == "follow_up"]
+    named = {o["withdraws"] for e in asked for o in e["options"] if o.get("withdraws")}
+    out = []
+    for question in needed:
+        statements = {o["withdraws"] for o in question["options"] if o.get("withdraws")}
+        if question not in kept and statements and not statements & named:
+            out.append(question)
+    return out
+
+
 def plan_round(
     questions: list[dict[str, Any]],
     rounds: list[dict[str, Any]],
@@ -471,10 +533,14 @@ def plan_round(
     the whole previous round unanswered (the rest stays open points)."""
     rules = rules or load_clarify_rules()
     entries = entries_of(rounds, rules)
-    follow_ups = _within_limits(needed_follow_ups(entries, language, rules), entries, rules)
+    needed = needed_follow_ups(entries, language, rules)
+    follow_ups = _within_limits(needed, entries, rules)
+    # A contradiction over the limits is never dropped: it stays an open point naming both.
+    over = _contradictions_over_limits(needed, follow_ups, entries)
     coverage = coverage_map(questions, entries, follow_ups, language, rules)
     asked = {e["question_id"] for e in entries}
     fresh = [_base_question(q, style, language, rules) for q in questions if q["id"] not in asked]
+    fresh = [consistent_recommendation(q, entries, language) for q in fresh]
     stopped = number > rules.max_rounds or bool(rounds and not any(answered(e) for e in entries_of(rounds[-1:], rules)))
     chosen = [] if stopped else rank(follow_ups + fresh, coverage, rules)[: rules.max_questions]
     numbered: list[dict[str, Any]] = []
@@ -486,6 +552,6 @@ def plan_round(
         "style": style,
         "questions": numbered,
         "coverage": coverage,
-        "pending_follow_ups": [q for q in follow_ups if q not in chosen],
+        "pending_follow_ups": [q for q in follow_ups if q not in chosen] + over,
         "last": not numbered or not left or number >= rules.max_rounds,
     }

@@ -561,9 +561,10 @@ def _open_section(doc_titles: list[str]) -> set[str]:
     return {t for t in doc_titles if t in (SECTION_TITLES["Open points"]["en"], SECTION_TITLES["Open points"]["zh"])}
 
 
-CLARITY_CATEGORIES = ("vague_term", "absolute", "escape_clause", "untestable", "contradiction")
-"""The engine's categories the quality check reports on the final document (seed 002 §6.7:
-objective, declarative, no contradictions; docs/review-rules.md)."""
+CLARITY_CATEGORIES = ("vague_term", "absolute", "escape_clause", "untestable")
+"""The engine's categories the quality check reports as ``clarity`` on the final document
+(seed 002 §6.7: objective, declarative; docs/review-rules.md); its ``contradiction``
+findings are the ``consistency`` check's (no contradictions)."""
 
 
 def _clarity_check(document: RequirementDocument, statements: list[Statement], language: str) -> dict[str, Any]:
@@ -620,7 +621,20 @@ TARGET_KEYS = ("response time", "load time", "latency", "timeout", "upload limit
 """Quantities whose targets must agree across the document (seed 002 §6.7 逻辑严谨性)."""
 
 
-def _consistency_check(statements: list[Statement], language: str) -> list[str]:
+def _consistency_check(final_doc: RequirementDocument, statements: list[Statement], language: str) -> list[str]:
+    """Targets of one quantity agree, and the requirement-quality engine finds no
+    contradiction between two requirements (seed 002 §6.7 逻辑严谨性: "不收集这些信息"
+    against "填写姓名和手机号", "不对接其他系统" against "收到短信确认")."""
+    numbers = {s.number for s in statements if not PROPOSED.search(s.text)}
+    found = [
+        say(language, f"line {f.line}: '{f.quote}': {f.message}", f"第 {f.line} 行：“{f.quote}”：{f.message}")
+        for f in check_document(final_doc, categories=("contradiction",))
+        if f.line in numbers
+    ]
+    return found + _target_check(statements, language)
+
+
+def _target_check(statements: list[Statement], language: str) -> list[str]:
     targets: dict[str, set[str]] = {}
     for statement in statements:
         for key in (k for k in TARGET_KEYS if k in statement.text.lower()):
@@ -695,12 +709,13 @@ def quality_check(final: str, original: str) -> dict[str, Any]:
     statements = [s for s in final_doc.statements if s.section not in open_titles and s.number not in aside]
     clarity = _clarity_check(final_doc, statements, language)
     unresolved = _unresolved(final_doc, open_titles, language)
-    unresolved += [f for f in clarity["findings"] if f not in unresolved]
+    consistency = _consistency_check(final_doc, statements, language)
+    unresolved += [f for f in clarity["findings"] + consistency if f not in unresolved]
     found = {
         "structure": _structure_check(final_doc, original_doc, language),
         "objectivity": _objectivity_check(statements, language),
         "clarity": clarity["findings"],
-        "consistency": _consistency_check(statements, language),
+        "consistency": consistency,
         "closure": _closure_check(final_doc, statements, language),
         "completeness": _completeness_check(final_doc, statements, language),
         "unresolved": unresolved,

@@ -17,6 +17,12 @@ seed 002 §6.7 逻辑严谨性). Two detectors of the requirement-quality engine
   the modals skipped between actor and verb). A generic access action (``access_verbs``:
   use, 使用, 注册) meets any other access action.
 
+- ``negated``: a trigger pattern states that something is not done ("不收集这些信息",
+  不对接其他系统, "does not collect personal data"); another line whose ``counterpart``
+  pattern states it is done (填写姓名和手机号, 收到短信确认), in a clause without an
+  ``exempt`` negation. When both clauses name ``fields`` (姓名, phone), they must share one;
+  a generic object (这些信息, any personal data) meets every field.
+
 Both lines get a finding with the same ``pair`` id, each quoting its own clause and its
 message naming the other line (``{other}``). ``exempt`` patterns on a clause (a refusal or
 negation: "cannot", 不得, 拒绝) make it no permission and no limit.
@@ -323,4 +329,45 @@ def exclusive_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> li
                 if span:
                     seen.add(pair)
                     out.append((line, only.span, other, span))
+    return out
+
+
+def _fields(text: str, context: dict[str, Any], language: str) -> set[str]:
+    """The ``fields`` words (姓名, 手机号, phone) named in ``text``."""
+    lowered = text.lower()
+    return {w for w in _vocabulary(context, language, "fields") if w in lowered}
+
+
+def _affirmed(rule: Rule, line: Any, fields: set[str], context: dict[str, Any]) -> tuple[int, int] | None:
+    """The span of a ``counterpart`` hit of ``line`` in a clause that is no negation itself
+    (neither a trigger nor an ``exempt`` hit) and, when both name fields, shares one."""
+    language = line.language
+    for pattern in rule.counterpart.patterns.get(language, ()):
+        for match in pattern.finditer(line.text):
+            text = clause(line, match.span())
+            if _any(rule.trigger, text, language) or _any(rule.exempt, text, language):
+                continue
+            theirs = _fields(text, context, language)
+            if not fields or not theirs or fields & theirs:
+                return match.span()
+    return None
+
+
+def negated_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list[Pair]:
+    """The pairs of a ``negated`` row: a line saying a thing is not done and another saying
+    it is (see the module docstring), once a pair of lines."""
+    out: list[Pair] = []
+    seen = set()
+    for line in lines:
+        for pattern in rule.trigger.patterns.get(line.language, ()):
+            for match in pattern.finditer(line.text):
+                fields = _fields(clause(line, match.span()), context, line.language)
+                for other in lines:
+                    pair = (min(line.number, other.number), max(line.number, other.number))
+                    if other.number == line.number or pair in seen:
+                        continue
+                    span = _affirmed(rule, other, fields, context)
+                    if span:
+                        seen.add(pair)
+                        out.append((line, match.span(), other, span))
     return out

@@ -104,14 +104,41 @@ def _candidates(entries: list[dict[str, Any]], settled: Settled, grammar: Gramma
             continue
         if entry.get("kind") == "follow_up" and entry["id"] not in settled.resolutions:
             continue
+        actor = ""
         for clause in clauses(entry["answer"]["text"], grammar):
+            stated, actor = with_actor(clause, actor, grammar)
             if not any(_same(clause, gone) for gone in settled.withdrawn + settled.contested):
-                out.append({"entry": entry, "clause": clause, "refinements": [], "also": []})
+                out.append({"entry": entry, "clause": clause, "stated": stated, "refinements": [], "also": []})
     for quote, refinement in settled.refined:
         target = next((c for c in out if _same(c["clause"], quote)), None)
         if target is not None:
             target["refinements"].append(refinement)
     return out
+
+
+def _step_actor(clause: str, grammar: Grammar) -> str:
+    """The person whose own step ``clause`` is (a ``responses`` row whose template starts with
+    ``{actor}``: "患者到诊所报到" -> 患者), else ""."""
+    for pattern, template in grammar.responses:
+        found = pattern.match(clause)
+        if found and template.startswith("{actor}") and found.groupdict().get("actor"):
+            return found.group("actor")
+    return ""
+
+
+def with_actor(clause: str, actor: str, grammar: Grammar) -> tuple[str, str]:
+    """``(clause, actor)``: a clause without a subject of its own that would be stated as "系统应
+    满足：…" takes the person of the step before it in the same answer ("患者选择医生，…，到诊
+    所报到" -> "患者到诊所报到": the patient's step, not the system's); the actor is the
+    operator's own word. Returns the clause as kept and the actor for the next clause."""
+    own = _step_actor(clause, grammar)
+    if own or not actor:
+        return clause, own
+    fallback = grammar.responses[-1][1].format(what=clause.strip().rstrip(".。")) + grammar.end
+    if ears(clause, grammar).lower() != fallback.lower():
+        return clause, actor
+    candidate = actor + clause
+    return (candidate, actor) if _step_actor(candidate, grammar) == actor else (clause, actor)
 
 
 def _merge(candidates: list[dict[str, Any]], language: str) -> tuple[list[dict[str, Any]], list[tuple[dict, dict]]]:
@@ -134,7 +161,7 @@ def _merge(candidates: list[dict[str, Any]], language: str) -> tuple[list[dict[s
 
 
 def _text(candidate: dict[str, Any], grammar: Grammar) -> str:
-    text = ears(candidate["clause"], grammar)
+    text = ears(candidate.get("stated") or candidate["clause"], grammar)
     if not candidate["refinements"]:
         return text
     body = text[: -len(grammar.end)] if grammar.end and text.endswith(grammar.end) else text

@@ -428,6 +428,7 @@ def _compared(pairs: Any) -> Any:
 _DETECTORS = {
     "bounds": _compared(compare.bounds_pairs),
     "exclusive": _compared(compare.exclusive_pairs),
+    "negated": _compared(compare.negated_pairs),
     "line": _line_rule,
     "defined_elsewhere": _defined_elsewhere_rule,
     "pair": _pair_rule,
