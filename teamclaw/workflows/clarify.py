@@ -214,14 +214,57 @@ def _answers_document(entries: list[dict[str, Any]], language: str) -> tuple[str
     each line number holds."""
     lines = ["# Interview", "", f"## {REQUIREMENTS_HEADING[language]}", ""]
     owner: dict[int, str] = {}
+    aside = {_bare(statement) for statement in set_aside(entries)}
+    grammar = load_grammar()[language]
     for entry in entries:
-        if not answered(entry) or entry["answer"]["none"]:
+        if not answered(entry) or entry["answer"]["none"] or _restates_a_side(entry):
             continue
         for line in entry["answer"]["text"].splitlines():
+            line = _without(line, aside, grammar) if aside else line
             if line.strip():
                 lines.append(f"- {line.strip()}")
                 owner[len(lines)] = entry["id"]
     return "\n".join(lines) + "\n", owner
+
+
+def _bare(text: str) -> str:
+    return re.sub(r"[\s.。,，;；!！?？]", "", text)
+
+
+def _without(line: str, aside: set[str], grammar: Any) -> str:
+    """``line`` without its clauses a settled contradiction set aside (joined again with the
+    language's clause separator); unchanged when none is."""
+    parts = clauses(line, grammar)
+    kept = [c for c in parts if _bare(c) not in aside]
+    return line if len(kept) == len(parts) else ("；" if grammar.end == "。" else "; ").join(kept)
+
+
+def _sides(entry: dict[str, Any]) -> list[str]:
+    return [o["withdraws"] for o in entry.get("options", ()) if o.get("withdraws")]
+
+
+def _chosen_side(entry: dict[str, Any]) -> str:
+    chosen = next((o for o in entry.get("options", ()) if o["key"] == entry["answer"].get("choice")), {})
+    return str(chosen.get("withdraws") or "")
+
+
+def _restates_a_side(entry: dict[str, Any]) -> bool:
+    """A contradiction follow-up answered by picking one of its two statements: the answer only
+    restates what the operator said before, so it is not read again as a new statement."""
+    return entry.get("kind") == "follow_up" and bool(_sides(entry)) and bool(_chosen_side(entry))
+
+
+def set_aside(entries: list[dict[str, Any]]) -> list[str]:
+    """The statements answered contradiction follow-ups set aside: the side not picked, or
+    both when the operator answered in their own words. The engine no longer reads them, so
+    a settled contradiction is never asked again the other way round."""
+    out: list[str] = []
+    for entry in entries:
+        if entry.get("kind") != "follow_up" or not answered(entry) or not _sides(entry):
+            continue
+        withdrawn = _chosen_side(entry)
+        out += [withdrawn] if withdrawn else _sides(entry)
+    return out
 
 
 def flagged(entries: list[dict[str, Any]], language: str, rules: ClarifyRules) -> list[tuple[str, QualityFinding]]:
