@@ -39,7 +39,8 @@ def test_the_demo_sample_draws_no_finding_on_its_out_of_scope_line():
 @pytest.mark.parametrize(
     "text",
     [
-        "# 报名\n\n## 需求\n- 家长可以为孩子报名课程。\n\n## 本期不做\n- 课程退费和退款。\n- 系统调用教务系统接口同步报名。\n",
+        "# 报名\n\n## 需求\n- 家长可以为孩子报名课程。\n\n## 本期不做\n"
+        "- 课程退费和退款。\n- 系统调用教务系统接口同步报名。\n",
         "# Sign-up\n\n## Requirements\n- Parents can sign their child up for a course.\n\n## Out of scope\n"
         "- Refunds of course fees.\n- Sign-ups are synced with the school's ERP system quickly.\n",
     ],
@@ -58,8 +59,11 @@ def test_a_whole_document_point_is_not_placed_on_the_title_line():
 
 @pytest.mark.parametrize(
     "text",
-    ["# 工具\n\n## 需求\n- FR-016：系统应满足：不对接其他系统\n", "# 工具\n\n## 需求\n- 本期不接入任何第三方平台。\n",
-     "# Tool\n\n## Requirements\n- The tool does not connect to any external system.\n"],
+    [
+        "# 工具\n\n## 需求\n- FR-016：系统应满足：不对接其他系统\n",
+        "# 工具\n\n## 需求\n- 本期不接入任何第三方平台。\n",
+        "# Tool\n\n## Requirements\n- The tool does not connect to any external system.\n",
+    ],
 )
 def test_a_line_saying_there_is_no_external_system_draws_no_integration_failure(text):
     assert [f for f in check_text(text) if f.category == "integration_failure"] == []
