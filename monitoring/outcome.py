@@ -130,6 +130,17 @@ def open_points(task: Task) -> list[dict[str, Any]]:
     return points
 
 
+def latest_quality(outcome: dict[str, Any], revisions: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
+    """The quality check that holds now and the version it refers to: the re-check of the
+    newest revision of the final document that carries one (``revision.r<N>.json``
+    ``quality``, ``runs.open_points.recheck``), else ``outcome.json``'s (version 0: the
+    final document as the review wrote it). Shape: ``({passed, failed_checks, findings}, N)``."""
+    for revision in reversed(revisions):
+        if isinstance(revision.get("quality"), dict):
+            return revision["quality"], revision["version"]
+    return outcome.get("quality") or {}, 0
+
+
 def quality_wants(outcome: dict[str, Any]) -> list[str]:
     """The quality check's findings an operator still has to settle besides the open points
     (vague words, open lists, undefined terms...): ``outcome.quality.findings``
@@ -144,10 +155,14 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
     (``open_points``), ``open_points_left`` (how many are unanswered), ``quality_wants``,
     ``quality_passed`` (the names of the checks that passed), ``outcome_language`` (the
     document's, for ``lang``), ``can_answer`` (the operator may act on the task),
-    ``revisions`` (``final_revisions``) and ``answered`` (how many points have an answer)."""
+    ``revisions`` (``final_revisions``), ``answered`` (how many points have an answer), and
+    ``quality_now`` / ``quality_version``: the quality check of the newest revised version
+    (``latest_quality``; 0 for the final document as reviewed), which ``quality_wants`` lists."""
     if not outcome or outcome.get("phase") != "review":
         return {}
     points = open_points(task)
+    revisions = final_revisions(task)
+    current, version = latest_quality(outcome, revisions)
     quality = _artifact_json(task, "quality_report.json")
     checks = quality.get("checks", []) if isinstance(quality, dict) else []
     report = _artifact_json(task, "consolidation_report.json")
@@ -155,11 +170,13 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
     return {
         "open_points": points,
         "open_points_left": sum(1 for p in points if not p["answer"]),
-        "quality_wants": quality_wants(outcome),
+        "quality_wants": quality_wants({"quality": current}),
+        "quality_now": current,
+        "quality_version": version,
         "quality_passed": [c.get("name") for c in checks if isinstance(c, dict) and c.get("passed")],
         "outcome_language": "zh-Hans" if language == "zh" else "en",
         "can_answer": can_operate,
-        "revisions": final_revisions(task),
+        "revisions": revisions,
         "answered": sum(1 for p in points if p["answer"]),
     }
 
@@ -167,8 +184,9 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
 def final_revisions(task: Task) -> list[dict[str, Any]]:
     """The revisions of ``requirement_final.md`` an operator's answers produced
     (``runs.open_points.revise_final_document``), oldest first: ``[{version, name,
-    report_name, created_at, resolved, still_unclear, unanswered, answers}]`` (the counts and
-    answers of ``revision.r<N>.json``; ``teamclaw.workflows.revision``). ``[]`` for none."""
+    report_name, created_at, resolved, still_unclear, unanswered, answers, quality}]`` (the
+    counts, answers and re-check (None before it was kept) of ``revision.r<N>.json``;
+    ``teamclaw.workflows.revision``). ``[]`` for none."""
     rows = Artifact.objects.filter(task_id=task.id, name__startswith="requirement_final.r").values_list(
         "name", "created_at"
     )
@@ -191,6 +209,7 @@ def final_revisions(task: Task) -> list[dict[str, Any]]:
                 "still_unclear": report.get("still_unclear", 0),
                 "unanswered": report.get("unanswered", 0),
                 "answers": report.get("answers", []),
+                "quality": report.get("quality"),
             }
         )
     return sorted(found, key=lambda r: r["version"])
