@@ -181,6 +181,23 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
     }
 
 
+def revision_summary(task: Task, name: str) -> dict[str, Any] | None:
+    """What a revision of the final document did, as the operator reads it, for the diff of
+    ``requirement_final.md`` with ``name``: ``{version, in_place, in_section, resolved,
+    still_unclear, unanswered}`` (answers written into their line, answers in the answers'
+    section, and the counts of open points of ``revision.r<N>.json``); None when ``name`` is no
+    revision of this task."""
+    revision = next((r for r in final_revisions(task) if r["name"] == name), None)
+    if revision is None:
+        return None
+    placed = [a.get("placed") for a in revision["answers"] if isinstance(a, dict)]
+    keys = ("version", "resolved", "still_unclear", "unanswered")
+    return {key: revision[key] for key in keys} | {
+        "in_place": placed.count("line"),
+        "in_section": placed.count("section"),
+    }
+
+
 def final_revisions(task: Task) -> list[dict[str, Any]]:
     """The revisions of ``requirement_final.md`` an operator's answers produced
     (``runs.open_points.revise_final_document``), oldest first: ``[{version, name,

@@ -213,3 +213,23 @@ def test_the_outcome_shows_what_the_quality_check_still_wants_in_the_newest_revi
     assert "质量检查已在最终文档的修订版 1 上重新运行" in page
     wants = page.split('class="small quality-wants"', 1)[1].split("</ul>", 1)[0]
     assert "与 ERP 的集成包括库存、发票等" in wants and undefined not in wants
+
+
+def test_the_side_by_side_of_a_revision_counts_changed_lines_and_resolved_points(api, finished_review, staff_user):
+    """Two answers written into their lines read "2 行已修改" and "2 条待确认事项已解决", not as
+    lines deleted and added, in Chinese and in English."""
+    task = finished_review
+    _answer(api, task, _point(task, "中的“快”对应什么可度量的指标")["id"], ZH_CLEAR)
+    _answer(api, task, _point(task, "ERP")["id"], "ERP 指本店使用的企业资源计划系统，负责库存和发票。")
+    assert api.post(f"/api/v1/tasks/{task.id}/revisions", {}, format="json").status_code == 201
+    url = f"/tasks/{task.id}/diff/?a=requirement_final.md&b=requirement_final.r1.md"
+    pages = {}
+    for language in ("zh-hans", "en"):
+        client = Client(HTTP_ACCEPT_LANGUAGE=language)
+        client.force_login(staff_user)
+        html = client.get(url).content.decode()
+        pages[language] = html.split('id="diff-stats"', 1)[1].split("</p>", 1)[0]
+    zh, en = pages["zh-hans"], pages["en"]
+    assert zh.startswith(">2 行已修改") and "2 条回答写入了对应的需求行" in zh and "2 条待确认事项已解决" in zh
+    assert "2 line(s) changed" in en and "2 answer(s) written into their requirement line" in en
+    assert "2 open point(s) resolved" in en
