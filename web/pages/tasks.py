@@ -468,8 +468,9 @@ def task_diff(request: HttpRequest, task_id: str) -> HttpResponse:
     or two draft revisions; ``prompts.diff.diff_texts``: difflib, changed words marked): what
     the review or the operator's edit changed, counted as changed, added and removed lines (a
     line changed in place counts once); for a revision of the final document also the answers
-    written in and the open points resolved (``monitoring.outcome.revision_summary``). 404 when one is missing; a side of more than
-    ``runs.compare.MAX_DIFF_INPUT_LINES`` lines is not compared (both download instead)."""
+    written in and the open points resolved (``monitoring.outcome.revision_summary``). 404
+    when one is missing; a side of more than ``runs.compare.MAX_DIFF_INPUT_LINES`` lines is
+    not compared (both download instead)."""
     task = get_object_or_404(visible_tasks(request.user), pk=task_id)
     names = request.GET.get("a", "requirement.md"), request.GET.get("b", "requirement_final.md")
     found = {a.name: a.content for a in Artifact.objects.filter(task=task, name__in=names)}
