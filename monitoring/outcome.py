@@ -141,6 +141,30 @@ def latest_quality(outcome: dict[str, Any], revisions: list[dict[str, Any]]) -> 
     return outcome.get("quality") or {}, 0
 
 
+def group_by_line(points: list[dict[str, Any]], document: str) -> list[dict[str, Any]]:
+    """The open points grouped by the requirement line they are about, so a short document's
+    many questions read as one entry a line: ``[{line, text, points, left}]`` in line order,
+    ``text`` the line of ``document`` (the final document, Markdown list marker removed; "" if
+    out of range), ``left`` how many of its points are unanswered; the points without a line
+    (whole document, interview) last, as one group with ``line`` None. Every point is in
+    exactly one group, in its original order within the group."""
+    lines = document.splitlines()
+    groups: dict[int | None, list[dict[str, Any]]] = {}
+    for point in points:
+        line = point.get("line") if isinstance(point.get("line"), int) else None
+        groups.setdefault(line, []).append(point)
+    ordered = sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or 0))
+    return [
+        {
+            "line": line,
+            "text": lines[line - 1].strip().lstrip("-*+ ").strip() if line and 0 < line <= len(lines) else "",
+            "points": members,
+            "left": sum(1 for p in members if not p.get("answer")),
+        }
+        for line, members in ordered
+    ]
+
+
 def quality_wants(outcome: dict[str, Any]) -> list[str]:
     """The quality check's findings an operator still has to settle besides the open points
     (vague words, open lists, undefined terms...): ``outcome.quality.findings``
@@ -152,7 +176,7 @@ def quality_wants(outcome: dict[str, Any]) -> list[str]:
 
 def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bool) -> dict[str, Any]:
     """What the task page's Outcome panel shows besides ``outcome`` itself: ``open_points``
-    (``open_points``), ``open_points_left`` (how many are unanswered), ``quality_wants``,
+    (``open_points``) and ``open_point_groups`` (the same points by line, ``group_by_line``), ``open_points_left`` (how many are unanswered), ``quality_wants``,
     ``quality_passed`` (the names of the checks that passed), ``outcome_language`` (the
     document's, for ``lang``), ``can_answer`` (the operator may act on the task),
     ``revisions`` (``final_revisions``), ``answered`` (how many points have an answer), and
@@ -167,8 +191,10 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
     checks = quality.get("checks", []) if isinstance(quality, dict) else []
     report = _artifact_json(task, "consolidation_report.json")
     language = report.get("language") if isinstance(report, dict) else None
+    final = Artifact.objects.filter(task_id=task.id, name="requirement_final.md").values_list("content", flat=True)
     return {
         "open_points": points,
+        "open_point_groups": group_by_line(points, final.first() or ""),
         "open_points_left": sum(1 for p in points if not p["answer"]),
         "quality_wants": quality_wants({"quality": current}),
         "quality_now": current,
