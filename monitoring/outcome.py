@@ -176,7 +176,8 @@ def quality_wants(outcome: dict[str, Any]) -> list[str]:
 
 def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bool) -> dict[str, Any]:
     """What the task page's Outcome panel shows besides ``outcome`` itself: ``open_points``
-    (``open_points``) and ``open_point_groups`` (the same points by line, ``group_by_line``), ``open_points_left`` (how many are unanswered), ``quality_wants``,
+    (``open_points``) and ``open_point_groups`` (the same points by line, ``group_by_line``),
+    ``open_points_left`` (how many are unanswered), ``quality_wants``,
     ``quality_passed`` (the names of the checks that passed), ``outcome_language`` (the
     document's, for ``lang``), ``can_answer`` (the operator may act on the task),
     ``revisions`` (``final_revisions``), ``answered`` (how many points have an answer), and
