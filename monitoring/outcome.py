@@ -130,6 +130,41 @@ def open_points(task: Task) -> list[dict[str, Any]]:
     return points
 
 
+def latest_quality(outcome: dict[str, Any], revisions: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
+    """The quality check that holds now and the version it refers to: the re-check of the
+    newest revision of the final document that carries one (``revision.r<N>.json``
+    ``quality``, ``runs.open_points.recheck``), else ``outcome.json``'s (version 0: the
+    final document as the review wrote it). Shape: ``({passed, failed_checks, findings}, N)``."""
+    for revision in reversed(revisions):
+        if isinstance(revision.get("quality"), dict):
+            return revision["quality"], revision["version"]
+    return outcome.get("quality") or {}, 0
+
+
+def group_by_line(points: list[dict[str, Any]], document: str) -> list[dict[str, Any]]:
+    """The open points grouped by the requirement line they are about, so a short document's
+    many questions read as one entry a line: ``[{line, text, points, left}]`` in line order,
+    ``text`` the line of ``document`` (the final document, Markdown list marker removed; "" if
+    out of range), ``left`` how many of its points are unanswered; the points without a line
+    (whole document, interview) last, as one group with ``line`` None. Every point is in
+    exactly one group, in its original order within the group."""
+    lines = document.splitlines()
+    groups: dict[int | None, list[dict[str, Any]]] = {}
+    for point in points:
+        line = point.get("line") if isinstance(point.get("line"), int) else None
+        groups.setdefault(line, []).append(point)
+    ordered = sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or 0))
+    return [
+        {
+            "line": line,
+            "text": lines[line - 1].strip().lstrip("-*+ ").strip() if line and 0 < line <= len(lines) else "",
+            "points": members,
+            "left": sum(1 for p in members if not p.get("answer")),
+        }
+        for line, members in ordered
+    ]
+
+
 def quality_wants(outcome: dict[str, Any]) -> list[str]:
     """The quality check's findings an operator still has to settle besides the open points
     (vague words, open lists, undefined terms...): ``outcome.quality.findings``
@@ -141,34 +176,61 @@ def quality_wants(outcome: dict[str, Any]) -> list[str]:
 
 def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bool) -> dict[str, Any]:
     """What the task page's Outcome panel shows besides ``outcome`` itself: ``open_points``
-    (``open_points``), ``open_points_left`` (how many are unanswered), ``quality_wants``,
+    (``open_points``) and ``open_point_groups`` (the same points by line, ``group_by_line``),
+    ``open_points_left`` (how many are unanswered), ``quality_wants``,
     ``quality_passed`` (the names of the checks that passed), ``outcome_language`` (the
     document's, for ``lang``), ``can_answer`` (the operator may act on the task),
-    ``revisions`` (``final_revisions``) and ``answered`` (how many points have an answer)."""
+    ``revisions`` (``final_revisions``), ``answered`` (how many points have an answer), and
+    ``quality_now`` / ``quality_version``: the quality check of the newest revised version
+    (``latest_quality``; 0 for the final document as reviewed), which ``quality_wants`` lists."""
     if not outcome or outcome.get("phase") != "review":
         return {}
     points = open_points(task)
+    revisions = final_revisions(task)
+    current, version = latest_quality(outcome, revisions)
     quality = _artifact_json(task, "quality_report.json")
     checks = quality.get("checks", []) if isinstance(quality, dict) else []
     report = _artifact_json(task, "consolidation_report.json")
     language = report.get("language") if isinstance(report, dict) else None
+    final = Artifact.objects.filter(task_id=task.id, name="requirement_final.md").values_list("content", flat=True)
     return {
         "open_points": points,
+        "open_point_groups": group_by_line(points, final.first() or ""),
         "open_points_left": sum(1 for p in points if not p["answer"]),
-        "quality_wants": quality_wants(outcome),
+        "quality_wants": quality_wants({"quality": current}),
+        "quality_now": current,
+        "quality_version": version,
         "quality_passed": [c.get("name") for c in checks if isinstance(c, dict) and c.get("passed")],
         "outcome_language": "zh-Hans" if language == "zh" else "en",
         "can_answer": can_operate,
-        "revisions": final_revisions(task),
+        "revisions": revisions,
         "answered": sum(1 for p in points if p["answer"]),
+    }
+
+
+def revision_summary(task: Task, name: str) -> dict[str, Any] | None:
+    """What a revision of the final document did, as the operator reads it, for the diff of
+    ``requirement_final.md`` with ``name``: ``{version, in_place, in_section, resolved,
+    still_unclear, unanswered}`` (answers written into their line, answers in the answers'
+    section, and the counts of open points of ``revision.r<N>.json``); None when ``name`` is no
+    revision of this task."""
+    revision = next((r for r in final_revisions(task) if r["name"] == name), None)
+    if revision is None:
+        return None
+    placed = [a.get("placed") for a in revision["answers"] if isinstance(a, dict)]
+    keys = ("version", "resolved", "still_unclear", "unanswered")
+    return {key: revision[key] for key in keys} | {
+        "in_place": placed.count("line"),
+        "in_section": placed.count("section"),
     }
 
 
 def final_revisions(task: Task) -> list[dict[str, Any]]:
     """The revisions of ``requirement_final.md`` an operator's answers produced
     (``runs.open_points.revise_final_document``), oldest first: ``[{version, name,
-    report_name, created_at, resolved, still_unclear, unanswered, answers}]`` (the counts and
-    answers of ``revision.r<N>.json``; ``teamclaw.workflows.revision``). ``[]`` for none."""
+    report_name, created_at, resolved, still_unclear, unanswered, answers, quality}]`` (the
+    counts, answers and re-check (None before it was kept) of ``revision.r<N>.json``;
+    ``teamclaw.workflows.revision``). ``[]`` for none."""
     rows = Artifact.objects.filter(task_id=task.id, name__startswith="requirement_final.r").values_list(
         "name", "created_at"
     )
@@ -191,6 +253,7 @@ def final_revisions(task: Task) -> list[dict[str, Any]]:
                 "still_unclear": report.get("still_unclear", 0),
                 "unanswered": report.get("unanswered", 0),
                 "answers": report.get("answers", []),
+                "quality": report.get("quality"),
             }
         )
     return sorted(found, key=lambda r: r["version"])

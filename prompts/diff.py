@@ -63,6 +63,24 @@ class PromptDiff:
     def identical(self) -> bool:
         return not self.added and not self.removed
 
+    def _count(self, kind: str) -> int:
+        return sum(1 for row in self.rows if row.kind == kind)
+
+    @property
+    def changed(self) -> int:
+        """Lines changed in place (a ``replace`` row: one line before, one after), counted once."""
+        return self._count("replace")
+
+    @property
+    def inserted(self) -> int:
+        """Lines only on the right (``insert`` rows): added, not a changed line."""
+        return self._count("insert")
+
+    @property
+    def deleted(self) -> int:
+        """Lines only on the left (``delete`` rows): removed, not a changed line."""
+        return self._count("delete")
+
     def html(self) -> str:
         """The side-by-side table as an HTML fragment (every value escaped)."""
         return render_to_string("prompts/_diff.html", {"diff": self})

@@ -25,6 +25,7 @@ from monitoring.models import Artifact, OpenPointAnswer, Task
 from monitoring.outcome import final_revisions, open_points, task_outcome
 from runs.tasks import check_plain_text
 from teamclaw.errors import Conflict, DomainError, InvalidField, NotFound
+from teamclaw.workflows.consolidation import quality_check
 from teamclaw.workflows.revision import report_name, revise, revision_name
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,20 @@ def _store(task: Task, text: str, report: dict[str, Any]) -> dict[str, Any]:
     return next(r for r in final_revisions(task) if r["version"] == version)
 
 
+def recheck(task: Task, text: str) -> dict[str, Any]:
+    """The §6.7 quality check (``consolidation.quality_check``) re-run on a revised final
+    document ``text`` against the task's ``requirement.md``: ``{passed, failed_checks: [name],
+    findings: [str]}``, as ``outcome.json``'s ``quality`` holds it for the first final
+    document, so the outcome shows what still stands in the newest version."""
+    original = Artifact.objects.filter(task_id=task.id, name="requirement.md").values_list("content", flat=True)
+    checked = quality_check(text, original.first() or "")
+    return {
+        "passed": checked["passed"],
+        "failed_checks": [c["name"] for c in checked["checks"] if not c["passed"]],
+        "findings": list(dict.fromkeys(f for c in checked["checks"] for f in c["findings"])),
+    }
+
+
 def revise_final_document(user: Any, task_id: str) -> tuple[dict[str, Any], bool]:
     """Write the operator's answers into a new version of task ``task_id``'s final document
     (``teamclaw.workflows.revision.revise``): ``(revision, created)`` where ``revision`` is as
@@ -143,6 +158,7 @@ def revise_final_document(user: Any, task_id: str) -> tuple[dict[str, Any], bool
             "no open point has an answer yet: answer at least one, then revise the document", code="no_answer"
         )
     text, report = revise(final, points, _document_language(task))
+    report["quality"] = recheck(task, text)
     earlier = final_revisions(task)
     if earlier:
         newest = Artifact.objects.filter(task_id=task.id, name=earlier[-1]["name"]).values_list("content", flat=True)

@@ -16,6 +16,7 @@ from django.test import Client
 from django.utils import timezone
 
 from monitoring.models import Artifact, Task
+from monitoring.outcome import outcome_panel, task_outcome
 from runs.tasks import sample_requirement
 from teamclaw.workflows.revision import revise
 from tests.conftest import PASSWORD, token_client
@@ -188,3 +189,47 @@ def test_an_answer_without_a_line_goes_to_the_answers_section_and_the_input_is_n
     assert "- Every open point is answered." in text
     assert report["answers"][0]["placed"] == "section" and report["resolved"] == 1
     assert final.endswith("(added by review)\n") and "Stripe" not in final
+
+
+def test_the_outcome_shows_what_the_quality_check_still_wants_in_the_newest_revision(api, finished_review, staff_user):
+    """An answer that defines ERP removes "缩写“ERP”在文中没有定义" from the outcome's list: the
+    quality check is re-run on the revised version, and the page says which version it refers to."""
+    task = finished_review
+    erp = _point(task, "ERP")
+    panel_before = outcome_panel(task_outcome(task), task, can_operate=True)
+    undefined = "缩写“ERP”在文中没有定义"
+    assert any(undefined in f for f in panel_before["quality_wants"]) and panel_before["quality_version"] == 0
+    _answer(api, task, erp["id"], "ERP 指本店使用的企业资源计划系统，负责库存和发票。")
+    created = api.post(f"/api/v1/tasks/{task.id}/revisions", {}, format="json")
+    assert created.status_code == 201, created.content
+    assert "findings" in json.loads(task.artifacts.get(name="revision.r1.json").content)["quality"]
+    panel = outcome_panel(task_outcome(task), task, can_operate=True)
+    assert panel["quality_version"] == 1
+    assert not any(undefined in f for f in panel["quality_wants"]), panel["quality_wants"]
+    assert panel["quality_wants"]  # what still stands in version 1 (the open list of line 20) is still shown
+    client = Client(HTTP_ACCEPT_LANGUAGE="zh-hans")
+    client.force_login(staff_user)
+    page = client.get(f"/tasks/{task.id}/").content.decode()
+    assert "质量检查已在最终文档的修订版 1 上重新运行" in page
+    wants = page.split('class="small quality-wants"', 1)[1].split("</ul>", 1)[0]
+    assert "与 ERP 的集成包括库存、发票等" in wants and undefined not in wants
+
+
+def test_the_side_by_side_of_a_revision_counts_changed_lines_and_resolved_points(api, finished_review, staff_user):
+    """Two answers written into their lines read "2 行已修改" and "2 条待确认事项已解决", not as
+    lines deleted and added, in Chinese and in English."""
+    task = finished_review
+    _answer(api, task, _point(task, "中的“快”对应什么可度量的指标")["id"], ZH_CLEAR)
+    _answer(api, task, _point(task, "ERP")["id"], "ERP 指本店使用的企业资源计划系统，负责库存和发票。")
+    assert api.post(f"/api/v1/tasks/{task.id}/revisions", {}, format="json").status_code == 201
+    url = f"/tasks/{task.id}/diff/?a=requirement_final.md&b=requirement_final.r1.md"
+    pages = {}
+    for language in ("zh-hans", "en"):
+        client = Client(HTTP_ACCEPT_LANGUAGE=language)
+        client.force_login(staff_user)
+        html = client.get(url).content.decode()
+        pages[language] = html.split('id="diff-stats"', 1)[1].split("</p>", 1)[0]
+    zh, en = pages["zh-hans"], pages["en"]
+    assert zh.startswith(">2 行已修改") and "2 条回答写入了对应的需求行" in zh and "2 条待确认事项已解决" in zh
+    assert "2 line(s) changed" in en and "2 answer(s) written into their requirement line" in en
+    assert "2 open point(s) resolved" in en

@@ -146,7 +146,8 @@ def test_the_review_diff_is_side_by_side_with_its_line_numbers(finished_review, 
     assert [int(left) for left, _ in numbers if left] == list(range(1, len(original) + 1))
     assert [int(right) for _, right in numbers if right] == list(range(1, len(final) + 1))
     assert 'class="diff-insert"' in html and "待确认事项" in html
-    assert f"+{sum('diff-insert' in r for r in rows) + sum('diff-replace' in r for r in rows)}" in html
+    changed, inserted = sum("diff-replace" in r for r in rows), sum("diff-insert" in r for r in rows)
+    assert f'{changed} 行已修改，新增 <span class="added">{inserted}</span> 行' in html  # a changed line counts once
 
 
 def test_a_changed_chinese_line_marks_the_words_that_changed_not_the_whole_clause():
@@ -157,3 +158,23 @@ def test_a_changed_chinese_line_marks_the_words_that_changed_not_the_whole_claus
     assert "".join(s.text for s in row.right) == "- 订单页面必须快速（建议值）加载。"
     english = diff_texts("Pages load fast.\n", "Pages load quickly.\n").rows[0]
     assert [s.text for s in english.left if s.changed] == ["fast"]
+
+
+def test_the_open_points_are_grouped_by_requirement_line_every_point_kept(finished_review, staff_user):
+    """The demo's many open points read as one entry per requirement line listing its questions
+    (the whole document's and the interview's last), every point still answerable and the
+    count honest."""
+    page = Client(HTTP_ACCEPT_LANGUAGE="zh-hans")
+    page.force_login(staff_user)
+    html = page.get(f"/tasks/{finished_review.id}/").content.decode()
+    points = report_points(finished_review)
+    groups = html.split('class="plain open-point-groups"', 1)[1].split('<li class="open-point-group"')[1:]
+    lines = {p["line"] for p in points}
+    assert len(groups) == len(lines) < len(points)  # one entry a line, fewer entries than points
+    assert f"需要您回答的：{len(points)} 个待确认事项中还剩 {len(points)} 个" in html
+    for point in points:  # every point in exactly one group, under its own line
+        holders = [g for g in groups if f'id="open-point-{point["id"]}"' in g]
+        assert len(holders) == 1
+        assert (f"第 {point['line']} 行" if point["line"] else "关于全文和访谈") in holders[0]
+    numbered = [int(m) for g in groups for m in re.findall(r'id="open-points-line-(\d+)"', g)]
+    assert numbered == sorted(numbered)

@@ -341,8 +341,10 @@ def candidate_decisions(
         item = flag_changes(item, language)
         decision, rule, reasoning = decide(item, language)
         proposal = _proposal(item, lines, language)
-        line = item["location"].get("line")
+        line = anchored_line(item)
         where = say(language, f" (line {line})", f"（第 {line} 行）") if line else ""
+        if item.get("change", {}).get("scope") == "document":
+            where = say(language, " (whole document)", "（全文）")
         who = say(language, ", ", "、").join(label(p, language) for p in item["experts"])
         summary = f"{who}{say(language, ': ', '：')}{item['problem']}{where}"
         if rule == "rule_3_forbidden":
@@ -433,6 +435,14 @@ class _Merge:
     )
 
 
+def anchored_line(item: dict[str, Any]) -> int | None:
+    """The line an issue is about, or None for a point about the whole document
+    (``change.scope == "document"``: anchored on the title, which is no requirement)."""
+    if item.get("change", {}).get("scope") == "document":
+        return None
+    return item["location"].get("line")
+
+
 def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_by: str) -> None:
     """Decide ``item`` (``operator``: the operator's choice in confirm mode, or None) and
     record the decision: apply an adopted change, list an open point or an engineering note."""
@@ -445,7 +455,7 @@ def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_b
                          confirmed=operator == "accept")  # fmt: skip
     if decision in ("open_point", "deferred"):
         question = item.get("change", {}).get("question") or item["problem"]
-        line = item["location"].get("line")
+        line = anchored_line(item)
         merge.open_points.append({"id": ident, "issue_ids": item["issue_ids"], "question": question, "line": line})
     if decision == "noted":
         merge.notes.append({"id": ident, "experts": item["experts"], "line": item["location"].get("line"),

@@ -9,6 +9,10 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -106,13 +110,30 @@ def parse_document(source: str) -> RequirementDocument:
     return document
 
 
+SECTIONS_FILE = Path(__file__).with_name("document_sections.yaml")
+
+
+@lru_cache(maxsize=1)
+def out_of_scope_words() -> tuple[str, ...]:
+    """The heading words (lower case, every language) of ``document_sections.yaml``
+    ``out_of_scope`` that put a section out of scope ("不在范围内", "Non-goals")."""
+    data = yaml.safe_load(SECTIONS_FILE.read_text(encoding="utf-8")) or {}
+    return tuple(w.lower() for words in data.get("out_of_scope", {}).values() for w in words)
+
+
+def out_of_scope(title: str) -> bool:
+    """True when heading ``title`` puts its section out of scope (``out_of_scope_words``)."""
+    return any(w in title.lower() for w in out_of_scope_words())
+
+
 def set_aside_lines(document: RequirementDocument) -> set[int]:
-    """The line numbers under a clarifications heading, up to the next heading of the same
-    level or higher (its round sub-headings included)."""
+    """The line numbers under a clarifications or an out-of-scope heading, up to the next
+    heading of the same level or higher (its sub-headings included): a log of the interview,
+    or what the document says it will not build, is exempt from every review rule."""
     out: set[int] = set()
     headings = sorted(document.headings, key=lambda h: h[2])
     for index, (level, title, line) in enumerate(headings):
-        if title not in CLARIFICATION_SECTIONS:
+        if title not in CLARIFICATION_SECTIONS and not out_of_scope(title):
             continue
         end = next((h[2] for h in headings[index + 1 :] if h[0] <= level), len(document.lines) + 1)
         out.update(range(line, end))

@@ -62,9 +62,14 @@ def _title(document: RequirementDocument) -> Where:
     """The whole document, anchored on its first heading (or its first line)."""
     if document.headings:
         _, title, line = document.headings[0]
-        return [(line, "", document.lines[line - 1].strip() if line <= len(document.lines) else title, {})]
+        return [(line, "", document.lines[line - 1].strip() if line <= len(document.lines) else title, WHOLE)]
     first = next((i for i, text in enumerate(document.lines, start=1) if text.strip()), 1)
-    return [(first, "", document.lines[first - 1].strip() if document.lines else "", {})]
+    return [(first, "", document.lines[first - 1].strip() if document.lines else "", WHOLE)]
+
+
+WHOLE = {"scope": "document"}
+"""The values of a point about the whole document: its change carries ``scope: document``, so
+it is shown as about the whole document, never as a question on the title line."""
 
 
 def title_anchor(document: RequirementDocument) -> tuple[int, str]:
@@ -305,6 +310,8 @@ def _finding(rule: DocumentRule, document: RequirementDocument, at: tuple[int, s
     language = "zh" if document.language == "zh" else "en"
     values = {"quoted": q(language, values.get("quote", "")), **values}
     change = {key: _text(value, language, values) for key, value in rule.change.items()}
+    if values.get("scope") == "document":
+        change["scope"] = "document"
     if change.get("criteria"):  # criteria are written from these lines as they read after consolidation
         change["from_lines"] = [s.number for s in requirement_statements(document)[:20]]
     return Finding(

@@ -198,6 +198,14 @@ def _affirmed(rule: Rule, matcher: Matcher, line: Line) -> bool:
     return any(not negated(rule, line, span) for span in spans(matcher, line))
 
 
+def trigger_hit(rule: Rule, line: Line) -> tuple[int, int] | None:
+    """The first span of ``rule``'s trigger in ``line`` that its ``negation`` does not negate
+    (a rule without ``negation``: ``hit``): "不对接其他系统" names no external system."""
+    if rule.negation.empty(line.language):
+        return hit(rule.trigger, line)
+    return next((span for span in spans(rule.trigger, line) if not negated(rule, line, span)), None)
+
+
 def _requires(rule: Rule, line: Line) -> bool:
     return rule.requires.empty(line.language) or _affirmed(rule, rule.requires, line)
 
@@ -249,7 +257,7 @@ def _line_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[Q
         return []
     out = []
     for line in lines:
-        span = hit(rule.trigger, line)
+        span = trigger_hit(rule, line)
         if span and _requires(rule, line) and not _exempt(rule, line):
             out.append(_finding(rule, line, span))
     return out
@@ -272,7 +280,7 @@ def _defined(rule: Rule, term: str, lines: list[Line], here: int) -> bool:
 def _defined_elsewhere_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
     out = []
     for line in lines:
-        span = hit(rule.trigger, line)
+        span = trigger_hit(rule, line)
         if not span or not _requires(rule, line) or _exempt(rule, line):
             continue
         term = line.text[span[0] : span[1]]

@@ -25,7 +25,7 @@ from capabilities.models import Project
 from monitoring.access import can_operate_task, can_use_project, visible_projects, visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact, Task
-from monitoring.outcome import open_points, verdicts, waiting_for_operator
+from monitoring.outcome import open_points, revision_summary, verdicts, waiting_for_operator
 from monitoring.trace import artifact_findings
 from monitoring.trace import task_trace as task_trace_tree
 from prompts.diff import diff_texts
@@ -466,8 +466,11 @@ def task_artifact(request: HttpRequest, task_id: str, name: str) -> HttpResponse
 def task_diff(request: HttpRequest, task_id: str) -> HttpResponse:
     """Two artifacts of one task side by side (``?a=requirement.md&b=requirement_final.md``,
     or two draft revisions; ``prompts.diff.diff_texts``: difflib, changed words marked): what
-    the review or the operator's edit changed. 404 when one is missing; a side of more than
-    ``runs.compare.MAX_DIFF_INPUT_LINES`` lines is not compared (both download instead)."""
+    the review or the operator's edit changed, counted as changed, added and removed lines (a
+    line changed in place counts once); for a revision of the final document also the answers
+    written in and the open points resolved (``monitoring.outcome.revision_summary``). 404
+    when one is missing; a side of more than ``runs.compare.MAX_DIFF_INPUT_LINES`` lines is
+    not compared (both download instead)."""
     task = get_object_or_404(visible_tasks(request.user), pk=task_id)
     names = request.GET.get("a", "requirement.md"), request.GET.get("b", "requirement_final.md")
     found = {a.name: a.content for a in Artifact.objects.filter(task=task, name__in=names)}
@@ -475,6 +478,8 @@ def task_diff(request: HttpRequest, task_id: str) -> HttpResponse:
     too_large = not missing and too_large_to_diff(found[names[0]], found[names[1]])
     diff = None if missing or too_large else diff_texts(found[names[0]], found[names[1]])
     context = {"nav": "tasks", "task": task, "names": names, "missing": missing, "diff": diff, "too_large": too_large}
+    if names[0] == "requirement_final.md" and not missing:  # a revision: say it as the operator reads it
+        context["revision"] = revision_summary(task, names[1])
     return render(request, "monitoring/task_diff.html", context, status=404 if missing else 200)
 
 
