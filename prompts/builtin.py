@@ -41,7 +41,12 @@ def default_templates(
             "Current task: {{ task_description | default('(none yet)', true) }}\n"
             "{% if capabilities %}Capabilities you offer: {{ capabilities | join(', ') }}\n{% endif %}",
             [
-                {"name": "task_description", "description": _noop("The task in hand"), "required": False, "default": ""},
+                {
+                    "name": "task_description",
+                    "description": _noop("The task in hand"),
+                    "required": False,
+                    "default": "",
+                },
                 {
                     "name": "capabilities",
                     "description": _noop("Capability ids this role offers"),
