@@ -15,6 +15,7 @@ A2A_LEGACY_STAMP := $(A2A_LEGACY_DIR)/.installed-$(A2A_LEGACY)
 .PHONY: install setup run test lint bench clean
 
 $(RUN_STAMP): pyproject.toml constraints.txt
+	@echo "First run (or changed dependencies): installing TeamClaw's dependencies into $(VENV); this may take several minutes."
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e .

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_noop as _noop
+
 from capabilities.models import AgentRole
 from prompts.models import TEMPLATE_TYPES, PromptTemplate, PromptVersion
 
 PROJECT_VARIABLES: list[dict[str, Any]] = [
-    {"name": "project_name", "description": "Project name", "required": True},
-    {"name": "role_display_name", "description": "The role's display name", "required": True},
-    {"name": "emoji", "description": "The role's emoji", "required": False, "default": ""},
-    {"name": "project_description", "description": "What the project is", "required": False, "default": ""},
-    {"name": "tech_stack", "description": "Technologies in use", "required": False, "default": ""},
+    {"name": "project_name", "description": _noop("Project name"), "required": True},
+    {"name": "role_display_name", "description": _noop("The role's display name"), "required": True},
+    {"name": "emoji", "description": _noop("The role's emoji"), "required": False, "default": ""},
+    {"name": "project_description", "description": _noop("What the project is"), "required": False, "default": ""},
+    {"name": "tech_stack", "description": _noop("Technologies in use"), "required": False, "default": ""},
 ]
 
 
@@ -39,10 +41,15 @@ def default_templates(
             "Current task: {{ task_description | default('(none yet)', true) }}\n"
             "{% if capabilities %}Capabilities you offer: {{ capabilities | join(', ') }}\n{% endif %}",
             [
-                {"name": "task_description", "description": "The task in hand", "required": False, "default": ""},
+                {
+                    "name": "task_description",
+                    "description": _noop("The task in hand"),
+                    "required": False,
+                    "default": "",
+                },
                 {
                     "name": "capabilities",
-                    "description": "Capability ids this role offers",
+                    "description": _noop("Capability ids this role offers"),
                     "required": False,
                     "default": [],
                 },
@@ -57,7 +64,7 @@ def default_templates(
             "{% if tools %}Tools you may use (some need operator approval): {{ tools | join(', ') }}.\n"
             "{% else %}You have no tools; work from the context you are given.\n{% endif %}"
             "Use file tools only inside the project directory.\n",
-            [{"name": "tools", "description": "Tools this role may use", "required": False, "default": []}],
+            [{"name": "tools", "description": _noop("Tools this role may use"), "required": False, "default": []}],
         ),
         "guardrails": (
             "Never contradict the user's original requirement. Do not invent facts about the project; "

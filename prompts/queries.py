@@ -6,6 +6,7 @@ project, an optional override layer; each template keeps its whole version histo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,3 +143,23 @@ def version_document(version: PromptVersion | None) -> dict[str, Any] | None:
         "created_by": version.created_by.get_username() if version.created_by else None,
         "created_at": version.created_at,
     }
+
+
+_TEMPLATE_SYNTAX = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def content_languages(content: str) -> list[str]:
+    """The languages a template's text is written in, as the operator reads it (issue 32:
+    the role page shows what the text holds, not the declared ``language``): ``"en"`` when
+    it has English words, ``"zh"`` when it has Chinese characters, both when both, in that
+    order; Jinja tags and variable names do not count. ``[]`` for an empty text."""
+    text = _TEMPLATE_SYNTAX.sub(" ", content)
+    return [code for code, pattern in (("en", _LATIN_WORD), ("zh", _CJK)) if pattern.search(text)]
+
+
+def role_template_languages(role: AgentRole) -> dict[str, list[str]]:
+    """``template_type -> content_languages`` of ``role``'s active global versions."""
+    versions = PromptVersion.objects.filter(template__role=role, template__project__isnull=True, is_active=True)
+    return {v.template.template_type: content_languages(v.content) for v in versions.select_related("template")}

@@ -125,7 +125,7 @@ def test_the_constraints_page_edits_the_memory_budget(page_client, builtin):
     form["version"] = str(page_client.get("/api/v1/constraints/coderA").json()["version"])
     assert page_client.post("/constraints/coderA/", form).status_code == 302
     assert RoleConstraint.objects.get(project=None, role__role="coderA").memory_tokens is None
-    assert "(the process default, TEAMCLAW_MEMORY_TOKENS)" in page_client.get("/roles/coderA/").content.decode()
+    assert "(the server's default for every role)" in page_client.get("/roles/coderA/").content.decode()
 
 
 def test_the_new_role_form_takes_a_memory_budget(page_client, builtin):

@@ -924,3 +924,63 @@ def test_prompt_refusals_and_what_if_effects_read_in_chinese(page_client, builti
         )
     assert "现在会被拒绝" in html and "would now be denied" not in html and "已送达 1" in html
     assert "主控" in html and "产品经理" in html
+
+
+# --- Issue 32, the second walk in Chinese (the same demo, prompt, role, knowledge, replay,
+# dashboard and permission pages): what a new operator still met, as rows ---
+
+PLAIN_WALK = (
+    # (page or "*" for every page, text a reader must not see, text the page must show or "")
+    ("*", "question(s) in", ""),
+    ("*", "experts reviewed", ""),
+    ("/prompts/main/system_prompt/", "Project name", "项目名称"),
+    ("/prompts/main/system_prompt/", "The role's display name", "角色的显示名称"),
+    ("/prompts/main/system_prompt/", "Token（", "词元（任务）"),
+    ("/prompts/main/system_prompt/", "（main）", ""),
+    ("/roles/pm/", "TEAMCLAW_MEMORY_TOKENS", "服务器为所有角色设定的默认值"),
+    ("/roles/pm/", "offline", "服务器的默认执行器"),
+    ("/knowledge/", "倒数排名", ""),
+    ("/knowledge/", "同一种搜索", ""),
+    ("replay", "API 调用", "未调用模型"),
+    ("/", "OPENAI_BASE_URL 即可使用模型", "模型服务的地址"),
+    ("/permissions/invoke/", "已暂存 尚未保存", "图例："),
+)
+"""Rows of the walk: on the page (``"replay"``: a task's replay), the visible text (tooltips
+and ``<code>`` aside) has no ``must_not`` and, where given, has ``must``."""
+
+CHINESE_THEN_FULL_STOP = re.compile(r"[\u4e00-\u9fff]\.(?!\w)")
+
+
+def _seen(html: str) -> str:
+    return " ".join(visible_texts(html, ProseChinese))
+
+
+def test_the_second_chinese_walk_meets_no_english_jargon_or_settings(page_client, world_with_runs):
+    from monitoring.models import Task
+    from prompts.models import PromptVersion
+
+    demo = Task.objects.filter(title__startswith="演示").order_by("created_at").first()
+    replay = f"/tasks/{demo.id}/replay/"
+    paths = sorted({*world_with_runs, replay, "/prompts/main/system_prompt/", "/roles/pm/", "/knowledge/", "/"})
+    seen = {}
+    for path in paths:
+        response = page_client.get(path, HTTP_ACCEPT_LANGUAGE="zh-hans,zh;q=0.9")
+        if takes_get(response) and "html" in response.get("Content-Type", ""):
+            seen[path] = _seen(response.content.decode())
+    wrong = []
+    for page, must_not, must in PLAIN_WALK:
+        pages = [p for p in seen if page == "*" or p == page or (page == "replay" and p == replay)]
+        assert pages, page
+        wrong += [f"{p}: shows {must_not!r}" for p in pages if must_not in seen[p]]
+        wrong += [f"{p}: lacks {must!r}" for p in pages if must and must not in seen[p]]
+    wrong += [f"{p}: Chinese ends with '.'" for p, text in seen.items() if CHINESE_THEN_FULL_STOP.search(text)]
+    assert wrong == [], "\n".join(wrong)
+
+    # The role page says what each prompt template's text is written in, not a stored default.
+    persona = PromptVersion.objects.get(
+        template__role__role="pm", template__template_type="persona", template__project=None, is_active=True
+    )
+    PromptVersion.objects.filter(pk=persona.pk).update(content="你是一名严谨的产品经理。")
+    page = page_client.get("/roles/pm/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert re.search(r'/prompts/pm/persona/">人设</a></td><td>[^<]*</td><td>中文</td>', page)
+    assert re.search(r'/prompts/pm/system_prompt/">系统提示词</a></td><td>[^<]*</td><td>英文</td>', page)

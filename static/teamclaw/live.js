@@ -300,6 +300,15 @@
       if (box) box.innerHTML = "";
     }
   });
+  // An agent's detail, asked for with "Inspect", comes into view and takes the focus (issue 32:
+  // on the task page the panel sits below the cards, off screen at 1366x768).
+  document.addEventListener("htmx:afterSwap", function (event) {
+    const box = event.detail && event.detail.target;
+    if (!box || box.id !== "inspector" || !box.firstElementChild) return;
+    box.setAttribute("tabindex", "-1");
+    box.scrollIntoView({ block: "start" });
+    box.focus({ preventScroll: true });
+  });
   window.addEventListener("pagehide", function () {
     closedByPage = true;
     if (socket) socket.close();

@@ -36,6 +36,7 @@ from teamclaw.workflows.interview import (
     write_requirement,
 )
 from teamclaw.workflows.progress_steps import INTERVIEW_ROUND, REVISION_SAVED, WRITING_REQUIREMENT
+from teamclaw.workflows.review_text import say
 from teamclaw.workflows.steps import INPUT_WAIT_S, artifact_json, load_artifact, step
 
 INTERVIEW_ARTIFACT = "interview_result.json"
@@ -298,7 +299,11 @@ async def question_aggregation(call: ExecutionCall) -> dict[str, Any]:
             bucket.append(item["question"])
     count = sum(len(q) for q in groups.values())
     return {
-        "summary": f"{count} question(s) in {len(groups)} topic(s)",
+        "summary": say(
+            document_language(" ".join(q for qs in groups.values() for q in qs)),
+            f"{count} question(s) in {len(groups)} topic(s)",
+            f"{len(groups)} 个主题下共 {count} 个问题",
+        ),
         "groups": [{"topic": topic, "questions": questions} for topic, questions in groups.items()],
     }
 

@@ -371,7 +371,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
     )
     subtasks.append({"capability_id": "requirement_quality_check", "role": "pm", "success": True})
     call.progress(95, SAVING)
-    saved, saved_ok = await save_final_document(call)
+    saved, saved_ok = await save_final_document(call, language)
     if not saved_ok:
         warnings.append(saved)
     warnings += consolidation.get("warnings", [])
@@ -398,17 +398,33 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
     }
     call.write_artifact("outcome.json", artifact_json(outcome))
     call.progress(100, DONE if outcome["clean"] else DONE_WITH_FINDINGS)
-    summary = (
-        f"{len(reviewers)} experts reviewed '{document.title}': {consolidation['adopted']} change(s) adopted, "
-        f"{consolidation['rejected']} rejected, {consolidation['contested']} contested. Quality check "
-        + ("passed. " if quality["passed"] else f"flags: {', '.join(failed)}. ")
-        + saved
-        + (f" Warnings: {len(warnings)}." if warnings else "")
-    )
+    summary = review_summary(language, len(reviewers), document.title, consolidation, failed, saved, len(warnings))
     return {"status": "completed", "summary": summary, "subtasks": subtasks, "artifacts": call.artifact_names()}
 
 
-async def save_final_document(call: ExecutionCall) -> tuple[str, bool]:
+def review_summary(
+    language: str, experts: int, title: str, consolidation: dict[str, Any], failed: list[str], saved: str, warnings: int
+) -> str:
+    """The task's one-line summary in the document's ``language`` ("zh" or "en", issue 32:
+    message logs on a Chinese page read in Chinese): experts, the consolidation's counts
+    (``adopted``/``rejected``/``contested``), the quality checks ``failed`` (names), the
+    ``saved`` sentence and the number of ``warnings``."""
+    counts = {k: consolidation[k] for k in ("adopted", "rejected", "contested")}
+    if language == "zh":
+        quality = "质量检查通过。" if not failed else f"质量检查未通过：{'、'.join(failed)}。"
+        return (
+            f"{experts} 位专家评审了《{title}》：采纳 {counts['adopted']} 项修改，不采纳 {counts['rejected']} 项，"
+            f"有争议 {counts['contested']} 项。{quality}{saved}" + (f"警告 {warnings} 条。" if warnings else "")
+        )
+    quality = "passed. " if not failed else f"flags: {', '.join(failed)}. "
+    return (
+        f"{experts} experts reviewed '{title}': {counts['adopted']} change(s) adopted, "
+        f"{counts['rejected']} rejected, {counts['contested']} contested. Quality check {quality}{saved}"
+        + (f" Warnings: {warnings}." if warnings else "")
+    )
+
+
+async def save_final_document(call: ExecutionCall, language: str = "en") -> tuple[str, bool]:
     """Main copies ``requirement_final.md`` to ``reviews/<task_id>/requirement_final.md`` in
     the project's folder (``TEAMCLAW_PROJECTS_ROOT`` or the project's working directory, inside
     main's ``file_scope``) through the ``file_write`` tool, so the tool permission matrix
@@ -424,8 +440,12 @@ async def save_final_document(call: ExecutionCall) -> tuple[str, bool]:
             raise
         # Shown in main's context (errors) on the live page and the replay.
         call.context.errors.append({**failure.error.as_dict(), "tool": "file_write", "path": path})
-        return f"Not saved to the project folder ({failure.error.message}).", False
-    return f"Saved to the project folder as {path}.", True
+        return say(
+            language,
+            f"Not saved to the project folder ({failure.error.message}).",
+            f"未保存到项目文件夹（{failure.error.message}）。",
+        ), False
+    return say(language, f"Saved to the project folder as {path}.", f"已保存到项目文件夹：{path}。"), True
 
 
 async def run_generic_task(call: ExecutionCall) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from capabilities.role_constraints import bounds
 from capabilities.roles import DEFAULT_TOOLS, MAX_RESPONSIBILITIES, delete_role
 from capabilities.snapshot import CONSTRAINT_FIELDS, effective_constraints
 from capabilities.versions import document_version
+from prompts.queries import role_template_languages
 from team.roles import create_role, update_role
 from team.snapshot import build_snapshot
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
@@ -121,6 +122,7 @@ def _role_page(request: HttpRequest, obj: AgentRole, edit_form: RoleEditForm | N
             "executor": executor,
             "model": model_status(),
             "memory_default": settings.TEAMCLAW["MEMORY_TOKENS"],
+            "template_languages": role_template_languages(obj),
             **role_governance(request, obj),
             "edit_form": edit_form or RoleEditForm.of(obj),
         },
