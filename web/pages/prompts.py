@@ -10,15 +10,17 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.core.validators import ProhibitNullCharactersValidator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import pgettext
+from django.utils.translation import gettext_lazy, pgettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from capabilities.models import AgentRole, Project
@@ -27,6 +29,7 @@ from monitoring.prompt_runs import version_runs
 from monitoring.task_prompts import TaskInputError, task_inputs
 from prompts.access import can_edit_prompts
 from prompts.actions import (
+    MAX_NOTE_CHARS,
     ContentCheck,
     PromptChangeError,
     activate,
@@ -211,10 +214,46 @@ def _prefill_source(scope: dict[str, Any], active: Any) -> Any:
     return base_template.versions.filter(is_active=True).first() if base_template else None
 
 
-def _editor_form(request: HttpRequest, scope: dict[str, Any], active: Any) -> dict[str, str]:
-    if request.method == "POST":
-        keys = ("content", "variables", "language", "bump", "version", "note", "base_version", "values")
-        return {key: request.POST.get(key, "") for key in keys}
+EDITOR_KEYS = ("content", "variables", "language", "bump", "version", "note", "base_version", "values")
+"""The editor's fields, as the template shows them back (``form.<key>``: the text typed)."""
+
+
+class PromptEditForm(forms.Form):
+    """The prompt editor's fields: ``content`` (the template, at most MAX_TEMPLATE_CHARS
+    characters), ``variables`` and ``values`` (JSON text, parsed by ``_json_field``),
+    ``language`` (at most 16 characters), ``bump`` (one of BUMPS, patch when empty), an
+    explicit ``version`` (at most 64), a ``note`` (at most MAX_NOTE_CHARS), the
+    ``base_version`` the editor loaded and ``action`` (``draft`` saves without activating).
+    ``prompts.actions.save_version`` checks the rest (syntax, sandbox, version order)."""
+
+    content = forms.CharField(required=False, strip=False, max_length=MAX_TEMPLATE_CHARS)
+    variables = forms.CharField(required=False, strip=False)
+    language = forms.CharField(required=False, max_length=16)
+    bump = forms.ChoiceField(choices=[("", "")] + [(b, b) for b in BUMPS], required=False)
+    version = forms.CharField(required=False, max_length=64)
+    note = forms.CharField(required=False, strip=False, max_length=MAX_NOTE_CHARS)
+    base_version = forms.CharField(required=False, max_length=64)
+    values = forms.CharField(required=False, strip=False)
+    action = forms.CharField(required=False, max_length=16)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A NUL in the template is refused by ``save_version``, naming it (the API's words).
+        content = self.fields["content"]
+        content.validators = [v for v in content.validators if not isinstance(v, ProhibitNullCharactersValidator)]
+
+    def shown(self) -> dict[str, str]:
+        """What was typed in each field, for the editor shown again."""
+        return {key: str(self.data.get(key, "")) for key in EDITOR_KEYS}
+
+    def first_errors(self) -> dict[str, str]:
+        """Each field at fault -> its first reason (the editor shows one under each field)."""
+        return {field: str(reasons[0]) for field, reasons in self.errors.items() if reasons}
+
+
+def _editor_form(scope: dict[str, Any], active: Any) -> dict[str, str]:
+    """The editor's starting values (a GET): the active version's content, the declarations
+    and language it inherits, the sample values for the preview."""
     inherited = _prefill_source(scope, active)
     samples = sample_values(scope["role"], scope["project"], "Sample task description")
     return {
@@ -227,6 +266,25 @@ def _editor_form(request: HttpRequest, scope: dict[str, Any], active: Any) -> di
         "base_version": active.version if active else "",
         "values": json.dumps(samples, indent=2, ensure_ascii=False),
     }
+
+
+def _save_edit(request: HttpRequest, scope: dict[str, Any], template_type: str, data: dict[str, Any]) -> Any:
+    """Save the editor's valid fields as a new version (``save_version``); raises
+    PromptChangeError naming the field."""
+    return save_version(
+        role=scope["role"],
+        template_type=template_type,
+        content=data["content"],
+        variables=_json_field(data["variables"], "variables", list),
+        language=data["language"] or None,
+        bump=data["bump"] or "patch",
+        version=data["version"].strip() or None,
+        note=data["note"],
+        project=scope["project"],
+        activate=data["action"] != "draft",
+        base_version=data["base_version"],
+        actor=request.user,
+    )
 
 
 def _json_field(text: str, name: str, kind: type) -> Any:
@@ -248,36 +306,28 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
     _require_editor(request)
     scope = _scope(request, role, template_type)
     active = scope["template"].versions.filter(is_active=True).first() if scope["template"] else None
-    form = _editor_form(request, scope, active)
+    form = _editor_form(scope, active)
     errors: dict[str, str] = {}
     if request.method == "POST":
-        try:
-            result = save_version(
-                role=scope["role"],
-                template_type=template_type,
-                content=form["content"],
-                variables=_json_field(form["variables"], "variables", list),
-                language=form["language"] or None,
-                bump=form["bump"] or "patch",
-                version=form["version"].strip() or None,
-                note=form["note"],
-                project=scope["project"],
-                activate=request.POST.get("action") != "draft",
-                base_version=form["base_version"],
-                actor=request.user,
-            )
-        except PromptChangeError as exc:
-            errors[exc.field] = refusal_words(exc)
+        bound = PromptEditForm(request.POST)
+        form = bound.shown()
+        if not bound.is_valid():
+            errors = bound.first_errors()
         else:
-            text = (
-                _("%(type)s %(version)s is active.")
-                if result.version.is_active
-                else _("%(type)s %(version)s is saved as a draft.")
-            )
-            messages.success(request, text % {"type": template_type, "version": result.version.version})
-            for warning in notices(result.check) if result.check else result.warnings:
-                messages.warning(request, warning)
-            return redirect(_template_url(scope))
+            try:
+                result = _save_edit(request, scope, template_type, bound.cleaned_data)
+            except PromptChangeError as exc:
+                errors[exc.field] = refusal_words(exc)
+            else:
+                text = (
+                    _("%(type)s %(version)s is active.")
+                    if result.version.is_active
+                    else _("%(type)s %(version)s is saved as a draft.")
+                )
+                messages.success(request, text % {"type": template_type, "version": result.version.version})
+                for warning in notices(result.check) if result.check else result.warnings:
+                    messages.warning(request, warning)
+                return redirect(_template_url(scope))
     existing = list(scope["template"].versions.values_list("version", flat=True)) if scope["template"] else []
     scope.update(
         form=form,
@@ -362,6 +412,49 @@ def prompt_activate(request: HttpRequest, role: str, template_type: str, version
     return _confirm_change(request, role, template_type, version, "activate")
 
 
+class ConfirmChangeForm(forms.Form):
+    """The rollback / activate confirmation: the ``bump`` of the rollback's new version (one
+    of BUMPS, patch when empty), a ``note`` (at most MAX_NOTE_CHARS characters) and the
+    ``base_version`` the page showed as active (a rollback is refused when it went stale)."""
+
+    bump = forms.ChoiceField(
+        choices=[("", "")] + [(b, b) for b in BUMPS], required=False, label=gettext_lazy("New version")
+    )
+    note = forms.CharField(required=False, max_length=MAX_NOTE_CHARS, label=gettext_lazy("Note (optional)"))
+    base_version = forms.CharField(required=False, max_length=64)
+
+
+def _apply_change(
+    request: HttpRequest, scope: dict[str, Any], template_type: str, version: str, action: str, data: dict[str, Any]
+) -> None:
+    """Roll back to, or activate, ``version`` with the confirmation's valid fields, saying so
+    as a message; raises PromptChangeError naming the field."""
+    if action == "rollback":
+        result = rollback(
+            role=scope["role"],
+            template_type=template_type,
+            version=version,
+            project=scope["project"],
+            bump=data["bump"] or "patch",
+            note=data["note"] or None,
+            base_version=data["base_version"],
+            actor=request.user,
+        )
+        messages.success(
+            request, _("Rolled back to %(old)s: %(new)s is active.") % {"old": version, "new": result.version.version}
+        )
+        return
+    result = activate(
+        role=scope["role"],
+        template_type=template_type,
+        version=version,
+        project=scope["project"],
+        note=data["note"] or None,
+        actor=request.user,
+    )
+    messages.success(request, _("%(version)s is active.") % {"version": result.version.version})
+
+
 def _confirm_change(request: HttpRequest, role: str, template_type: str, version: str, action: str) -> HttpResponse:
     _require_editor(request)
     scope = _scope(request, role, template_type)
@@ -371,43 +464,26 @@ def _confirm_change(request: HttpRequest, role: str, template_type: str, version
         raise Http404(exc.reason) from None
     active = scope["template"].versions.filter(is_active=True).first()
     error = ""
+    typed_note = ""
     if request.method == "POST":
-        try:
-            if action == "rollback":
-                result = rollback(
-                    role=scope["role"],
-                    template_type=template_type,
-                    version=version,
-                    project=scope["project"],
-                    bump=request.POST.get("bump") or "patch",
-                    note=request.POST.get("note"),
-                    base_version=request.POST.get("base_version", ""),
-                    actor=request.user,
-                )
-                messages.success(
-                    request,
-                    _("Rolled back to %(old)s: %(new)s is active.") % {"old": version, "new": result.version.version},
-                )
-            else:
-                result = activate(
-                    role=scope["role"],
-                    template_type=template_type,
-                    version=version,
-                    project=scope["project"],
-                    note=request.POST.get("note"),
-                    actor=request.user,
-                )
-                messages.success(request, _("%(version)s is active.") % {"version": result.version.version})
-        except PromptChangeError as exc:
-            error = refusal_words(exc)
+        form = ConfirmChangeForm(request.POST)
+        typed_note = str(form.data.get("note", ""))
+        if not form.is_valid():
+            error = "; ".join(f"{form.fields[f].label}: {' '.join(str(x) for x in r)}" for f, r in form.errors.items())
         else:
-            return redirect(_template_url(scope))
+            try:
+                _apply_change(request, scope, template_type, version, action, form.cleaned_data)
+            except PromptChangeError as exc:
+                error = refusal_words(exc)
+            else:
+                return redirect(_template_url(scope))
     existing = list(scope["template"].versions.values_list("version", flat=True))
     scope.update(
         action=action,
         target=target,
         active=active,
         error=error,
+        typed_note=typed_note,
         bumps=[(bump, next_version(existing, bump)) for bump in BUMPS],
         diff=diff_texts(
             active.content if active else "",

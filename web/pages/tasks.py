@@ -31,7 +31,8 @@ from monitoring.trace import task_trace as task_trace_tree
 from prompts.diff import diff_texts
 from runs.compare import compare_artifacts, too_large_to_diff
 from runs.open_points import MAX_ANSWER_CHARS, answer_open_point, revise_final_document
-from runs.operator_inputs import give
+from runs.operator_inputs import MAX_ANSWER_CHARS as MAX_INPUT_ANSWER_CHARS
+from runs.operator_inputs import SECTIONS, give, pending_inputs
 from runs.resume import recorded_steps
 from runs.tasks import (
     MAX_TITLE_CHARS,
@@ -131,7 +132,7 @@ class ForkForm(forms.Form):
         return str(self.cleaned_data["prompt_enhancement"]).replace("\r\n", "\n")
 
 
-def _task_page(request: HttpRequest, task: Task, **forms_shown: forms.Form) -> HttpResponse:
+def _task_page(request: HttpRequest, task: Task, **forms_shown: object) -> HttpResponse:
     """The task page again, answering a refused fork or cancel form (400): the form with what
     was typed and its reasons next to the fields, its section open."""
     context = {"nav": "tasks", **task_page_context(request.user, task), **forms_shown}
@@ -187,20 +188,95 @@ def task_fork(request: HttpRequest, task_id: str) -> HttpResponse:
     return redirect("task-detail", task_id=forked.id)
 
 
-def _input_part(request: HttpRequest, section: str) -> dict[str, object]:
-    """The answer part a task page's form sent: ``answers.<id>`` fields, ``decision.<id>``
-    buttons, or the phase 5 ``action`` (with the edited ``markdown`` for modify; a browser's
-    CRLF line ends are made LF so an unchanged draft stays unchanged)."""
-    if section == "answers":  # a typed answer wins over a chosen option (``choice.<id>``)
-        typed = {k[len("answers.") :]: str(v) for k, v in request.POST.items() if k.startswith("answers.")}
-        chosen = {k[len("choice.") :]: str(v) for k, v in request.POST.items() if k.startswith("choice.")}
-        return {"answers": {**typed, **{k: v for k, v in chosen.items() if not typed.get(k, "").strip()}}}
-    if section == "decisions":
-        return {"decisions": {k[len("decision.") :]: v for k, v in request.POST.items() if k.startswith("decision.")}}
-    part: dict[str, object] = {"action": request.POST.get("action", "")}
-    if part["action"] == "modify":
-        part["markdown"] = request.POST.get("markdown", "").replace("\r\n", "\n")
-    return part
+DECISION_CHOICES = (("accept", "accept"), ("reject", "reject"))
+NEXT_ACTIONS = (("modify", "modify"), ("review", "review"), ("end", "end"))
+ANSWER_PREFIXES = ("answers.", "choice.", "decision.")
+"""The names of a task page's per-question and per-point fields (``answers.<question id>``,
+``choice.<question id>``, ``decision.<item id>``)."""
+
+
+class TaskInputForm(forms.Form):
+    """The task page's answer forms (``runs.operator_inputs.give``), built from the request
+    the task waits for (``row``, None when it waits for none or the user may not act on it:
+    ``give`` then refuses as before, 404 / 403 / 409, before any field is read). Fields:
+    ``input_id`` (the request the page showed); for ``answers`` each question's
+    ``answers.<id>`` (text of at most 4,000 characters, or one of its ``choices``) and
+    ``choice.<id>`` (one of its option keys); for ``decisions`` each item's ``decision.<id>``
+    (accept / reject); for ``next`` ``action`` (modify / review / end) and the edited
+    ``markdown`` (CRLF made LF, so an unchanged draft stays unchanged). An answer field naming
+    no question or point of the request is refused as the form's own error."""
+
+    input_id = forms.CharField(required=False, max_length=64)
+
+    def __init__(self, *args: Any, row: Any, section: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.section = section
+        self.row_id = row.id if row is not None else ""
+        request = (row.args or {}) if row is not None else {}
+        if row is None:
+            return
+        if section == "answers":
+            for question in request.get("questions", []):
+                self._question_fields(question)
+        elif section == "decisions":
+            for item in request.get("items", []):
+                self.fields[f"decision.{item['id']}"] = forms.ChoiceField(choices=DECISION_CHOICES, required=False)
+        else:
+            self.fields["action"] = forms.ChoiceField(choices=NEXT_ACTIONS, label=gettext_lazy("What to do"))
+            self.fields["markdown"] = forms.CharField(
+                required=False, strip=False, label=gettext_lazy("The draft (Markdown)")
+            )
+
+    def _question_fields(self, question: Mapping[str, Any]) -> None:
+        """``answers.<id>`` (and ``choice.<id>`` for a question with options) of one question."""
+        qid = question["id"]
+        label = str(question.get("text") or qid)
+        if question.get("choices"):
+            values = [(str(c["value"]), str(c["value"])) for c in question["choices"]]
+            self.fields[f"answers.{qid}"] = forms.ChoiceField(choices=values, required=False, label=label)
+            return
+        self.fields[f"answers.{qid}"] = forms.CharField(
+            required=False, strip=False, max_length=MAX_INPUT_ANSWER_CHARS, label=label
+        )
+        keys = [(str(o["key"]), str(o["key"])) for o in question.get("options") or () if o.get("key")]
+        if keys:
+            self.fields[f"choice.{qid}"] = forms.ChoiceField(choices=keys, required=False, label=label)
+
+    @property
+    def fields_for(self) -> dict[str, dict[str, forms.BoundField]]:
+        """The request's id -> each field by its name, for the template to show the refused
+        form on that request's card only (``input_form.fields_for|get_item:cf.id``)."""
+        return {self.row_id: {name: self[name] for name in self.fields}} if self.row_id else {}
+
+    def clean(self) -> dict[str, Any]:
+        """Refuse answer fields that name no question or point of the request."""
+        data = super().clean() or {}
+        if self.row_id:
+            unknown = sorted(k for k in self.data if k.startswith(ANSWER_PREFIXES) and k not in self.fields)
+            if unknown:
+                raise forms.ValidationError(
+                    _("%(fields)s: not waiting for an answer; nothing was saved.") % {"fields": ", ".join(unknown)}
+                )
+        return data
+
+    def _sent(self, prefix: str) -> dict[str, Any]:
+        """The cleaned values of the fields named ``prefix<id>`` that were sent, by id."""
+        return {k[len(prefix) :]: v for k, v in self.cleaned_data.items() if k.startswith(prefix) and k in self.data}
+
+    def part(self) -> dict[str, object]:
+        """The answer part for ``give``, of the fields sent: a typed answer wins over a chosen
+        option (an empty one is sent: the question stays open); decisions come one by one."""
+        data = self.cleaned_data
+        if self.section == "answers":
+            typed = {k: str(v) for k, v in self._sent("answers.").items()}
+            chosen = {k: str(v) for k, v in self._sent("choice.").items() if v}
+            return {"answers": {**typed, **{k: v for k, v in chosen.items() if not typed.get(k, "").strip()}}}
+        if self.section == "decisions":
+            return {"decisions": self._sent("decision.")}
+        part: dict[str, object] = {"action": data.get("action", "")}
+        if part["action"] == "modify":
+            part["markdown"] = str(data.get("markdown") or "").replace("\r\n", "\n")
+        return part
 
 
 KEPT_DRAFT = "kept-draft:"
@@ -213,32 +289,65 @@ ANSWERED = {
 }
 
 
+def _pending_for(request: HttpRequest, task_id: str, section: str) -> tuple[Task | None, Any]:
+    """The task (None when the user may not see it) and the request it waits for in
+    ``section`` (None when it waits for none or the user may not act on the task)."""
+    task = visible_tasks(request.user).filter(pk=task_id).first()
+    if task is None or not can_operate_task(request.user, task):
+        return task, None
+    return task, next((r for r in pending_inputs(task_id) if r.tool in SECTIONS[section]), None)
+
+
 @require_POST
 def task_input(request: HttpRequest, task_id: str, section: str) -> HttpResponse:
     """Answer what the task waits for from its page (``runs.operator_inputs.give``): the
     interview, the project type, confirm-mode decisions (one by one), the phase 5 choice;
-    back to the task page with what happened, or why it was refused."""
+    back to the task page with what happened. Who may not see the task gets a 404, who may
+    not act on it the refusal as a message (before any field is read); a field the
+    ``TaskInputForm`` or ``give`` refuses shows the task page again (400) with the reason next
+    to it and everything typed kept; a stale or answered request (409) says so as a message."""
     if section not in ANSWERED:
         raise Http404(f"nothing is answered at {section}")
+    task, row = _pending_for(request, task_id, section)
     try:
-        part = _input_part(request, section)
+        form = TaskInputForm(request.POST, row=row, section=section)
+        valid = form.is_valid()
     except RequestDataTooBig:
         messages.error(request, _("Not saved: what you sent is larger than the server takes from a form. Use the API."))
         return redirect("task-detail", task_id=task_id)
-    input_id = request.POST.get("input_id") or None
-    result = attempt(request, lambda: give(request.user, task_id, section, part, input_id=input_id))
-    if result is None and isinstance(part.get("markdown"), str):
-        # Refused: the operator's edit is kept for the task page to show again, never lost.
-        request.session[f"{KEPT_DRAFT}{task_id}"] = part["markdown"]
-    if result is not None:
-        if result["status"] == "answered":
-            messages.success(request, ANSWERED[section])
-        else:
-            messages.info(request, _("Saved. Still to decide: %(count)d.") % {"count": len(result["missing"])})
-            if section == "decisions" and result["missing"]:
-                # Back where the operator is: the next point still to decide.
-                return redirect(reverse("task-detail", args=[task_id]) + f"#decision-{result['missing'][0]}")
+    if task is not None and not valid:
+        return _task_page(request, task, input_form=form)
+    part = form.part() if valid else {}
+    try:
+        result = give(request.user, task_id, section, part, input_id=form.cleaned_data.get("input_id") or None)
+    except DomainError as exc:
+        return _input_refused(request, task, form, part, exc)
+    if result["status"] == "answered":
+        messages.success(request, ANSWERED[section])
+    else:
+        messages.info(request, _("Saved. Still to decide: %(count)d.") % {"count": len(result["missing"])})
+        if section == "decisions" and result["missing"]:
+            # Back where the operator is: the next point still to decide.
+            return redirect(reverse("task-detail", args=[task_id]) + f"#decision-{result['missing'][0]}")
     return redirect("task-detail", task_id=task_id)
+
+
+def _input_refused(
+    request: HttpRequest, task: Task | None, form: TaskInputForm, part: Mapping[str, object], exc: DomainError
+) -> HttpResponse:
+    """``give``'s refusal on the task page: a field at fault (400) next to it on the page shown
+    again; otherwise (404, 403, 409) as before, a 404 or a message on the task page, an edited
+    draft kept for the page to show again, never lost."""
+    if exc.status == 404 or task is None:
+        raise Http404(exc.message) from None
+    markdown = part.get("markdown")
+    if exc.status == 400 and exc.errors:
+        refuse_into(form, exc)
+        return _task_page(request, task, input_form=form, kept_draft=markdown if isinstance(markdown, str) else "")
+    show_refusal(request, exc)
+    if isinstance(markdown, str):
+        request.session[f"{KEPT_DRAFT}{task.id}"] = markdown
+    return redirect("task-detail", task_id=task.id)
 
 
 @require_GET
