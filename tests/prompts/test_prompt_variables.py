@@ -243,7 +243,7 @@ def test_the_editors_declarations_and_warnings_are_in_chinese_too(api, page_clie
     html = preview(page_client, "Be brief {{ audeince }}.", AUDIENCE, language="zh-hans")
     assert "新版本的变量声明" in html and "模板未使用" in html
     assert (
-        "已使用但既未声明也非始终可用（此版本无法激活）：&#x27;audeince&#x27;（你是否想用 &#x27;audience&#x27;？）"
+        "已使用但既未声明也非始终可用（此版本无法激活）：&#x27;audeince&#x27;（您是否想用 &#x27;audience&#x27;？）"
         in html
     )
     assert "已声明但模板未使用（仅为警告：不会阻止渲染）：audience" in html
