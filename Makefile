@@ -57,7 +57,7 @@ lint: install
 # PostgreSQL for the database-portability run: skipped when none answers, except under CI
 # (CI set), where PostgreSQL and Redis run on the machine and a missing one fails the run.
 PG_TEST_URL ?= postgres://127.0.0.1:5432/test
-PG_TESTS := tests/test_workers_scaled.py tests/test_fencing_processes.py tests/test_takeover_commands.py tests/test_resume.py tests/test_interview_api.py tests/test_interview_processes.py tests/test_recording.py tests/test_message_indexes.py tests/test_tasks_api.py tests/test_runtime_api.py tests/test_permission_matrices.py tests/knowledge/test_search_postgresql.py tests/test_self_invocation_limit.py tests/test_instance_slots.py tests/test_config_revert.py tests/test_project_members.py tests/test_no_worker.py tests/test_dead_worker_cleanup.py
+PG_TESTS := tests/runs/test_workers_scaled.py tests/monitoring/test_fencing_processes.py tests/runs/test_takeover_commands.py tests/runs/test_resume.py tests/runs/test_interview_api.py tests/runs/test_interview_processes.py tests/monitoring/test_recording.py tests/monitoring/test_message_indexes.py tests/runs/test_tasks_api.py tests/runs/test_runtime_api.py tests/capabilities/test_permission_matrices.py tests/knowledge/test_search_postgresql.py tests/capabilities/test_self_invocation_limit.py tests/runs/test_instance_slots.py tests/team/test_config_revert.py tests/monitoring/test_project_members.py tests/runs/test_no_worker.py tests/runs/test_dead_worker_cleanup.py
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist; TEST_WORKERS=0 runs it in this one):
 # one pytest process keeps about one core busy (it mostly waits on the child processes it

@@ -10,7 +10,7 @@ differently in two of them ("open" a point vs. an "open" alert). The template fi
 Each vocabulary lists every value its identifier takes (the runtime's enums, the models'
 choices, the review's rows); a value not listed is shown as it is, so a new identifier is
 never hidden, only left untranslated until it is added here and to the catalog
-(tests/test_translations.py walks every page in Chinese and finds it)."""
+(tests/web/test_translations.py walks every page in Chinese and finds it)."""
 
 from __future__ import annotations
 

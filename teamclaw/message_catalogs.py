@@ -2,7 +2,7 @@
 
 The compiled ``locale/<lang>/LC_MESSAGES/*.mo`` files are committed, so ``make run`` and
 ``make test`` need no GNU gettext on a clean machine; ``manage.py compile_catalogs`` writes
-them again from the ``.po`` files without ``msgfmt`` and ``tests/test_translations.py``
+them again from the ``.po`` files without ``msgfmt`` and ``tests/web/test_translations.py``
 fails when a committed ``.mo`` says something other than its ``.po`` (docs/architecture.md
 "Translations").
 

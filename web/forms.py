@@ -64,7 +64,7 @@ def form_note(request: HttpRequest) -> str:
 def safe_next(request: HttpRequest, fallback: str) -> HttpResponseRedirect:
     """Redirect to the form's ``next`` when it is a page of this site, else to ``fallback``
     (an external ``next`` is never followed). The one place a page honours ``next``
-    (tests/test_safe_redirects.py checks no other module reads it; the login page's ``next``
+    (tests/web/test_safe_redirects.py checks no other module reads it; the login page's ``next``
     is Django's LoginView, which checks it the same way)."""
     target = request.POST.get("next") or ""
     if target and url_has_allowed_host_and_scheme(target, {request.get_host()}, require_https=request.is_secure()):

@@ -6,7 +6,7 @@
 ``ActivationRefused`` is worded again from its ``ContentCheck`` (the names used but not
 declared, or the sample render's failure), and the other refusals are matched against the
 rows of ``REASONS`` (the English pattern and the catalog's wording, each row tested from the
-row in tests/test_translations.py). A reason no row matches is shown as it is."""
+row in tests/web/test_translations.py). A reason no row matches is shown as it is."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from teamclaw.workflows.interview import interview_round, load_project_types
 from tests.executors.test_expert_answers_on_a_model import ExpertsBrain
 from tests.helpers import wait_for_task
 from tests.model_server import Completion, host_on_model, usage_for
-from tests.test_interview_api import IDEA_EN, IDEA_ZH, ROUND_1, ROUND_2, answer_all, artifact, start, wait_for
+from tests.runs.test_interview_api import IDEA_EN, IDEA_ZH, ROUND_1, ROUND_2, answer_all, artifact, start, wait_for
 
 QUESTION = re.compile(r"^- (r\d-[a-z_]+) \(section", re.MULTILINE)
 ROUND = re.compile(r"phase 3: round (\d)")

@@ -3,7 +3,7 @@
 
 Two runtimes on ManualClocks share one in-memory slot table (what ``runs.instance_slots``
 keeps in the database, without the database: the database version is tested in
-``tests/test_instance_slots.py``). A call whose role has no free slot anywhere goes to an
+``tests/runs/test_instance_slots.py``). A call whose role has no free slot anywhere goes to an
 instance of the role in its own runtime, else waits for one and times out with ``timeout``
 (``no_instance_slot``); a slot given back while it waits is taken; an idle instance whose
 slot is wanted is retired, or, with a context open in a running task, hands it over (its
