@@ -244,7 +244,9 @@ def _sides(entry: dict[str, Any]) -> list[str]:
 
 
 def _chosen_side(entry: dict[str, Any]) -> str:
-    chosen = next((o for o in entry.get("options", ()) if o["key"] == entry["answer"].get("choice")), {})
+    chosen: dict[str, Any] = next(
+        (o for o in entry.get("options", ()) if o["key"] == entry["answer"].get("choice")), {}
+    )
     return str(chosen.get("withdraws") or "")
 
 
