@@ -218,7 +218,7 @@ def test_the_page_and_the_api_say_which_ranking_was_used(hybrid, client, staff_u
     assert "1 chunk has no vector yet" in page
     with translation.override("en"):  # the request activates Chinese; later tests render in English again
         zh = client.get("/knowledge/", {"q": "kept days"}, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
-    assert 'data-ranking="hybrid"' in zh and "混合排序" in zh and "Ranked by hybrid ranking" not in zh
+    assert 'data-ranking="hybrid"' in zh and "综合两种排序" in zh and "Ranked by hybrid ranking" not in zh
 
 
 @needs_extra

@@ -128,7 +128,7 @@ def test_eval_review_with_the_model_reviewer_on_a_database_not_migrated_says_run
     corpus = _corpus(tmp_path, "document: shop.md\ndefects: []\nclean_lines: [5]\n")
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'never-migrated.sqlite3'}"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    manage = Path(__file__).parents[1] / "manage.py"
+    manage = Path(__file__).parents[2] / "manage.py"
     result = subprocess.run(
         [sys.executable, str(manage), "eval_review", str(corpus), "--reviewer", "model"],
         capture_output=True, text=True, env=env, check=False, timeout=300,
