@@ -5,11 +5,9 @@ by Debian's Chromium."""
 
 from __future__ import annotations
 
-import re
-
 from playwright.sync_api import expect
 
-from monitoring.models import Task
+from tests.browser.demo_run import start_chinese_demo
 from tests.browser.test_csp_browser import watch
 from tests.helpers import wait_for_task
 
@@ -25,22 +23,7 @@ WRAPPED = """() => [...document.querySelectorAll('[data-field="tokens"] abbr')]
 def test_the_task_page_inspects_in_view_keeps_estimates_whole_and_answers_without_csp_errors(
     browser, asgi_url, staff_user, runtime_host, settings
 ):
-    from tests.conftest import PASSWORD
-
-    settings.TEAMCLAW = {**settings.TEAMCLAW, "DEMO_THINK_MS": 0}
-    context = browser.new_context(locale="zh-CN", viewport={"width": 1366, "height": 768})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    page.goto(f"{asgi_url}/login/")
-    page.fill("#id_username", staff_user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{asgi_url}/")
-    page.select_option("#language-switcher", "zh-hans")
-    expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
-    page.click("#run-demo")
-    page.wait_for_url(re.compile(r"/tasks/\w+/$"))
-    task = Task.objects.get()
+    _context, page, task = start_chinese_demo(browser, asgi_url, staff_user, settings)
     assert wait_for_task(runtime_host, task.id).status == "completed"
     page.reload()
     problems = watch(page)

@@ -9,7 +9,8 @@ import re
 
 from playwright.sync_api import expect
 
-from monitoring.models import OpenPointAnswer, Task
+from monitoring.models import OpenPointAnswer
+from tests.browser.demo_run import start_chinese_demo
 from tests.helpers import wait_for_task
 
 FILE_NAMES = re.compile(r"[\w.-]+\.(?:md|json)\b", re.IGNORECASE)  # headers may be upper case (CSS)
@@ -26,23 +27,7 @@ def english_words(text: str, *names: str) -> list[str]:
 def test_a_chinese_operator_goes_from_the_demo_to_answering_an_open_point(
     browser, asgi_url, staff_user, runtime_host, settings
 ):
-    from tests.conftest import PASSWORD
-
-    settings.TEAMCLAW = {**settings.TEAMCLAW, "DEMO_THINK_MS": 0}
-    context = browser.new_context(locale="zh-CN", viewport={"width": 1366, "height": 768})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    page.goto(f"{asgi_url}/login/")
-    page.fill("#id_username", staff_user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{asgi_url}/")
-    page.select_option("#language-switcher", "zh-hans")
-    expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
-
-    page.click("#run-demo")
-    page.wait_for_url(re.compile(r"/tasks/\w+/$"))
-    task = Task.objects.get()
+    context, page, task = start_chinese_demo(browser, asgi_url, staff_user, settings)
     outcome = page.locator("#task-outcome section.outcome")
     expect(outcome).to_be_visible(timeout=60_000)
     assert wait_for_task(runtime_host, task.id).status == "completed"
