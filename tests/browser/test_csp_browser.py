@@ -95,10 +95,17 @@ def test_token_charts_draw_under_the_csp(asgi_page, asgi_url, runtime_host, staf
         chart = charts.nth(index)
         assert chart.evaluate("img => img.complete && img.naturalWidth > 0")
         dark = chart.evaluate(
-            """img => { const c = document.createElement('canvas'); c.width = img.naturalWidth; c.height = img.naturalHeight;
-            const g = c.getContext('2d'); g.drawImage(img, 0, 0); const d = g.getImageData(0, 0, c.width, c.height).data;
-            let dark = 0; for (let i = 0; i < d.length; i += 4) { if (d[i] + d[i + 1] + d[i + 2] < 60 && d[i + 3] > 200) dark++; }
-            return dark / (d.length / 4); }"""
+            """img => {
+              const c = document.createElement('canvas');
+              c.width = img.naturalWidth; c.height = img.naturalHeight;
+              const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+              const d = g.getImageData(0, 0, c.width, c.height).data;
+              let dark = 0;
+              for (let i = 0; i < d.length; i += 4) {
+                if (d[i] + d[i + 1] + d[i + 2] < 60 && d[i + 3] > 200) dark++;
+              }
+              return dark / (d.length / 4);
+            }"""
         )
         assert dark < 0.5, f"chart {index} is {dark:.0%} dark"
     assert problems == [], "\n".join(problems)

@@ -23,8 +23,11 @@ OVERLAPS = """() => {
   }
   return hits;
 }"""
-TALL_LABELS = """() => [...document.querySelectorAll(".topbar label, .topbar summary, .topbar button, .topbar #time-zone")]
-  .filter((el) => { const r = el.getBoundingClientRect(); const line = parseFloat(getComputedStyle(el).lineHeight) || 20;
+TALL_LABELS = """() => [
+  ...document.querySelectorAll(".topbar label, .topbar summary, .topbar button, .topbar #time-zone")]
+  .filter((el) => {
+    const r = el.getBoundingClientRect();
+    const line = parseFloat(getComputedStyle(el).lineHeight) || 20;
     return r.width > 0 && r.height > line * 1.6; })
   .map((el) => el.textContent.trim())"""
 

@@ -331,7 +331,7 @@ def test_diff_with_active_goes_from_the_older_version_to_the_newer(page_client, 
 
 
 def test_a_chinese_page_names_the_template_type_in_chinese(page_client, builtin):
-    """"人设 1.1.0 已生效", not "persona 1.1.0 已生效" (the slug stays in URLs and data-type)."""
+    """ "人设 1.1.0 已生效", not "persona 1.1.0 已生效" (the slug stays in URLs and data-type)."""
     page_client.cookies["django_language"] = "zh-hans"
     response = edit(page_client, "中文编辑。", bump="minor")
     page = page_client.get(response["Location"]).content.decode()

@@ -86,7 +86,7 @@ def test_a_markdown_artifact_is_rendered_sanitised_and_downloads_with_its_type(p
 
 
 def test_the_diff_heading_names_the_documents_in_words(page_client, builtin):
-    """"修订后的最终文档，第 1 版", not the file names, heads the diff in Chinese; the file names
+    """ "修订后的最终文档，第 1 版", not the file names, heads the diff in Chinese; the file names
     stay below in small print."""
     task = review_task("t-names", None)
     add_artifact(task=task, name="requirement_final.md", content="# A\n- one\n", role="consolidator")

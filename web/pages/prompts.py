@@ -325,7 +325,9 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
                     if result.version.is_active
                     else _("%(type)s %(version)s is saved as a draft.")
                 )
-                messages.success(request, text % {"type": label(template_type, "template type"), "version": result.version.version})
+                messages.success(
+                    request, text % {"type": label(template_type, "template type"), "version": result.version.version}
+                )
                 for warning in notices(result.check) if result.check else result.warnings:
                     messages.warning(request, warning)
                 return redirect(_template_url(scope))
