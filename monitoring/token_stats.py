@@ -9,6 +9,7 @@ Charts are drawn server-side as SVG by pygal (no script, no CDN).
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -199,20 +200,32 @@ def _config(**extra: Any) -> dict[str, Any]:
     }
 
 
+def _data_uri(chart: Any) -> str:
+    """The chart's SVG as a base64 ``data:`` URI (the pages' CSP allows ``img-src data:``)."""
+    svg = chart.render(is_unicode=True).encode("utf-8")
+    return "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")
+
+
 def usage_chart(stats: TokenStats, limit: int = 15) -> str:
-    """Stacked bars of input and output tokens per group (the largest ``limit``), as SVG, its
-    title and series named in the active language."""
+    """Stacked bars of input and output tokens per group (the largest ``limit``), as an SVG
+    ``data:`` URI for an ``<img>``, its title and series named in the active language.
+
+    An image, not inline SVG: pygal's SVG carries a ``<style>`` and a ``<script>`` element that
+    the pages' Content-Security-Policy (``style-src 'self'``, ``script-src 'self'``) blocks
+    inline, which drew the charts as black boxes. Inside an image the styles apply and no
+    script runs."""
     chart = pygal.StackedBar(**_config(x_label_rotation=20 if len(stats.rows) > 6 else 0))
     chart.title = gettext("Tokens by %(group_by)s") % {"group_by": GROUP_LABELS[stats.group_by]}
     rows = stats.rows[:limit]
     chart.x_labels = [r["label"] for r in rows]
     chart.add(gettext("input tokens"), [r["input_tokens"] for r in rows])
     chart.add(gettext("output tokens"), [r["output_tokens"] for r in rows])
-    return chart.render(is_unicode=True)
+    return _data_uri(chart)
 
 
 def series_chart(series: dict[str, Any]) -> str:
-    """Total tokens over time per group, as SVG (empty string when there is no data)."""
+    """Total tokens over time per group, as an SVG ``data:`` URI like :func:`usage_chart`
+    (empty string when there is no data)."""
     if not series["buckets"]:
         return ""
     fmt = "%m-%d %H:00" if series["unit"] == "hour" else "%Y-%m-%d"
@@ -226,4 +239,4 @@ def series_chart(series: dict[str, Any]) -> str:
     chart.x_labels_major = chart.x_labels[::step]
     for label, values in series["series"].items():
         chart.add(label, values)
-    return chart.render(is_unicode=True)
+    return _data_uri(chart)

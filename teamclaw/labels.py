@@ -297,6 +297,19 @@ VOCABULARIES: dict[str, dict[str, Promise]] = {
         "silent": pgettext_lazy("worker", "silent"),
         "stopped": pgettext_lazy("worker", "stopped"),
     },
+    # A skill's lifecycle state (seed 003 SkillLifecycleState, capabilities.skill_models.SkillStatus).
+    "skill state": {
+        "DISCOVERED": pgettext_lazy("skill state", "discovered"),
+        "INSTALLING": pgettext_lazy("skill state", "installing"),
+        "INSTALLED": pgettext_lazy("skill state", "installed"),
+        "ACTIVATING": pgettext_lazy("skill state", "activating"),
+        "ACTIVATED": pgettext_lazy("skill state", "activated"),
+        "DEACTIVATING": pgettext_lazy("skill state", "deactivating"),
+        "DEACTIVATED": pgettext_lazy("skill state", "deactivated"),
+        "UNINSTALLING": pgettext_lazy("skill state", "uninstalling"),
+        "UNINSTALLED": pgettext_lazy("skill state", "uninstalled"),
+        "ERROR": pgettext_lazy("skill state", "error"),
+    },
     # What an operator does to a skill (seed 003 lifecycle, capabilities.lifecycle.OPERATIONS).
     "skill action": {
         "discover": pgettext_lazy("skill action", "Discover"),

@@ -43,6 +43,7 @@ urlpatterns = [
     path("tasks/<str:task_id>/trace/", tasks.task_trace, name="task-trace"),
     path("tasks/<str:task_id>/replay/", replay.task_replay_page, name="task-replay"),
     path("tasks/<str:task_id>/artifacts/<str:name>", tasks.task_artifact, name="task-artifact"),
+    path("tasks/<str:task_id>/documents/<str:name>", tasks.task_document, name="task-document"),
     path("live/", live.live, name="live"),
     path("live/log/", live.live_log, name="live-log"),
     path("live/graph/", live.live_graph, name="live-graph"),

@@ -4,6 +4,7 @@ check of ``teamclaw.workflows.consolidation``)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from django import template
@@ -46,3 +47,28 @@ def check_labels(names: Iterable[str]) -> str:
     """Quality check names, translated and joined by the language's list separator
     (``teamclaw.labels.list_separator``: "、" in Chinese)."""
     return list_separator().join(str(CHECK_LABELS.get(name, name)) for name in names or ())
+
+
+DOCUMENT_TITLES = (
+    (re.compile(r"^requirement\.md$"), gettext_lazy("The requirement as submitted")),
+    (re.compile(r"^requirement\.v(?P<version>\d+)\.md$"), gettext_lazy("Requirement draft, version %(version)s")),
+    (re.compile(r"^requirement_final\.md$"), gettext_lazy("Final document")),
+    (
+        re.compile(r"^requirement_final\.r(?P<version>\d+)\.md$"),
+        gettext_lazy("Revised final document, version %(version)s"),
+    ),
+)
+"""A review's documents by file name (``teamclaw.workflows.revision``; ``requirement.vN.md``
+are the draft's revisions): ``(pattern, title)`` rows, the title formatted with the
+pattern's groups."""
+
+
+@register.filter
+def document_title(name: str) -> str:
+    """``{{ "requirement_final.r1.md"|document_title }}`` -> "Revised final document, version 1"
+    / "修订后的最终文档，第 1 版"; another artifact's name is returned as it is."""
+    for pattern, title in DOCUMENT_TITLES:
+        match = pattern.match(str(name))
+        if match:
+            return str(title) % match.groupdict()
+    return str(name)

@@ -76,3 +76,36 @@ def test_other_pages_load_with_no_csp_violation(asgi_page, asgi_url, path):
     if path == "/api/v1/docs/":  # Swagger UI ran (its init script comes from ?script)
         expect(page.locator(".opblock").first).to_be_visible()
     assert problems == [], "\n".join(problems)
+
+
+def test_token_charts_draw_under_the_csp(asgi_page, asgi_url, runtime_host, staff_user):
+    """With usage recorded the page draws two charts: no CSP violation, and each chart is a
+    loaded image that is not one dark box (pygal's inline <style> used to be blocked, leaving
+    black rectangles)."""
+    task = start_task(
+        workflow="requirement_review", input_markdown="# Shop\n\n- Pages must load fast.\n", user=staff_user
+    )
+    wait_for_task(runtime_host, task.id)
+    page = asgi_page
+    problems = watch(page)
+    page.goto(f"{asgi_url}/stats/tokens/?group_by=role")
+    charts = page.locator("figure.chart img")
+    expect(charts).to_have_count(2)
+    for index in range(2):
+        chart = charts.nth(index)
+        assert chart.evaluate("img => img.complete && img.naturalWidth > 0")
+        dark = chart.evaluate(
+            """img => {
+              const c = document.createElement('canvas');
+              c.width = img.naturalWidth; c.height = img.naturalHeight;
+              const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+              const d = g.getImageData(0, 0, c.width, c.height).data;
+              let dark = 0;
+              for (let i = 0; i < d.length; i += 4) {
+                if (d[i] + d[i + 1] + d[i + 2] < 60 && d[i + 3] > 200) dark++;
+              }
+              return dark / (d.length / 4);
+            }"""
+        )
+        assert dark < 0.5, f"chart {index} is {dark:.0%} dark"
+    assert problems == [], "\n".join(problems)

@@ -72,3 +72,28 @@ def test_upload_a_chinese_and_an_english_document_and_find_each(logged_in_page, 
     devops.get_by_role("button", name="Re-index").click()
     expect(page.locator(".messages")).to_contain_text("ops-handbook.md re-indexed: 2 of 2 chunks.")
     assert KnowledgeSource.objects.get(name="ops-handbook.md").load_level == "basic"
+
+
+def test_remove_asks_first_and_keeps_the_source_when_dismissed(logged_in_page, live_server, builtin, tmp_path):
+    page = logged_in_page
+    english = tmp_path / "ops-handbook.md"
+    english.write_text(ENGLISH, encoding="utf-8")
+    page.goto(f"{live_server.url}/knowledge/")
+    upload(page, english, "role:devops", "full")
+    expect(page.locator(".messages")).to_contain_text("ops-handbook.md indexed")
+    asked: list[str] = []
+
+    def dismiss(dialog) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.once("dialog", dismiss)
+    page.locator(".source-row", has_text="ops-handbook.md").get_by_role("button", name="Remove").click()
+    expect(page.locator("#source-table .source-row")).to_have_count(1)
+    assert asked and "ops-handbook.md" in asked[0] and "2 chunks" in asked[0]
+    assert KnowledgeSource.objects.filter(name="ops-handbook.md").exists()
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator(".source-row", has_text="ops-handbook.md").get_by_role("button", name="Remove").click()
+    expect(page.locator(".messages")).to_contain_text("ops-handbook.md removed.")
+    assert not KnowledgeSource.objects.filter(name="ops-handbook.md").exists()

@@ -158,6 +158,13 @@ def test_the_task_page_in_chinese_revises_and_links_the_side_by_side_diff(api, f
     assert '<table class="diff"' in diff and "（运营方答复，" in diff
     artifact = page.get(f"/tasks/{task.id}/artifacts/requirement_final.r1.md").content.decode()
     assert ZH_CLEAR in artifact
+    # the revision's link opens it as a page: its title in words, rendered, a way back
+    assert f'href="/tasks/{task.id}/documents/requirement_final.r1.md"' in html
+    document = page.get(f"/tasks/{task.id}/documents/requirement_final.r1.md").content.decode()
+    assert "<h1>修订后的最终文档，第 1 版</h1>" in document and 'id="back-to-task"' in document
+    assert ZH_CLEAR in document and "与原文档并排对比" in document
+    assert page.get(f"/tasks/{task.id}/documents/review_dev.json").status_code == 404
+    assert page.get(f"/tasks/{task.id}/documents/nope.md").status_code == 404
 
 
 def test_an_english_review_is_revised_in_english_on_the_api_and_the_page(api, finished_english_review, staff_user):

@@ -328,3 +328,13 @@ def test_diff_with_active_goes_from_the_older_version_to_the_newer(page_client, 
     assert links == {"1.0.0": "from=1.0.0&to=1.0.1", "1.0.2": "from=1.0.1&to=1.0.2"}
     diff = page_client.get("/prompts/pm/persona/diff/?" + links["1.0.0"]).content.decode()
     assert "Persona two" in diff
+
+
+def test_a_chinese_page_names_the_template_type_in_chinese(page_client, builtin):
+    """ "人设 1.1.0 已生效", not "persona 1.1.0 已生效" (the slug stays in URLs and data-type)."""
+    page_client.cookies["django_language"] = "zh-hans"
+    response = edit(page_client, "中文编辑。", bump="minor")
+    page = page_client.get(response["Location"]).content.decode()
+    assert "人设 1.1.0" in page and "persona 1.1.0" not in page
+    heading = page_client.get("/prompts/pm/persona/edit/").content.decode().split("<h1>", 1)[1].split("</h1>")[0]
+    assert "人设" in heading and "persona" not in heading

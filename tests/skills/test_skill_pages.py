@@ -310,3 +310,16 @@ def test_the_api_refuses_activation_without_a_role_without_writing_history(api, 
     assert response.status_code == 400
     assert "activationId" not in response.json()
     assert SkillOperation.objects.count() == before
+
+
+def test_skill_states_read_in_the_page_s_language(page_client, builtin):
+    """The badge and the state filter say 已发现 on a Chinese page, not DISCOVERED (the
+    identifier stays in the option's value, the badge's class and data-state)."""
+    file = SimpleUploadedFile("skill-index.yaml", seed_text("hr-assistant").encode(), "application/yaml")
+    page_client.post("/skills/_upload/", {"file": file})
+    html = page_client.get("/skills/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert 'data-state="DISCOVERED" title="生命周期状态">已发现</span>' in html
+    assert '<option value="ERROR" >出错</option>' in html
+    assert ">DISCOVERED<" not in html and ">ERROR<" not in html
+    english = page_client.get("/skills/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert 'data-state="DISCOVERED" title="Lifecycle state">discovered</span>' in english

@@ -83,3 +83,19 @@ def test_a_markdown_artifact_is_rendered_sanitised_and_downloads_with_its_type(p
     assert response["Content-Type"] == "text/markdown; charset=utf-8"
     assert response["Content-Disposition"].startswith("attachment;")
     assert "必须" in response.content.decode()
+
+
+def test_the_diff_heading_names_the_documents_in_words(page_client, builtin):
+    """ "修订后的最终文档，第 1 版", not the file names, heads the diff in Chinese; the file names
+    stay below in small print."""
+    task = review_task("t-names", None)
+    add_artifact(task=task, name="requirement_final.md", content="# A\n- one\n", role="consolidator")
+    add_artifact(task=task, name="requirement_final.r1.md", content="# A\n- one\n- two\n", role="operator")
+    url = "/tasks/t-names/diff/?a=requirement_final.md&b=requirement_final.r1.md"
+    page_client.cookies["django_language"] = "zh-hans"
+    heading = page_client.get(url).content.decode().split("<h1>", 1)[1].split("</h1>", 1)[0]
+    assert heading == "最终文档 → 修订后的最终文档，第 1 版"
+    page_client.cookies["django_language"] = "en"
+    html = page_client.get(url).content.decode()
+    assert "<h1>Final document → Revised final document, version 1</h1>" in html
+    assert "<code>requirement_final.r1.md</code>" in html

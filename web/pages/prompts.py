@@ -53,6 +53,7 @@ from prompts.queries import (
 from prompts.render import ALWAYS_AVAILABLE, MAX_TEMPLATE_CHARS, PromptRenderError
 from prompts.versions import BUMPS, next_version, parse
 from team.prompt_preview import preview_role
+from teamclaw.labels import label
 from teamclaw.strict_json import JsonRefused, loads
 from web.htmx import fragment_or_page
 from web.prompt_refusals import activation_words, refusal_words
@@ -324,7 +325,9 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
                     if result.version.is_active
                     else _("%(type)s %(version)s is saved as a draft.")
                 )
-                messages.success(request, text % {"type": template_type, "version": result.version.version})
+                messages.success(
+                    request, text % {"type": label(template_type, "template type"), "version": result.version.version}
+                )
                 for warning in notices(result.check) if result.check else result.warnings:
                     messages.warning(request, warning)
                 return redirect(_template_url(scope))

@@ -572,6 +572,18 @@ def task_artifact(request: HttpRequest, task_id: str, name: str) -> HttpResponse
 
 
 @require_GET
+def task_document(request: HttpRequest, task_id: str, name: str) -> HttpResponse:
+    """One Markdown artifact of a task as a page: its title in words
+    (``outcome_labels.document_title``), the text rendered and sanitised, a way back to the
+    task, the diff against the final document for a revision, and the download. 404 for a
+    task the user cannot see or an artifact that is not Markdown (those open as text at
+    ``task-artifact``)."""
+    task = get_object_or_404(visible_tasks(request.user), pk=task_id)
+    artifact = get_object_or_404(Artifact, task=task, name=name, name__endswith=".md")
+    return render(request, "monitoring/task_document.html", {"nav": "tasks", "task": task, "artifact": artifact})
+
+
+@require_GET
 def task_diff(request: HttpRequest, task_id: str) -> HttpResponse:
     """Two artifacts of one task side by side (``?a=requirement.md&b=requirement_final.md``,
     or two draft revisions; ``prompts.diff.diff_texts``: difflib, changed words marked): what
