@@ -75,12 +75,14 @@ class _BySource:
 @dataclass(frozen=True, slots=True)
 class ChunkTable(_BySource):
     """Every chunk: ``ids`` (int64, ascending) and ``sources`` (int64, the source id of each);
-    ``distinct`` sources and their ``counts`` of chunks."""
+    ``distinct`` sources and their ``counts`` of chunks; ``average_words``, the mean number of
+    stored words (heading and text) of a chunk, bm25's average length (0.0 with no chunk)."""
 
     ids: Any
     sources: Any
     distinct: Any
     counts: Any
+    average_words: float = 0.0
 
     def __len__(self) -> int:
         return int(self.ids.size)
@@ -182,18 +184,28 @@ def forget() -> None:
         _kept.clear()
 
 
+def _word_count(column: str) -> str:
+    """SQL (SQLite and PostgreSQL): the number of words of ``column`` (words joined by single spaces)."""
+    return f"(CASE WHEN {column} = '' THEN 0 ELSE length({column}) - length(replace({column}, ' ', '')) + 1 END)"
+
+
 def _load_chunks() -> ChunkTable:
     table = KnowledgeChunk._meta.db_table
-    ids, sources = [], []
+    ids, sources, words = [], [], 0
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, source_id FROM {table} ORDER BY id")
+        words_of = f"{_word_count('heading_words')} + {_word_count('text_words')}"
+        cursor.execute(f"SELECT id, source_id, {words_of} FROM {table} ORDER BY id")
         while rows := cursor.fetchmany(BATCH):
-            pairs = numpy.asarray(rows, dtype=numpy.int64).reshape(-1, 2)
-            ids.append(pairs[:, 0])
-            sources.append(pairs[:, 1])
+            triples = numpy.asarray(rows, dtype=numpy.int64).reshape(-1, 3)
+            ids.append(triples[:, 0])
+            sources.append(triples[:, 1])
+            words += int(triples[:, 2].sum())
     empty = numpy.zeros(0, dtype=numpy.int64)
     by_source = numpy.concatenate(sources) if sources else empty
-    return ChunkTable(numpy.concatenate(ids) if ids else empty, by_source, *_per_source(by_source))
+    count = sum(part.size for part in ids)
+    return ChunkTable(
+        numpy.concatenate(ids) if ids else empty, by_source, *_per_source(by_source), words / count if count else 0.0
+    )
 
 
 def _load_vectors() -> VectorTable:

@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 
 from capabilities.models import Project
+from knowledge import search as knowledge_search
 from knowledge.chunking import CHUNK_CHARS, chunk_document, chunk_text, html_text
 from knowledge.models import KnowledgeChunk, KnowledgeSource
 from knowledge.search import FTS_TABLE, query_terms, search
@@ -138,6 +139,39 @@ def test_a_chinese_question_finds_the_passage_that_answers_it():
     hits = search("表名怎么命名", roles=["librarian"], k=3)
     assert [h.chunk.heading for h in hits] == ["命名"]  # 怎么 alone does not bring in the chunk full of it
     assert [h.chunk.heading for h in search("备份保留多久", roles=["librarian"], k=3)] == ["备份"]
+
+
+@pytest.mark.django_db
+def test_a_common_word_of_the_question_ranks_the_chunks_its_rarer_words_chose(monkeypatch):
+    # "access" is in every chunk, so only "product" chooses (a budget of 5 matches): before,
+    # the common word was dropped and the passage tied with the one that says "products" once.
+    monkeypatch.setattr(knowledge_search, "CHOOSING_ROWS", 5)
+    role = librarian()
+    sections = [f"# Part {n}\n\nAccess to room {n} is open; access cards work." for n in range(8)]
+    sections += ["# Catalogue\n\nOur products ship in boxes.", "# Access\n\nProduction access lasts eight hours."]
+    add_source(
+        Upload("h.md", "text/markdown", "\n\n".join(sections).encode()),
+        role=role.role,
+        project=None,
+        load_level="full",
+    )
+    hits = search("How long does production access last?", roles=["librarian"], k=2)
+    assert [h.chunk.heading for h in hits] == ["Access", "Catalogue"]
+    assert hits[0].score > hits[1].score
+
+
+@pytest.mark.django_db
+def test_a_question_word_no_chunk_holds_is_searched_as_its_longest_held_prefix():
+    role = librarian()
+    add_source(
+        Upload("t.md", "text/markdown", b"# Testing\n\nUnit tests must cover 80% of new lines.\n\n# Other\n\nCovert."),
+        role=role.role,
+        project=None,
+        load_level="full",
+    )
+    assert query_terms("coverage") == ["coverag"]  # the stemmer keeps it apart from "cover"
+    assert [h.chunk.heading for h in search("coverage", roles=["librarian"])] == ["Testing"]
+    assert search("zebras", roles=["librarian"]) == []  # nothing held, no prefix held: nothing
 
 
 @pytest.mark.django_db

@@ -71,10 +71,11 @@ def test_the_demo_knowledge_answers_the_issue_question_once(builtin):
     assert KnowledgeSource.objects.count() == 2
 
 
-def test_only_words_of_a_large_base_that_a_rarer_word_can_replace_are_left_out():
-    from knowledge.search import common
+def test_the_rarest_words_choose_the_chunks_up_to_a_budget_and_the_rest_only_score_them():
+    from knowledge.search import CHOOSING_ROWS, choosing
 
-    assert common(10_000, 100_000, [10_000, 40])  # 时候 beside 工单: left out
-    assert not common(10_000, 100_000, [10_000, 9_000])  # no rarer word: kept
-    assert not common(4_000, 100_000, [4_000, 40])  # 4% of the chunks: kept
-    assert not common(200, 300, [200, 1])  # a small base keeps every word
+    assert choosing({"时候": 10_000, "工单": 40}) == {"工单"}  # 时候 beside 工单: scores only
+    assert choosing({"end": 3_811, "test": 3_058}) == {"test"}  # no rare word: the rarest still chooses
+    assert choosing({"a": 1_000, "b": 1_500, "c": 2_000}) == {"a", "b"}  # 2,500 <= 3,000 < 4,500
+    assert choosing({"a": 200, "b": 1, "gone": 0}) == {"a", "b"}  # a small base: every word it holds
+    assert CHOOSING_ROWS == 3000
