@@ -1,0 +1,27 @@
+"""False alarms on clean lines (issue 27): precise lines that a naive checker flags draw no finding."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from teamclaw.workflows.quality_engine import check_text
+from teamclaw.workflows.quality_eval import evaluate, read_corpus
+
+TRAPS = Path(__file__).parents[1] / "data" / "review_clean_traps"
+HELDOUT2 = Path(__file__).parents[1] / "data" / "review_heldout2"
+
+
+def test_the_tricky_clean_documents_draw_no_finding_on_any_clean_line():
+    documents = read_corpus(TRAPS)
+    assert {d.name for d in documents} == {"library-card-zh", "shuttle-booking-en"}
+    score = evaluate(documents)
+    assert score.clean_lines >= 40
+    assert score.alarms == []
+
+
+def test_a_parent_viewing_their_own_childs_records_does_not_contradict_teachers_only_viewing_photos():
+    text = (HELDOUT2 / "kindergarten-pickup-zh.md").read_text(encoding="utf-8")
+    lines = {f.line for f in check_text(text) if f.rule == "exclusive-actor-versus-other-actor"}
+    assert not lines & {30, 41}
+    same_object = "## 规则\n- 只有本班老师和园长能查看接送人照片。\n- 家长可以查看接送人照片。\n"
+    assert {f.line for f in check_text(same_object) if f.rule == "exclusive-actor-versus-other-actor"} == {2, 3}
