@@ -235,7 +235,9 @@ def answer_clauses(entry: dict[str, Any], served: str, language: str) -> list[st
     """The thoughts of ``entry``'s answer for the draft: a typed answer split into clauses; a
     picked option's text split only into its sentences (a clause cut at its comma loses its
     subject: "权限不同"), its generic "people served" replaced by ``served`` (``served_word``)."""
-    return clauses(answer_text(entry, served, language), load_grammar()[language], whole=bool(entry["answer"]["choice"]))
+    return clauses(
+        answer_text(entry, served, language), load_grammar()[language], whole=bool(entry["answer"]["choice"])
+    )
 
 
 def answer_text(entry: dict[str, Any], served: str, language: str) -> str:

@@ -289,20 +289,16 @@ def _topic(line: Any, context: dict[str, Any]) -> frozenset[str]:
     what a bare "只有 X 能查看" / "only X may view them" is about ("接送人正面照片仅用于…")."""
     if line.language == "en":
         first = next(_clauses(line))
-        phrase = []
-        for word in _EN_WORD.findall(line.text[first[0] : first[1]].lower()):
-            if word in _EN_TOPIC_END:
-                break
-            phrase.append(word)
-        return _content(line, phrase, context)
-    tokens = [w for w in line.words if w.text.strip()]
-    while tokens and tokens[0].tag in ("eng", "m", "x"):
-        tokens.pop(0)
+        tokens = [(w, "") for w in _EN_WORD.findall(line.text[first[0] : first[1]].lower())]
+    else:
+        tokens = [(w.text, w.tag) for w in line.words if w.text.strip()]
+        while tokens and tokens[0][1] in ("eng", "m", "x"):
+            tokens.pop(0)
     phrase: list[str] = []
-    for word in tokens:
-        if word.tag.startswith(_TOPIC_END):
+    for text, tag in tokens:
+        if text in _EN_TOPIC_END or (tag and tag.startswith(_TOPIC_END)):
             break
-        phrase.append(word.text)
+        phrase.append(text)
     return _content(line, phrase, context)
 
 

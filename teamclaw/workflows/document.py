@@ -146,9 +146,7 @@ def role_lines(document: RequirementDocument) -> set[int]:
     with a ``roles`` word of ``document_sections.yaml`` ("2. Roles", "用户与角色")."""
     words = tuple(w.lower() for ws in _sections_data().get("roles", {}).values() for w in ws)
     return {
-        s.number
-        for s in document.statements
-        if any(w in s.section.lower() for w in words) and _ROLE_LINE.match(s.text)
+        s.number for s in document.statements if any(w in s.section.lower() for w in words) and _ROLE_LINE.match(s.text)
     }
 
 

@@ -27,10 +27,12 @@ from typing import Any
 from teamclaw.workflows.clarify import ClarifyRules, answer_clauses, answered, load_clarify_rules, served_word
 from teamclaw.workflows.ears_grammar import (
     Grammar,
-    clauses as clauses,  # re-exported: callers split answers with ears.clauses
     ears,
     load_grammar,
     relation,
+)
+from teamclaw.workflows.ears_grammar import (
+    clauses as clauses,  # re-exported: callers split answers with ears.clauses
 )
 
 

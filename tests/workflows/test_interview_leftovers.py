@@ -53,7 +53,10 @@ def test_a_picked_options_text_is_never_cut_into_fragments_without_their_subject
 
 def test_a_persons_own_step_keeps_its_actor_in_english_as_in_chinese():
     grammar = ears.load_grammar()["en"]
-    assert ears.ears("the patient checks in at the desk", grammar) == "Step of the patient: the patient checks in at the desk."
+    assert (
+        ears.ears("the patient checks in at the desk", grammar)
+        == "Step of the patient: the patient checks in at the desk."
+    )
     assert ears.ears("Owners can book a walk", grammar) == "The system shall let owners book a walk."
     assert ears.ears("The patient is notified by SMS", grammar).startswith("The system shall satisfy:")
     en = _requirements("en", EN, "Build an online booking system for a community clinic")
