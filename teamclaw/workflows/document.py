@@ -150,6 +150,13 @@ def role_lines(document: RequirementDocument) -> set[int]:
     }
 
 
+def glossary_lines(document: RequirementDocument) -> set[int]:
+    """The numbers of the statements under a heading with a ``glossary`` word of
+    ``document_sections.yaml`` ("1. Glossary", "术语"): definitions, not requirements."""
+    words = tuple(w.lower() for ws in _sections_data().get("glossary", {}).values() for w in ws)
+    return {s.number for s in document.statements if any(w in s.section.lower() for w in words)}
+
+
 def heading_lines(document: RequirementDocument) -> set[int]:
     """The numbers of the statements that are headings in all but name: a line of bold text
     alone ("**US-2 临时委托接送**", "**Payments:**") titles what follows, it states nothing."""

@@ -34,6 +34,7 @@ from teamclaw.workflows import contradiction_detectors as compare
 from teamclaw.workflows.document import (
     RequirementDocument,
     Statement,
+    glossary_lines,
     heading_lines,
     parse_document,
     reviewable,
@@ -556,9 +557,13 @@ def check_document(
 
 def _stated(document: RequirementDocument, findings: list[QualityFinding]) -> list[QualityFinding]:
     """``findings`` without those on lines that state no requirement: a line of bold text alone
-    (a heading in all but name) and, but for ``role_line_categories``, a line introducing a
+    (a heading in all but name), a glossary's definition and, but for ``role_line_categories``, a line introducing a
     role ("Librarian: branch staff who check items"; ``document_sections.yaml``)."""
-    titles, roles, kept = heading_lines(document), role_lines(document), role_line_categories()
+    titles, roles, kept = (
+        heading_lines(document) | glossary_lines(document),
+        role_lines(document),
+        role_line_categories(),
+    )
     return [f for f in findings if f.line not in titles and (f.line not in roles or f.category in kept)]
 
 

@@ -47,3 +47,12 @@ def test_a_line_introducing_a_role_draws_no_finding_but_an_only_rule_written_int
 def test_a_line_of_bold_text_alone_is_a_heading_and_draws_no_finding():
     lines = {f.line for f in _findings(HELDOUT2, "kindergarten-pickup-zh")}
     assert not lines & {10, 16, 22, 29}  # **US-2 临时委托接送** ...
+
+
+def test_a_glossary_line_is_a_definition_and_draws_no_finding():
+    text = (
+        "# 会员\n\n## 1. 术语\n- VIP 会员：近 12 个月消费满 5000 元的会员。\n"
+        "- 爽约：预约后未在就诊时间前 15 分钟内签到。\n\n"
+        "## 2. 需求\n- VIP 会员每月可领取 1 张 20 元优惠券。\n"
+    )
+    assert not [f for f in check_text(text) if f.line in (4, 5, 8)]
