@@ -205,6 +205,51 @@ def answered(entry: dict[str, Any]) -> bool:
     return not entry["answer"]["open"]
 
 
+@functools.cache
+def _served_people() -> dict[str, dict[str, list[str]]]:
+    data = yaml.safe_load((INTERVIEW_FILES / "served_people.yaml").read_text(encoding="utf-8")) or {}
+    return {lang: {k: [str(w) for w in (data.get(lang) or {}).get(k) or ()] for k in ("placeholders", "words")}
+            for lang in LANGUAGES}  # fmt: skip
+
+
+def served_word(entries: list[dict[str, Any]], language: str, idea: str = "") -> str:
+    """The operator's own word for the people the system serves: the first word of
+    ``served_people.yaml`` found in the idea or in an answer the operator typed (in the order
+    asked; English as a whole word), "" when none names them."""
+    words = _served_people()[language]["words"]
+    typed = [idea, *(e["answer"]["text"] for e in entries if answered(e) and not e["answer"]["choice"])]
+    for text in typed:
+        found = [(m.start(), w) for w in words if (m := _word_in(w, text, language))]
+        if found:
+            return min(found)[1]
+    return ""
+
+
+def _word_in(word: str, text: str, language: str) -> re.Match[str] | None:
+    if language == "zh":
+        return re.search(re.escape(word), text)
+    return re.search(rf"(?<![A-Za-z]){re.escape(word)}(?![A-Za-z])", text, re.IGNORECASE)
+
+
+def answer_clauses(entry: dict[str, Any], served: str, language: str) -> list[str]:
+    """The thoughts of ``entry``'s answer for the draft: a typed answer split into clauses; a
+    picked option's text split only into its sentences (a clause cut at its comma loses its
+    subject: "权限不同"), its generic "people served" replaced by ``served`` (``served_word``)."""
+    return clauses(
+        answer_text(entry, served, language), load_grammar()[language], whole=bool(entry["answer"]["choice"])
+    )
+
+
+def answer_text(entry: dict[str, Any], served: str, language: str) -> str:
+    """``entry``'s answer, a picked option's generic "people served" replaced by ``served``."""
+    text = str(entry["answer"]["text"])
+    if entry["answer"]["choice"] and served:
+        for placeholder in _served_people()[language]["placeholders"]:
+            word = served[:1].upper() + served[1:] if placeholder[:1].isupper() else served
+            text = text.replace(placeholder, word)
+    return text
+
+
 # -- the engine on the answers -------------------------------------------------------------------
 REQUIREMENTS_HEADING = {"en": "Requirements", "zh": "需求"}
 
@@ -216,10 +261,11 @@ def _answers_document(entries: list[dict[str, Any]], language: str) -> tuple[str
     owner: dict[int, str] = {}
     aside = {_bare(statement) for statement in set_aside(entries)}
     grammar = load_grammar()[language]
+    served = served_word(entries, language)
     for entry in entries:
         if not answered(entry) or entry["answer"]["none"] or _restates_a_side(entry):
             continue
-        for line in entry["answer"]["text"].splitlines():
+        for line in answer_text(entry, served, language).splitlines():
             line = _without(line, aside, grammar) if aside else line
             if line.strip():
                 lines.append(f"- {line.strip()}")
@@ -294,13 +340,13 @@ def disagreements(entries: list[dict[str, Any]], language: str) -> list[tuple[st
     """``(entry id, finding)`` twice for each pair of clauses of two different questions'
     answers that ``ears.relation`` finds in conflict (what the engine's line-by-line rules do
     not see: "at most 3" in one answer, "at most 5" in another)."""
-    grammar = load_grammar()[language]
+    served = served_word(entries, language)
     seen: list[tuple[str, str]] = []
     out: list[tuple[str, QualityFinding]] = []
     for entry in entries:
         if entry.get("kind", "question") != "question" or not answered(entry) or entry["answer"]["none"]:
             continue
-        for clause in clauses(entry["answer"]["text"], grammar):
+        for clause in answer_clauses(entry, served, language):
             for other_id, other in seen:
                 if other_id != entry["id"] and relation(other, clause, language) == "conflict":
                     pair = f"answers:{len(out)}"

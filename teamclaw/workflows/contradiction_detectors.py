@@ -227,14 +227,16 @@ def bounds_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list[
 
 @dataclass(frozen=True)
 class Exclusive:
-    """An "only X can do Y" statement: the ``actor`` words, the ``action`` content words, and
-    whether the action is a generic access (use, 使用, 注册)."""
+    """An "only X can do Y" statement: the ``actor`` words, the ``action`` content words,
+    whether the action is a generic access (use, 使用, 注册), and the ``objects`` the action
+    is done to (content words; empty when the line names none)."""
 
     line: Any
     span: tuple[int, int]
     actor: frozenset[str]
     action: frozenset[str]
     access: bool
+    objects: frozenset[str] = frozenset()
 
 
 def _actor_and_action(rule: Rule, line: Any, start: int, end: int) -> tuple[list[str], list[str]]:
@@ -271,8 +273,33 @@ def exclusives(rule: Rule, line: Any, context: dict[str, Any]) -> Iterator[Exclu
             end = line.text.find(text) + len(text)
             actor, action = _actor_and_action(rule, line, match.end("cue"), end)
             if actor and action:
-                words = _content(line, action, context)
-                yield Exclusive(line, match.span(), _heads(actor), words, bool(access & set(action)))
+                words = _content(line, action, context) - _PRONOUNS
+                objects = (_content(line, action[1:], context) - _PRONOUNS) or _topic(line, context)
+                yield Exclusive(line, match.span(), _heads(actor), words, bool(access & set(action)), objects)
+
+
+_TOPIC_END = ("d", "p", "c", "u", "x")
+"""jieba tags that end a Chinese line's leading noun phrase (仅, 由, 和, 的, punctuation)."""
+_EN_TOPIC_END = {"is", "are", "was", "were", "be", "must", "shall", "will", "can", "may", "only", "should"}
+_PRONOUNS = {"them", "it", "this", "these", "those", "that", "their", "they", "its", "此", "其", "它们", "这些"}
+
+
+def _topic(line: Any, context: dict[str, Any]) -> frozenset[str]:
+    """The content words of the noun phrase that opens ``line`` (after its requirement id):
+    what a bare "只有 X 能查看" / "only X may view them" is about ("接送人正面照片仅用于…")."""
+    if line.language == "en":
+        first = next(_clauses(line))
+        tokens = [(w, "") for w in _EN_WORD.findall(line.text[first[0] : first[1]].lower())]
+    else:
+        tokens = [(w.text, w.tag) for w in line.words if w.text.strip()]
+        while tokens and tokens[0][1] in ("eng", "m", "x"):
+            tokens.pop(0)
+    phrase: list[str] = []
+    for text, tag in tokens:
+        if text in _EN_TOPIC_END or (tag and tag.startswith(_TOPIC_END)):
+            break
+        phrase.append(text)
+    return _content(line, phrase, context)
 
 
 def _heads(words: list[str]) -> frozenset[str]:
@@ -308,6 +335,8 @@ def _other_actor(rule: Rule, only: Exclusive, line: Any, context: dict[str, Any]
         if not heads or heads & only.actor or (actor and actor[0] in actor_stop) or not action:
             continue
         words = _content(line, action, context)
+        if only.objects and not words & only.objects:
+            continue  # the same action on another object ("查看照片" is not "查看考勤记录")
         shared = len(words & only.action) >= min(2, len(only.action))
         if (only.access and access & set(action)) or (only.action and shared):
             return start, end

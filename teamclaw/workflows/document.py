@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -124,6 +125,42 @@ def out_of_scope_words() -> tuple[str, ...]:
 def out_of_scope(title: str) -> bool:
     """True when heading ``title`` puts its section out of scope (``out_of_scope_words``)."""
     return any(w in title.lower() for w in out_of_scope_words())
+
+
+@lru_cache(maxsize=1)
+def _sections_data() -> dict[str, Any]:
+    return yaml.safe_load(SECTIONS_FILE.read_text(encoding="utf-8")) or {}
+
+
+_ROLE_LINE = re.compile(r"^(?:\*\*)?[^：:。；;，,.!?！？]{1,24}?(?:\*\*)?\s*[：:]\s*\S")
+_BOLD_ONLY = re.compile(r"^(?:\*\*|__)[^*_]+(?:\*\*|__)\s*[：:]?$")
+
+
+def role_line_categories() -> frozenset[str]:
+    """The categories still reviewed on a role line (``document_sections.yaml``)."""
+    return frozenset(_sections_data().get("role_line_categories", ()))
+
+
+def role_lines(document: RequirementDocument) -> set[int]:
+    """The numbers of the lines that introduce a role ("Name: who they are") under a heading
+    with a ``roles`` word of ``document_sections.yaml`` ("2. Roles", "用户与角色")."""
+    words = tuple(w.lower() for ws in _sections_data().get("roles", {}).values() for w in ws)
+    return {
+        s.number for s in document.statements if any(w in s.section.lower() for w in words) and _ROLE_LINE.match(s.text)
+    }
+
+
+def glossary_lines(document: RequirementDocument) -> set[int]:
+    """The numbers of the statements under a heading with a ``glossary`` word of
+    ``document_sections.yaml`` ("1. Glossary", "术语"): definitions, not requirements."""
+    words = tuple(w.lower() for ws in _sections_data().get("glossary", {}).values() for w in ws)
+    return {s.number for s in document.statements if any(w in s.section.lower() for w in words)}
+
+
+def heading_lines(document: RequirementDocument) -> set[int]:
+    """The numbers of the statements that are headings in all but name: a line of bold text
+    alone ("**US-2 临时委托接送**", "**Payments:**") titles what follows, it states nothing."""
+    return {s.number for s in document.statements if _BOLD_ONLY.match(s.text)}
 
 
 def set_aside_lines(document: RequirementDocument) -> set[int]:

@@ -24,13 +24,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from teamclaw.workflows.clarify import ClarifyRules, answered, load_clarify_rules
+from teamclaw.workflows.clarify import ClarifyRules, answer_clauses, answered, load_clarify_rules, served_word
 from teamclaw.workflows.ears_grammar import (
     Grammar,
-    clauses,
     ears,
     load_grammar,
     relation,
+)
+from teamclaw.workflows.ears_grammar import (
+    clauses as clauses,  # re-exported: callers split answers with ears.clauses
 )
 
 
@@ -94,18 +96,21 @@ def dropped_clauses(entries: list[dict[str, Any]], pending: list[dict[str, Any]]
     return settled.withdrawn + settled.contested
 
 
-def _candidates(entries: list[dict[str, Any]], settled: Settled, grammar: Grammar) -> list[dict[str, Any]]:
+def _candidates(
+    entries: list[dict[str, Any]], settled: Settled, grammar: Grammar, language: str
+) -> list[dict[str, Any]]:
     """Every clause the operator gave or chose, with the refinements its follow-ups added, in
     the order asked; a follow-up's answer only when it stands as a requirement of its own (a
     contradiction resolved in the operator's words, or a refinement whose clause is gone)."""
     out: list[dict[str, Any]] = []
+    served = served_word(entries, language)
     for entry in entries:
         if not answered(entry) or entry["answer"]["none"]:
             continue
         if entry.get("kind") == "follow_up" and entry["id"] not in settled.resolutions:
             continue
         actor = ""
-        for clause in clauses(entry["answer"]["text"], grammar):
+        for clause in answer_clauses(entry, served, language):
             stated, actor = with_actor(clause, actor, grammar)
             if not any(_same(clause, gone) for gone in settled.withdrawn + settled.contested):
                 out.append({"entry": entry, "clause": clause, "stated": stated, "refinements": [], "also": []})
@@ -179,7 +184,7 @@ def draft(
     left open, the follow-ups not asked, and each pair of answers that disagree, naming both."""
     grammar = load_grammar()[language]
     settled = settle(entries, pending)
-    kept, conflicts = _merge(_candidates(entries, settled, grammar), language)
+    kept, conflicts = _merge(_candidates(entries, settled, grammar, language), language)
     order = {section: index for index, section in enumerate(sections)}
 
     def place(candidate: dict[str, Any]) -> int:

@@ -120,15 +120,16 @@ def _joins_next(clause: str, grammar: Grammar) -> bool:
     return bool((end and end.search(clause)) or (start and start.search(clause)))
 
 
-def clauses(text: str, grammar: Grammar) -> list[str]:
+def clauses(text: str, grammar: Grammar, whole: bool = False) -> list[str]:
     """``text`` as its thoughts: sentences, each split at ``clauses`` unless a part continues
-    the one before or completes a trigger. Words are kept as written."""
+    the one before or completes a trigger (``whole``: sentences only, as an option's text is
+    written: "被服务的人和工作人员两类，权限不同" is one thought). Words are kept as written."""
     out: list[str] = []
     for sentence in grammar.splitters["sentences"].split(text) if grammar.splitters["sentences"] else [text]:
         sentence = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", sentence).strip(" \t.。;；")
         if not sentence:
             continue
-        out += _split_sentence(sentence, grammar)
+        out += [sentence] if whole else _split_sentence(sentence, grammar)
     return out
 
 

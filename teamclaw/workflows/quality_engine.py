@@ -31,7 +31,16 @@ from typing import Any
 
 from teamclaw.workflows import chinese_words
 from teamclaw.workflows import contradiction_detectors as compare
-from teamclaw.workflows.document import RequirementDocument, Statement, parse_document, reviewable
+from teamclaw.workflows.document import (
+    RequirementDocument,
+    Statement,
+    glossary_lines,
+    heading_lines,
+    parse_document,
+    reviewable,
+    role_line_categories,
+    role_lines,
+)
 from teamclaw.workflows.domain_packs import PACKS_DIR, DomainPack, load_packs
 from teamclaw.workflows.quality_rules import LANGUAGES, Matcher, Rule, RuleSet, load_rules
 from teamclaw.workflows.review_findings import Finding
@@ -543,7 +552,19 @@ def check_document(
     for rule in (*rules.rules, *(rule for pack in packs for rule in pack.rules)):
         if language in rule.languages and (not categories or rule.category in categories):
             findings += _run(rule, lines, context)
-    return sorted(findings, key=lambda f: (f.line, f.category, f.rule))
+    return sorted(_stated(document, findings), key=lambda f: (f.line, f.category, f.rule))
+
+
+def _stated(document: RequirementDocument, findings: list[QualityFinding]) -> list[QualityFinding]:
+    """``findings`` without those on lines that state no requirement: a line of bold text alone
+    (a heading in all but name), a glossary's definition and, but for ``role_line_categories``, a line introducing a
+    role ("Librarian: branch staff who check items"; ``document_sections.yaml``)."""
+    titles, roles, kept = (
+        heading_lines(document) | glossary_lines(document),
+        role_lines(document),
+        role_line_categories(),
+    )
+    return [f for f in findings if f.line not in titles and (f.line not in roles or f.category in kept)]
 
 
 def check_text(text: str, rules: RuleSet | None = None, categories: tuple[str, ...] = ()) -> list[QualityFinding]:
