@@ -437,6 +437,7 @@ _DETECTORS = {
     "bounds": _compared(compare.bounds_pairs),
     "exclusive": _compared(compare.exclusive_pairs),
     "negated": _compared(compare.negated_pairs),
+    "opposed": _compared(compare.opposed_pairs),
     "line": _line_rule,
     "defined_elsewhere": _defined_elsewhere_rule,
     "pair": _pair_rule,
