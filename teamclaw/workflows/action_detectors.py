@@ -1,21 +1,23 @@
 """Several actions in one requirement (INCOSE GtWR R18 "single thought"; issue 27; seed 002
 §6.7 逻辑严谨性): the ``actions`` detector of the requirement-quality engine.
 
-A sentence (English: split at ; and ". "; Chinese: a clause, split at 。；，：) is cut into list items at the row's ``counterpart``
-separators (、，, and, or, 并, 以及); an item is an action when its first word is a verb:
-for Chinese the first item holds a jieba verb (tag v) and a later one starts with a word of
-the row's ``trigger`` words (jieba tags some otherwise: 更新, 标记; a noun such as 采集 in
-采集地点 is no action there), after a preposition phrase (在地图上标记); for English a
-``trigger`` word (any inflection: issue, issues, issued) or any word followed by a
-determiner or pronoun ("reschedule it", "books the"). ``SEVERAL`` actions or more in one
-sentence make a finding quoting the sentence; ``exempt`` patterns (a role's definition)
-exempt the line.
+A sentence (English: split at ; and ". "; Chinese: a clause, split at 。；，：) is cut into
+list items at the row's ``counterpart`` separators (、 并 以及; commas, and, or); an item is an
+action when it starts with a verb: for Chinese the first item holds a jieba verb (tag v) and
+a later one starts with a word of the row's ``trigger`` words (jieba tags some otherwise:
+更新, 标记; a noun such as 采集 in 采集地点 is no action there), after a preposition phrase
+(在地图上标记); for English a ``trigger`` word (any inflection: issue, issues, issued) or any
+word followed by a determiner or pronoun ("reschedule it", "books the"). ``SEVERAL`` actions
+or more in one sentence make a finding quoting the sentence; ``exempt`` patterns (a role's
+definition, the steps of one failure's handling) exempt the line.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+
+from teamclaw.workflows.chinese_words import segment
 
 _SENTENCE_END = {"en": re.compile(r"[;；]|\.(?:\s|$)"), "zh": re.compile(r"[。；;！？!?，,：:]")}
 _DETERMINERS = frozenset("a an the it them its their his her each all every any this that these those".split())
@@ -69,8 +71,6 @@ def _chinese_action(item: str, segment: Any, verbs: frozenset[str], first: bool)
 
 def action_count(line: Any, span: tuple[int, int], separators: list[re.Pattern[str]], verbs: frozenset[str]) -> int:
     """How many list items of ``line.text[span]`` start with an action (see the module docstring)."""
-    from teamclaw.workflows.chinese_words import segment
-
     items = _items(line.text[span[0] : span[1]], separators)
     if line.language == "zh":
         return sum(_chinese_action(item, segment, verbs, i == 0) for i, item in enumerate(items))
