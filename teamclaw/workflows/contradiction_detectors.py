@@ -379,6 +379,9 @@ def negated_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list
 _EN_SKIPPED = frozenset(
     "be been being get gets got ever longer further any the a an it them is are was were have has had".split()
 )
+_DEFINITION_LINE = {"en": re.compile(r"^[A-Z][A-Za-z -]{0,30}:\s"), "zh": re.compile(r"^[^，。：；\d]{1,12}：")}
+"""A glossary or role line ("Employee: can view ...; cannot edit the plan"): what one role may
+do beside another is a permission split, not a contradiction."""
 _JOINERS = {"en": frozenset({"or", "and", ","}), "zh": frozenset({"或", "和", "及", "、", "或者", "与"})}
 
 
@@ -503,10 +506,12 @@ def _share_subject(a: Any, b: Any, actions: set[str], stop: frozenset[str]) -> b
 def opposed_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list[Pair]:
     """The pairs of an ``opposed`` row: a line forbidding an action ("cannot be refunded",
     不得入室) and another line, about the same subject, in which that action is done or
-    allowed ("receive a full refund", 可直接入室维修); once a pair of lines."""
+    allowed ("receive a full refund", 可直接入室维修); once a pair of lines. Glossary and role
+    lines (``_DEFINITION_LINE``) are left out."""
     stop = frozenset(context.get("stopwords", ()))
     out: list[Pair] = []
     seen = set()
+    lines = [line for line in lines if not _DEFINITION_LINE[line.language].search(line.text)]
     for line in lines:
         for span, actions in _prohibitions(rule, line, context):
             for other in lines:
