@@ -36,10 +36,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import snowballstemmer
+
 from teamclaw.workflows.quality_rules import Matcher, Rule
 
 _CLAUSE_START = {"en": re.compile(r"[;；]|\.(?:\s|$)"), "zh": re.compile(r"[，,；;。！？!?]")}
 _EN_WORD = re.compile(r"[a-z][a-z-]*")
+_STEMMER = snowballstemmer.stemmer("english")
 Pair = tuple[Any, tuple[int, int], Any, tuple[int, int]]
 """Two contradicting statements: a line, the span found on it, the other line and its span
 (the engine turns each pair into two findings, ``quality_engine``)."""
@@ -399,4 +402,153 @@ def negated_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list
                     if span:
                         seen.add(pair)
                         out.append((line, match.span(), other, span))
+    return out
+
+
+_EN_SKIPPED = frozenset(
+    "be been being get gets got ever longer further any the a an it them is are was were have has had".split()
+)
+_DEFINITION_LINE = {"en": re.compile(r"^[A-Z][A-Za-z -]{0,30}:\s"), "zh": re.compile(r"^[^，。：；\d]{1,12}：")}
+"""A glossary or role line ("Employee: can view ...; cannot edit the plan"): what one role may
+do beside another is a permission split, not a contradiction."""
+_JOINERS = {"en": frozenset({"or", "and", ","}), "zh": frozenset({"或", "和", "及", "、", "或者", "与"})}
+
+
+def _stem(word: str) -> str:
+    return _STEMMER.stemWord(word.lower())
+
+
+def _tokens(line: Any, start: int, end: int) -> list[str]:
+    """The words of ``line.text[start:end]`` (jieba words for Chinese, lower-case English
+    words and commas), blanks left out."""
+    if line.language == "zh":
+        return [w.text for w in line.words if start <= w.start and w.end <= end and w.text.strip()]
+    return re.findall(r"[a-z][a-z'-]*|,", line.text[start:end].lower())
+
+
+def _negated_actions(line: Any, cue_end: int, clause_end: int) -> list[str]:
+    """The action a prohibition denies: the first word after the cue (English: auxiliaries
+    skipped) and the words coordinated with it ("changed or cancelled", 退回或更换)."""
+    tokens = _tokens(line, cue_end, clause_end)
+    if line.language == "en":
+        tokens = [t for t in tokens if t not in _EN_SKIPPED or t == ","]
+    actions: list[str] = []
+    joined = True
+    for token in tokens:
+        if token in _JOINERS[line.language]:
+            joined = True
+            continue
+        if not joined:
+            break
+        actions.append(token)
+        joined = False
+    return actions
+
+
+def _action_keys(words: list[str], language: str, groups: dict[str, set[str]]) -> set[str]:
+    """Canonical keys of action ``words``: English stems, the ``action_groups`` each word
+    belongs to (退换 -> 退 and 换)."""
+    keys = set()
+    for word in words:
+        key = _stem(word) if language == "en" else word
+        keys.add(key)
+        keys.update(groups.get(key, ()))
+    return keys
+
+
+def _action_groups(context: dict[str, Any], language: str) -> dict[str, set[str]]:
+    """``{word (English: its stem): groups}`` of the ``action_groups`` vocabulary (a word may
+    sit in several: 退换 is a refund and an exchange)."""
+    out: dict[str, set[str]] = {}
+    for name, words in context["compare"].get("action_groups", {}).items():
+        for word in words.get(language, ()):
+            out.setdefault(_stem(str(word)) if language == "en" else str(word), set()).add(name)
+    return out
+
+
+def _qualified(line: Any, start: int, end: int, context: dict[str, Any]) -> bool:
+    """True when the prohibition clause ``line.text[start:end]`` (with the clause before it)
+    limits an amount or a scope ("cannot book more than 3", 不能查看其他幼儿的记录) or holds
+    only under a condition ("if ... cannot", 缺任一项时不能提交): a bound or a validation rule,
+    not a yes/no (``qualifiers`` vocabulary)."""
+    before = line.text[:start]
+    cut = max((m.end() for m in _CLAUSE_START[line.language].finditer(before[:-1])), default=0)
+    text = line.text[cut:end].lower()
+    if re.search(r"\d", text):
+        return True
+    words = _vocabulary(context, line.language, "qualifiers")
+    if line.language == "zh":
+        return any(w in text for w in words)
+    return any(re.search(rf"(?<![a-z]){re.escape(w)}(?![a-z])", text) for w in words)
+
+
+def _prohibitions(rule: Rule, line: Any, context: dict[str, Any]) -> Iterator[tuple[tuple[int, int], set[str]]]:
+    """``(span, action keys)`` of each prohibition cue of ``line`` (``trigger`` patterns)."""
+    groups = _action_groups(context, line.language)
+    for start, end in _clauses(line):
+        for pattern in rule.trigger.patterns.get(line.language, ()):
+            found = pattern.search(line.text, start, end)
+            if found and not _qualified(line, start, end, context):
+                words = _negated_actions(line, found.end(), end)
+                if words:
+                    yield (start, end), _action_keys(words, line.language, groups)
+                break
+
+
+def _permission(rule: Rule, line: Any, actions: set[str], context: dict[str, Any]) -> tuple[int, int] | None:
+    """The span of a clause of ``line`` that allows or grants one of ``actions``: a
+    ``counterpart`` cue (can, receive, 可以, 直接) with the action among the next four words,
+    in a clause without a prohibition cue or an ``exempt`` negation; or None."""
+    language = line.language
+    groups = _action_groups(context, language)
+    for start, end in _clauses(line):
+        text = line.text[start:end]
+        if _any(rule.trigger, text, language) or _any(rule.exempt, text, language):
+            continue
+        for pattern in rule.counterpart.patterns.get(language, ()):
+            for cue in pattern.finditer(line.text, start, end):
+                words = [w for w in _tokens(line, cue.end(), end) if w != ","][:4]
+                if _affirms(words, actions, language, groups):
+                    return start, end
+    return None
+
+
+def _affirms(words: list[str], actions: set[str], language: str, groups: dict[str, set[str]]) -> bool:
+    """True when ``words`` name one of ``actions`` (a Chinese one-character action also as
+    the start of a word: 退 in 退还)."""
+    if _action_keys(words, language, groups) & actions:
+        return True
+    return language == "zh" and any(len(a) == 1 and w.startswith(a) for a in actions for w in words)
+
+
+def _share_subject(a: Any, b: Any, actions: set[str], stop: frozenset[str]) -> bool:
+    """True when ``a`` and ``b`` sit under one heading or share a content word that is not
+    one of the compared ``actions``."""
+    if a.section and a.section == b.section:
+        return True
+    whole = (0, len(a.text))
+    mine = {_stem(w) if a.language == "en" else w for w in _content_words(a, whole, stop)}
+    theirs = {_stem(w) if b.language == "en" else w for w in _content_words(b, (0, len(b.text)), stop)}
+    return bool((mine & theirs) - actions)
+
+
+def opposed_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list[Pair]:
+    """The pairs of an ``opposed`` row: a line forbidding an action ("cannot be refunded",
+    不得入室) and another line, about the same subject, in which that action is done or
+    allowed ("receive a full refund", 可直接入室维修); once a pair of lines. Glossary and role
+    lines (``_DEFINITION_LINE``) are left out."""
+    stop = frozenset(context.get("stopwords", ()))
+    out: list[Pair] = []
+    seen = set()
+    lines = [line for line in lines if not _DEFINITION_LINE[line.language].search(line.text)]
+    for line in lines:
+        for span, actions in _prohibitions(rule, line, context):
+            for other in lines:
+                pair = (min(line.number, other.number), max(line.number, other.number))
+                if other.number == line.number or pair in seen or not _share_subject(line, other, actions, stop):
+                    continue
+                found = _permission(rule, other, actions, context)
+                if found:
+                    seen.add(pair)
+                    out.append((line, span, other, found))
     return out

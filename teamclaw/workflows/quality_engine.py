@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from teamclaw.workflows import chinese_words
+from teamclaw.workflows import action_detectors, chinese_words
 from teamclaw.workflows import contradiction_detectors as compare
 from teamclaw.workflows.document import (
     RequirementDocument,
@@ -424,6 +424,22 @@ def jurisdiction_hints(lines: list[Line], extras: dict[str, Any]) -> tuple[str, 
     return "unknown", extras.get("unknown_law", {}), []
 
 
+def _actions_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
+    """``action_detectors``: a finding on each sentence of ``SEVERAL`` actions or more (the
+    ``counterpart`` patterns cut the list items, the ``trigger`` words are verbs)."""
+    out = []
+    for line in lines:
+        if _exempt(rule, line):
+            continue
+        separators = list(rule.counterpart.patterns.get(line.language, ()))
+        verbs = frozenset(rule.trigger.words.get(line.language, ()))
+        for span in action_detectors.sentences(line):
+            if action_detectors.action_count(line, span, separators, verbs) >= action_detectors.SEVERAL:
+                out.append(_finding(rule, line, span))
+                break
+    return out
+
+
 def _compared(pairs: Any) -> Any:
     """A detector of the pairs found by a comparison of ``contradiction_detectors``: both
     lines of each pair get a finding with the same ``pair`` id, each quoting its own clause
@@ -446,6 +462,8 @@ _DETECTORS = {
     "bounds": _compared(compare.bounds_pairs),
     "exclusive": _compared(compare.exclusive_pairs),
     "negated": _compared(compare.negated_pairs),
+    "opposed": _compared(compare.opposed_pairs),
+    "actions": _actions_rule,
     "line": _line_rule,
     "defined_elsewhere": _defined_elsewhere_rule,
     "pair": _pair_rule,

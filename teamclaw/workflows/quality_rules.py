@@ -67,7 +67,17 @@ CATEGORIES = (
 LANGUAGES = ("en", "zh")
 SEVERITIES = ("critical", "major", "minor")
 ACTIONS = ("open_point", "replace", "append_section")
-DETECTORS = ("line", "defined_elsewhere", "pair", "personal_data", "bounds", "exclusive", "negated")
+DETECTORS = (
+    "line",
+    "defined_elsewhere",
+    "pair",
+    "personal_data",
+    "bounds",
+    "exclusive",
+    "negated",
+    "opposed",
+    "actions",
+)
 _RULE_KEYS = {
     "id", "severity", "languages", "trigger", "requires", "exempt", "detector", "counterpart",
     "same", "message", "suggestion", "change", "examples", "definition", "covered_by",

@@ -83,8 +83,19 @@ def test_a_contradiction_is_reported_on_both_lines_with_one_pair_id():
             "exclusive-actor-versus-other-actor",
             (2, 3),
         ),
+        (
+            "## 寄送\n- 样本寄出后，申请人不得退回或更换。\n\n## 售后\n- 收到样本后发现发芽不良的，可申请退换。\n",
+            "forbidden-versus-allowed",
+            (2, 5),
+        ),
+        (
+            "## Invoices\n- The freelancer can cancel a sent invoice at any time.\n"
+            "- Once sent, an invoice can no longer be changed or cancelled.\n",
+            "forbidden-versus-allowed",
+            (2, 3),
+        ),
     ],
-    ids=["numbers-zh", "exclusive-en"],
+    ids=["numbers-zh", "exclusive-en", "forbidden-zh", "forbidden-en"],
 )
 def test_a_compared_contradiction_reports_both_lines_each_naming_the_other(text, rule, lines):
     findings = [f for f in check_text(text, RULES) if f.rule == rule]
@@ -181,3 +192,10 @@ def test_the_quality_check_lists_vague_and_absolute_wording_left_in_the_final_do
     assert not clarity["passed"]
     assert any("第 4 行" in f and "安全" in f for f in clarity["findings"])
     assert not report["passed"]
+
+
+def test_a_list_of_actions_is_one_compound_finding_quoting_the_list():
+    text = "## 认领\n- 认领成功后系统生成电子认领证、发送短信通知、在地图上标记地块并更新社区公示栏。\n"
+    findings = [f for f in check_text(text, RULES) if f.rule == "several-actions-in-a-list"]
+    assert [(f.line, f.category) for f in findings] == [(2, "compound")]
+    assert findings[0].quote == "认领成功后系统生成电子认领证、发送短信通知、在地图上标记地块并更新社区公示栏"
