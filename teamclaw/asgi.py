@@ -65,3 +65,6 @@ application = ProtocolTypeRouter(
 if settings.TEAMCLAW["RUNTIME_AUTOSTART"] and settings.TEAMCLAW["RUNTIME"] == "embedded":
     # The embedded runtime worker starts with the server: it resumes what a crash left.
     get_host()
+    from knowledge.warmup import warm_up_in_background
+
+    warm_up_in_background()  # the first knowledge search is as quick as the next ones
