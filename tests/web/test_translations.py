@@ -248,7 +248,7 @@ async def test_a_run_reads_in_chinese_on_its_pages_and_on_a_chinese_socket(runti
         pages[path] = response.content.decode()
     assert "<strong>角色</strong>" in pages["/live/"]  # the config type, worded (issue 32)
     assert "参数 {" in pages["/live/"] and "操作员" in pages["/live/"]  # summaries and the operator
-    assert "输入 token" in pages["/stats/tokens/"] and "input tokens" not in pages["/stats/tokens/"]  # the chart
+    assert "输入词元" in pages["/stats/tokens/"] and "input tokens" not in pages["/stats/tokens/"]  # the chart
     english_left = {}
     assert {where: cited for where, html in pages.items() if (cited := references(html))} == {}
     for where, html in {**pages, **pushed}.items():
@@ -441,18 +441,15 @@ ALLOWED_WORDS = frozenset(
         # Keys named on a keyboard.
         "Ctrl",
         "Schema",
-        # What Chinese text writes in Latin letters: the model's unit, time zones' names.
-        "token",
-        "Token",
-        "tokens",
+        # What Chinese text writes in Latin letters: units, time zones' names.
         "ms",
         "Asia",
         "Shanghai",
     }
 )
 """Words a Chinese page may show in Latin letters besides identifiers (``identifier_free``):
-product, protocol and format names, and the loanword ``token`` (the unit a model counts,
-written so in Chinese). All-capital words (``JSON``, ``API``, ``UTC``, ``AI``, ``ERP``) are
+product, protocol and format names. Not ``token``: a Chinese page says 词元 for the unit a
+model counts and 令牌 for a credential (``test_token_reads_as_one_word_per_meaning_in_chinese``). All-capital words (``JSON``, ``API``, ``UTC``, ``AI``, ``ERP``) are
 acronyms and allowed too; so is a single letter (a unit such as ``s``)."""
 
 IDENTIFIER = re.compile(r"""[\w.:/@#~+-]*(?:[_\d/@]|[.:][a-z]|[a-z][A-Z])[\w.:/@#~+-]*""", re.ASCII)
@@ -517,7 +514,7 @@ def test_the_english_word_check_finds_words_and_lets_identifiers_be():
         '3,768 个 token · JSON · 2 s</p><option>builtin</option><div lang="en">Customers must see</div>'
         '<p title="Waiting until Dec 5">等待</p><p title="seed 002 §6.7">结果 {mode, summary}</p>'
     )
-    assert english_words(html, frozenset({"main"})) == ["running", "builtin", "Waiting", "until", "Dec"]
+    assert english_words(html, frozenset({"main"})) == ["running", "token", "builtin", "Waiting", "until", "Dec"]
 
 
 def wait_for_pending(host, task_id: str, tool: str, timeout: float = 60) -> None:
@@ -856,6 +853,38 @@ def test_chinese_catalogs_address_the_reader_as_nin_and_use_full_width_punctuati
     workflows = Path(settings.BASE_DIR) / "teamclaw" / "workflows"
     said = [str(path.relative_to(workflows)) for path in workflows.rglob("*.yaml") if "你" in path.read_text("utf-8")]
     assert said == []  # the interview's questions, reasons and follow-ups speak to the operator too
+
+
+CREDENTIAL = re.compile(
+    r"role token|bearer|issu\w* (a )?token|token “|its token|token of|revoke the token|this token|token acts|give the token",
+    re.I,
+)
+"""An English message about a credential (a role token, a bearer token), not the model's unit."""
+
+
+def test_token_reads_as_one_word_per_meaning_in_chinese():
+    """Issue 32: a Chinese message says 词元 for what a model counts and 令牌 for a credential,
+    never the Latin word ``token`` (the pages mixed "token", "Token" and 词元); identifiers
+    (``<token>``, ``TEAMCLAW_MEMORY_TOKENS``, ``%(tokens)s``, ``role-tokens``) stay as written."""
+    latin, wrong = [], []
+    for name in ("django", "djangojs"):
+        for entry in entries(name):
+            if "token" not in entry.msgid.lower():
+                continue
+            credential = bool(CREDENTIAL.search(entry.msgid + (entry.plural or "")))
+            for text in entry.strings:
+                prose = re.sub(
+                    r"<code>.*?</code>|&lt;token&gt;|<token>|%\(\w+\)[sd]|[\w/-]*_TOKENS|[\w-]+-tokens|memory_tokens",
+                    "",
+                    text,
+                )
+                if re.search(r"token", prose, re.I):
+                    latin.append(text)
+                if ("词元" if credential else "令牌") in prose:
+                    wrong.append(text)
+    assert latin == [] and wrong == []
+    said = {e.msgid: e.strings[0] for e in entries("django")}
+    assert said["Role tokens"] == "角色令牌" and said["Token stats"] == "词元统计" and said["tokens"] == "词元"
 
 
 def test_knowledge_relevance_reads_as_a_percent_in_both_languages(page_client, builtin):
