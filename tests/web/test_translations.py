@@ -449,7 +449,8 @@ ALLOWED_WORDS = frozenset(
 )
 """Words a Chinese page may show in Latin letters besides identifiers (``identifier_free``):
 product, protocol and format names. Not ``token``: a Chinese page says 词元 for the unit a
-model counts and 令牌 for a credential (``test_token_reads_as_one_word_per_meaning_in_chinese``). All-capital words (``JSON``, ``API``, ``UTC``, ``AI``, ``ERP``) are
+model counts and 令牌 for a credential (``test_token_reads_as_one_word_per_meaning_in_chinese``).
+All-capital words (``JSON``, ``API``, ``UTC``, ``AI``, ``ERP``) are
 acronyms and allowed too; so is a single letter (a unit such as ``s``)."""
 
 IDENTIFIER = re.compile(r"""[\w.:/@#~+-]*(?:[_\d/@]|[.:][a-z]|[a-z][A-Z])[\w.:/@#~+-]*""", re.ASCII)
@@ -856,7 +857,8 @@ def test_chinese_catalogs_address_the_reader_as_nin_and_use_full_width_punctuati
 
 
 CREDENTIAL = re.compile(
-    r"role token|bearer|issu\w* (a )?token|token “|its token|token of|revoke the token|this token|token acts|give the token",
+    r"role token|bearer|issu\w* (a )?token|token “|its token|token of|revoke the token|this token|token acts"
+    r"|give the token",
     re.I,
 )
 """An English message about a credential (a role token, a bearer token), not the model's unit."""
