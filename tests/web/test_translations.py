@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.utils.html import escape
 
 from capabilities.models import CapabilityCard, ConfigChange, Project
 from capabilities.skill_models import SkillStatus
@@ -1015,3 +1016,31 @@ def test_the_second_chinese_walk_meets_no_english_jargon_or_settings(page_client
     page = page_client.get("/roles/pm/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert re.search(r'/prompts/pm/persona/">人设</a></td><td>[^<]*</td><td>中文</td>', page)
     assert re.search(r'/prompts/pm/system_prompt/">系统提示词</a></td><td>[^<]*</td><td>英文</td>', page)
+
+
+@pytest.mark.parametrize(
+    ("content", "values", "framing", "detail"),
+    [
+        ("第一行\n{{ who }\n", "{}", "第 2 行：模板有语法错误", "unexpected '}'"),
+        ("{{ project_name }}\n{{ 1 / 0 }}", "{}", "第 2 行：模板渲染时出错", "ZeroDivisionError: division by zero"),
+        ("{{ who }}", "[1]", "必须是 JSON 对象", ""),
+    ],
+)
+def test_the_prompt_preview_tells_a_render_error_in_chinese_with_its_line(
+    page_client, builtin, content, values, framing, detail
+):
+    """Issue 32: the editor's live preview on a Chinese page frames a failed render in Chinese
+    with the template line, and quotes the engine's own message (marked English) as a detail;
+    the Chinese walk (``english_words``) then finds nothing outside that quote."""
+    response = page_client.post(
+        "/prompts/pm/persona/edit/preview/",
+        {"content": content, "variables": "[]", "values": values},
+        HTTP_HX_REQUEST="true",
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    html = response.content.decode()
+    error = re.search(r'<p class="error" id="preview-error">(.*?)</p>', html, re.S).group(1)
+    assert framing in error
+    if detail:
+        assert f'<q lang="en" translate="no" id="preview-error-detail">{escape(detail)}</q>' in error
+    assert english_words(html) == []
