@@ -7,7 +7,10 @@ in one place for the API (``teamclaw.api_errors.exception_handler``: the body
 (``web.forms.show_refusal`` for a refusal shown on the next page, ``web.errors`` for an
 error page).
 
-- ``message``: one sentence for a person (the API's ``detail``);
+- ``message``: one sentence for a person (the API's ``detail``), a ``str`` in the language
+  active when it is read: a service words it with ``gettext_lazy`` (and ``worded`` for its
+  values), so the same refusal reads in Chinese on a zh-Hans page or API request and in
+  English elsewhere (issue 32, "every word in the page's language");
 - ``errors``: ``{field: [reasons]}``, ``{}`` when no field is at fault;
 - ``status``: the HTTP status that fits (400 bad input, 403, 404, 409 conflict, 413...);
 - ``code``: a machine-readable reason (``invalid``, ``not_found``, ``conflict``...);
@@ -21,7 +24,23 @@ kind, such as the runtime's model executor catching a prompt that cannot be rend
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from django.utils.functional import Promise, lazy
+
+
+def _worded(message: str | Promise, params: dict[str, Any]) -> str:
+    return str(message) % params if params else str(message)
+
+
+_worded_lazily = lazy(_worded, str)
+
+
+def worded(message: str | Promise, **params: Any) -> str:
+    """``message`` (a ``gettext_lazy`` text with ``%(name)s`` places) filled with ``params``,
+    lazily: translated when it is read, in the language active then, not when it is raised
+    (a refusal raised in a worker or under another language still reads in the reader's)."""
+    return cast(str, _worded_lazily(message, params))
 
 
 class DomainError(Exception):
@@ -40,13 +59,22 @@ class DomainError(Exception):
         extra: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
-        self.message = message
+        self._message = message
         self.errors: dict[str, list[str]] = errors or {}
         if status is not None:
             self.status = status
         if code is not None:
             self.code = code
         self.extra: dict[str, Any] = dict(extra or {})
+
+    @property
+    def message(self) -> str:
+        """The sentence, in the language active now (see the module docstring)."""
+        return str(self._message)
+
+    @message.setter
+    def message(self, value: str) -> None:
+        self._message = value
 
     def body(self) -> dict[str, Any]:
         """The API's error body: ``{"detail": message, "errors": {...}, **extra}``."""

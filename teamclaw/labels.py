@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable
 from functools import cache
 
-from django.utils.functional import Promise
+from django.utils.functional import Promise, lazy
 from django.utils.translation import get_language, gettext, pgettext_lazy
 
 VOCABULARIES: dict[str, dict[str, Promise]] = {
@@ -454,3 +454,8 @@ def reworded(text: str, templates: Iterable[str]) -> str:
         return gettext(template) % values
     except (KeyError, ValueError, TypeError):  # a catalog entry with other placeholders
         return text
+
+
+label_lazy = lazy(label, str)
+"""``label`` read when its text is used (in the language active then): for a refusal's
+values (``teamclaw.errors.worded``), raised before the reader's language is known."""
