@@ -51,7 +51,7 @@ class VisibleText(HTMLParser):
     Scripts, styles, preformatted text and form fields' content are not prose."""
 
     SKIP = {"script", "style", "code", "pre", "textarea", "option"}
-    ATTRIBUTES = ("title", "placeholder", "aria-label")
+    ATTRIBUTES = ("title", "placeholder", "aria-label", "alt")
     VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
     def __init__(self) -> None:
