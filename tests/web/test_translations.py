@@ -1044,3 +1044,18 @@ def test_the_prompt_preview_tells_a_render_error_in_chinese_with_its_line(
     if detail:
         assert f'<q lang="en" translate="no" id="preview-error-detail">{escape(detail)}</q>' in error
     assert english_words(html) == []
+
+
+def test_the_prompt_preview_refuses_a_template_over_the_limit_through_its_form(page_client, builtin):
+    """The preview binds ``PromptEditForm`` (issue 32: page input through Django forms): a
+    template over its limit is refused by the form, in the page's language, before any render."""
+    from prompts.render import MAX_TEMPLATE_CHARS
+
+    response = page_client.post(
+        "/prompts/pm/persona/edit/preview/",
+        {"content": "x" * (MAX_TEMPLATE_CHARS + 1), "variables": "[]", "values": "{}"},
+        HTTP_HX_REQUEST="true",
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    error = re.search(r'<p class="error" id="preview-error">(.*?)</p>', response.content.decode(), re.S).group(1)
+    assert f"{MAX_TEMPLATE_CHARS:,}".replace(",", "") in error.replace(",", "") and "确保" in error

@@ -348,22 +348,32 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
     )
 
 
-PREVIEW_FIELDS = {"values": gettext_lazy("Sample values"), "variables": gettext_lazy("Variables")}
+PREVIEW_FIELDS = {
+    "values": gettext_lazy("Sample values"),
+    "variables": gettext_lazy("Variables"),
+    "content": gettext_lazy("Template"),
+}
 """The preview's inputs a refusal may name, as the page labels them (others are variable names)."""
 
 
 @require_POST
 def prompt_edit_preview(request: HttpRequest, role: str, template_type: str) -> HttpResponse:
     """The editor's live preview (htmx): the content being edited, rendered in the sandbox
-    with its variables and the sample values. Changes nothing."""
+    with its variables and the sample values (``PromptEditForm``'s ``content``, ``variables``
+    and ``values``). Changes nothing. A refusal is shown in the preview box, answered 200 so
+    htmx swaps it in (the editor's save answers 400)."""
     scope = _scope(request, role, template_type)
     preview: dict[str, Any] = {}
+    form = PromptEditForm(request.POST)
+    if not form.is_valid():
+        field, reason = next(iter(form.first_errors().items()))
+        preview["error"] = {"field": field, "label": PREVIEW_FIELDS.get(field, ""), "message": reason}
+        return render(request, "prompts/edit.html#preview", {**scope, "preview": preview})
+    data = form.cleaned_data
     try:
-        values = _json_field(request.POST.get("values", ""), "values", dict)
-        variables = _json_field(request.POST.get("variables", ""), "variables", list)
-        checked = check_content(
-            request.POST.get("content", ""), variables, role=scope["role"], project=scope["project"], values=values
-        )
+        values = _json_field(data["values"], "values", dict)
+        variables = _json_field(data["variables"], "variables", list)
+        checked = check_content(data["content"], variables, role=scope["role"], project=scope["project"], values=values)
     except PromptChangeError as exc:
         failure = exc.render_error if exc.field == "content" else None
         words = render_error_words(failure) if failure else {"message": refusal_words(exc)}
