@@ -474,3 +474,18 @@ def test_the_role_switch_tells_what_it_did_and_refuses_inherit_globally(page_cli
     refused = page_client.post("/roles/pm/switch/", {"enabled": "inherit", "version": "0"}, follow=True)
     assert "enabled: must be on, off or (for a project) inherit" in refused.content.decode()
     assert ConfigChange.objects.count() == before
+
+
+def test_the_import_form_refuses_an_unknown_format_and_keeps_the_text(page_client, builtin):
+    """Issue 32: the import page binds ``ConfigImportForm`` (page input through Django
+    forms): a format it does not offer is a 400 naming ``format``, the pasted text kept,
+    nothing imported."""
+    from capabilities.config import current_version
+
+    before = current_version()
+    text = "format: teamclaw-config/1\nscope: global\n"
+    response = page_client.post("/config/transfer/", {"text": text, "format": "toml", "action": "preview"})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "<code>format</code>" in html and text.splitlines()[0] in html
+    assert current_version() == before
