@@ -23,7 +23,8 @@ from runs.host import current_host, get_host
 from runs.models import RuntimeCommand
 from runs.outside_calls import CALLS, CallOutcome, not_running
 from runs.workers import workers_alive
-from teamclaw.errors import DomainError, worded
+from teamclaw.errors import DomainError
+from teamclaw.labels import worded
 from teamclaw.runtime import TaskNotRunning
 
 ANSWER_TIMEOUT_S = 10.0

@@ -18,8 +18,8 @@ from django.utils.translation import gettext_lazy as _
 from monitoring.models import Task, ToolConfirmation
 from runs.dispatch import publish_wake
 from runs.host import current_host
-from teamclaw.errors import DomainError, InvalidField, worded
-from teamclaw.labels import label_lazy
+from teamclaw.errors import DomainError, InvalidField
+from teamclaw.labels import label_lazy, worded
 
 STATUSES = ("pending", "approved", "rejected", "expired")
 MAX_REASON_CHARS = 500

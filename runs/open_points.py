@@ -25,7 +25,8 @@ from monitoring.access import can_operate_task, visible_tasks
 from monitoring.models import Artifact, OpenPointAnswer, Task
 from monitoring.outcome import final_revisions, open_points, task_outcome
 from runs.tasks import check_plain_text
-from teamclaw.errors import Conflict, DomainError, InvalidField, NotFound, worded
+from teamclaw.errors import Conflict, DomainError, InvalidField, NotFound
+from teamclaw.labels import worded
 from teamclaw.workflows.consolidation import quality_check
 from teamclaw.workflows.revision import report_name, revise, revision_name
 

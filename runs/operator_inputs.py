@@ -25,8 +25,8 @@ from monitoring.access import can_operate_task, visible_tasks
 from monitoring.models import Task, ToolConfirmation
 from runs.confirmations import ConfirmationError, deliver
 from runs.tasks import DocumentError, check_budget, validate_document
-from teamclaw.errors import DomainError, InvalidField, NotFound, worded
-from teamclaw.labels import label_lazy
+from teamclaw.errors import DomainError, InvalidField, NotFound
+from teamclaw.labels import label_lazy, worded
 from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.schemas import compile_schema, schema_errors
 from teamclaw.workflows.clarify import option_key

@@ -30,8 +30,8 @@ from runs.fork_policy import audit_override, authorise, check_reason, rejected_t
 from runs.host import get_host
 from runs.resume import recorded_steps
 from team.snapshot import build_snapshot
-from teamclaw.errors import DomainError, InvalidField, worded
-from teamclaw.labels import label_lazy
+from teamclaw.errors import DomainError, InvalidField
+from teamclaw.labels import label_lazy, worded
 from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id

@@ -24,23 +24,7 @@ kind, such as the runtime's model executor catching a prompt that cannot be rend
 
 from __future__ import annotations
 
-from typing import Any, cast
-
-from django.utils.functional import Promise, lazy
-
-
-def _worded(message: str | Promise, params: dict[str, Any]) -> str:
-    return str(message) % params if params else str(message)
-
-
-_worded_lazily = lazy(_worded, str)
-
-
-def worded(message: str | Promise, **params: Any) -> str:
-    """``message`` (a ``gettext_lazy`` text with ``%(name)s`` places) filled with ``params``,
-    lazily: translated when it is read, in the language active then, not when it is raised
-    (a refusal raised in a worker or under another language still reads in the reader's)."""
-    return cast(str, _worded_lazily(message, params))
+from typing import Any
 
 
 class DomainError(Exception):

@@ -11,7 +11,8 @@ from django.utils import timezone, translation
 
 from monitoring.models import Task, ToolConfirmation
 from runs.confirmations import ConfirmationError, decide_as
-from teamclaw.errors import DomainError, worded
+from teamclaw.errors import DomainError
+from teamclaw.labels import worded
 
 ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
 EN = {"HTTP_ACCEPT_LANGUAGE": "en"}

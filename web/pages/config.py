@@ -140,7 +140,7 @@ def config_transfer(request: HttpRequest) -> HttpResponse:
         form = ConfigImportForm(request.POST, request.FILES)
         context["note"] = form_note(request)
         if not form.is_valid():
-            context["errors"] = {field: list(reasons) for field, reasons in form.errors.items()}
+            context["errors"] = {field: [str(r) for r in reasons] for field, reasons in form.errors.items()}
             context["text"] = str(form.data.get("text", ""))
             status = 400
         else:

@@ -244,8 +244,8 @@ def _page(
         "max_folder_bytes": MAX_FOLDER_BYTES,
         "accept": ",".join(sorted(FOLDER_EXTENSIONS)),
     }
-    refused = upload_form is not None or folder_form is not None
-    return render(request, "knowledge/knowledge.html", context, status=400 if refused else status)
+    shown_again = upload_form is not None or folder_form is not None
+    return render(request, "knowledge/knowledge.html", context, status=400 if shown_again else status)
 
 
 def _require_staff(request: HttpRequest) -> None:
@@ -332,7 +332,7 @@ def _load_level(request: HttpRequest) -> str | None:
     form = LoadLevelForm(request.POST)
     if form.is_valid():
         return str(form.cleaned_data["load_level"])
-    show_refusal(request, InvalidField(" ".join(form.errors["load_level"]), "load_level"))
+    show_refusal(request, InvalidField(" ".join(str(e) for e in form.errors["load_level"]), "load_level"))
     return None
 
 

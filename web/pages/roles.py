@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -312,7 +312,7 @@ class RoleNewForm(forms.Form):
 
     def shown(self) -> dict[str, Any]:
         """What was sent, for the page shown again after a refusal (nothing typed lost)."""
-        data = self.data
+        data = cast(QueryDict, self.data)
         return {
             **{key: str(data.get(key, "")) for key in ("role", "display_name", "emoji", "description")},
             "responsibilities": str(data.get("responsibilities", "")),
@@ -336,7 +336,7 @@ def role_new(request: HttpRequest) -> HttpResponse:
         bound = RoleNewForm(request.POST)
         try:
             if not bound.is_valid():
-                raise ConfigInvalid({field: list(reasons) for field, reasons in bound.errors.items()})
+                raise ConfigInvalid({field: [str(r) for r in reasons] for field, reasons in bound.errors.items()})
             result = create_role(bound.document(), note=form_note(request), actor=request.user)
         except ConfigInvalid as exc:
             errors, status = exc.errors, 400

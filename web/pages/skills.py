@@ -105,7 +105,9 @@ class SkillActionForm(forms.Form):
     def check(self) -> None:
         """ValueError ("field: reason") when the form refuses a value (a NUL character)."""
         if not self.is_valid():
-            raise ValueError("; ".join(f"{field}: {' '.join(reasons)}" for field, reasons in self.errors.items()))
+            raise ValueError(
+                "; ".join(f"{field}: {' '.join(str(r) for r in reasons)}" for field, reasons in self.errors.items())
+            )
 
 
 @require_http_methods(["GET", "POST"])
