@@ -249,7 +249,7 @@ async def test_a_run_reads_in_chinese_on_its_pages_and_on_a_chinese_socket(runti
         pages[path] = response.content.decode()
     assert "<strong>角色</strong>" in pages["/live/"]  # the config type, worded (issue 32)
     assert "参数 {" in pages["/live/"] and "操作员" in pages["/live/"]  # summaries and the operator
-    assert "输入词元" in pages["/stats/tokens/"] and "input tokens" not in pages["/stats/tokens/"]  # the chart
+    assert "统计的词元" in pages["/stats/tokens/"] and "Tokens by" not in pages["/stats/tokens/"]  # the chart
     english_left = {}
     assert {where: cited for where, html in pages.items() if (cited := references(html))} == {}
     for where, html in {**pages, **pushed}.items():
