@@ -45,10 +45,19 @@ MAX_NOTE_CHARS = 500
 class PromptChangeError(InvalidField, ValueError):
     """A change that was refused. ``field`` names the input at fault, ``reason`` says why,
     ``status`` is the HTTP status that fits (400 bad input, 409 conflict with the current
-    state)."""
+    state). ``render_error`` is the template's compile or render failure behind it, if any
+    (pages word it in the reader's language: kind, line, the engine's own message)."""
 
-    def __init__(self, reason: str, field: str = "non_field_errors", status: int = 400) -> None:
+    def __init__(
+        self,
+        reason: str,
+        field: str = "non_field_errors",
+        status: int = 400,
+        *,
+        render_error: PromptRenderError | None = None,
+    ) -> None:
         super().__init__(reason, field, status=status)
+        self.render_error = render_error
 
 
 @dataclass
@@ -186,7 +195,8 @@ def check_content(
         undeclared = undeclared_variables(content, clean, STANDARD_VARIABLES)
         used = used_variables(content)
     except PromptRenderError as exc:
-        raise PromptChangeError(exc.message, exc.field if exc.field == "variables" else "content") from None
+        field = exc.field if exc.field == "variables" else "content"
+        raise PromptChangeError(exc.message, field, render_error=exc) from None
     known = {v["name"] for v in clean} | set(ALWAYS_AVAILABLE)
     suggestions = {name: close for name in undeclared if (close := near_names(name, known))}
     unused = [v["name"] for v in clean if v["name"] not in used]
@@ -198,7 +208,7 @@ def check_content(
         check.text = render(content, clean, sample)
     except PromptRenderError as exc:
         if exc.blocks_saving:
-            raise PromptChangeError(exc.message, "content") from None
+            raise PromptChangeError(exc.message, "content", render_error=exc) from None
         check.error = exc
     return check
 

@@ -15,6 +15,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connections
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from monitoring.models import Task
 from runs.dispatch import Dispatcher, publish_wake
@@ -23,6 +24,7 @@ from runs.models import RuntimeCommand
 from runs.outside_calls import CALLS, CallOutcome, not_running
 from runs.workers import workers_alive
 from teamclaw.errors import DomainError
+from teamclaw.labels import worded
 from teamclaw.runtime import TaskNotRunning
 
 ANSWER_TIMEOUT_S = 10.0
@@ -84,7 +86,7 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
             raise CommandRefused(error["detail"], error["status"])
         return result
     if task_id and not Task.objects.filter(pk=task_id, status__in=["queued", "running"]).exists():
-        raise CommandRefused(f"task {task_id} is not running", 409)
+        raise CommandRefused(worded(_("task %(task)s is not running"), task=task_id), 409)
     if not workers_alive():
         raise no_worker()
     command = RuntimeCommand.objects.create(task_id=task_id, kind=kind, payload=payload)
@@ -114,10 +116,22 @@ def send_command(task_id: str, kind: str, payload: dict[str, Any], timeout_s: fl
         done_at=timezone.now(),
     ):
         if task_id:
-            raise CommandRefused(f"the worker running task {task_id} did not answer within {timeout_s:g} s", 503)
+            raise CommandRefused(
+                worded(
+                    _("the worker running task %(task)s did not answer within %(seconds)s s"),
+                    task=task_id,
+                    seconds=f"{timeout_s:g}",
+                ),
+                503,
+            )
         raise CommandRefused(
-            f"no runtime worker took the call within {timeout_s:g} s: is one running? "
-            "(python manage.py runtime_worker)",
+            worded(
+                _(
+                    "no runtime worker took the call within %(seconds)s s: is one running? "
+                    "(python manage.py runtime_worker)"
+                ),
+                seconds=f"{timeout_s:g}",
+            ),
             503,
         )
     who = f"the worker running task {task_id}" if task_id else "the runtime worker that took the call"

@@ -13,11 +13,13 @@ from typing import Any
 
 from django.db.models import QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from monitoring.models import Task, ToolConfirmation
 from runs.dispatch import publish_wake
 from runs.host import current_host
 from teamclaw.errors import DomainError, InvalidField
+from teamclaw.labels import label_lazy, worded
 
 STATUSES = ("pending", "approved", "rejected", "expired")
 MAX_REASON_CHARS = 500
@@ -29,6 +31,13 @@ class ConfirmationError(DomainError):
 
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message, status=status)
+
+
+def already_decided(confirmation_id: object, status: str) -> str:
+    """ "confirmation X is already approved" (the status worded), in the reader's language."""
+    return worded(
+        _("confirmation %(id)s is already %(status)s"), id=confirmation_id, status=label_lazy(status, "status")
+    )
 
 
 def confirmation_dict(row: ToolConfirmation) -> dict[str, Any]:
@@ -124,30 +133,41 @@ def decide_as(confirmation_id: str, approve: bool, decided_by: str, reason: str 
     """
     record = ToolConfirmation.objects.filter(pk=confirmation_id).first()
     if record is None:
-        raise ConfirmationError(f"confirmation {confirmation_id} does not exist", 404)
+        raise ConfirmationError(worded(_("confirmation %(id)s does not exist"), id=confirmation_id), 404)
     if record.kind != "tool":
         raise ConfirmationError(
-            f"{confirmation_id} asks for an answer, not an approval: answer it on the task's page or through "
-            f"/api/v1/tasks/{record.task_id}/answers, /decisions or /next",
+            worded(
+                _(
+                    "%(id)s asks for an answer, not an approval: answer it on the task's page or through "
+                    "/api/v1/tasks/%(task)s/answers, /decisions or /next"
+                ),
+                id=confirmation_id,
+                task=record.task_id,
+            ),
             409,
         )
     if record.status != "pending":
-        raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
+        raise ConfirmationError(already_decided(confirmation_id, record.status), 409)
     if not Task.objects.filter(pk=record.task_id, status__in=["queued", "running"]).exists():
         ToolConfirmation.objects.filter(pk=confirmation_id, status="pending").update(
             status="expired", decided_at=timezone.now()
         )
-        raise ConfirmationError(f"confirmation {confirmation_id} is no longer waiting: its task has ended", 409)
+        raise ConfirmationError(
+            worded(_("confirmation %(id)s is no longer waiting: its task has ended"), id=confirmation_id), 409
+        )
     status = "approved" if approve else "rejected"
     answer = {"reason": reason[:MAX_REASON_CHARS]} if reason else None
     if not ToolConfirmation.objects.filter(pk=confirmation_id, status="pending").update(
         status=status, decided_by=decided_by[:150], decided_at=timezone.now(), answer=answer
     ):
         record.refresh_from_db()
-        raise ConfirmationError(f"confirmation {confirmation_id} is already {record.status}", 409)
+        raise ConfirmationError(already_decided(confirmation_id, record.status), 409)
     if not deliver(record, status, decided_by[:150], answer):
         raise ConfirmationError(
-            f"confirmation {confirmation_id} is no longer waiting (it expired or its task was cancelled)", 409
+            worded(
+                _("confirmation %(id)s is no longer waiting (it expired or its task was cancelled)"), id=confirmation_id
+            ),
+            409,
         )
     record.refresh_from_db()
     return confirmation_dict(record)

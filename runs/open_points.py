@@ -19,12 +19,14 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from monitoring.access import can_operate_task, visible_tasks
 from monitoring.models import Artifact, OpenPointAnswer, Task
 from monitoring.outcome import final_revisions, open_points, task_outcome
 from runs.tasks import check_plain_text
 from teamclaw.errors import Conflict, DomainError, InvalidField, NotFound
+from teamclaw.labels import worded
 from teamclaw.workflows.consolidation import quality_check
 from teamclaw.workflows.revision import report_name, revise, revision_name
 
@@ -40,7 +42,7 @@ def _answerable_task(user: Any, task_id: str) -> Task:
         raise NotFound(f"there is no task {task_id[:80]}")
     if not can_operate_task(user, task):
         raise DomainError(
-            "only the user who started this task or a staff user may answer its open points",
+            worded(_("only the user who started this task or a staff user may answer its open points")),
             status=403,
             code="permission_denied",
         )

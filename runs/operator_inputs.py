@@ -19,12 +19,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
 from monitoring.access import can_operate_task, visible_tasks
 from monitoring.models import Task, ToolConfirmation
 from runs.confirmations import ConfirmationError, deliver
 from runs.tasks import DocumentError, check_budget, validate_document
 from teamclaw.errors import DomainError, InvalidField, NotFound
+from teamclaw.labels import label_lazy, worded
 from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.schemas import compile_schema, schema_errors
 from teamclaw.workflows.clarify import option_key
@@ -177,7 +179,7 @@ def give(user: Any, task_id: str, section: str, part: dict[str, Any], *, input_i
     if task is None:
         raise NotFound(f"task {task_id} does not exist")
     if not can_operate_task(user, task):
-        raise DomainError("you may not act on this task's agents", status=403, code="permission_denied")
+        raise DomainError(worded(_lazy("you may not act on this task's agents")), status=403, code="permission_denied")
     return answer_input(task, section, part, user.get_username(), input_id=input_id)
 
 
@@ -197,7 +199,12 @@ def answer_input(
             f"task {task_id} is not waiting for {section} (it may have been answered already); {detail}", 409
         )
     if task.status not in ("queued", "running"):
-        raise ConfirmationError(f"task {task_id} has ended ({task.status})", 409)
+        raise ConfirmationError(
+            worded(
+                _lazy("task %(task)s has ended (%(status)s)"), task=task_id, status=label_lazy(task.status, "status")
+            ),
+            409,
+        )
     if input_id is not None and input_id != row.id:
         if not ToolConfirmation.objects.filter(pk=input_id, task_id=task_id, kind="input").exists():
             raise InvalidField(f"is not a request of task {task_id}; nothing was saved", "input_id")
@@ -214,7 +221,7 @@ def answer_input(
         # Lock the row first (a no-op write takes SQLite's write lock, and the row's lock on
         # PostgreSQL), so two operators deciding items one by one never lose one another's.
         if not ToolConfirmation.objects.filter(pk=row.pk, status="pending").update(status="pending"):
-            raise ConfirmationError("someone else answered this at the same time; reload the task", 409)
+            raise ConfirmationError(worded(_lazy("someone else answered this at the same time; reload the task")), 409)
         row.refresh_from_db()
         merged = _merge(row.answer or {}, part)
         errors = _schema_errors(schema, merged)
@@ -237,7 +244,7 @@ def answer_input(
             decided_at=timezone.now() if complete else None,
         )
     if complete and not deliver(row, "answered", decided_by, merged):
-        raise ConfirmationError("the task stopped waiting (it expired or was cancelled)", 409)
+        raise ConfirmationError(worded(_lazy("the task stopped waiting (it expired or was cancelled)")), 409)
     row.refresh_from_db()
     given = row.answer or {}
     missing = [

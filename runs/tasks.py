@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from capabilities.executors import workflow_executors
 from capabilities.models import AgentRole, Project
@@ -30,6 +31,7 @@ from runs.host import get_host
 from runs.resume import recorded_steps
 from team.snapshot import build_snapshot
 from teamclaw.errors import DomainError, InvalidField
+from teamclaw.labels import label_lazy, worded
 from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.executors.offline import estimate_tokens
 from teamclaw.runtime.messages import new_id
@@ -322,9 +324,9 @@ def cancel_task(user: Any, task_id: str, reason: Any = "") -> Task:
         raise InvalidField("may not contain NUL characters", "reason")
     task = Task.objects.filter(pk=task_id).first()
     if task is None or not can_view_task(user, task):
-        raise TaskActionError(f"there is no task {task_id}", 404)
+        raise TaskActionError(worded(_("there is no task %(task)s"), task=task_id), 404)
     if not can_operate_task(user, task):
-        raise TaskActionError("only staff or the user who started this task may cancel it", 403)
+        raise TaskActionError(worded(_("only staff or the user who started this task may cancel it")), 403)
     return terminate_task(task, reason.strip() or f"cancelled by {user.get_username()}")
 
 
@@ -344,14 +346,28 @@ def terminate_task(task: Task, why: str) -> Task:
         get_live_sink().publish_items([LiveItem("task", f"task:{task_id}", live_items.task_item(task))])
         return task
     if task.status not in ("queued", "running"):
-        raise TaskActionError(f"task {task_id} has already ended ({task.status})", 409)
+        raise TaskActionError(
+            worded(
+                _("task %(task)s has already ended (%(status)s)"),
+                task=task_id,
+                status=label_lazy(task.status, "status"),
+            ),
+            409,
+        )
     try:
         send_command(task_id, "cancel", {"reason": why})
     except CommandRefused as refused:
         task.refresh_from_db()
         if refused.status != 409 and task.status in ("queued", "running"):
             raise
-        raise TaskActionError(f"task {task_id} has already ended ({task.status})", 409) from None
+        raise TaskActionError(
+            worded(
+                _("task %(task)s has already ended (%(status)s)"),
+                task=task_id,
+                status=label_lazy(task.status, "status"),
+            ),
+            409,
+        ) from None
     task.refresh_from_db()
     return task
 
@@ -432,11 +448,18 @@ def _forkable(user: Any, task_id: str) -> Task:
     """Task ``task_id`` if ``user`` sees it and it can be forked; TaskActionError otherwise."""
     source = Task.objects.filter(pk=task_id).first()
     if source is None or not can_view_task(user, source):
-        raise TaskActionError(f"there is no task {task_id}", 404)
+        raise TaskActionError(worded(_("there is no task %(task)s"), task=task_id), 404)
     if source.status in ("queued", "running"):
-        raise TaskActionError(f"task {task_id} is still {source.status}; fork it once it has ended", 409)
+        raise TaskActionError(
+            worded(
+                _("task %(task)s is still %(status)s; fork it once it has ended"),
+                task=task_id,
+                status=label_lazy(source.status, "status"),
+            ),
+            409,
+        )
     if not source.run_spec:
-        raise TaskActionError(f"task {task_id} is not a workflow run that can be run again", 409)
+        raise TaskActionError(worded(_("task %(task)s is not a workflow run that can be run again"), task=task_id), 409)
     return source
 
 

@@ -7,7 +7,10 @@ in one place for the API (``teamclaw.api_errors.exception_handler``: the body
 (``web.forms.show_refusal`` for a refusal shown on the next page, ``web.errors`` for an
 error page).
 
-- ``message``: one sentence for a person (the API's ``detail``);
+- ``message``: one sentence for a person (the API's ``detail``), a ``str`` in the language
+  active when it is read: a service words it with ``gettext_lazy`` (and ``worded`` for its
+  values), so the same refusal reads in Chinese on a zh-Hans page or API request and in
+  English elsewhere (issue 32, "every word in the page's language");
 - ``errors``: ``{field: [reasons]}``, ``{}`` when no field is at fault;
 - ``status``: the HTTP status that fits (400 bad input, 403, 404, 409 conflict, 413...);
 - ``code``: a machine-readable reason (``invalid``, ``not_found``, ``conflict``...);
@@ -40,13 +43,22 @@ class DomainError(Exception):
         extra: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
-        self.message = message
+        self._message = message
         self.errors: dict[str, list[str]] = errors or {}
         if status is not None:
             self.status = status
         if code is not None:
             self.code = code
         self.extra: dict[str, Any] = dict(extra or {})
+
+    @property
+    def message(self) -> str:
+        """The sentence, in the language active now (see the module docstring)."""
+        return str(self._message)
+
+    @message.setter
+    def message(self, value: str) -> None:
+        self._message = value
 
     def body(self) -> dict[str, Any]:
         """The API's error body: ``{"detail": message, "errors": {...}, **extra}``."""

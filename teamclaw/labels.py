@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import cache
+from typing import Any, cast
 
-from django.utils.functional import Promise
+from django.utils.functional import Promise, lazy
 from django.utils.translation import get_language, gettext, pgettext_lazy
 
 VOCABULARIES: dict[str, dict[str, Promise]] = {
@@ -454,3 +455,23 @@ def reworded(text: str, templates: Iterable[str]) -> str:
         return gettext(template) % values
     except (KeyError, ValueError, TypeError):  # a catalog entry with other placeholders
         return text
+
+
+label_lazy = lazy(label, str)
+"""``label`` read when its text is used (in the language active then): for a refusal's
+values (``teamclaw.errors.worded``), raised before the reader's language is known."""
+
+
+def _worded(message: str | Promise, params: dict[str, Any]) -> str:
+    return str(message) % params if params else str(message)
+
+
+_worded_lazily = lazy(_worded, str)
+
+
+def worded(message: str | Promise, **params: Any) -> str:
+    """``message`` (a ``gettext_lazy`` text with ``%(name)s`` places) filled with ``params``,
+    lazily: translated when it is read, in the language active then, not when it is raised
+    (a refusal raised in a worker or under another language still reads in the reader's;
+    ``teamclaw.errors.DomainError.message``)."""
+    return cast(str, _worded_lazily(message, params))

@@ -17,7 +17,7 @@ from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _lazy
 
 from prompts.actions import ActivationRefused, ContentCheck, PromptChangeError
-from prompts.render import ALWAYS_AVAILABLE
+from prompts.render import ALWAYS_AVAILABLE, PromptRenderError
 
 REASONS: tuple[tuple[re.Pattern[str], Promise], ...] = (
     (
@@ -58,6 +58,18 @@ REASONS: tuple[tuple[re.Pattern[str], Promise], ...] = (
         _lazy("nothing to roll back: it has the same content as the active version %(version)s"),
     ),
     (
+        re.compile(r"not valid JSON: (?P<detail>.*)", re.S),
+        _lazy("not valid JSON: %(detail)s"),
+    ),
+    (
+        re.compile(r"must be a JSON object"),
+        _lazy("must be a JSON object"),
+    ),
+    (
+        re.compile(r"must be a JSON list"),
+        _lazy("must be a JSON list"),
+    ),
+    (
         re.compile(r"content must be text"),
         _lazy("content must be text"),
     ),
@@ -68,6 +80,36 @@ REASONS: tuple[tuple[re.Pattern[str], Promise], ...] = (
 )
 """``(pattern of the English reason, its wording)``; the pattern's named groups fill the
 wording's ``%(name)s``."""
+
+
+RENDER_FRAMES: dict[str, Promise] = {
+    "syntax": _lazy("the template has a syntax error"),
+    "undefined": _lazy("the template uses a name that is not defined"),
+    "missing": _lazy("a required variable has no value"),
+    "security": _lazy("the sandbox refuses what the template does"),
+    "limit": _lazy("the template goes over a rendering limit"),
+    "error": _lazy("the template failed while rendering"),
+}
+"""What went wrong, by ``PromptRenderError.kind`` (prompts/render.py), in the reader's language."""
+
+
+def render_error_words(error: PromptRenderError) -> dict[str, str]:
+    """A failed render told in the active language (issue 32): ``{"message": the framing,
+    with the layer and the line where known ("第 3 行：模板语法错误"), "detail": the
+    engine's own English message (Jinja's, such as ``unexpected '}'``), shown quoted}``."""
+    frame = str(RENDER_FRAMES.get(error.kind, RENDER_FRAMES["error"]))
+    if error.line:
+        frame = gettext("line %(line)s: %(what)s") % {"line": error.line, "what": frame}
+    if getattr(error, "template_type", ""):
+        frame = f"{error.template_type} ({error.layer}): {frame}"
+    detail = error.reason.removeprefix("syntax error: ")
+    return {"message": frame, "detail": detail}
+
+
+def render_error_text(error: PromptRenderError) -> str:
+    """``render_error_words`` as one line: the framing, then the detail in quotes."""
+    words = render_error_words(error)
+    return gettext("%(message)s: “%(detail)s”") % words
 
 
 def activation_words(check: ContentCheck) -> str:
@@ -87,7 +129,7 @@ def activation_words(check: ContentCheck) -> str:
         return gettext(
             "cannot be activated: it does not render with its declared variables and the always-available ones "
             "(%(available)s): %(reason)s; save it as a draft to keep it"
-        ) % {"available": available, "reason": check.error.message}
+        ) % {"available": available, "reason": render_error_text(check.error)}
     return ""
 
 
@@ -111,7 +153,10 @@ def reason_words(reason: str) -> str:
 
 def refusal_words(refusal: PromptChangeError) -> str:
     """What a page shows for ``refusal``: ``activation_words`` for an ``ActivationRefused``,
-    ``reason_words`` for any other."""
+    ``render_error_text`` for the content's compile or render failure, ``reason_words`` for
+    any other."""
     if isinstance(refusal, ActivationRefused):
         return activation_words(refusal.check) or reason_words(refusal.reason)
+    if refusal.render_error is not None and refusal.field != "variables":
+        return render_error_text(refusal.render_error)
     return reason_words(refusal.reason)

@@ -20,6 +20,7 @@ from monitoring.markdown_html import render_markdown
 from monitoring.role_labels import role_labels
 from monitoring.step_labels import snapshot_words as snapshot_in_language
 from monitoring.step_labels import step_label as step_in_language
+from teamclaw.emoji_icons import emoji_icon as emoji_picture
 from teamclaw.labels import list_separator
 
 register = template.Library()
@@ -61,8 +62,16 @@ def container_id(kind: str, context_id: str = "") -> str:
 
 @register.filter
 def role_emoji(role: str) -> str:
-    """The role's emoji (PRD §4.1), or an empty string for an unknown role."""
-    return role_labels().get(role or "", ("", ""))[0]
+    """The role's emoji (PRD §4.1) as its picture (``emoji_icon``), or an empty string for
+    an unknown role."""
+    return emoji_picture(role_labels().get(role or "", ("", ""))[0])
+
+
+@register.filter
+def emoji_icon(text: object) -> str:
+    """An emoji as its local picture with alt text in the page's language
+    (``teamclaw.emoji_icons``), or as text when none is shipped for it."""
+    return emoji_picture(text)
 
 
 @register.filter

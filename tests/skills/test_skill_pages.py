@@ -323,3 +323,14 @@ def test_skill_states_read_in_the_page_s_language(page_client, builtin):
     assert ">DISCOVERED<" not in html and ">ERROR<" not in html
     english = page_client.get("/skills/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert 'data-state="DISCOVERED" title="Lifecycle state">discovered</span>' in english
+
+
+def test_a_refused_upload_keeps_what_was_typed_and_ticked(page_client, builtin):
+    """Issue 32: the upload page binds ``SkillUploadForm``; a refused upload shows the pasted
+    text and the "replace the stored version" box as they were sent."""
+    text = "skill:\n  id: broken\n  version: not-a-version\n"
+    response = page_client.post("/skills/_upload/", {"yaml": text, "allow_downgrade": "true"})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "not-a-version" in html
+    assert 'name="allow_downgrade" value="true" checked' in html

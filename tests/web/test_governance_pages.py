@@ -474,3 +474,37 @@ def test_the_role_switch_tells_what_it_did_and_refuses_inherit_globally(page_cli
     refused = page_client.post("/roles/pm/switch/", {"enabled": "inherit", "version": "0"}, follow=True)
     assert "enabled: must be on, off or (for a project) inherit" in refused.content.decode()
     assert ConfigChange.objects.count() == before
+
+
+def test_the_import_form_refuses_an_unknown_format_and_keeps_the_text(page_client, builtin):
+    """Issue 32: the import page binds ``ConfigImportForm`` (page input through Django
+    forms): a format it does not offer is a 400 naming ``format``, the pasted text kept,
+    nothing imported."""
+    from capabilities.config import current_version
+
+    before = current_version()
+    text = "format: teamclaw-config/1\nscope: global\n"
+    response = page_client.post("/config/transfer/", {"text": text, "format": "toml", "action": "preview"})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "<code>format</code>" in html and text.splitlines()[0] in html
+    assert current_version() == before
+
+
+def test_a_new_role_with_an_unknown_tool_mode_is_refused_naming_the_field(page_client, builtin):
+    """Issue 32: the new-role page binds ``RoleNewForm``: a tool mode that is not allow,
+    confirm or deny is a 400 naming ``tool_<tool>`` (it was dropped silently before), and
+    what was typed is shown again; no role is created."""
+    from capabilities.models import AgentRole
+    from teamclaw.runtime.config import TOOLS
+
+    tool = TOOLS[0]
+    response = page_client.post(
+        "/roles/new/",
+        {"role": "auditor", "display_name": "Auditor 审计", "can_invoke": ["pm"], f"tool_{tool}": "sometimes"},
+    )
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert f"<code>tool_{tool}</code>" in html
+    assert 'value="Auditor 审计"' in html
+    assert not AgentRole.objects.filter(role="auditor").exists()

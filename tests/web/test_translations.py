@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
+from django.utils.html import escape
 
 from capabilities.models import CapabilityCard, ConfigChange, Project
 from capabilities.skill_models import SkillStatus
@@ -50,7 +51,7 @@ class VisibleText(HTMLParser):
     Scripts, styles, preformatted text and form fields' content are not prose."""
 
     SKIP = {"script", "style", "code", "pre", "textarea", "option"}
-    ATTRIBUTES = ("title", "placeholder", "aria-label")
+    ATTRIBUTES = ("title", "placeholder", "aria-label", "alt")
     VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 
     def __init__(self) -> None:
@@ -248,7 +249,7 @@ async def test_a_run_reads_in_chinese_on_its_pages_and_on_a_chinese_socket(runti
         pages[path] = response.content.decode()
     assert "<strong>角色</strong>" in pages["/live/"]  # the config type, worded (issue 32)
     assert "参数 {" in pages["/live/"] and "操作员" in pages["/live/"]  # summaries and the operator
-    assert "输入 token" in pages["/stats/tokens/"] and "input tokens" not in pages["/stats/tokens/"]  # the chart
+    assert "统计的词元" in pages["/stats/tokens/"] and "Tokens by" not in pages["/stats/tokens/"]  # the chart
     english_left = {}
     assert {where: cited for where, html in pages.items() if (cited := references(html))} == {}
     for where, html in {**pages, **pushed}.items():
@@ -441,18 +442,16 @@ ALLOWED_WORDS = frozenset(
         # Keys named on a keyboard.
         "Ctrl",
         "Schema",
-        # What Chinese text writes in Latin letters: the model's unit, time zones' names.
-        "token",
-        "Token",
-        "tokens",
+        # What Chinese text writes in Latin letters: units, time zones' names.
         "ms",
         "Asia",
         "Shanghai",
     }
 )
 """Words a Chinese page may show in Latin letters besides identifiers (``identifier_free``):
-product, protocol and format names, and the loanword ``token`` (the unit a model counts,
-written so in Chinese). All-capital words (``JSON``, ``API``, ``UTC``, ``AI``, ``ERP``) are
+product, protocol and format names. Not ``token``: a Chinese page says 词元 for the unit a
+model counts and 令牌 for a credential (``test_token_reads_as_one_word_per_meaning_in_chinese``).
+All-capital words (``JSON``, ``API``, ``UTC``, ``AI``, ``ERP``) are
 acronyms and allowed too; so is a single letter (a unit such as ``s``)."""
 
 IDENTIFIER = re.compile(r"""[\w.:/@#~+-]*(?:[_\d/@]|[.:][a-z]|[a-z][A-Z])[\w.:/@#~+-]*""", re.ASCII)
@@ -517,7 +516,7 @@ def test_the_english_word_check_finds_words_and_lets_identifiers_be():
         '3,768 个 token · JSON · 2 s</p><option>builtin</option><div lang="en">Customers must see</div>'
         '<p title="Waiting until Dec 5">等待</p><p title="seed 002 §6.7">结果 {mode, summary}</p>'
     )
-    assert english_words(html, frozenset({"main"})) == ["running", "builtin", "Waiting", "until", "Dec"]
+    assert english_words(html, frozenset({"main"})) == ["running", "token", "builtin", "Waiting", "until", "Dec"]
 
 
 def wait_for_pending(host, task_id: str, tool: str, timeout: float = 60) -> None:
@@ -858,6 +857,39 @@ def test_chinese_catalogs_address_the_reader_as_nin_and_use_full_width_punctuati
     assert said == []  # the interview's questions, reasons and follow-ups speak to the operator too
 
 
+CREDENTIAL = re.compile(
+    r"role token|bearer|issu\w* (a )?token|token “|its token|token of|revoke the token|this token|token acts"
+    r"|give the token",
+    re.I,
+)
+"""An English message about a credential (a role token, a bearer token), not the model's unit."""
+
+
+def test_token_reads_as_one_word_per_meaning_in_chinese():
+    """Issue 32: a Chinese message says 词元 for what a model counts and 令牌 for a credential,
+    never the Latin word ``token`` (the pages mixed "token", "Token" and 词元); identifiers
+    (``<token>``, ``TEAMCLAW_MEMORY_TOKENS``, ``%(tokens)s``, ``role-tokens``) stay as written."""
+    latin, wrong = [], []
+    for name in ("django", "djangojs"):
+        for entry in entries(name):
+            if "token" not in entry.msgid.lower():
+                continue
+            credential = bool(CREDENTIAL.search(entry.msgid + (entry.plural or "")))
+            for text in entry.strings:
+                prose = re.sub(
+                    r"<code>.*?</code>|&lt;token&gt;|<token>|%\(\w+\)[sd]|[\w/-]*_TOKENS|[\w-]+-tokens|memory_tokens",
+                    "",
+                    text,
+                )
+                if re.search(r"token", prose, re.I):
+                    latin.append(text)
+                if ("词元" if credential else "令牌") in prose:
+                    wrong.append(text)
+    assert latin == [] and wrong == []
+    said = {e.msgid: e.strings[0] for e in entries("django")}
+    assert said["Role tokens"] == "角色令牌" and said["Token stats"] == "词元统计" and said["tokens"] == "词元"
+
+
 def test_knowledge_relevance_reads_as_a_percent_in_both_languages(page_client, builtin):
     from knowledge.demo_knowledge import load_demo_knowledge
 
@@ -984,3 +1016,46 @@ def test_the_second_chinese_walk_meets_no_english_jargon_or_settings(page_client
     page = page_client.get("/roles/pm/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert re.search(r'/prompts/pm/persona/">人设</a></td><td>[^<]*</td><td>中文</td>', page)
     assert re.search(r'/prompts/pm/system_prompt/">系统提示词</a></td><td>[^<]*</td><td>英文</td>', page)
+
+
+@pytest.mark.parametrize(
+    ("content", "values", "framing", "detail"),
+    [
+        ("第一行\n{{ who }\n", "{}", "第 2 行：模板有语法错误", "unexpected '}'"),
+        ("{{ project_name }}\n{{ 1 / 0 }}", "{}", "第 2 行：模板渲染时出错", "ZeroDivisionError: division by zero"),
+        ("{{ who }}", "[1]", "必须是 JSON 对象", ""),
+    ],
+)
+def test_the_prompt_preview_tells_a_render_error_in_chinese_with_its_line(
+    page_client, builtin, content, values, framing, detail
+):
+    """Issue 32: the editor's live preview on a Chinese page frames a failed render in Chinese
+    with the template line, and quotes the engine's own message (marked English) as a detail;
+    the Chinese walk (``english_words``) then finds nothing outside that quote."""
+    response = page_client.post(
+        "/prompts/pm/persona/edit/preview/",
+        {"content": content, "variables": "[]", "values": values},
+        HTTP_HX_REQUEST="true",
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    html = response.content.decode()
+    error = re.search(r'<p class="error" id="preview-error">(.*?)</p>', html, re.S).group(1)
+    assert framing in error
+    if detail:
+        assert f'<q lang="en" translate="no" id="preview-error-detail">{escape(detail)}</q>' in error
+    assert english_words(html) == []
+
+
+def test_the_prompt_preview_refuses_a_template_over_the_limit_through_its_form(page_client, builtin):
+    """The preview binds ``PromptEditForm`` (issue 32: page input through Django forms): a
+    template over its limit is refused by the form, in the page's language, before any render."""
+    from prompts.render import MAX_TEMPLATE_CHARS
+
+    response = page_client.post(
+        "/prompts/pm/persona/edit/preview/",
+        {"content": "x" * (MAX_TEMPLATE_CHARS + 1), "variables": "[]", "values": "{}"},
+        HTTP_HX_REQUEST="true",
+        HTTP_ACCEPT_LANGUAGE="zh-hans",
+    )
+    error = re.search(r'<p class="error" id="preview-error">(.*?)</p>', response.content.decode(), re.S).group(1)
+    assert f"{MAX_TEMPLATE_CHARS:,}".replace(",", "") in error.replace(",", "") and "确保" in error

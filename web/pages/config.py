@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
@@ -95,6 +96,20 @@ def change_revert(request: HttpRequest, change_id: int) -> HttpResponse:
 
 
 # --------------------------------------------------------------------------- import/export
+class ConfigImportForm(forms.Form):
+    """The import form (US-10): a ``document`` file or the pasted ``text`` (the file wins),
+    its ``format`` (blank: told from the text), ``action`` (``preview`` or ``apply``), and
+    for an apply the ``expected_version`` and ``digest`` its preview gave (checked by
+    ``_import``: whole number, same text)."""
+
+    document = forms.FileField(required=False)
+    text = forms.CharField(required=False, strip=False)
+    format = forms.ChoiceField(required=False, choices=[("", ""), ("yaml", "YAML"), ("json", "JSON")])
+    action = forms.ChoiceField(required=False, choices=[("preview", "preview"), ("apply", "apply")])
+    expected_version = forms.CharField(required=False)
+    digest = forms.CharField(required=False, max_length=64)
+
+
 def preview_digest(text: str) -> str:
     """The SHA-256 (hex) that ties an import's Apply to its preview. Line endings do not
     count: a browser submits the previewed text from the textarea with CRLF line endings
@@ -122,46 +137,62 @@ def config_transfer(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         require_change(request.user, "import")
-        upload = request.FILES.get("document")
-        raw: bytes | str = upload.read(max_config_bytes() + 1) if upload else request.POST.get("text", "")
+        form = ConfigImportForm(request.POST, request.FILES)
         context["note"] = form_note(request)
-        apply = request.POST.get("action") == "apply"
-        expected = request.POST.get("expected_version", "")
-        try:
-            data = load_document(raw, request.POST.get("format") or "")
-            context["text"] = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
-            context["digest"] = preview_digest(context["text"])
-            if apply and request.POST.get("digest") != context["digest"]:
-                raise ConfigInvalid(
-                    {"document": ["changed since the preview (or was never previewed): preview it again, then apply"]}
-                )
-            result = import_config(
-                data,
-                dry_run=not apply,
-                expected_version=whole_number(expected, "expected_version") if apply and expected else None,
-                note=context["note"],
-                actor=request.user,
-            )
-        except DocumentError as exc:
-            context["errors"], status = exc.errors, 400
-            context["text"] = raw if isinstance(raw, str) else ""
-        except (ConfigInvalid, InvalidField) as exc:
-            context["errors"], status = exc.errors, 400
-        except StaleVersion as exc:
-            context["conflict"], status = exc, 409
+        if not form.is_valid():
+            context["errors"] = {field: [str(r) for r in reasons] for field, reasons in form.errors.items()}
+            context["text"] = str(form.data.get("text", ""))
+            status = 400
         else:
-            if apply:
-                if result.applied:
-                    count = len(result.changes)
-                    text = ngettext(
-                        "Imported %(count)d change as config version %(version)s.",
-                        "Imported %(count)d changes as config version %(version)s.",
-                        count,
-                    )
-                    messages.success(request, text % {"count": count, "version": result.config_version})
-                else:
-                    messages.info(request, _("Nothing to import: the configuration already matches the document."))
-                return redirect("config-transfer")
-            context["result"] = result
-            context["version"] = result.config_version
+            outcome = _import(request, form.cleaned_data, context)
+            if isinstance(outcome, HttpResponse):
+                return outcome
+            status = outcome
     return render(request, "capabilities/config_transfer.html", context, status=status)
+
+
+def _import(request: HttpRequest, data: dict[str, Any], context: dict[str, Any]) -> HttpResponse | int:
+    """Preview or apply the import ``ConfigImportForm`` took (``data``): the redirect after an
+    apply, else the page's status (200 preview, 400 refused, 409 stale), ``context`` filled."""
+    upload = data["document"]
+    raw: bytes | str = upload.read(max_config_bytes() + 1) if upload else data["text"]
+    apply = data["action"] == "apply"
+    expected = data["expected_version"]
+    try:
+        document = load_document(raw, data["format"])
+        context["text"] = raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw
+        context["digest"] = preview_digest(context["text"])
+        if apply and data["digest"] != context["digest"]:
+            raise ConfigInvalid(
+                {"document": ["changed since the preview (or was never previewed): preview it again, then apply"]}
+            )
+        result = import_config(
+            document,
+            dry_run=not apply,
+            expected_version=whole_number(expected, "expected_version") if apply and expected else None,
+            note=context["note"],
+            actor=request.user,
+        )
+    except DocumentError as exc:
+        context["errors"], context["text"] = exc.errors, raw if isinstance(raw, str) else ""
+        return 400
+    except (ConfigInvalid, InvalidField) as exc:
+        context["errors"] = exc.errors
+        return 400
+    except StaleVersion as exc:
+        context["conflict"] = exc
+        return 409
+    if not apply:
+        context["result"], context["version"] = result, result.config_version
+        return 200
+    if result.applied:
+        count = len(result.changes)
+        text = ngettext(
+            "Imported %(count)d change as config version %(version)s.",
+            "Imported %(count)d changes as config version %(version)s.",
+            count,
+        )
+        messages.success(request, text % {"count": count, "version": result.config_version})
+    else:
+        messages.info(request, _("Nothing to import: the configuration already matches the document."))
+    return redirect("config-transfer")

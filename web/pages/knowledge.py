@@ -37,7 +37,7 @@ from knowledge.sources import (
 from monitoring.access import readable_knowledge, visible_projects
 from teamclaw.errors import DomainError, InvalidField
 from teamclaw.whole_numbers import whole_number_or_none
-from web.forms import refuse_into, show_refusal
+from web.forms import note_refusal, refuse_into, show_refusal
 
 MAX_K = 20
 """Most results the page's search shows."""
@@ -144,6 +144,37 @@ class KnowledgeUploadForm(forms.Form):
         return upload
 
 
+class LoadLevelForm(forms.Form):
+    """A re-index's load level (blank: the source's own, or ``basic`` for a folder)."""
+
+    load_level = forms.ChoiceField(
+        required=False,
+        choices=[("", ""), *LoadLevel.choices],
+        label=gettext_lazy("Load level"),
+        error_messages={"invalid_choice": gettext_lazy("Choose one of the load levels.")},
+    )
+
+
+class FolderForm(LoadLevelForm):
+    """Indexing a project's folder (``knowledge.sources.index_project_folder``): one of the
+    projects the user may see, and the load level."""
+
+    project = forms.ChoiceField(
+        label=gettext_lazy("Project"),
+        error_messages={
+            "required": gettext_lazy("Choose a project."),
+            "invalid_choice": gettext_lazy("Choose one of the projects listed."),
+        },
+    )
+
+    field_order = ("project", "load_level")
+
+    def __init__(self, *args: Any, projects: Any = (), **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "id_folder_%s")  # the upload form beside it has id_load_level
+        super().__init__(*args, **kwargs)
+        self.fields["project"].choices = [(p.slug, p.name) for p in projects]  # type: ignore[attr-defined]
+
+
 @require_GET
 def knowledge_page(request: HttpRequest) -> HttpResponse:
     """``/knowledge/``: the sources, the forms, and ``?q=&owner=&k=`` the search; of a
@@ -151,9 +182,11 @@ def knowledge_page(request: HttpRequest) -> HttpResponse:
     return _page(request)
 
 
-def _page(request: HttpRequest, upload_form: KnowledgeUploadForm | None = None) -> HttpResponse:
-    """The knowledge page; with ``upload_form``, a refused upload shown again (400) with its
-    reasons next to its fields."""
+def _page(
+    request: HttpRequest, upload_form: KnowledgeUploadForm | None = None, folder_form: FolderForm | None = None
+) -> HttpResponse:
+    """The knowledge page; with ``upload_form`` or ``folder_form``, a refused upload or
+    folder index shown again (400) with its reasons next to its fields, what was chosen kept."""
     readable = readable_knowledge(request.user)
     sources = list(
         KnowledgeSource.objects.filter(readable)
@@ -205,12 +238,14 @@ def _page(request: HttpRequest, upload_form: KnowledgeUploadForm | None = None) 
         "can_change": bool(request.user.is_staff),
         "max_bytes": MAX_SOURCE_BYTES,
         "upload_form": upload_form or KnowledgeUploadForm(owners=[]),
+        "folder_form": folder_form or FolderForm(projects=visible_projects(request.user)),
         "max_folder_files": MAX_FOLDER_FILES,
         "max_folder_entries": MAX_FOLDER_ENTRIES,
         "max_folder_bytes": MAX_FOLDER_BYTES,
         "accept": ",".join(sorted(FOLDER_EXTENSIONS)),
     }
-    return render(request, "knowledge/knowledge.html", context, status=400 if upload_form is not None else status)
+    shown_again = upload_form is not None or folder_form is not None
+    return render(request, "knowledge/knowledge.html", context, status=400 if shown_again else status)
 
 
 def _require_staff(request: HttpRequest) -> None:
@@ -253,19 +288,23 @@ def knowledge_upload(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def knowledge_folder(request: HttpRequest) -> HttpResponse:
-    """Index the files of the chosen ``project``'s folder at ``load_level``."""
+    """Index the files of the chosen ``project``'s folder at ``load_level`` (``FolderForm``);
+    a choice the form or the indexer refuses shows the page again (400), the reason next to
+    its field."""
     _require_staff(request)
+    form = FolderForm(request.POST, projects=visible_projects(request.user))
+    if not form.is_valid():
+        return _page(request, folder_form=form)
     try:
-        done = index_project_folder(
-            request.POST.get("project") or None, request.POST.get("load_level") or None, request.user
-        )
+        done = index_project_folder(form.cleaned_data["project"], form.cleaned_data["load_level"] or None, request.user)
     except DomainError as refused:
-        show_refusal(request, refused)
-    else:
-        messages.success(
-            request, _("%(count)d files indexed from %(folder)s.") % {"count": len(done.sources), "folder": done.folder}
-        )
-        _warn_skipped(request, done.skipped)
+        note_refusal(request, refused)
+        refuse_into(form, refused)
+        return _page(request, folder_form=form)
+    messages.success(
+        request, _("%(count)d files indexed from %(folder)s.") % {"count": len(done.sources), "folder": done.folder}
+    )
+    _warn_skipped(request, done.skipped)
     return redirect("knowledge")
 
 
@@ -287,13 +326,26 @@ def _warn_skipped(request: HttpRequest, skipped: list[dict[str, str]]) -> None:
     )
 
 
+def _load_level(request: HttpRequest) -> str | None:
+    """The posted ``LoadLevelForm``'s level ('' for the default), or None after telling the
+    operator why it was refused (a message on the next page, as the row's other refusals)."""
+    form = LoadLevelForm(request.POST)
+    if form.is_valid():
+        return str(form.cleaned_data["load_level"])
+    show_refusal(request, InvalidField(" ".join(str(e) for e in form.errors["load_level"]), "load_level"))
+    return None
+
+
 @require_POST
 def knowledge_folder_refresh(request: HttpRequest, slug: str) -> HttpResponse:
     """Re-index only the new and changed files of project ``slug``'s folder and drop the
     sources of removed ones (``knowledge.folder_changes.refresh_project_folder``)."""
     _require_staff(request)
+    level = _load_level(request)
+    if level is None:
+        return redirect("knowledge")
     try:
-        done = refresh_project_folder(slug, request.POST.get("load_level") or None, request.user)
+        done = refresh_project_folder(slug, level or None, request.user)
     except DomainError as refused:
         show_refusal(request, refused)
     else:
@@ -316,8 +368,11 @@ def knowledge_reindex(request: HttpRequest, source_id: int) -> HttpResponse:
     """Cut source ``source_id`` again at the ``load_level`` chosen (its own when blank)."""
     _require_staff(request)
     source = get_object_or_404(KnowledgeSource.objects.select_related("project"), pk=source_id)
+    level = _load_level(request)
+    if level is None:
+        return redirect("knowledge")
     try:
-        reindex_source(source, request.POST.get("load_level") or None)
+        reindex_source(source, level or None)
     except DomainError as refused:
         show_refusal(request, refused)
     else:

@@ -56,7 +56,7 @@ from team.prompt_preview import preview_role
 from teamclaw.labels import label
 from teamclaw.strict_json import JsonRefused, loads
 from web.htmx import fragment_or_page
-from web.prompt_refusals import activation_words, refusal_words
+from web.prompt_refusals import activation_words, refusal_words, render_error_text, render_error_words
 
 HISTORY_PAGE_SIZE = 25
 
@@ -176,7 +176,7 @@ def _newer_than(active: Any) -> Any:
     return lambda version: parse(version).compare(current) > 0
 
 
-def notices(check: ContentCheck) -> list[str]:
+def notices(check: ContentCheck, *, sample: bool = True) -> list[str]:
     """``check``'s warnings in the reader's language (the API keeps ``ContentCheck.warnings``
     in English): undeclared names with "did you mean", declared names the content does not
     use (issue 31: a warning, never a refusal), a failed sample render."""
@@ -192,8 +192,8 @@ def notices(check: ContentCheck) -> list[str]:
             _("Declared but not used in the template (a warning only: it never blocks a render): %(names)s")
             % {"names": ", ".join(check.unused)}
         )
-    if check.sample_failure is not None:
-        out.append(_("A sample render failed: %(reason)s") % {"reason": check.sample_failure.message})
+    if sample and check.sample_failure is not None:
+        out.append(_("A sample render failed: %(reason)s") % {"reason": render_error_text(check.sample_failure)})
     return out
 
 
@@ -348,29 +348,45 @@ def prompt_edit(request: HttpRequest, role: str, template_type: str) -> HttpResp
     )
 
 
+PREVIEW_FIELDS = {
+    "values": gettext_lazy("Sample values"),
+    "variables": gettext_lazy("Variables"),
+    "content": gettext_lazy("Template"),
+}
+"""The preview's inputs a refusal may name, as the page labels them (others are variable names)."""
+
+
 @require_POST
 def prompt_edit_preview(request: HttpRequest, role: str, template_type: str) -> HttpResponse:
     """The editor's live preview (htmx): the content being edited, rendered in the sandbox
-    with its variables and the sample values. Changes nothing."""
+    with its variables and the sample values (``PromptEditForm``'s ``content``, ``variables``
+    and ``values``). Changes nothing. A refusal is shown in the preview box, answered 200 so
+    htmx swaps it in (the editor's save answers 400)."""
     scope = _scope(request, role, template_type)
     preview: dict[str, Any] = {}
+    form = PromptEditForm(request.POST)
+    if not form.is_valid():
+        field, reason = next(iter(form.first_errors().items()))
+        preview["error"] = {"field": field, "label": PREVIEW_FIELDS.get(field, ""), "message": reason}
+        return render(request, "prompts/edit.html#preview", {**scope, "preview": preview})
+    data = form.cleaned_data
     try:
-        values = _json_field(request.POST.get("values", ""), "values", dict)
-        variables = _json_field(request.POST.get("variables", ""), "variables", list)
-        checked = check_content(
-            request.POST.get("content", ""), variables, role=scope["role"], project=scope["project"], values=values
-        )
+        values = _json_field(data["values"], "values", dict)
+        variables = _json_field(data["variables"], "variables", list)
+        checked = check_content(data["content"], variables, role=scope["role"], project=scope["project"], values=values)
     except PromptChangeError as exc:
-        preview["error"] = {"field": exc.field, "message": exc.reason}
+        failure = exc.render_error if exc.field == "content" else None
+        words = render_error_words(failure) if failure else {"message": refusal_words(exc)}
+        preview["error"] = {"field": exc.field, "label": PREVIEW_FIELDS.get(exc.field, ""), **words}
     else:
         preview.update(
             text=checked.text,
-            warnings=notices(checked),
+            warnings=notices(checked, sample=checked.error is None),  # else it is the error shown
             undeclared=checked.undeclared,
             declarations=checked.declarations(),
         )
         if checked.error is not None:
-            preview["error"] = {"field": checked.error.field, "message": checked.error.message}
+            preview["error"] = {"field": checked.error.field, **render_error_words(checked.error)}
     return render(request, "prompts/edit.html#preview", {**scope, "preview": preview})
 
 

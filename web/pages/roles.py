@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -251,31 +251,76 @@ def _role_form_defaults(source: AgentRole | None) -> dict[str, Any]:
     return form
 
 
-def _role_form_data(post: Any) -> dict[str, Any]:
-    tools = {tool: post.get(f"tool_{tool}", ToolMode.DENY.value) for tool in TOOLS}
-    constraints: dict[str, Any] = {}
-    for name in CONSTRAINT_FIELDS:
-        raw = (post.get(f"constraint_{name}") or "").strip()
-        if raw:
-            number = None if name == "file_scope" else form_integer(raw)
-            constraints[name] = raw if number is None else number  # not a number: the API names the field
-    return {
-        "role": post.get("role", "").strip(),
-        "display_name": post.get("display_name", ""),
-        "emoji": post.get("emoji", ""),
-        "description": post.get("description", ""),
-        "responsibilities": post.get("responsibilities", ""),
-        "capabilities": post.getlist("capabilities"),
-        "permissions": {
-            "can_invoke": post.getlist("can_invoke"),
-            "can_be_invoked_by": post.getlist("can_be_invoked_by"),
-            "allowed_tools": [t for t, m in tools.items() if m == ToolMode.ALLOW.value],
-            "denied_tools": [t for t, m in tools.items() if m == ToolMode.DENY.value],
-            "requires_user_confirmation": [t for t, m in tools.items() if m == ToolMode.CONFIRM.value],
-        },
-        "constraints": constraints,
-        "copy_prompts_from": post.get("copy_prompts_from") or None,
-    }
+class NamesField(forms.Field):
+    """A list of names posted as repeated keys (checkboxes); ``create_role`` checks each."""
+
+    widget = forms.SelectMultiple
+
+    def to_python(self, value: Any) -> list[str]:
+        return [str(v) for v in value or []]
+
+
+class RoleNewForm(forms.Form):
+    """The new-role page (US-09): the role's id, names and texts, its capabilities and invoke
+    permissions (names), a mode per tool (``tool_<tool>``: allow, confirm or deny; deny when
+    not sent), a value per constraint (``constraint_<name>``, blank: the default) and the
+    role whose prompts to copy. ``team.roles.create_role`` checks the rest, naming fields."""
+
+    role = forms.CharField(required=False)
+    display_name = forms.CharField(required=False, strip=False)
+    emoji = forms.CharField(required=False, strip=False)
+    description = forms.CharField(required=False, strip=False)
+    responsibilities = forms.CharField(required=False, strip=False)
+    capabilities = NamesField(required=False)
+    can_invoke = NamesField(required=False)
+    can_be_invoked_by = NamesField(required=False)
+    copy_prompts_from = forms.CharField(required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        modes = [(m.value, m.value) for m in (ToolMode.ALLOW, ToolMode.CONFIRM, ToolMode.DENY)]
+        for tool in TOOLS:
+            self.fields[f"tool_{tool}"] = forms.ChoiceField(required=False, choices=modes)
+        for name in CONSTRAINT_FIELDS:
+            self.fields[f"constraint_{name}"] = forms.CharField(required=False)
+
+    def tools(self) -> dict[str, str]:
+        """Each tool's mode as sent (deny when not)."""
+        return {tool: self.cleaned_data.get(f"tool_{tool}") or ToolMode.DENY.value for tool in TOOLS}
+
+    def document(self) -> dict[str, Any]:
+        """The role document ``create_role`` takes (a valid form)."""
+        data, tools = self.cleaned_data, self.tools()
+        constraints: dict[str, Any] = {}
+        for name in CONSTRAINT_FIELDS:
+            if raw := data[f"constraint_{name}"]:
+                number = None if name == "file_scope" else form_integer(raw)
+                constraints[name] = raw if number is None else number  # not a number: the API names the field
+        return {
+            **{key: data[key] for key in ("role", "display_name", "emoji", "description", "responsibilities")},
+            "capabilities": data["capabilities"],
+            "permissions": {
+                "can_invoke": data["can_invoke"],
+                "can_be_invoked_by": data["can_be_invoked_by"],
+                "allowed_tools": [t for t, m in tools.items() if m == ToolMode.ALLOW.value],
+                "denied_tools": [t for t, m in tools.items() if m == ToolMode.DENY.value],
+                "requires_user_confirmation": [t for t, m in tools.items() if m == ToolMode.CONFIRM.value],
+            },
+            "constraints": constraints,
+            "copy_prompts_from": data["copy_prompts_from"] or None,
+        }
+
+    def shown(self) -> dict[str, Any]:
+        """What was sent, for the page shown again after a refusal (nothing typed lost)."""
+        data = cast(QueryDict, self.data)
+        return {
+            **{key: str(data.get(key, "")) for key in ("role", "display_name", "emoji", "description")},
+            "responsibilities": str(data.get("responsibilities", "")),
+            **{key: data.getlist(key) for key in ("capabilities", "can_invoke", "can_be_invoked_by")},
+            "tools": {tool: str(data.get(f"tool_{tool}", ToolMode.DENY.value)) for tool in TOOLS},
+            "constraints": {n: str(data.get(f"constraint_{n}", "")) for n in CONSTRAINT_FIELDS},
+            "copy_prompts_from": str(data.get("copy_prompts_from", "")),
+        }
 
 
 @require_http_methods(["GET", "POST"])
@@ -288,26 +333,14 @@ def role_new(request: HttpRequest) -> HttpResponse:
     status = 200
     if request.method == "POST":
         require_change(request.user, "role_create")
-        data = _role_form_data(request.POST)
+        bound = RoleNewForm(request.POST)
         try:
-            result = create_role(data, note=form_note(request), actor=request.user)
+            if not bound.is_valid():
+                raise ConfigInvalid({field: [str(r) for r in reasons] for field, reasons in bound.errors.items()})
+            result = create_role(bound.document(), note=form_note(request), actor=request.user)
         except ConfigInvalid as exc:
             errors, status = exc.errors, 400
-            form.update(
-                {
-                    "role": data["role"],
-                    "display_name": data["display_name"],
-                    "emoji": data["emoji"],
-                    "description": data["description"],
-                    "responsibilities": data["responsibilities"],
-                    "capabilities": data["capabilities"],
-                    "can_invoke": data["permissions"]["can_invoke"],
-                    "can_be_invoked_by": data["permissions"]["can_be_invoked_by"],
-                    "tools": {tool: request.POST.get(f"tool_{tool}", "deny") for tool in TOOLS},
-                    "constraints": {n: request.POST.get(f"constraint_{n}", "") for n in CONSTRAINT_FIELDS},
-                    "copy_prompts_from": data["copy_prompts_from"] or "",
-                }
-            )
+            form.update(bound.shown())
         else:
             if result.change:
                 text = _("Role %(role)s created (config version %(version)s).")

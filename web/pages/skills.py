@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import semver
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -75,6 +76,40 @@ def skill_list(request: HttpRequest) -> HttpResponse:
     )
 
 
+class SkillUploadForm(forms.Form):
+    """The upload page: a skill-index.yaml ``file`` or the pasted ``yaml`` (the file wins),
+    and ``allow_downgrade`` (replace the stored version). ``discover_skill`` checks the text,
+    listing every problem with its line."""
+
+    file = forms.FileField(required=False)
+    yaml = forms.CharField(required=False, strip=False)
+    allow_downgrade = forms.BooleanField(required=False)
+
+
+class SkillActionForm(forms.Form):
+    """A lifecycle action's inputs: the owner ``role``, the install ``config`` (JSON text)
+    and ``force``; the lifecycle checks them (its refusals name the field)."""
+
+    role = forms.CharField(required=False, strip=False)
+    config = forms.CharField(required=False, strip=False)
+    force = forms.BooleanField(required=False)
+
+    def shown(self) -> dict[str, Any]:
+        """What was posted, for the page shown again (a blank config reads ``{}``)."""
+        return {
+            "role": str(self.data.get("role", "")),
+            "config": str(self.data.get("config", "")) or "{}",
+            "force": self.data.get("force") == "on",
+        }
+
+    def check(self) -> None:
+        """ValueError ("field: reason") when the form refuses a value (a NUL character)."""
+        if not self.is_valid():
+            raise ValueError(
+                "; ".join(f"{field}: {' '.join(str(r) for r in reasons)}" for field, reasons in self.errors.items())
+            )
+
+
 @require_http_methods(["GET", "POST"])
 def skill_upload(request: HttpRequest) -> HttpResponse:
     """Upload (file) or paste a skill-index.yaml; every problem is listed with its line."""
@@ -82,12 +117,17 @@ def skill_upload(request: HttpRequest) -> HttpResponse:
     problems: list[Any] = []
     text = ""
     error = ""
+    downgrade = False
     if request.method == "POST":
-        upload = request.FILES.get("file")
-        raw: bytes | str = upload.read(MAX_SKILL_INDEX_BYTES + 1) if upload else request.POST.get("yaml", "")
-        text = request.POST.get("yaml", "") if not upload else ""
+        form = SkillUploadForm(request.POST, request.FILES)
+        form.is_valid()  # every field is optional; discover_skill words what is wrong with the text
+        data = {"file": None, "yaml": "", "allow_downgrade": False, **form.cleaned_data}
+        if "yaml" in form.errors:  # a NUL character: discover_skill refuses the text that is left
+            data["yaml"] = str(form.data.get("yaml", ""))
+        upload, downgrade = data["file"], bool(data["allow_downgrade"])
+        raw: bytes | str = upload.read(MAX_SKILL_INDEX_BYTES + 1) if upload else data["yaml"]
+        text = "" if upload else data["yaml"]
         try:
-            downgrade = request.POST.get("allow_downgrade") == "true"
             skill, _operation, created = discover_skill(raw, actor=request.user, allow_downgrade=downgrade)
         except SkillIndexError as exc:
             problems = exc.problems
@@ -104,7 +144,14 @@ def skill_upload(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "capabilities/skill_upload.html",
-        {"nav": "skills", "problems": problems, "error": error, "text": text, "limit": MAX_SKILL_INDEX_BYTES},
+        {
+            "nav": "skills",
+            "problems": problems,
+            "error": error,
+            "text": text,
+            "downgrade": downgrade,
+            "limit": MAX_SKILL_INDEX_BYTES,
+        },
         status=400 if problems or error else 200,
     )
 
@@ -190,12 +237,10 @@ def skill_action(request: HttpRequest, skill_id: str, action: str) -> HttpRespon
     status = 200
     form = {"role": skill.role or "", "config": json.dumps(skill.install_config or {}, indent=2), "force": False}
     if request.method == "POST":
-        form.update(
-            role=request.POST.get("role", ""),
-            config=request.POST.get("config", "") or "{}",
-            force=request.POST.get("force") == "on",
-        )
+        posted = SkillActionForm(request.POST)
+        form.update(posted.shown())
         try:
+            posted.check()
             if action == "activate":
                 _check_owner_fits(skill, str(form["role"]))
             operation = _perform(action, skill_id, form, request.user)

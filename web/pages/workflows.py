@@ -31,6 +31,13 @@ def workflow_list(request: HttpRequest) -> HttpResponse:
     return render(request, "capabilities/workflow_list.html", {"nav": "workflows", "workflows": workflows})
 
 
+class WorkflowYamlForm(forms.Form):
+    """The workflow editor: the YAML as typed; ``save_workflow`` checks it, listing every
+    problem with its line (a NUL character the form refuses is left for it to name too)."""
+
+    yaml = forms.CharField(required=False, strip=False)
+
+
 @require_http_methods(["GET", "POST"])
 def workflow_edit(request: HttpRequest, workflow_id: str | None = None) -> HttpResponse:
     """Write a new workflow or edit one; refused saves list every problem with its line."""
@@ -40,9 +47,12 @@ def workflow_edit(request: HttpRequest, workflow_id: str | None = None) -> HttpR
     problems: list[Any] = []
     error = ""
     if request.method == "POST":
-        text = request.POST.get("yaml", "")
+        form = WorkflowYamlForm(request.POST)
+        text = str(form.data.get("yaml", ""))
         try:
-            saved = save_workflow(text, actor=request.user, replace=workflow_id)
+            saved = save_workflow(
+                form.cleaned_data["yaml"] if form.is_valid() else text, actor=request.user, replace=workflow_id
+            )
         except WorkflowError as exc:
             problems = exc.problems
         except WorkflowConflict as exc:

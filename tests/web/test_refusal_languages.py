@@ -1,0 +1,87 @@
+"""Issue 32 "every word in the page's language": a refusal the services raise (runs.tasks,
+runs.confirmations, runs.operator_inputs, runs.commands, runs.open_points) reads in the
+request's language, on a page and in the API, and stays English for an English request."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone, translation
+
+from monitoring.models import Task, ToolConfirmation
+from runs.confirmations import ConfirmationError, decide_as
+from teamclaw.errors import DomainError
+from teamclaw.labels import worded
+
+ZH = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+EN = {"HTTP_ACCEPT_LANGUAGE": "en"}
+
+
+@pytest.fixture
+def tasks(staff_user):
+    """An ended task (cancel refused) and a running one (fork refused)."""
+    common = {"workflow": "requirement_review", "created_by": staff_user}
+    Task.objects.create(id="t-done", title="完成", status="completed", **common)
+    Task.objects.create(id="t-live", title="运行", status="running", **common)
+
+
+def test_a_refused_cancel_reads_in_chinese_on_the_page(page_client, tasks):
+    response = page_client.post("/tasks/t-done/cancel", {"reason": ""}, follow=True, **ZH)
+    html = response.content.decode()
+    assert "任务 t-done 已经结束（已完成）" in html
+    assert "has already ended" not in html
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "chinese", "english"),
+    [
+        (
+            "/api/v1/tasks/t-done/cancel",
+            {},
+            "任务 t-done 已经结束（已完成）",
+            "task t-done has already ended (completed)",
+        ),
+        (
+            "/api/v1/tasks/t-live/fork",
+            {"from_step": 0},
+            "任务 t-live 仍处于“运行中”状态；请在它结束后再分叉",
+            "task t-live is still running; fork it once it has ended",
+        ),
+        ("/api/v1/tasks/t-nope/cancel", {}, "没有任务 t-nope", "there is no task t-nope"),
+    ],
+)
+def test_a_task_refusal_from_the_api_reads_in_the_request_language(api, tasks, path, body, chinese, english):
+    zh = api.post(path, body, format="json", **ZH)
+    en = api.post(path, body, format="json", **EN)
+    assert zh.status_code == en.status_code and zh.status_code in (404, 409)
+    assert (zh.json()["detail"], en.json()["detail"]) == (chinese, english)
+
+
+def test_a_decided_confirmation_is_refused_in_chinese(api, tasks):
+    ToolConfirmation.objects.create(
+        id="c-1",
+        context_id="ctx",
+        instance_id="i",
+        role="pm",
+        task_id="t-live",
+        tool="write_file",
+        status="approved",
+        created_at=timezone.now(),
+        expires_at=timezone.now() + timedelta(hours=1),
+    )
+    response = api.post("/api/v1/confirmations/c-1", {"approve": True}, format="json", **ZH)
+    assert response.status_code == 409
+    assert response.json()["detail"] == "确认请求 c-1 已经是“已批准”状态"
+
+
+def test_a_refusal_is_worded_when_it_is_read_not_when_it_is_raised(db):
+    """Raised under English (a worker, a management command), read under Chinese (the page
+    that shows it): the reader's language wins; ``str(exc)`` and ``message`` agree."""
+    with translation.override("en"), pytest.raises(ConfirmationError) as raised:
+        decide_as("c-missing", True, "operator")
+    error: DomainError = raised.value
+    assert error.message == "confirmation c-missing does not exist"
+    with translation.override("zh-hans"):
+        assert error.message == str(error) == "确认请求 c-missing 不存在"
+        assert worded("%(a)s-%(b)s", a=1, b="x") == "1-x"
