@@ -84,6 +84,8 @@ REVIEW_CORPUS ?= ../shared/requirements/dev
 REVIEW_HELDOUT ?= tests/data/review_heldout
 # A second blind set, written after the rules were tuned on the first one (docs/review-rules.md).
 REVIEW_HELDOUT2 ?= tests/data/review_heldout2
+# A blind training set written by someone who never saw the engine (docs/review-rules.md).
+REVIEW_TRAIN4 ?= tests/data/review_train4
 
 bench: install
 	@if [ -d "$(REVIEW_CORPUS)" ]; then $(BIN)/python manage.py eval_review "$(REVIEW_CORPUS)"; \
@@ -92,6 +94,8 @@ bench: install
 	$(BIN)/python manage.py eval_review "$(REVIEW_HELDOUT)"
 	@echo "== second held-out review corpus $(REVIEW_HELDOUT2)"
 	$(BIN)/python manage.py eval_review "$(REVIEW_HELDOUT2)"
+	@echo "== blind training set $(REVIEW_TRAIN4)"
+	$(BIN)/python manage.py eval_review "$(REVIEW_TRAIN4)"
 	$(BIN)/python bench/runtime_bench.py
 	$(BIN)/python bench/governance_bench.py
 	$(BIN)/python bench/message_log_bench.py

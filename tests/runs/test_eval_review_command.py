@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 CORPUS = Path(__file__).parent.parent / "data" / "review_corpus"
 HELDOUT = Path(__file__).parent.parent / "data" / "review_heldout"
 HELDOUT2 = Path(__file__).parent.parent / "data" / "review_heldout2"
+TRAIN4 = Path(__file__).parent.parent / "data" / "review_train4"
 
 
 def _metrics(text: str) -> dict[str, str]:
@@ -72,7 +73,7 @@ def test_eval_review_measures_the_held_out_documents_kept_aside_for_acceptance(f
     assert int(metrics["review_clean_lines"]) >= 8 * 5
 
 
-LABELS = [label for folder in (CORPUS, HELDOUT, HELDOUT2) for label in sorted(folder.glob("*.labels.yaml"))]
+LABELS = [label for folder in (CORPUS, HELDOUT, HELDOUT2, TRAIN4) for label in sorted(folder.glob("*.labels.yaml"))]
 
 
 @pytest.mark.parametrize("labels", LABELS, ids=[path.name for path in LABELS])
