@@ -37,7 +37,14 @@ from typing import Any
 import yaml
 
 from teamclaw.workflows.document import parse_document
-from teamclaw.workflows.ears_grammar import INTERVIEW_FILES, InterviewFileError, clauses, load_grammar, relation
+from teamclaw.workflows.ears_grammar import (
+    INTERVIEW_FILES,
+    InterviewFileError,
+    clauses,
+    load_grammar,
+    numbered_clauses,
+    relation,
+)
 from teamclaw.workflows.quality_engine import QualityFinding, check_document, default_rules
 from teamclaw.workflows.quality_rules import CATEGORIES as FINDING_CATEGORIES
 
@@ -235,7 +242,12 @@ def answer_clauses(entry: dict[str, Any], served: str, language: str) -> list[st
     """The thoughts of ``entry``'s answer for the draft: a typed answer split into clauses; a
     picked option's text split only into its sentences (a clause cut at its comma loses its
     subject: "权限不同"), its generic "people served" replaced by ``served`` (``served_word``)."""
-    return clauses(
+    return [clause for _, clause in answer_steps(entry, served, language)]
+
+
+def answer_steps(entry: dict[str, Any], served: str, language: str) -> list[tuple[str, str]]:
+    """``answer_clauses`` with the operator's step number of each (``ears_grammar.numbered_clauses``)."""
+    return numbered_clauses(
         answer_text(entry, served, language), load_grammar()[language], whole=bool(entry["answer"]["choice"])
     )
 
