@@ -241,8 +241,9 @@ class Exclusive:
 
 def _actor_and_action(rule: Rule, line: Any, start: int, end: int) -> tuple[list[str], list[str]]:
     """The words of ``line.text[start:end]`` before the action (the actor) and from it on (the
-    action). A modal (``counterpart`` words: can, 可以) ends the actor and is skipped; in
-    Chinese the first verb (jieba tag v) starts the action; in English without a modal the
+    action). A modal (``counterpart`` words: can, 可以) ends the actor and is skipped, even
+    after a verb inside the actor ("为其服务的工作人员可以查看": the actor serves, the action is
+    查看); without a modal, in Chinese the first verb (jieba tag v) starts the action; in English without a modal the
     first word is the actor ("Pickers correct the stock level")."""
     modals = set(rule.counterpart.words.get(line.language, ()))
     if line.language == "zh":
@@ -251,6 +252,9 @@ def _actor_and_action(rule: Rule, line: Any, start: int, end: int) -> tuple[list
         tokens = [(w, "") for w in _EN_WORD.findall(line.text[start:end].lower()) if w not in ("the", "a", "an")]
     actor: list[str] = []
     action: list[str] = []
+    modal = next((i for i, (text, _) in enumerate(tokens) if text in modals), None)
+    if modal is not None and modal > 0:  # "为其服务的工作人员可以查看": the modal ends the actor, not 服务
+        return [t for t, _ in tokens[:modal]], [t for t, _ in tokens[modal + 1 :] if t not in modals]
     for text, tag in tokens:
         if text in modals:
             if actor:
