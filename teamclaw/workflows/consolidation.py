@@ -323,6 +323,10 @@ def _kind(item: dict[str, Any]) -> str:
     return "open_point" if item.get("change", {}).get("action") == "open_point" else "change"
 
 
+def _whole_document(item: dict[str, Any]) -> bool:
+    return (item.get("change") or {}).get("scope") == "document"
+
+
 def candidate_decisions(
     original: str, responses: dict[str, dict[str, Any]], baseline: list[str]
 ) -> list[dict[str, Any]]:
@@ -361,7 +365,8 @@ def candidate_decisions(
                 "category": item["category"],
                 "severity": item.get("severity"),
                 "line": line,
-                "quote": item.get("quote") or (_text_of(lines, line) if line else ""),
+                # A point about the whole document shows no line: its anchor (the title) is no context.
+                "quote": "" if _whole_document(item) else item.get("quote") or (_text_of(lines, line) if line else ""),
                 "proposal": proposal,
                 "auto_decision": {"decision": decision, "rule": rule, "reasoning": reasoning},
                 "positions": _positions(item, responses, language),
