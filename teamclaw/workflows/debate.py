@@ -71,7 +71,7 @@ def _same_line(me: str, issue: dict[str, Any], mine: tuple[set[int], set[str]]) 
 
 def _same_document(me: str, issue: dict[str, Any], mine: tuple[set[int], set[str]]) -> bool:
     """A point about the whole document ("（全文）") when I made one too: never "line 1"."""
-    return _whole(issue) and WHOLE_DOCUMENT in mine[0] and issue["category"] in mine[1]
+    return _whole(issue) and WHOLE_DOCUMENT in mine[0]
 
 
 def _major_in_field(me: str, issue: dict[str, Any], mine: tuple[set[int], set[str]]) -> bool:

@@ -134,7 +134,7 @@ CLOSERS = "）)]】」』》”’"
 is one part of its clause, whatever separator it holds."""
 
 
-def _depths(text: str) -> list[int]:
+def bracket_depths(text: str) -> list[int]:
     """The bracket / quote depth before each character of ``text`` (an unmatched closer counts
     as nothing; ASCII double quotes toggle)."""
     depths, depth, in_quote = [], 0, False
@@ -151,7 +151,7 @@ def _depths(text: str) -> list[int]:
 
 def split_outside(pattern: re.Pattern[str], text: str) -> list[str]:
     """``text`` split at the matches of ``pattern`` that are outside brackets and quotes."""
-    depths = _depths(text)
+    depths = bracket_depths(text)
     parts, start = [], 0
     for match in pattern.finditer(text):
         if match.end() > match.start() and depths[match.start()] == 0:
