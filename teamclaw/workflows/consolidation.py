@@ -313,6 +313,19 @@ def _proposal(item: dict[str, Any], lines: list[str], language: str) -> str:
     return change.get("question") or item["problem"]
 
 
+def nothing_to_write(item: dict[str, Any], lines: list[str], language: str) -> dict[str, Any]:
+    """``item`` as an open point when it is a section to append ("Acceptance criteria") of
+    which nothing can be derived honestly from the text (every line it would draw a criterion
+    from is flagged by the engine, and it brings no lines of its own): a change must show
+    what it changes and write exactly that, so one with nothing to write asks the owner
+    instead (its ``question``, else its suggestion). Any other item is returned unchanged."""
+    change = item.get("change") or {}
+    if change.get("action") != "append_section" or _proposal(item, lines, language).strip():
+        return item
+    question = change.get("question") or item.get("suggestion") or item["problem"]
+    return {**item, "change": {**change, "action": "open_point", "question": question}}
+
+
 def _text_of(lines: list[str], number: int) -> str:
     return re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", lines[number - 1]).strip() if number <= len(lines) else ""
 
@@ -342,7 +355,7 @@ def candidate_decisions(
     for item in _items(responses):
         if _action(item) == "note":  # an engineering note is no question for the owner
             continue
-        item = flag_changes(item, language)
+        item = nothing_to_write(flag_changes(item, language), lines, language)
         decision, rule, reasoning = decide(item, language)
         proposal = _proposal(item, lines, language)
         line = anchored_line(item)
@@ -452,7 +465,7 @@ def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_b
     """Decide ``item`` (``operator``: the operator's choice in confirm mode, or None) and
     record the decision: apply an adopted change, list an open point or an engineering note."""
     ident = candidate_id(item)
-    item = flag_changes(item, merge.language)
+    item = nothing_to_write(flag_changes(item, merge.language), merge.original.splitlines(), merge.language)
     decision, rule, reasoning = _decision(item, operator, merge.language)
     applied = decision in ("open_point", "deferred", "noted")
     if decision == "adopted":
