@@ -318,11 +318,13 @@ def nothing_to_write(item: dict[str, Any], lines: list[str], language: str) -> d
     which nothing can be derived honestly from the text (every line it would draw a criterion
     from is flagged by the engine, and it brings no lines of its own): a change must show
     what it changes and write exactly that, so one with nothing to write asks the owner
-    instead (its ``question``, else its suggestion). Any other item is returned unchanged."""
+    instead: how each of its lines is verified (the open points ``_write_criteria`` would
+    list), else its ``question``. Any other item is returned unchanged."""
     change = item.get("change") or {}
     if change.get("action") != "append_section" or _proposal(item, lines, language).strip():
         return item
-    question = change.get("question") or item.get("suggestion") or item["problem"]
+    questions = [_verify_question(language, _text_of(lines, n)) for n in change.get("from_lines", [])]
+    question = "\n".join(q for q in questions if q) or change.get("question") or item["problem"]
     return {**item, "change": {**change, "action": "open_point", "question": question}}
 
 
@@ -445,6 +447,8 @@ class _Merge:
     lines: list[str]
     additions: dict[str, list[str]] = field(default_factory=dict)
     criteria: list[tuple[list[str], dict[str, Any], bool]] = field(default_factory=list)
+    sections: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    """Adopted sections with no lines of their own: (index in ``decisions``, change)."""
     decisions: list[dict[str, Any]] = field(default_factory=list)
     open_points: list[dict[str, Any]] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
@@ -465,12 +469,15 @@ def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_b
     """Decide ``item`` (``operator``: the operator's choice in confirm mode, or None) and
     record the decision: apply an adopted change, list an open point or an engineering note."""
     ident = candidate_id(item)
-    item = nothing_to_write(flag_changes(item, merge.language), merge.original.splitlines(), merge.language)
+    item = flag_changes(item, merge.language)
     decision, rule, reasoning = _decision(item, operator, merge.language)
     applied = decision in ("open_point", "deferred", "noted")
     if decision == "adopted":
         applied = _apply(item, merge.lines, merge.additions, merge.criteria, merge.original, merge.language,
                          confirmed=operator == "accept")  # fmt: skip
+        change = item.get("change") or {}
+        if change.get("action") == "append_section" and not change.get("lines"):
+            merge.sections.append((len(merge.decisions), change))
     if decision in ("open_point", "deferred"):
         question = item.get("change", {}).get("question") or item["problem"]
         line = anchored_line(item)
@@ -499,21 +506,30 @@ def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_b
     )
 
 
+def _verify_question(language: str, text: str) -> str:
+    """How ``text`` (a requirement line) is verified, as an open point asks it; "" without text."""
+    if not text:
+        return ""
+    return say(
+        language,
+        f"How is {q(language, clip(text, 80))} verified: under which condition, with which observable result?",
+        f"{q(language, clip(text, 80))}如何验收：在什么条件下，应观察到什么结果？",
+    )
+
+
 def _unverifiable(merge: _Merge, number: int, text: str) -> None:
     """An open point instead of an acceptance criterion the text does not give."""
-    question = say(
-        merge.language,
-        f"How is {q(merge.language, clip(text, 80))} verified: under which condition, with which observable result?",
-        f"{q(merge.language, clip(text, 80))}如何验收：在什么条件下，应观察到什么结果？",
-    )
+    question = _verify_question(merge.language, text)
     merge.open_points.append({"id": f"criterion-{number}", "issue_ids": [], "question": question, "line": number})
 
 
-def _write_criteria(merge: _Merge) -> None:
+def _write_criteria(merge: _Merge) -> set[int]:
     """The acceptance criteria of the adopted ``criteria`` changes, from the lines as they
     read now; a line whose expected result does not follow from its text (``acceptance_criterion``
-    gives None) becomes an open point instead."""
+    gives None) becomes an open point instead. Returns the ``id()`` of each change that wrote
+    at least one criterion."""
     asked: set[int] = set()
+    wrote: set[int] = set()
     for bucket, change, confirmed in merge.criteria:
         for number in change["from_lines"]:
             text = _text_of(merge.lines, number)
@@ -525,8 +541,30 @@ def _write_criteria(merge: _Merge) -> None:
             if bullet is None and number not in asked:
                 asked.add(number)
                 _unverifiable(merge, number, text)
-            elif bullet and bullet not in bucket:
-                bucket.append(bullet)
+            elif bullet:
+                wrote.add(id(change))
+                if bullet not in bucket:
+                    bucket.append(bullet)
+    return wrote
+
+
+def _nothing_written(merge: _Merge, wrote: set[int]) -> None:
+    """An adopted section that wrote nothing (no criterion followed from the text) is counted
+    and reported as what it became, open points, never as a change written (issue 27)."""
+    for index, change in merge.sections:
+        if id(change) in wrote:
+            continue
+        decision = merge.decisions[index]
+        if decision["decision"] != "adopted":
+            continue
+        merge.counts["adopted"] -= 1
+        merge.counts["open_point"] += 1
+        decision["decision"] = "open_point"
+        decision["reasoning"] += say(
+            merge.language,
+            " Nothing could be derived from the text, so it is asked as open points instead.",
+            "但无法从原文推出任何内容，因此改为待确认事项。",
+        )
 
 
 def _list_open_points(merge: _Merge) -> None:
@@ -569,7 +607,7 @@ def consolidate(
         contested += item.get("consensus_level") == "contested"
         operator = choices.get(candidate_id(item)) if confirm_mode else None
         _settle(merge, item, operator, decided_by)
-    _write_criteria(merge)
+    _nothing_written(merge, _write_criteria(merge))
     _list_open_points(merge)
     final = "\n".join(_append_sections(merge.lines, merge.additions, merge.language)).rstrip() + "\n"
     report = {

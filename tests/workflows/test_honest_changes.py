@@ -26,4 +26,6 @@ def test_an_acceptance_section_nothing_can_be_derived_for_is_an_open_point_not_a
     accepted = run(text, {c["id"]: "accept" for c in candidates})
     counts = accepted["report"]["counts"]
     assert counts["adopted"] == 0 and accepted["final"].count("\n## ") == text.count("\n## ") + 1  # + open points
-    assert acceptance["proposal"] in accepted["final"]
+    assert all(question in accepted["final"] for question in acceptance["proposal"].splitlines())
+    (decided,) = [d for d in accepted["report"]["decisions"] if about in d["problem"].lower()]
+    assert decided["decision"] == "open_point"
