@@ -19,7 +19,6 @@ from teamclaw.workflows.review_rules import PERSPECTIVES
 from teamclaw.workflows.review_text import label, say, word
 from teamclaw.workflows.review_vocabulary import AI_TERMS
 
-
 WHOLE_DOCUMENT = 0
 """Stands for "a point about the whole document" among an expert's lines: such a point is
 anchored on the title, which is no line anyone found a problem on."""

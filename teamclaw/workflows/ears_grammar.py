@@ -166,7 +166,9 @@ def _joins_next(clause: str, grammar: Grammar) -> bool:
     return bool((end and end.search(clause)) or (start and start.search(clause)))
 
 
-LIST_MARKER = re.compile(r"^\s*(?:[-*+•]\s+|(?P<number>\d{1,3})(?:[.．](?!\d)|[)、])\s*|[（(](?P<paren>\d{1,3})[）)]\s*)")
+LIST_MARKER = re.compile(
+    r"^\s*(?:[-*+•]\s+|(?P<number>\d{1,3})(?:[.．](?!\d)|[)、])\s*|[（(](?P<paren>\d{1,3})[）)]\s*)"
+)
 """A list marker opening an answer line: a bullet, or a step number ("1.", "2)", "3、", "（4）")."""
 
 

@@ -280,8 +280,8 @@ def write_requirement(result: dict[str, Any], project_type: ProjectType) -> tupl
     """Seed 002 phase 4 (req_writer): ``(requirement.md, section titles)`` from
     ``interview_result``: the idea, the numbered EARS requirements (``FR-001``...) under the
     type's sections in the document's language (the unknown type: one section per topic
-    answered), the rollout plan (not requirements), the open points, and the Clarifications log. Nothing is added that the
-    operator did not say or choose (``ears``)."""
+    answered), the rollout plan (not requirements), the open points, and the Clarifications
+    log. Nothing is added that the operator did not say or choose (``ears``)."""
     language = result["language"]
     lines = [f"# {_title(result['description'])}", "", f"## {IDEA_TITLE[language]}", "", result["description"]]
     titles = [IDEA_TITLE[language]]

@@ -15,9 +15,9 @@ from django.utils.html import escape
 from monitoring.models import OpenPointAnswer, Task
 from monitoring.outcome import still_open
 from runs.tasks import sample_requirement
-from tests.conftest import token_client
 from teamclaw.workflows.quality_engine import check_text
 from teamclaw.workflows.revision import revise
+from tests.conftest import token_client
 from tests.helpers import wait_for_task
 
 ZH_DOCUMENT = sample_requirement("zh-hans")
@@ -184,7 +184,7 @@ def test_the_open_points_are_grouped_by_requirement_line_every_point_kept(finish
 
 
 def test_a_vague_answer_is_saved_with_a_hint_and_its_point_stays_open(api, finished_review, staff_user):
-    """"要快一点" answers nothing measurable (issue 27 walkthrough): the engine's finding comes
+    """ "要快一点" answers nothing measurable (issue 27 walkthrough): the engine's finding comes
     back when it is saved, the point counts as still open, the page says so, and the revised
     document marks the answer as still unclear with a quote that never stops inside the mark."""
 

@@ -72,7 +72,11 @@ def test_an_option_is_never_split_at_a_comma_inside_its_brackets():
 def test_the_operators_numbered_steps_keep_their_numbers_in_order():
     document, result = _walk("zh", CLINIC, WALKED)
     steps = [r for r in _requirements(document) if r.startswith("第 ")]
-    assert steps == ["第 1 步：病人在手机上选择科室、医生和时间段。", "第 2 步：系统应发短信确认。", "第 3 步：病人到诊所报到。"]
+    assert steps == [
+        "第 1 步：病人在手机上选择科室、医生和时间段。",
+        "第 2 步：系统应发短信确认。",
+        "第 3 步：病人到诊所报到。",
+    ]
     ids = [r["id"] for r in result["requirements"] if r["source"].endswith("-flow")]
     assert ids == sorted(ids)
     english, _ = _walk("en", "Build a web app for a clinic to take bookings", WALKED_EN)
@@ -95,10 +99,15 @@ def test_a_rollout_plan_is_its_own_section_not_system_requirements():
 
 
 def test_a_statement_cut_inside_a_bracket_draws_a_finding():
-    text = ("# 预约\n\n## 功能需求\n\n- FR-003：系统应满足：还包括身份证号或健康信息（敏感信息：需单独同意。\n"
-            "- FR-004：系统应满足：查看的人更少）。\n- FR-005：手机浏览器（iOS 15 及以上）和电脑浏览器。\n")  # fmt: skip
+    text = (
+        "# 预约\n\n## 功能需求\n\n- FR-003：系统应满足：还包括身份证号或健康信息（敏感信息：需单独同意。\n"
+        "- FR-004：系统应满足：查看的人更少）。\n- FR-005：手机浏览器（iOS 15 及以上）和电脑浏览器。\n"
+    )
     assert {f.line for f in check_text(text) if f.rule == "unbalanced-bracket"} == {5, 6}
-    english = "# Booking\n\n## Requirements\n\n- FR-003: Also ID numbers (sensitive: separate consent.\n- FR-004: b) Nurses confirm.\n"
+    english = (
+        "# Booking\n\n## Requirements\n\n- FR-003: Also ID numbers (sensitive: separate consent.\n"
+        "- FR-004: b) Nurses confirm.\n"
+    )
     assert {f.line for f in check_text(english) if f.rule == "unbalanced-bracket"} == {5}
 
 
@@ -122,8 +131,11 @@ def test_a_contradiction_quotes_each_statement_whole():
         return {"id": f"r1-{qid}", "question_id": qid, "kind": "question", "text": qid, "section": "users",
                 "category": "users", "options": []}  # fmt: skip
 
-    rounds = [{"round": 1, "style": "business", "questions": [question("a"), question("b")],
-               "answers": {"r1-a": "只有管理员可以修改排班", "r1-b": "医生可以修改排班，以及查看病人名单"}}]  # fmt: skip
+    answers = {"r1-a": "只有管理员可以修改排班", "r1-b": "医生可以修改排班，以及查看病人名单"}
+    rounds = [{"round": 1, "style": "business", "questions": [question("a"), question("b")], "answers": answers}]
     (follow_up,) = needed_follow_ups(entries_of(rounds), "zh", load_clarify_rules())
     assert "“医生可以修改排班，以及查看病人名单”" in follow_up["text"]
-    assert [o["withdraws"] for o in follow_up["options"]] == ["医生可以修改排班，以及查看病人名单", "只有管理员可以修改排班"]
+    assert [o["withdraws"] for o in follow_up["options"]] == [
+        "医生可以修改排班，以及查看病人名单",
+        "只有管理员可以修改排班",
+    ]
