@@ -341,7 +341,7 @@ def _other_actor(rule: Rule, only: Exclusive, line: Any, context: dict[str, Any]
         words = _content(line, action, context)
         if only.objects and not words & only.objects:
             continue  # the same action on another object ("查看照片" is not "查看考勤记录")
-        if not only.objects and _content(line, action[1:], context):
+        if not only.objects and not only.access and _content(line, action[1:], context):
             continue  # "只有本人…可以查看" (what?) is not "医生可以查看预约名单": no same object to compare
         shared = len(words & only.action) >= min(2, len(only.action))
         if (only.access and access & set(action)) or (only.action and shared):

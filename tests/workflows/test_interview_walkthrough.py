@@ -10,6 +10,7 @@ import re
 
 from teamclaw.workflows import ears
 from teamclaw.workflows.clarify import entries_of, load_clarify_rules, needed_follow_ups
+from teamclaw.workflows.ears_grammar import numbered_clauses
 from teamclaw.workflows.interview import interview_result, interview_round, load_project_types, write_requirement
 from teamclaw.workflows.quality_engine import check_text
 
@@ -83,7 +84,7 @@ def test_the_operators_numbered_steps_keep_their_numbers_in_order():
     assert [r.split(":")[0] for r in _requirements(english) if r.startswith("Step ")] == ["Step 1", "Step 2", "Step 3"]
     assert "Step 2: The system shall send a text message to confirm." in _requirements(english)
     # A figure opening a line is no step number.
-    assert ears.numbered_clauses("2 秒内打开\n1.5 秒内返回", ears.load_grammar()["zh"]) == [
+    assert numbered_clauses("2 秒内打开\n1.5 秒内返回", ears.load_grammar()["zh"]) == [
         ("", "2 秒内打开"), ("", "1.5 秒内返回")]  # fmt: skip
 
 
