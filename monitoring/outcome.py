@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from monitoring.models import Artifact, OpenPointAnswer, Task, ToolConfirmation
-from teamclaw.workflows.revision import REVISION_NAME, report_name
+from teamclaw.workflows.revision import REVISION_NAME, answer_findings, report_name
 
 PHASES = {
     "project_type": "interview",
@@ -98,12 +98,28 @@ def waiting_for_operator(task_ids: list[str]) -> set[str]:
     )
 
 
+def _points_language(report: Any, interview: Any) -> str:
+    """The document's language ("zh" or "en") from the consolidation report or the interview."""
+    for artifact in (report, interview):
+        if isinstance(artifact, dict) and artifact.get("language") in ("en", "zh"):
+            return str(artifact["language"])
+    return "en"
+
+
+def still_open(point: dict[str, Any]) -> bool:
+    """An open point without an answer, or whose answer the engine still finds unclear."""
+    return not point["answer"] or bool(point.get("unclear"))
+
+
 def open_points(task: Task) -> list[dict[str, Any]]:
     """What a finished review leaves for its operator to answer, in the document's language:
     the consolidation report's open points, then the interview's questions left empty, as
     ``[{id, question, line, source: "review"|"interview", answer, answered_by, answered_at,
     earlier}]``; ``answer`` is the newest ``OpenPointAnswer`` (None while unanswered) and
-    ``earlier`` how many answers it replaced. ``[]`` for a task without those artifacts."""
+    ``earlier`` how many answers it replaced; ``unclear`` what the requirement-quality engine
+    still finds in that answer (``revision.answer_findings``: ``[{category, quote,
+    message}]``; a vague "要快一点" keeps its point open). ``[]`` for a task without those
+    artifacts."""
     report = _artifact_json(task, "consolidation_report.json")
     interview = _artifact_json(task, "interview_result.json")
     points: list[dict[str, Any]] = []
@@ -120,10 +136,12 @@ def open_points(task: Task) -> list[dict[str, Any]]:
     answers: dict[str, list[OpenPointAnswer]] = {}
     for row in OpenPointAnswer.objects.filter(task_id=task.id).select_related("answered_by"):
         answers.setdefault(row.point_id, []).append(row)  # newest first (Meta.ordering)
+    language = _points_language(report, interview)
     for point in points:
         rows = answers.get(point["id"], [])
         newest = rows[0] if rows else None
         point["answer"] = newest.answer if newest else None
+        point["unclear"] = answer_findings(newest.answer, language) if newest else []
         point["answered_by"] = newest.answered_by.get_username() if newest and newest.answered_by else ""
         point["answered_at"] = newest.answered_at if newest else None
         point["earlier"] = max(len(rows) - 1, 0)
@@ -177,7 +195,7 @@ def quality_wants(outcome: dict[str, Any]) -> list[str]:
 def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bool) -> dict[str, Any]:
     """What the task page's Outcome panel shows besides ``outcome`` itself: ``open_points``
     (``open_points``) and ``open_point_groups`` (the same points by line, ``group_by_line``),
-    ``open_points_left`` (how many are unanswered), ``quality_wants``,
+    ``open_points_left`` (how many are unanswered or answered unclearly), ``quality_wants``,
     ``quality_passed`` (the names of the checks that passed), ``outcome_language`` (the
     document's, for ``lang``), ``can_answer`` (the operator may act on the task),
     ``revisions`` (``final_revisions``), ``answered`` (how many points have an answer), and
@@ -196,7 +214,7 @@ def outcome_panel(outcome: dict[str, Any] | None, task: Task, *, can_operate: bo
     return {
         "open_points": points,
         "open_point_groups": group_by_line(points, final.first() or ""),
-        "open_points_left": sum(1 for p in points if not p["answer"]),
+        "open_points_left": sum(1 for p in points if still_open(p)),
         "quality_wants": quality_wants({"quality": current}),
         "quality_now": current,
         "quality_version": version,

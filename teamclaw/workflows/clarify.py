@@ -37,7 +37,14 @@ from typing import Any
 import yaml
 
 from teamclaw.workflows.document import parse_document
-from teamclaw.workflows.ears_grammar import INTERVIEW_FILES, InterviewFileError, clauses, load_grammar, relation
+from teamclaw.workflows.ears_grammar import (
+    INTERVIEW_FILES,
+    InterviewFileError,
+    clauses,
+    load_grammar,
+    numbered_clauses,
+    relation,
+)
 from teamclaw.workflows.quality_engine import QualityFinding, check_document, default_rules
 from teamclaw.workflows.quality_rules import CATEGORIES as FINDING_CATEGORIES
 
@@ -235,7 +242,12 @@ def answer_clauses(entry: dict[str, Any], served: str, language: str) -> list[st
     """The thoughts of ``entry``'s answer for the draft: a typed answer split into clauses; a
     picked option's text split only into its sentences (a clause cut at its comma loses its
     subject: "权限不同"), its generic "people served" replaced by ``served`` (``served_word``)."""
-    return clauses(
+    return [clause for _, clause in answer_steps(entry, served, language)]
+
+
+def answer_steps(entry: dict[str, Any], served: str, language: str) -> list[tuple[str, str]]:
+    """``answer_clauses`` with the operator's step number of each (``ears_grammar.numbered_clauses``)."""
+    return numbered_clauses(
         answer_text(entry, served, language), load_grammar()[language], whole=bool(entry["answer"]["choice"])
     )
 
@@ -448,10 +460,21 @@ def needed_follow_ups(entries: list[dict[str, Any]], language: str, rules: Clari
         (first_id, first), (last_id, last) = ordered[0], ordered[-1]
         if first_id == last_id:
             continue
-        values = {"earlier": first.quote, "later": last.quote, "quote": last.quote, "match": last.quote}
+        earlier, later = _whole(first.quote, by_id[first_id], language), _whole(last.quote, by_id[last_id], language)
+        values = {"earlier": earlier, "later": later, "quote": later, "match": later}
         out.append(_follow_up_question(by_id[last_id], last, language, rules, values))
     fresh = [q for q in out if q["key"] not in asked and q["text"] not in asked_texts]
     return list({q["text"]: q for q in reversed(fresh)}.values())[::-1]
+
+
+def _whole(quote: str, entry: dict[str, Any], language: str) -> str:
+    """The operator's whole statement that ``quote`` (a clause the engine cut at a comma) comes
+    from: the draft's clause of ``entry``'s answer holding it ("被服务的人、工作人员，以及管理
+    工作人员账号的管理员", not "被服务的人、工作人员"), so a quote is never cut short and
+    withdrawing it removes exactly the draft's clause; ``quote`` when none holds it."""
+    bare = _bare(quote)
+    grammar = load_grammar()[language]
+    return next((c for c in clauses(entry["answer"]["text"], grammar) if bare and bare in _bare(c)), quote)
 
 
 def settled_elsewhere(finding: QualityFinding, entry_id: str, entries: list[dict[str, Any]], language: str) -> bool:

@@ -313,6 +313,21 @@ def _proposal(item: dict[str, Any], lines: list[str], language: str) -> str:
     return change.get("question") or item["problem"]
 
 
+def nothing_to_write(item: dict[str, Any], lines: list[str], language: str) -> dict[str, Any]:
+    """``item`` as an open point when it is a section to append ("Acceptance criteria") of
+    which nothing can be derived honestly from the text (every line it would draw a criterion
+    from is flagged by the engine, and it brings no lines of its own): a change must show
+    what it changes and write exactly that, so one with nothing to write asks the owner
+    instead: how each of its lines is verified (the open points ``_write_criteria`` would
+    list), else its ``question``. Any other item is returned unchanged."""
+    change = item.get("change") or {}
+    if change.get("action") != "append_section" or _proposal(item, lines, language).strip():
+        return item
+    questions = [_verify_question(language, _text_of(lines, n)) for n in change.get("from_lines", [])]
+    question = "\n".join(q for q in questions if q) or change.get("question") or item["problem"]
+    return {**item, "change": {**change, "action": "open_point", "question": question}}
+
+
 def _text_of(lines: list[str], number: int) -> str:
     return re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", lines[number - 1]).strip() if number <= len(lines) else ""
 
@@ -321,6 +336,10 @@ def _kind(item: dict[str, Any]) -> str:
     if item.get("consensus_level") == "contested":
         return "contested"
     return "open_point" if item.get("change", {}).get("action") == "open_point" else "change"
+
+
+def _whole_document(item: dict[str, Any]) -> bool:
+    return (item.get("change") or {}).get("scope") == "document"
 
 
 def candidate_decisions(
@@ -338,7 +357,7 @@ def candidate_decisions(
     for item in _items(responses):
         if _action(item) == "note":  # an engineering note is no question for the owner
             continue
-        item = flag_changes(item, language)
+        item = nothing_to_write(flag_changes(item, language), lines, language)
         decision, rule, reasoning = decide(item, language)
         proposal = _proposal(item, lines, language)
         line = anchored_line(item)
@@ -361,7 +380,8 @@ def candidate_decisions(
                 "category": item["category"],
                 "severity": item.get("severity"),
                 "line": line,
-                "quote": item.get("quote") or (_text_of(lines, line) if line else ""),
+                # A point about the whole document shows no line: its anchor (the title) is no context.
+                "quote": "" if _whole_document(item) else item.get("quote") or (_text_of(lines, line) if line else ""),
                 "proposal": proposal,
                 "auto_decision": {"decision": decision, "rule": rule, "reasoning": reasoning},
                 "positions": _positions(item, responses, language),
@@ -427,6 +447,8 @@ class _Merge:
     lines: list[str]
     additions: dict[str, list[str]] = field(default_factory=dict)
     criteria: list[tuple[list[str], dict[str, Any], bool]] = field(default_factory=list)
+    sections: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    """Adopted sections with no lines of their own: (index in ``decisions``, change)."""
     decisions: list[dict[str, Any]] = field(default_factory=list)
     open_points: list[dict[str, Any]] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
@@ -453,6 +475,9 @@ def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_b
     if decision == "adopted":
         applied = _apply(item, merge.lines, merge.additions, merge.criteria, merge.original, merge.language,
                          confirmed=operator == "accept")  # fmt: skip
+        change = item.get("change") or {}
+        if change.get("action") == "append_section" and not change.get("lines"):
+            merge.sections.append((len(merge.decisions), change))
     if decision in ("open_point", "deferred"):
         question = item.get("change", {}).get("question") or item["problem"]
         line = anchored_line(item)
@@ -481,21 +506,30 @@ def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_b
     )
 
 
+def _verify_question(language: str, text: str) -> str:
+    """How ``text`` (a requirement line) is verified, as an open point asks it; "" without text."""
+    if not text:
+        return ""
+    return say(
+        language,
+        f"How is {q(language, clip(text, 80))} verified: under which condition, with which observable result?",
+        f"{q(language, clip(text, 80))}如何验收：在什么条件下，应观察到什么结果？",
+    )
+
+
 def _unverifiable(merge: _Merge, number: int, text: str) -> None:
     """An open point instead of an acceptance criterion the text does not give."""
-    question = say(
-        merge.language,
-        f"How is {q(merge.language, clip(text, 80))} verified: under which condition, with which observable result?",
-        f"{q(merge.language, clip(text, 80))}如何验收：在什么条件下，应观察到什么结果？",
-    )
+    question = _verify_question(merge.language, text)
     merge.open_points.append({"id": f"criterion-{number}", "issue_ids": [], "question": question, "line": number})
 
 
-def _write_criteria(merge: _Merge) -> None:
+def _write_criteria(merge: _Merge) -> set[int]:
     """The acceptance criteria of the adopted ``criteria`` changes, from the lines as they
     read now; a line whose expected result does not follow from its text (``acceptance_criterion``
-    gives None) becomes an open point instead."""
+    gives None) becomes an open point instead. Returns the ``id()`` of each change that wrote
+    at least one criterion."""
     asked: set[int] = set()
+    wrote: set[int] = set()
     for bucket, change, confirmed in merge.criteria:
         for number in change["from_lines"]:
             text = _text_of(merge.lines, number)
@@ -507,8 +541,30 @@ def _write_criteria(merge: _Merge) -> None:
             if bullet is None and number not in asked:
                 asked.add(number)
                 _unverifiable(merge, number, text)
-            elif bullet and bullet not in bucket:
-                bucket.append(bullet)
+            elif bullet:
+                wrote.add(id(change))
+                if bullet not in bucket:
+                    bucket.append(bullet)
+    return wrote
+
+
+def _nothing_written(merge: _Merge, wrote: set[int]) -> None:
+    """An adopted section that wrote nothing (no criterion followed from the text) is counted
+    and reported as what it became, open points, never as a change written (issue 27)."""
+    for index, change in merge.sections:
+        if id(change) in wrote:
+            continue
+        decision = merge.decisions[index]
+        if decision["decision"] != "adopted":
+            continue
+        merge.counts["adopted"] -= 1
+        merge.counts["open_point"] += 1
+        decision["decision"] = "open_point"
+        decision["reasoning"] += say(
+            merge.language,
+            " Nothing could be derived from the text, so it is asked as open points instead.",
+            "但无法从原文推出任何内容，因此改为待确认事项。",
+        )
 
 
 def _list_open_points(merge: _Merge) -> None:
@@ -551,7 +607,7 @@ def consolidate(
         contested += item.get("consensus_level") == "contested"
         operator = choices.get(candidate_id(item)) if confirm_mode else None
         _settle(merge, item, operator, decided_by)
-    _write_criteria(merge)
+    _nothing_written(merge, _write_criteria(merge))
     _list_open_points(merge)
     final = "\n".join(_append_sections(merge.lines, merge.additions, merge.language)).rstrip() + "\n"
     report = {

@@ -244,8 +244,9 @@ class Exclusive:
 
 def _actor_and_action(rule: Rule, line: Any, start: int, end: int) -> tuple[list[str], list[str]]:
     """The words of ``line.text[start:end]`` before the action (the actor) and from it on (the
-    action). A modal (``counterpart`` words: can, 可以) ends the actor and is skipped; in
-    Chinese the first verb (jieba tag v) starts the action; in English without a modal the
+    action). A modal (``counterpart`` words: can, 可以) ends the actor and is skipped, even
+    after a verb inside the actor ("为其服务的工作人员可以查看": the actor serves, the action is
+    查看); without a modal, in Chinese the first verb (jieba tag v) starts the action; in English without a modal the
     first word is the actor ("Pickers correct the stock level")."""
     modals = set(rule.counterpart.words.get(line.language, ()))
     if line.language == "zh":
@@ -254,6 +255,9 @@ def _actor_and_action(rule: Rule, line: Any, start: int, end: int) -> tuple[list
         tokens = [(w, "") for w in _EN_WORD.findall(line.text[start:end].lower()) if w not in ("the", "a", "an")]
     actor: list[str] = []
     action: list[str] = []
+    modal = next((i for i, (text, _) in enumerate(tokens) if text in modals), None)
+    if modal is not None and modal > 0:  # "为其服务的工作人员可以查看": the modal ends the actor, not 服务
+        return [t for t, _ in tokens[:modal]], [t for t, _ in tokens[modal + 1 :] if t not in modals]
     for text, tag in tokens:
         if text in modals:
             if actor:
@@ -340,6 +344,8 @@ def _other_actor(rule: Rule, only: Exclusive, line: Any, context: dict[str, Any]
         words = _content(line, action, context)
         if only.objects and not words & only.objects:
             continue  # the same action on another object ("查看照片" is not "查看考勤记录")
+        if not only.objects and not only.access and _content(line, action[1:], context):
+            continue  # "只有本人…可以查看" (what?) is not "医生可以查看预约名单": no same object to compare
         shared = len(words & only.action) >= min(2, len(only.action))
         if (only.access and access & set(action)) or (only.action and shared):
             return start, end

@@ -19,9 +19,19 @@ from teamclaw.workflows.review_rules import PERSPECTIVES
 from teamclaw.workflows.review_text import label, say, word
 from teamclaw.workflows.review_vocabulary import AI_TERMS
 
+WHOLE_DOCUMENT = 0
+"""Stands for "a point about the whole document" among an expert's lines: such a point is
+anchored on the title, which is no line anyone found a problem on."""
+
+
+def _whole(issue: dict[str, Any]) -> bool:
+    return (issue.get("change") or {}).get("scope") == "document"
+
 
 def _lines(review: dict[str, Any]) -> set[int]:
-    return {issue["location"]["line"] for issue in review.get("issues", []) if issue["location"]["line"]}
+    """The lines of ``review``'s issues; ``WHOLE_DOCUMENT`` for a point about the whole document."""
+    return {WHOLE_DOCUMENT if _whole(issue) else issue["location"]["line"]
+            for issue in review.get("issues", []) if issue["location"]["line"] or _whole(issue)}  # fmt: skip
 
 
 def _categories(review: dict[str, Any]) -> set[str]:
@@ -55,7 +65,12 @@ def _protects_wording(me: str, issue: dict[str, Any], mine: tuple[set[int], set[
 
 def _same_line(me: str, issue: dict[str, Any], mine: tuple[set[int], set[str]]) -> bool:
     line = issue["location"]["line"]
-    return bool(line) and line in mine[0]
+    return not _whole(issue) and bool(line) and line in mine[0]
+
+
+def _same_document(me: str, issue: dict[str, Any], mine: tuple[set[int], set[str]]) -> bool:
+    """A point about the whole document ("（全文）") when I made one too: never "line 1"."""
+    return _whole(issue) and WHOLE_DOCUMENT in mine[0]
 
 
 def _major_in_field(me: str, issue: dict[str, Any], mine: tuple[set[int], set[str]]) -> bool:
@@ -89,6 +104,11 @@ STANCES: tuple[tuple[Any, str, dict[str, str], dict[str, str]], ...] = (
      {"en": "Agreed: I found a problem on line {line} too, from the {me}'s side.",
       "zh": "同意：我从{me}的角度也在第 {line} 行发现了问题。"},
      {"en": "Two independent reviews point at the same sentence.", "zh": "两份独立评审指向同一句话。"}),
+    (_same_document, "agree",
+     {"en": "Agreed: I found this in the whole document too, from the {me}'s side.",
+      "zh": "同意：我从{me}的角度也在全文中发现了这个问题。"},
+     {"en": "Two independent reviews find the same gap in the whole document.",
+      "zh": "两份独立评审在全文中发现了同一处缺失。"}),
     (_major_in_field, "agree",
      {"en": "Agreed; this matters for {focus}.", "zh": "同意；这属于{me}关注的范围。"},
      {"en": "It is in my field ({category}) and rated {severity}.",

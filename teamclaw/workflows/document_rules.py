@@ -205,7 +205,10 @@ DOCUMENT_RULES: tuple[DocumentRule, ...] = (
         {"en": "Add an 'Acceptance criteria' section with one testable criterion (condition and expected result) "
                "per requirement.",
          "zh": "增加“验收标准”一节，每条需求对应一条可测试的标准（可观察的条件和预期结果）。"},
-        {"action": "append_section", "section": "Acceptance criteria", "criteria": True, "lines": []},
+        # The question is asked instead when no criterion follows from the text (consolidation.nothing_to_write).
+        {"action": "append_section", "section": "Acceptance criteria", "criteria": True, "lines": [],
+         "question": {"en": "For each requirement, under which condition is it tested and what result is expected?",
+                      "zh": "每条需求在什么条件下验收？预期看到什么结果？"}},
     ),
     DocumentRule(
         "untestable_acceptance_criterion", "pm", "untestable", "major", _untestable_criteria,

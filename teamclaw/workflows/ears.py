@@ -24,10 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from teamclaw.workflows.clarify import ClarifyRules, answer_clauses, answered, load_clarify_rules, served_word
+from teamclaw.workflows.clarify import ClarifyRules, answer_steps, answered, load_clarify_rules, served_word
 from teamclaw.workflows.ears_grammar import (
     Grammar,
     ears,
+    is_plan,
     load_grammar,
     relation,
 )
@@ -110,10 +111,11 @@ def _candidates(
         if entry.get("kind") == "follow_up" and entry["id"] not in settled.resolutions:
             continue
         actor = ""
-        for clause in answer_clauses(entry, served, language):
+        for step, clause in answer_steps(entry, served, language):
             stated, actor = with_actor(clause, actor, grammar)
             if not any(_same(clause, gone) for gone in settled.withdrawn + settled.contested):
-                out.append({"entry": entry, "clause": clause, "stated": stated, "refinements": [], "also": []})
+                out.append({"entry": entry, "clause": clause, "stated": stated, "refinements": [], "also": [],
+                            "step": step, "plan": is_plan(clause, grammar)})  # fmt: skip
     for quote, refinement in settled.refined:
         target = next((c for c in out if _same(c["clause"], quote)), None)
         if target is not None:
@@ -166,7 +168,7 @@ def _merge(candidates: list[dict[str, Any]], language: str) -> tuple[list[dict[s
 
 
 def _text(candidate: dict[str, Any], grammar: Grammar) -> str:
-    text = ears(candidate.get("stated") or candidate["clause"], grammar)
+    text = ears(candidate.get("stated") or candidate["clause"], grammar, candidate.get("step", ""))
     if not candidate["refinements"]:
         return text
     body = text[: -len(grammar.end)] if grammar.end and text.endswith(grammar.end) else text
@@ -185,6 +187,7 @@ def draft(
     grammar = load_grammar()[language]
     settled = settle(entries, pending)
     kept, conflicts = _merge(_candidates(entries, settled, grammar, language), language)
+    kept = [c for c in kept if not c["plan"]]
     order = {section: index for index, section in enumerate(sections)}
 
     def place(candidate: dict[str, Any]) -> int:
@@ -197,6 +200,15 @@ def draft(
         for n, c in enumerate(sorted(kept, key=place), start=1)
     ]  # fmt: skip
     return out, open_points(entries, pending) + [_conflict_point(a, b, language) for a, b in conflicts]
+
+
+def plan(entries: list[dict[str, Any]], pending: list[dict[str, Any]], language: str) -> list[str]:
+    """The operator's rollout and plan statements (``ears_grammar.is_plan``: "诊所护士长试用一
+    周", "没有问题就上线"), in their own words and in the order given: the draft's plan section
+    (实施计划 / Rollout plan), never "系统应满足：…"."""
+    grammar = load_grammar()[language]
+    kept, _ = _merge(_candidates(entries, settle(entries, pending), grammar, language), language)
+    return [c["clause"] + grammar.end for c in kept if c["plan"]]
 
 
 def _conflict_point(earlier: dict[str, Any], later: dict[str, Any], language: str) -> str:

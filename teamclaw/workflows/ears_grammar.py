@@ -41,6 +41,13 @@ class Grammar:
     refined: str
     forms: tuple[tuple[re.Pattern[str], str, dict[str, str]], ...]
     responses: tuple[tuple[re.Pattern[str], str], ...]
+    step: str = "{requirement}"
+    """How a clause of a numbered step is written: ``{number}`` the operator's step number."""
+    in_steps: tuple[tuple[str, str], ...] = ()
+    """``(response template, its form inside a numbered step)``: "{actor}的步骤：" is not
+    repeated after "第 1 步："."""
+    plan: re.Pattern[str] | None = None
+    """A rollout or plan statement (试用, 上线, pilot, go live): not a system requirement."""
 
 
 def _compile(path: Path, entry: str, pattern: Any) -> re.Pattern[str] | None:
@@ -77,7 +84,14 @@ def _grammar(path: Path, language: str, data: Any) -> Grammar:
     refined = data.get("refined")
     if not isinstance(refined, str) or "{requirement}" not in refined or "{refinement}" not in refined:
         raise InterviewFileError(path, f"{language}.refined", "needs {requirement} and {refinement}")
-    return Grammar(splitters, str(data.get("end", "")), refined, forms, responses)  # type: ignore[arg-type]
+    step = str(data.get("step") or "{requirement}")
+    if "{requirement}" not in step:
+        raise InterviewFileError(path, f"{language}.step", "needs {requirement}")
+    in_steps = tuple(
+        (row["template"], str(row["in_steps"])) for row in data["responses"] if isinstance(row.get("in_steps"), str)
+    )
+    plan = _compile(path, f"{language}.plan", data.get("plan"))
+    return Grammar(splitters, str(data.get("end", "")), refined, forms, responses, step, in_steps, plan)  # type: ignore[arg-type]
 
 
 @functools.cache
@@ -114,22 +128,72 @@ def load_compare(path: Path = INTERVIEW_FILES / "ears.yaml") -> dict[str, dict[s
 
 
 # -- one thought per requirement ---------------------------------------------------------------
+OPENERS = "（([【「『《“‘"
+CLOSERS = "）)]】」』》”’"
+"""Brackets and quotes an answer is never split inside: "（敏感信息：需单独同意，查看的人更少）"
+is one part of its clause, whatever separator it holds."""
+
+
+def bracket_depths(text: str) -> list[int]:
+    """The bracket / quote depth before each character of ``text`` (an unmatched closer counts
+    as nothing; ASCII double quotes toggle)."""
+    depths, depth, in_quote = [], 0, False
+    for char in text:
+        depths.append(depth + in_quote)
+        if char in OPENERS:
+            depth += 1
+        elif char in CLOSERS:
+            depth = max(0, depth - 1)
+        elif char == '"':
+            in_quote = not in_quote
+    return depths
+
+
+def split_outside(pattern: re.Pattern[str], text: str) -> list[str]:
+    """``text`` split at the matches of ``pattern`` that are outside brackets and quotes."""
+    depths = bracket_depths(text)
+    parts, start = [], 0
+    for match in pattern.finditer(text):
+        if match.end() > match.start() and depths[match.start()] == 0:
+            parts.append(text[start : match.start()])
+            start = match.end()
+    return [*parts, text[start:]]
+
+
 def _joins_next(clause: str, grammar: Grammar) -> bool:
     """True when ``clause`` is only a trigger ("预约成功后", "如果…") that the next clause completes."""
     end, start = grammar.splitters["trigger_end"], grammar.splitters["trigger_start"]
     return bool((end and end.search(clause)) or (start and start.search(clause)))
 
 
+LIST_MARKER = re.compile(
+    r"^\s*(?:[-*+•]\s+|(?P<number>\d{1,3})(?:[.．](?!\d)|[)、])\s*|[（(](?P<paren>\d{1,3})[）)]\s*)"
+)
+"""A list marker opening an answer line: a bullet, or a step number ("1.", "2)", "3、", "（4）")."""
+
+
 def clauses(text: str, grammar: Grammar, whole: bool = False) -> list[str]:
     """``text`` as its thoughts: sentences, each split at ``clauses`` unless a part continues
     the one before or completes a trigger (``whole``: sentences only, as an option's text is
-    written: "被服务的人和工作人员两类，权限不同" is one thought). Words are kept as written."""
-    out: list[str] = []
-    for sentence in grammar.splitters["sentences"].split(text) if grammar.splitters["sentences"] else [text]:
-        sentence = re.sub(r"^\s*(?:[-*+]|\d+[.)])\s+", "", sentence).strip(" \t.。;；")
-        if not sentence:
-            continue
-        out += [sentence] if whole else _split_sentence(sentence, grammar)
+    written: "被服务的人和工作人员两类，权限不同" is one thought). Words are kept as written;
+    nothing is split inside brackets or quotes."""
+    return [clause for _, clause in numbered_clauses(text, grammar, whole)]
+
+
+def numbered_clauses(text: str, grammar: Grammar, whole: bool = False) -> list[tuple[str, str]]:
+    """``clauses`` with the step number of the numbered line each comes from (``"1"`` for
+    "1. 病人选择科室"; ``""`` when the line has no number): the operator's numbering of steps
+    is kept, in order (issue 27)."""
+    out: list[tuple[str, str]] = []
+    for line in text.splitlines() or [text]:
+        marker = LIST_MARKER.match(line)
+        step = (marker.group("number") or marker.group("paren") or "") if marker else ""
+        line = line[marker.end() :] if marker else line
+        sentences = grammar.splitters["sentences"]
+        for sentence in split_outside(sentences, line) if sentences else [line]:
+            sentence = LIST_MARKER.sub("", sentence).strip(" \t.。;；")
+            if sentence:
+                out += [(step, part) for part in ([sentence] if whole else _split_sentence(sentence, grammar))]
     return out
 
 
@@ -137,7 +201,7 @@ def _split_sentence(sentence: str, grammar: Grammar) -> list[str]:
     splitter, continues = grammar.splitters["clauses"], grammar.splitters["continues"]
     if splitter is None:
         return [sentence]
-    parts = [p.strip() for p in splitter.split(sentence) if p.strip()]
+    parts = [p.strip() for p in split_outside(splitter, sentence) if p.strip()]
     merged: list[str] = []
     glue = False
     for part in parts:
@@ -149,29 +213,44 @@ def _split_sentence(sentence: str, grammar: Grammar) -> list[str]:
     return merged
 
 
-def _response(rest: str, grammar: Grammar) -> str:
+def _response(rest: str, grammar: Grammar, step: str = "") -> str:
     for pattern, template in grammar.responses:
         found = pattern.match(rest)
         if found:
             values = {k: v.strip() for k, v in found.groupdict().items() if v is not None}
             if "actor" in values and values["actor"][1:2].islower():
                 values["actor"] = values["actor"][0].lower() + values["actor"][1:]
+            if step:
+                template = dict(grammar.in_steps).get(template, template)
             return template.format_map(values)
     return rest
 
 
-def ears(clause: str, grammar: Grammar) -> str:
+def ears(clause: str, grammar: Grammar, step: str = "") -> str:
     """``clause`` in EARS form: the first form whose pattern matches, its ``{trigger}`` the
-    clause's own condition and ``{response}`` the rest shaped by ``responses``."""
+    clause's own condition and ``{response}`` the rest shaped by ``responses``; with the
+    operator's ``step`` number, in the grammar's ``step`` form ("第 1 步：…" / "Step 1: …")."""
     clause = clause.strip().rstrip(".。")
+    text = clause
     for pattern, template, _ in grammar.forms:
         found = pattern.match(clause)
         if found:
             values = found.groupdict()
             text = template.format(trigger=(values.get("trigger") or "").strip(),
-                                   response=_response((values.get("rest") or "").strip(), grammar))  # fmt: skip
-            return text[:1].upper() + text[1:] + grammar.end
-    return clause + grammar.end
+                                   response=_response((values.get("rest") or "").strip(), grammar, step))  # fmt: skip
+            text = text[:1].upper() + text[1:]
+            break
+    return (grammar.step.format(number=step, requirement=text) if step else text) + grammar.end
+
+
+def is_plan(clause: str, grammar: Grammar) -> bool:
+    """True when ``clause`` is a rollout or plan statement ("诊所护士长试用一周", "没有问题就上线",
+    "Go live after a two-week pilot") that the draft would otherwise state as "系统应满足：…":
+    it goes to the plan section, not among the requirements."""
+    if grammar.plan is None or not grammar.plan.search(clause):
+        return False
+    fallback = grammar.responses[-1][1].format(what=clause.strip().rstrip(".。")) + grammar.end
+    return ears(clause, grammar).lower() == fallback.lower()
 
 
 # -- comparing two clauses ---------------------------------------------------------------------

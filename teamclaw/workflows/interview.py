@@ -30,7 +30,7 @@ import yaml
 
 from teamclaw.workflows.clarify import answered, check_options, entries_of, load_clarify_rules, plan_round
 from teamclaw.workflows.document import OPEN_POINT_SECTIONS
-from teamclaw.workflows.ears import clarifications, draft
+from teamclaw.workflows.ears import clarifications, draft, plan
 from teamclaw.workflows.review_text import say
 
 PROJECT_TYPES_DIR = Path(__file__).resolve().parent / "project_types"
@@ -216,7 +216,8 @@ def interview_result(
     every question asked with the operator's answer (``answers``: ``{id, question, kind,
     section, category, round, style, answer, choice, open}``), the final ``coverage`` map and
     the follow-ups there was no room to ask (from ``final``, the plan after the last round),
-    ``unanswered`` (the open points), the numbered ``requirements`` of the draft and
+    ``unanswered`` (the open points), the numbered ``requirements`` of the draft, its
+    ``plan`` (rollout statements, not requirements: ``ears.plan``) and
     ``baseline_statements``: the idea and every answer line, the highest authority when
     consolidating (principle 4)."""
     final = final or {}
@@ -247,6 +248,7 @@ def interview_result(
         "coverage": final.get("coverage", []),
         "unanswered": unanswered,
         "requirements": numbered,
+        "plan": plan(entries, final.get("pending_follow_ups", []), language),
         "answered_by": [r.get("answered_by", "") for r in rounds],
         "baseline_statements": list(dict.fromkeys(baseline)),
         "note": say(
@@ -259,6 +261,8 @@ def interview_result(
 
 OPEN_POINTS_TITLE = dict(zip(LANGUAGES, OPEN_POINT_SECTIONS, strict=True))
 IDEA_TITLE = {"en": "Idea", "zh": "需求概述"}
+PLAN_TITLE = {"en": "Rollout plan", "zh": "实施计划"}
+"""The section of the operator's rollout statements (a pilot, going live): not requirements."""
 
 
 def _title(description: str) -> str:
@@ -276,8 +280,8 @@ def write_requirement(result: dict[str, Any], project_type: ProjectType) -> tupl
     """Seed 002 phase 4 (req_writer): ``(requirement.md, section titles)`` from
     ``interview_result``: the idea, the numbered EARS requirements (``FR-001``...) under the
     type's sections in the document's language (the unknown type: one section per topic
-    answered), the open points, and the Clarifications log. Nothing is added that the
-    operator did not say or choose (``ears``)."""
+    answered), the rollout plan (not requirements), the open points, and the Clarifications
+    log. Nothing is added that the operator did not say or choose (``ears``)."""
     language = result["language"]
     lines = [f"# {_title(result['description'])}", "", f"## {IDEA_TITLE[language]}", "", result["description"]]
     titles = [IDEA_TITLE[language]]
@@ -285,6 +289,9 @@ def write_requirement(result: dict[str, Any], project_type: ProjectType) -> tupl
         sep = "：" if language == "zh" else ": "
         lines += ["", f"## {title}", "", *[f"- {r['id']}{sep}{r['text']}" for r in items]]
         titles.append(title)
+    if result.get("plan"):
+        lines += ["", f"## {PLAN_TITLE[language]}", "", *[f"- {item}" for item in result["plan"]]]
+        titles.append(PLAN_TITLE[language])
     if result["unanswered"]:
         lines += ["", f"## {OPEN_POINTS_TITLE[language]}", "", *[f"- {q}" for q in result["unanswered"]]]
         titles.append(OPEN_POINTS_TITLE[language])

@@ -42,6 +42,7 @@ from teamclaw.workflows.document import (
     role_lines,
 )
 from teamclaw.workflows.domain_packs import PACKS_DIR, DomainPack, load_packs
+from teamclaw.workflows.ears_grammar import bracket_depths
 from teamclaw.workflows.quality_rules import LANGUAGES, Matcher, Rule, RuleSet, load_rules
 from teamclaw.workflows.review_findings import Finding
 
@@ -224,8 +225,10 @@ def _exempt(rule: Rule, line: Line) -> bool:
 
 
 def clause(line: Line, span: tuple[int, int]) -> str:
-    """The clause of ``line`` around ``span``, verbatim (the finding's ``quote``)."""
-    ends = [m.start() for m in _CLAUSE_END[line.language].finditer(line.text)]
+    """The clause of ``line`` around ``span``, verbatim (the finding's ``quote``); a comma
+    inside brackets or quotes ends no clause, so a quote never stops inside "（运营方答复，…）"."""
+    depths = bracket_depths(line.text)
+    ends = [m.start() for m in _CLAUSE_END[line.language].finditer(line.text) if not depths[m.start()]]
     start = max([e + 1 for e in ends if e < span[0]], default=0)
     end = min([e for e in ends if e >= span[1]], default=len(line.text))
     return line.text[start:end].strip() or line.text[span[0] : span[1]]

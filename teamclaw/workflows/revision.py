@@ -51,8 +51,12 @@ def report_name(version: int) -> str:
     return f"revision.r{version}.json"
 
 
-def answer_mark(language: str, day: str) -> str:
-    """How an operator's words are marked in the document, in its language (``day``: ISO date)."""
+def answer_mark(language: str, day: str, unclear: bool = False) -> str:
+    """How an operator's words are marked in the document, in its language (``day``: ISO
+    date); an answer the engine still finds unclear says so in its mark, so the revised line
+    never reads as settled."""
+    if unclear:
+        return say(language, f" (operator's answer, {day}; still unclear)", f"（运营方答复，{day}；仍不明确）")
     return say(language, f" (operator's answer, {day})", f"（运营方答复，{day}）")
 
 
@@ -128,8 +132,8 @@ def _answer(revision: _Revision, point: dict[str, Any]) -> dict[str, Any]:
     language = revision.language
     answer = " ".join(str(point["answer"]).split())
     day = _day(point.get("answered_at"))
-    placed = _place(revision, point, answer + answer_mark(language, day))
     findings = answer_findings(answer, language)
+    placed = _place(revision, point, answer + answer_mark(language, day, bool(findings)))
     entry = _entry(point, language)
     if findings:
         revision.unclear[entry] = _still_unclear(language, findings)

@@ -82,7 +82,9 @@ def test_answers_give_a_new_version_with_each_answer_in_place_and_the_original_k
     lines = text.splitlines()
     # in place, on the point's line, marked as the operator's answer in Chinese
     assert lines[speed["line"] - 1].endswith(f"{ZH_CLEAR}（运营方答复，{today}）")
-    assert lines[unit["line"] - 1].endswith(f"{ZH_VAGUE}（运营方答复，{today}）")
+    assert lines[unit["line"] - 1].endswith(
+        f"{ZH_VAGUE}（运营方答复，{today}；仍不明确）"
+    )  # the mark says it is unclear
     listed = text.split("## 待确认事项", 1)[1]
     assert speed["question"] not in listed  # resolved: it leaves the list
     unclear = next(line for line in listed.splitlines() if unit["question"] in line)

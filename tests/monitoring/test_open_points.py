@@ -13,7 +13,10 @@ from django.test import Client
 from django.utils.html import escape
 
 from monitoring.models import OpenPointAnswer, Task
+from monitoring.outcome import still_open
 from runs.tasks import sample_requirement
+from teamclaw.workflows.quality_engine import check_text
+from teamclaw.workflows.revision import revise
 from tests.conftest import token_client
 from tests.helpers import wait_for_task
 
@@ -178,3 +181,31 @@ def test_the_open_points_are_grouped_by_requirement_line_every_point_kept(finish
         assert (f"第 {point['line']} 行" if point["line"] else "关于全文和访谈") in holders[0]
     numbered = [int(m) for g in groups for m in re.findall(r'id="open-points-line-(\d+)"', g)]
     assert numbered == sorted(numbered)
+
+
+def test_a_vague_answer_is_saved_with_a_hint_and_its_point_stays_open(api, finished_review, staff_user):
+    """ "要快一点" answers nothing measurable (issue 27 walkthrough): the engine's finding comes
+    back when it is saved, the point counts as still open, the page says so, and the revised
+    document marks the answer as still unclear with a quote that never stops inside the mark."""
+
+    task = finished_review
+    url = f"/api/v1/tasks/{task.id}/open_points"
+    points = report_points(task)
+    saved = api.post(url, {"point": points[0]["id"], "answer": "要快一点"}, format="json").json()
+    assert saved["answer"] == "要快一点" and saved["unclear"] and "快" in saved["unclear"][0]["message"]
+    clear = api.post(url, {"point": points[1]["id"], "answer": "只用本店的订单记录。"}, format="json").json()
+    assert clear["unclear"] == []
+    listed = api.get(url).json()["open_points"]
+    assert sum(1 for p in listed if still_open(p)) == len(listed) - 1
+    client = Client()
+    client.force_login(staff_user)
+    page = client.post(f"/tasks/{task.id}/open-points/{points[0]['id']}", {"answer": "要快一点"}, follow=True)
+    assert "此项仍待确认" in page.content.decode() or "stays open" in page.content.decode()
+    line = {"id": "c-1", "question": "搜索多快？", "line": 5, "answer": "要快一点", "answered_at": "2026-12-06"}
+    text, report = revise("# 搜索\n\n## 功能需求\n\n- 搜索必须在 300 内返回结果。\n", [line], "zh")
+    assert "要快一点（运营方答复，2026-12-06；仍不明确）" in text and report["still_unclear"] == 1
+    quotes = [f.quote for f in check_text(text) if f.rule == "vague-quality-word"]
+    assert quotes and all(q.count("（") == q.count("）") for q in quotes), quotes
+    english, _ = revise("# Search\n\n## Requirements\n\n- Search returns within 300 ms.\n",
+                        [{**line, "question": "How fast?", "answer": "a bit faster"}], "en")  # fmt: skip
+    assert "a bit faster (operator's answer, 2026-12-06; still unclear)" in english

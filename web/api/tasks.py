@@ -323,7 +323,8 @@ class OpenPointAnswerSerializer(api_fields.ObjectBodySerializer):
 class TaskOpenPointsView(APIView):
     """``GET /tasks/{id}/open_points``: what a completed requirement review left its operator
     to answer, ``{"open_points": [{id, question, line, source, answer, answered_by,
-    answered_at, earlier}]}`` (``monitoring.outcome.open_points``). ``POST {"point", "answer"}``
+    answered_at, earlier, unclear}]}`` (``monitoring.outcome.open_points``; ``unclear``: what
+    the engine still finds in a vague answer, the point kept open). ``POST {"point", "answer"}``
     records an answer (``runs.open_points.answer_open_point``; a new answer to the same point
     replaces the shown one and keeps the earlier) -> the point; 400 naming ``point`` or
     ``answer``, 403 for a user who may not act on the task, 409 before the review's outcome."""

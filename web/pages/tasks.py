@@ -25,7 +25,7 @@ from capabilities.models import Project
 from monitoring.access import can_operate_task, can_use_project, visible_projects, visible_tasks
 from monitoring.live_state import task_page_context
 from monitoring.models import Artifact, Task
-from monitoring.outcome import open_points, revision_summary, verdicts, waiting_for_operator
+from monitoring.outcome import open_points, revision_summary, still_open, verdicts, waiting_for_operator
 from monitoring.trace import artifact_findings
 from monitoring.trace import task_trace as task_trace_tree
 from prompts.diff import diff_texts
@@ -633,6 +633,14 @@ def task_trace(request: HttpRequest, task_id: str) -> HttpResponse:
     return fragment_or_page(request, "monitoring/task_trace.html", context, part="tree")
 
 
+def unclear_answer(findings: list[dict[str, str]]) -> str:
+    """The page's words for an answer saved that the engine still finds unclear."""
+    reasons = " ".join(f["message"] for f in findings)
+    return _("Your answer is saved, but the point stays open: %(reason)s Give a figure, a unit or a named rule.") % {
+        "reason": reasons
+    }
+
+
 class OpenPointAnswerForm(forms.Form):
     """An answer to one open point (``runs.open_points.answer_open_point`` checks the rest)."""
 
@@ -647,9 +655,10 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
     a plain form post goes back to the task page with what happened as a message."""
     form = OpenPointAnswerForm(request.POST)
     errors: list[str] = []
+    saved: dict[str, Any] = {}
     if form.is_valid():
         try:
-            answer_open_point(request.user, task_id, point_id, form.cleaned_data["answer"])
+            saved = answer_open_point(request.user, task_id, point_id, form.cleaned_data["answer"])
         except DomainError as exc:
             if exc.status == 404:
                 raise Http404(exc.message) from None
@@ -659,6 +668,8 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
     if not wants_fragment(request):
         if errors:
             messages.error(request, _("The answer was not saved: %(reason)s") % {"reason": " ".join(errors)})
+        elif saved.get("unclear"):
+            messages.warning(request, unclear_answer(saved["unclear"]))
         else:
             messages.success(request, _("Your answer is saved."))
         return redirect(f"{reverse('task-detail', args=[task_id])}#open-point-{quote(point_id)}")
@@ -676,7 +687,7 @@ def task_open_point(request: HttpRequest, task_id: str, point_id: str) -> HttpRe
     }
     title = render_to_string(
         "monitoring/_open_points_title.html",
-        {"oob": True, "open_points": points, "open_points_left": sum(1 for p in points if not p["answer"])},
+        {"oob": True, "open_points": points, "open_points_left": sum(1 for p in points if still_open(p))},
         request=request,
     )
     answered = render_to_string("monitoring/_open_point.html", context, request=request)
