@@ -143,3 +143,21 @@ def test_eval_review_with_the_model_reviewer_on_a_database_not_migrated_says_run
     assert result.returncode == 2, result.stderr
     assert "manage.py migrate" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        # 5 MB: over the 1 MB a task takes; the engine would run for minutes on it
+        ("- The export must be quick.\n" * 190_000, "limit is"),
+        ("# Shop\x00\x01\x02\n", "binary"),
+        ("\n\n", "empty"),
+    ],
+)
+def test_eval_review_refuses_a_document_a_task_would_refuse_naming_it(tmp_path, content, reason):
+    corpus = _corpus(tmp_path, "document: shop.md\ndefects: []\nclean_lines: []\n")
+    (corpus / "shop.md").write_text(content, encoding="utf-8")
+    with pytest.raises(CommandError, match=reason) as error:
+        call_command("eval_review", str(corpus))
+    assert "shop.labels.yaml: field 'document'" in str(error.value)
+    assert error.value.returncode == 2
