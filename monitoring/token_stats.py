@@ -61,7 +61,8 @@ def parse_group_by(raw: str | None) -> str:
 
 def parse_since(raw: str | None) -> datetime | None:
     """An ISO 8601 date (``2025-01-31``, midnight UTC) or datetime (``2025-01-31T08:00:00Z``;
-    no zone means UTC); None when empty; StatsError when unreadable."""
+    no zone means UTC), returned in UTC; None when empty; StatsError when unreadable or when
+    its offset carries it past year 1 or 9999 (a database lookup by it raised OverflowError, 500)."""
     if raw in (None, ""):
         return None
     text = str(raw).strip()
@@ -77,7 +78,10 @@ def parse_since(raw: str | None) -> datetime | None:
         moment = datetime(day.year, day.month, day.day, tzinfo=UTC)
     if timezone.is_naive(moment):
         moment = moment.replace(tzinfo=UTC)
-    return moment
+    try:  # 9999-12-31T23:59-10:00 or 0001-01-01T00:00+05:00 is past the range of a datetime in UTC
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise StatsError("since", "the moment is out of range: use a date between 0001-01-02 and 9999-12-30") from None
 
 
 def _contexts(user: Any, since: datetime | None) -> QuerySet[ExecutionContext]:

@@ -77,17 +77,28 @@ def _field(path: Path, data: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
-def _defect(path: Path, item: Any) -> dict[str, Any]:
+def _is_line(value: Any, lines: int) -> bool:
+    """Whether ``value`` is a line number of a document of ``lines`` lines (1-based; a bool is no number)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= lines
+
+
+def _defect(path: Path, item: Any, lines: int) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise CorpusError(f"{path.name}: each defect must be a mapping")
     line, category = item.get("line"), item.get("category")
-    if not isinstance(line, int) or category not in CATEGORIES:
-        raise CorpusError(f"{path.name}: defect {item.get('id')!r} needs an integer line and a known category")
+    if not _is_line(line, lines) or category not in CATEGORIES:
+        raise CorpusError(
+            f"{path.name}: defect {item.get('id')!r} needs a line of the document (1 to {lines}, got {line!r}) "
+            f"and a known category (got {category!r})"
+        )
     return {"id": str(item.get("id", "")), "line": line, "category": category, "quote": str(item.get("quote", ""))}
 
 
 def read_labelled(path: Path) -> Labelled:
-    """One ``*.labels.yaml`` and its document. Raises ``CorpusError`` naming the file and field."""
+    """One ``*.labels.yaml`` and its document. Raises ``CorpusError`` naming the file and field,
+    also for a defect line or a clean line that is not a line of the document (1 to its line
+    count): such a label would count as missed, or as clean and never flagged, skewing recall
+    and the false-alarm rate without a word."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
@@ -99,10 +110,14 @@ def read_labelled(path: Path) -> Labelled:
         text = document.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise CorpusError(f"{path.name}: field 'document': {error}") from None
-    defects = [_defect(path, item) for item in _field(path, data, "defects", list)]
+    lines = len(text.splitlines())
+    defects = [_defect(path, item, lines) for item in _field(path, data, "defects", list)]
     clean = _field(path, data, "clean_lines", list)
-    if not all(isinstance(n, int) for n in clean):
-        raise CorpusError(f"{path.name}: field 'clean_lines' must list line numbers")
+    outside = [n for n in clean if not _is_line(n, lines)]
+    if outside:
+        raise CorpusError(
+            f"{path.name}: field 'clean_lines' must list lines of the document (1 to {lines}); not: {outside[:5]!r}"
+        )
     return Labelled(path.name.removesuffix(".labels.yaml"), text, defects, clean)
 
 

@@ -83,6 +83,17 @@ def test_bad_parameters_are_refused_naming_the_field(api, builtin):
     assert "since" in bad.json()["errors"]
 
 
+@pytest.mark.parametrize("since", ["9999-12-31T23:59:59-10:00", "0001-01-01T00:00:00+05:00"])
+def test_a_since_its_offset_carries_out_of_range_is_refused_not_a_500(api, client, staff_user, builtin, since):
+    bad = api.get("/api/v1/stats/tokens", {"since": since})
+    assert bad.status_code == 400, bad.content
+    assert "out of range" in bad.json()["errors"]["since"][0]
+    client.force_login(staff_user)
+    page = client.get("/stats/tokens/", {"since": since})
+    assert page.status_code == 400
+    assert "out of range" in page.content.decode()
+
+
 def test_other_users_tasks_are_not_counted(two_tasks, viewer_user):
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient

@@ -92,6 +92,12 @@ def test_each_label_quotes_its_line_verbatim_and_no_clean_line_carries_a_defect(
         ("document: shop.md\ndefects:\n  - {line: 4, category: nonsense}\nclean_lines: []\n", "known category"),
         ("document: other.md\ndefects: []\nclean_lines: []\n", "document"),
         ("- not a mapping\n", "mapping"),
+        # a label on a line the document does not have would count as missed (or as a quiet
+        # clean line) without a word, skewing recall and the false-alarm rate (shop.md has 5 lines)
+        ("document: shop.md\ndefects:\n  - {id: d1, line: 999, category: vague_term}\nclean_lines: []\n", "1 to 5"),
+        ("document: shop.md\ndefects:\n  - {id: d1, line: 0, category: vague_term}\nclean_lines: []\n", "got 0"),
+        ("document: shop.md\ndefects:\n  - {id: d1, line: true, category: vague_term}\nclean_lines: []\n", "got True"),
+        ("document: shop.md\ndefects: []\nclean_lines: [2, -5, 100000]\n", r"clean_lines.*\[-5, 100000\]"),
     ],
 )
 def test_eval_review_refuses_a_bad_labels_file_naming_it(tmp_path, labels, reason):
@@ -137,3 +143,21 @@ def test_eval_review_with_the_model_reviewer_on_a_database_not_migrated_says_run
     assert result.returncode == 2, result.stderr
     assert "manage.py migrate" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        # 5 MB: over the 1 MB a task takes; the engine would run for minutes on it
+        ("- The export must be quick.\n" * 190_000, "limit is"),
+        ("# Shop\x00\x01\x02\n", "binary"),
+        ("\n\n", "empty"),
+    ],
+)
+def test_eval_review_refuses_a_document_a_task_would_refuse_naming_it(tmp_path, content, reason):
+    corpus = _corpus(tmp_path, "document: shop.md\ndefects: []\nclean_lines: []\n")
+    (corpus / "shop.md").write_text(content, encoding="utf-8")
+    with pytest.raises(CommandError, match=reason) as error:
+        call_command("eval_review", str(corpus))
+    assert "shop.labels.yaml: field 'document'" in str(error.value)
+    assert error.value.returncode == 2

@@ -12,7 +12,8 @@ the four offline experts of seed 002 §6.2 (their findings together); ``model`` 
 scores its experts' review round, so models and prompt versions can be compared on your own
 documents (about 12 model calls a document: three rounds of four experts).
 Exit status: 0 done, 1 a review task failed (the rest is still scored and printed), 2 bad
-input (missing folder, unreadable labels file, ``model`` with nothing configured on a model,
+input (missing folder, unreadable labels file, a document a task would refuse: empty, binary,
+over ``TEAMCLAW_MAX_DOCUMENT_BYTES``, ``model`` with nothing configured on a model,
 ``model`` on a database that cannot be reached or is not migrated: run ``manage.py migrate``).
 """
 
@@ -27,6 +28,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from runs.host import RuntimeHost
 from runs.review_eval import TaskReviewer, configured_executors
+from runs.tasks import DocumentError, validate_document
 from teamclaw.workflows.quality_eval import (
     CorpusError,
     Reviewer,
@@ -79,6 +81,13 @@ class Command(BaseCommand):
             raise CommandError(str(error), returncode=2) from None
         if not documents:
             raise CommandError(f"{options['directory']}: no *.labels.yaml file", returncode=2)
+        for document in documents:  # what a task would refuse, as ``POST /tasks`` does
+            try:
+                validate_document(document.text)
+            except DocumentError as error:
+                raise CommandError(
+                    f"{document.name}.labels.yaml: field 'document': {error.reason}", returncode=2
+                ) from None
         reviewer = REVIEWERS[options["reviewer"]]
         if reviewer is None:
             score, failures = self._model_score(documents)
