@@ -114,7 +114,8 @@ def test_an_idea_goes_through_the_interview_to_a_draft_the_operator_modifies_the
     assert body["next_actions"]["actions"] == ["modify", "review", "end"]
     draft = artifact(body, "requirement.md")
     assert draft.startswith(f"# {IDEA_EN}")
-    assert "- FR-001: The system shall satisfy: Admins copy orders by hand" in draft
+    # a person's own step keeps its actor (interview_files/ears.yaml, as "患者的步骤：…" in Chinese)
+    assert "- FR-001: Step of admins: admins copy orders by hand into spreadsheets every week" in draft
     # One thought each, in EARS form, the operator's words kept: never "let the admin sees".
     assert "- FR-003: The system shall let support staff export only their own region." in draft
     assert (
