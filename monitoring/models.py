@@ -209,7 +209,9 @@ def full_state(stored: Any) -> Any:
     if not isinstance(stored, dict):
         return stored
     inputs = stored.get("input_context")
-    span = inputs.get("messages") if isinstance(inputs, dict) else None
+    if not isinstance(inputs, dict):
+        return stored
+    span = inputs.get("messages")
     if not isinstance(span, dict) or "stream" not in span:
         return stored
     refs = list(

@@ -198,7 +198,9 @@ def stored_state(state: Mapping[str, Any], stream: str, end: int, written: int) 
     are stored). ``state`` itself is not changed (other sinks hold it). As it is, with
     ``end``, when there is no stream."""
     inputs = state.get("input_context")
-    refs = inputs.get("messages") if isinstance(inputs, dict) else None
+    if not isinstance(inputs, dict):
+        return state, end
+    refs = inputs.get("messages")
     if not stream or not isinstance(refs, list) or end < len(refs):
         return state, end
     start = end - len(refs)

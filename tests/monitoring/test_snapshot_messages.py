@@ -106,4 +106,3 @@ async def test_replay_shows_each_steps_message_references(mode):
     states = [state for state in await sync_to_async(replayed_states)(last.context_id) if state]
     assert states[-1]["input_context"]["messages"] == plain(last.state["input_context"]["messages"])
     assert all(isinstance(state["input_context"]["messages"], list) for state in states)
-
