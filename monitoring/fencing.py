@@ -31,6 +31,8 @@ BatchRows = Any
 
 TASK_ID = 8
 """Index of ``task_id`` in a Message row (``monitoring.recorder.MESSAGE_COLUMNS``)."""
+SNAPSHOT_CONTEXT = 1
+"""Index of ``context_id`` in a Snapshot row (``monitoring.recorder.SNAPSHOT_COLUMNS``)."""
 
 
 def _context_tasks(rows: BatchRows) -> dict[str, str]:
@@ -39,7 +41,7 @@ def _context_tasks(rows: BatchRows) -> dict[str, str]:
     found: dict[str, str] = {}
     for context_id, context in rows.contexts.items():
         found[context_id] = context["task_id"] if isinstance(context, dict) else context.task_id
-    missing = {snap.context_id for snap in rows.snapshots} - found.keys()
+    missing = {snap[SNAPSHOT_CONTEXT] for snap in rows.snapshots} - found.keys()
     if missing:
         found.update(ExecutionContext.objects.filter(pk__in=missing).values_list("pk", "task_id"))
     return found
@@ -105,4 +107,5 @@ def _drop(rows: BatchRows, stale: set[str], contexts: dict[str, str], messages: 
     keep(rows.status_updates, lambda message_id, _: messages.get(message_id))
     keep(rows.artifacts, lambda key, _: key[0])
     keep(rows.confirmations, lambda _, confirmation: confirmation.task_id)
-    rows.snapshots[:] = [snap for snap in rows.snapshots if contexts.get(snap.context_id) not in stale]
+    rows.snapshots[:] = [snap for snap in rows.snapshots if contexts.get(snap[SNAPSHOT_CONTEXT]) not in stale]
+    rows.snapshot_messages[:] = [ref for ref in rows.snapshot_messages if contexts.get(ref[0]) not in stale]

@@ -7,6 +7,8 @@ epoch milliseconds.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -150,7 +152,10 @@ class Snapshot(models.Model):
     trigger = models.CharField(max_length=200)
     label = models.CharField(max_length=300, blank=True)
     sequence = models.PositiveIntegerField()
-    state = models.JSONField()
+    stored_state = models.JSONField(db_column="state")
+    """The state as stored: the context's state, except that ``input_context.messages`` may be
+    ``{"stream": s, "from": a, "to": b}``, positions ``a`` (included) to ``b`` (excluded) of
+    ``SnapshotMessage`` stream ``s``. Read ``state`` for the whole state."""
     created_at = models.DateTimeField()
     event_seq = models.BigIntegerField(null=True, blank=True)
     """Emit order of its runtime event (one counter with messages' ``event_seq``): replay
@@ -162,6 +167,59 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type}:{self.trigger} #{self.sequence}"
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The whole state of the context (PRD §4.6), its message references read back
+        from ``SnapshotMessage`` when stored there (one query, once per object)."""
+        cached = self.__dict__.get("_full_state")
+        if cached is None:
+            cached = self.__dict__["_full_state"] = full_state(self.stored_state)
+        return cached
+
+    @state.setter
+    def state(self, value: dict[str, Any]) -> None:
+        self.stored_state = value
+        self.__dict__.pop("_full_state", None)
+
+
+class SnapshotMessage(models.Model):
+    """A message reference a context held (``input_context.messages``), stored once for all
+    the snapshots that held it: at 500 references per context and four snapshots per invoke
+    (PRD §4.6, before and after on both sides), storing them in every snapshot wrote about
+    300 KB per invoke (bench/runtime_bench.py). ``stream`` is the runtime context object's
+    ``messages_stream``, ``position`` the reference's place in it from 0."""
+
+    context_id = models.CharField(max_length=64, db_index=True)
+    stream = models.CharField(max_length=64)
+    position = models.PositiveIntegerField()
+    ref = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["stream", "position"], name="snapshot_message_pos")]
+
+    def __str__(self) -> str:
+        return f"{self.stream}#{self.position}"
+
+
+def full_state(stored: Any) -> Any:
+    """``stored`` (a ``Snapshot.stored_state``) with its message references read back into
+    ``input_context.messages`` when they are a range of ``SnapshotMessage`` (a new dict; the
+    others as they are). References lost since (none should be) are left out."""
+    if not isinstance(stored, dict):
+        return stored
+    inputs = stored.get("input_context")
+    if not isinstance(inputs, dict):
+        return stored
+    span = inputs.get("messages")
+    if not isinstance(span, dict) or "stream" not in span:
+        return stored
+    refs = list(
+        SnapshotMessage.objects.filter(stream=span["stream"], position__gte=span["from"], position__lt=span["to"])
+        .order_by("position")
+        .values_list("ref", flat=True)
+    )
+    return {**stored, "input_context": {**inputs, "messages": refs}}
 
 
 class Message(models.Model):

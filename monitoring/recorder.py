@@ -43,6 +43,7 @@ from monitoring.models import (
     Message,
     RecorderCheckpoint,
     Snapshot,
+    SnapshotMessage,
     Task,
     ToolConfirmation,
 )
@@ -152,8 +153,9 @@ builds each statement as one string holding every payload in it)."""
 
 def snapshot_fields(snapshot: ContextSnapshot) -> tuple[Any, ...]:
     """What ``BatchRows.take_snapshot`` takes after the event's seq, in its order: ``(id,
-    context_id, type, trigger, label, sequence, state, created_at)``; the recorder process
-    sends the same tuple over its socket pair (``recorder_process.wire_frame``)."""
+    context_id, type, trigger, label, sequence, state, created_at, messages_stream,
+    messages_end)``; the recorder process sends the same tuple over its socket pair
+    (``recorder_process.wire_frame``)."""
     return (
         snapshot.id,
         snapshot.context_id,
@@ -163,7 +165,47 @@ def snapshot_fields(snapshot: ContextSnapshot) -> tuple[Any, ...]:
         snapshot.sequence,
         snapshot.state,
         snapshot.created_at,
+        snapshot.messages_stream,
+        snapshot.messages_end,
     )
+
+
+SNAPSHOT_COLUMNS = ("id", "context_id", "type", "trigger", "label", "sequence", "state", "created_at", "event_seq")
+"""A Snapshot row of ``BatchRows.snapshots``, in this order (``state`` as stored)."""
+SNAPSHOT_CONTEXT = SNAPSHOT_COLUMNS.index("context_id")
+SNAPSHOT_MESSAGE_COLUMNS = ("context_id", "stream", "position", "ref")
+"""A SnapshotMessage row of ``BatchRows.snapshot_messages``, in this order."""
+
+
+STREAMS_KEPT = 10_000
+"""Message streams whose stored positions a writer (or the recorder process's link thread)
+remembers; a stream forgotten sends its references again, which the database skips."""
+
+
+def remember(streams: dict[str, int], stream: str, position: int) -> None:
+    """``streams[stream] = position``, the stream now the newest, the oldest forgotten past
+    ``STREAMS_KEPT``."""
+    streams.pop(stream, None)
+    streams[stream] = position
+    if len(streams) > STREAMS_KEPT:
+        del streams[next(iter(streams))]
+
+
+def stored_state(state: Mapping[str, Any], stream: str, end: int, written: int) -> tuple[Mapping[str, Any], int]:
+    """A snapshot's ``state`` as ``Snapshot.stored_state`` holds it: its message references
+    (positions ``end - len(messages)`` to ``end`` of ``stream``) replaced by their range, and
+    the first position not stored yet among them (``written``: the stream's positions below it
+    are stored). ``state`` itself is not changed (other sinks hold it). As it is, with
+    ``end``, when there is no stream."""
+    inputs = state.get("input_context")
+    if not isinstance(inputs, dict):
+        return state, end
+    refs = inputs.get("messages")
+    if not stream or not isinstance(refs, list) or end < len(refs):
+        return state, end
+    start = end - len(refs)
+    span = {"stream": stream, "from": start, "to": end}
+    return {**state, "input_context": {**inputs, "messages": span}}, max(start, written)
 
 
 def message_row(message: AgentMessage, status: str, reason: str | None, project_id: str | None) -> list[Any]:
@@ -234,7 +276,14 @@ class BatchRows:
     instances: dict[str, InstanceReport] = field(default_factory=dict)
     contexts: dict[str, Any] = field(default_factory=dict)
     """Context id -> the live ``ExecutionContext`` (its state read when written) or its state."""
-    snapshots: list[Snapshot] = field(default_factory=list)
+    snapshots: list[list[Any]] = field(default_factory=list)
+    """Snapshot rows (``SNAPSHOT_COLUMNS``)."""
+    snapshot_messages: list[tuple[str, str, int, Any]] = field(default_factory=list)
+    """SnapshotMessage rows (``SNAPSHOT_MESSAGE_COLUMNS``) the batch's snapshots hold first."""
+    refs_written: Mapping[str, int] = field(default_factory=dict)
+    """Message stream -> positions below it stored by earlier batches (the writer's)."""
+    refs_high: dict[str, int] = field(default_factory=dict)
+    """Message stream -> positions below it stored once this batch is."""
     new_messages: dict[str, list[Any]] = field(default_factory=dict)
     status_updates: dict[str, tuple[str, str]] = field(default_factory=dict)
     artifacts: dict[tuple[str, str], Artifact] = field(default_factory=dict)
@@ -308,20 +357,69 @@ class BatchRows:
         sequence: int,
         state: Mapping[str, Any],
         created_at: float,
+        messages_stream: str = "",
+        messages_end: int = 0,
     ) -> None:
-        """A context snapshot (``ContextSnapshot``'s fields; ``created_at`` clock seconds)."""
+        """A context snapshot (``ContextSnapshot``'s fields; ``created_at`` clock seconds).
+        Its message references go to ``snapshot_messages``, each once per stream and
+        position (``stored_state``)."""
+        written = max(self.refs_written.get(messages_stream, 0), self.refs_high.get(messages_stream, 0))
+        stored, first_new = stored_state(state, messages_stream, messages_end, written)
+        refs: list[Any] = []
+        if stored is not state:
+            held = state["input_context"]["messages"]
+            refs = held[len(held) - (messages_end - first_new) :]
+        self.take_stored_snapshot(
+            event_seq,
+            snapshot_id,
+            context_id,
+            snapshot_type,
+            trigger,
+            label,
+            sequence,
+            stored,
+            created_at,
+            messages_stream if stored is not state else "",
+            first_new,
+            refs,
+        )
+
+    def take_stored_snapshot(
+        self,
+        event_seq: int,
+        snapshot_id: str,
+        context_id: str,
+        snapshot_type: str,
+        trigger: str,
+        label: str,
+        sequence: int,
+        stored: Mapping[str, Any],
+        created_at: float,
+        messages_stream: str,
+        first_new: int,
+        new_refs: list[Any],
+    ) -> None:
+        """A snapshot whose state is as stored already (``stored_state``), with the message
+        references of ``messages_stream`` from position ``first_new`` on that it adds."""
+        if messages_stream:
+            self.snapshot_messages += [
+                (context_id, messages_stream, first_new + offset, ref) for offset, ref in enumerate(new_refs)
+            ]
+            end = first_new + len(new_refs)
+            if end > self.refs_high.get(messages_stream, 0):
+                self.refs_high[messages_stream] = end
         self.snapshots.append(
-            Snapshot(
-                id=snapshot_id,
-                context_id=context_id,
-                type=snapshot_type,
-                trigger=trigger[:200],
-                label=(label or "")[:300],
-                sequence=sequence,
-                state=state,
-                created_at=_dt(created_at),
-                event_seq=event_seq,
-            )
+            [
+                snapshot_id,
+                context_id,
+                snapshot_type,
+                trigger[:200],
+                (label or "")[:300],
+                sequence,
+                stored,
+                _dt(created_at),
+                event_seq,
+            ]
         )
 
 
@@ -344,6 +442,8 @@ class BatchWriter:
         """Task id -> the attempt this process runs it as (``monitoring.fencing``)."""
         self.stale: set[str] = set()
         """Tasks whose rows a batch left out since the last ``take_stale``: taken over elsewhere."""
+        self.refs_written: dict[str, int] = {}
+        """Message stream -> positions below it stored (``BatchRows.refs_written``)."""
 
     def take_stale(self) -> list[str]:
         """The tasks found taken over since the last call (``stale``), emptied."""
@@ -430,7 +530,7 @@ class BatchWriter:
     # -- writing ----------------------------------------------------------------------
     def write(self, batch: list[Any]) -> None:
         """Write one batch of events in a single transaction (coalesced, see module doc)."""
-        rows = BatchRows()
+        rows = BatchRows(refs_written=self.refs_written)
         for item in batch:
             self.fold(rows, item)
         with transaction.atomic():
@@ -439,8 +539,10 @@ class BatchWriter:
             self._write_tasks(rows.tasks)
             self._write_instances(rows.instances)
             self._write_contexts(rows.contexts)
+            if rows.snapshot_messages:
+                _insert_rows(SnapshotMessage, SNAPSHOT_MESSAGE_COLUMNS, rows.snapshot_messages, ("stream", "position"))
             if rows.snapshots:
-                Snapshot.objects.bulk_create(rows.snapshots, ignore_conflicts=True)
+                _insert_rows(Snapshot, SNAPSHOT_COLUMNS, rows.snapshots, ("id",))
             if rows.new_messages:
                 self._insert_messages(list(rows.new_messages.values()))
             if rows.status_updates:
@@ -460,6 +562,8 @@ class BatchWriter:
             if rows.alerts:
                 Alert.objects.bulk_create(rows.alerts)
             self.write_checkpoint()
+        for stream, position in rows.refs_high.items():
+            remember(self.refs_written, stream, max(position, self.refs_written.get(stream, 0)))
 
     @staticmethod
     def _insert_messages(rows: list[list[Any]]) -> None:
@@ -637,6 +741,39 @@ class BatchWriter:
                 id=info.id,
                 defaults=fields if info.status == "pending" else {**fields, **answer},
                 create_defaults={**fields, **answer},
+            )
+
+
+def _insert_rows(model: Any, columns: tuple[str, ...], rows: list[Any], unique: tuple[str, ...]) -> None:
+    """INSERT ``rows`` (tuples in ``columns`` order, the JSON column as data and datetimes as
+    they are) into ``model``'s table, skipping those whose ``unique`` columns are there already,
+    ``MESSAGE_ROWS_PER_STATEMENT`` rows a statement. The model layer's per-field work
+    (``bulk_create``, the stdlib JSON encoder) cost the recorder more than the database did."""
+    if not rows:
+        return
+    ops = connection.ops
+    param = payload_param(connection.vendor)
+    json_at = next(i for i, name in enumerate(columns) if name in ("state", "ref"))
+    date_at = columns.index("created_at") if "created_at" in columns else -1
+    values: list[list[Any]] = []
+    for row in rows:
+        row = list(row)
+        row[json_at] = param(payload_json(row[json_at]))
+        if date_at >= 0:
+            row[date_at] = ops.adapt_datetimefield_value(row[date_at])
+        values.append(row)
+    quote = ops.quote_name
+    names = ", ".join(quote(c) for c in columns)
+    marks = "(" + ", ".join(["%s"] * len(columns)) + ")"
+    conflict = ", ".join(quote(c) for c in unique)
+    per = MESSAGE_ROWS_PER_STATEMENT
+    with connection.cursor() as cursor:
+        for start in range(0, len(values), per):
+            chunk = values[start : start + per]
+            cursor.execute(
+                f"INSERT INTO {quote(model._meta.db_table)} ({names}) VALUES {', '.join([marks] * len(chunk))} "
+                f"ON CONFLICT ({conflict}) DO NOTHING",
+                [value for row in chunk for value in row],
             )
 
 

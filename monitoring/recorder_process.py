@@ -65,7 +65,9 @@ from monitoring.recorder import (
     RecorderSink,
     StaleCallback,
     message_row,
+    remember,
     snapshot_fields,
+    stored_state,
     tell_stale,
 )
 from teamclaw.runtime.articles import with_article
@@ -104,11 +106,14 @@ WIRE_STATUS = 1  # (1, seq, at, message id, status, reason)
 WIRE_CONTEXT = 2  # (2, seq of the frame's last ContextChanged of it, at, ExecutionContext.state())
 WIRE_SNAPSHOT = 3  # (3, seq, at, id, context_id, type, trigger, label, sequence, state, created_at)
 WIRE_EVENT = 4  # (4, seq, at, the event itself)
+WIRE_STORED_SNAPSHOT = 5  # (5, seq, at, id, context_id, type, trigger, label, sequence, stored state,
+#                             created_at, messages stream, first new position, new references)
 WIRE_KINDS = {
     WIRE_MESSAGE: "message",
     WIRE_STATUS: "message_status",
     WIRE_CONTEXT: "context",
     WIRE_SNAPSHOT: "snapshot",
+    WIRE_STORED_SNAPSHOT: "snapshot",
 }
 RECORDED_AS_IS = (
     TaskStarted,
@@ -129,11 +134,15 @@ START_TIMEOUT_S = 60
 """How long ``start`` waits for the first child to be ready before going on without waiting."""
 
 
-def wire_frame(events: list[RuntimeEvent]) -> list[tuple[Any, ...]]:
+def wire_frame(events: list[RuntimeEvent], refs_sent: dict[str, int] | None = None) -> list[tuple[Any, ...]]:
     """``events`` as wire entries (module doc), in their order. A context changed several times
     is one entry, where it first changed, with its state now (the latest wins, as in the
     thread recorder); events the recorder does not store (config, tool, model calls) are left
-    out. Reads the live contexts, so it runs on the runtime's process."""
+    out. Reads the live contexts, so it runs on the runtime's process. With ``refs_sent``
+    (message stream -> positions below it sent in earlier frames, updated here), a snapshot
+    travels as stored with only the message references not sent yet (``stored_state``):
+    pickling a context's 500 references for each of its snapshots cost more than the rest of
+    the recording in this process."""
     out: list[Any] = []
     contexts: dict[str, tuple[int, int, float, Any]] = {}
     for event in events:
@@ -155,12 +164,42 @@ def wire_frame(events: list[RuntimeEvent]) -> list[tuple[Any, ...]]:
                 contexts[context.id] = (first[0], event.seq, event.at, context)
         elif cls is SnapshotTaken:
             snap = event.snapshot  # type: ignore[attr-defined]
-            out.append((WIRE_SNAPSHOT, event.seq, event.at, *snapshot_fields(snap)))
+            out.append(_snapshot_entry(event.seq, event.at, snap, refs_sent))
         elif isinstance(event, RECORDED_AS_IS):
             out.append((WIRE_EVENT, event.seq, event.at, event))
     for index, seq, at, context in contexts.values():
         out[index] = (WIRE_CONTEXT, seq, at, context.state())
     return out
+
+
+def _snapshot_entry(seq: int, at: float, snap: Any, refs_sent: dict[str, int] | None) -> tuple[Any, ...]:
+    """A snapshot's wire entry: as it is, or as stored with its new references (``wire_frame``)."""
+    stream = snap.messages_stream
+    if refs_sent is None or not stream:
+        return (WIRE_SNAPSHOT, seq, at, *snapshot_fields(snap))
+    state = snap.state
+    stored, first_new = stored_state(state, stream, snap.messages_end, refs_sent.get(stream, 0))
+    if stored is state:
+        return (WIRE_SNAPSHOT, seq, at, *snapshot_fields(snap))
+    refs = state["input_context"]["messages"]
+    new_refs = refs[len(refs) - (snap.messages_end - first_new) :]
+    remember(refs_sent, stream, snap.messages_end)
+    return (
+        WIRE_STORED_SNAPSHOT,
+        seq,
+        at,
+        snap.id,
+        snap.context_id,
+        snap.type,
+        snap.trigger,
+        snap.label,
+        snap.sequence,
+        stored,
+        snap.created_at,
+        stream,
+        first_new,
+        new_refs,
+    )
 
 
 class WireWriter(BatchWriter):
@@ -176,6 +215,8 @@ class WireWriter(BatchWriter):
             rows.take_context_state(item[3])
         elif tag == WIRE_SNAPSHOT:
             rows.take_snapshot(item[1], *item[3:])
+        elif tag == WIRE_STORED_SNAPSHOT:
+            rows.take_stored_snapshot(item[1], *item[3:])
         else:
             rows.take(item[3])
 
@@ -261,6 +302,8 @@ class RecorderProcess:
         self._dead = False
         self._local: threading.Thread | None = None
         self._fences: dict[str, int] = {}
+        self._refs_sent: dict[str, int] = {}
+        """Message stream -> positions below it sent in frames (``wire_frame``; link thread)."""
         self._on_stale: list[StaleCallback] = []
         self._sender: threading.Thread | None = None
         self._reader: threading.Thread | None = None
@@ -411,7 +454,9 @@ class RecorderProcess:
         """Send ``events`` as wire entries (a context's state once for all of them) in frames
         of ``frame_events`` entries; the last frame carries the events for the listeners."""
         try:
-            bodies = self._bodies(wire_frame(events))
+            sent = dict(self._refs_sent)  # kept only if the whole frame encodes
+            bodies = self._bodies(wire_frame(events, sent))
+            self._refs_sent = sent
         except Exception:
             events, wire = self._encodable(events)
             bodies = self._bodies(wire)
@@ -440,8 +485,10 @@ class RecorderProcess:
         wire: list[Any] = []
         for event in events:
             try:
-                entries = wire_frame([event])
+                sent = dict(self._refs_sent)
+                entries = wire_frame([event], sent)
                 pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
+                self._refs_sent = sent
             except Exception as exc:
                 self.lost_events += 1
                 log.exception("recorder could not encode %s event", with_article(str(event.kind)))

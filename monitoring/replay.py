@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils.translation import gettext, ngettext
 
 from monitoring.live_items import from_epoch, message_summary
-from monitoring.models import ExecutionContext, Message, Snapshot
+from monitoring.models import ExecutionContext, Message, Snapshot, full_state
 
 MAX_TIMELINE = 5000
 """Timeline entries shown; a longer history is cut at this many (the page says so)."""
@@ -126,7 +126,7 @@ def context_messages(context: ExecutionContext) -> Any:
 
 def build_timeline(context: ExecutionContext) -> Timeline:
     """Snapshots and messages of ``context`` in the order they happened (see module docstring)."""
-    snapshots = list(context.snapshots.defer("state").order_by("sequence", "created_at"))
+    snapshots = list(context.snapshots.defer("stored_state").order_by("sequence", "created_at"))
     messages = list(context_messages(context)[: MAX_TIMELINE + 1])
     keyed: list[tuple[Any, str, datetime, Any]] = []
     for snap in snapshots:
@@ -172,7 +172,9 @@ def step(timeline: Timeline, index: int) -> dict[str, Any]:
         return {"entry": None, "snapshot": None, "state": None, "message": None, "index": 0, "number": 0, "count": 0}
     entry = timeline.entries[index]
     snapshot = timeline.snapshot_before(index)
-    state = Snapshot.objects.values_list("state", flat=True).get(pk=snapshot.pk) if snapshot else None
+    state = None
+    if snapshot:
+        state = full_state(Snapshot.objects.values_list("stored_state", flat=True).get(pk=snapshot.pk))
     message = None
     if entry.kind == "message":
         row = Message.objects.get(pk=entry.ref.pk)

@@ -34,7 +34,7 @@ import yaml
 from django.utils.translation import gettext
 
 from monitoring.live_items import from_epoch
-from monitoring.models import ExecutionContext, Message, Snapshot, Task
+from monitoring.models import ExecutionContext, Message, Snapshot, Task, full_state
 from monitoring.replay import MAX_TIMELINE, MESSAGE_FIELDS, _ordered
 from teamclaw.labels import label
 from teamclaw.runtime.invocation import call_round
@@ -157,7 +157,7 @@ class _Builder:
 
     def keyed(self) -> tuple[list[tuple[Any, str, datetime, Any]], bool]:
         snapshots = list(
-            Snapshot.objects.filter(context__task=self.task).defer("state").order_by("created_at", "sequence")
+            Snapshot.objects.filter(context__task=self.task).defer("stored_state").order_by("created_at", "sequence")
         )
         messages = list(
             Message.objects.filter(task_id=self.task.id)
@@ -225,7 +225,9 @@ def task_step(timeline: TaskTimeline, index: int) -> dict[str, Any]:
         return {"step": None, "snapshot": None, "state": None, "payload": None, "index": 0, "number": 0, "count": 0}
     step = timeline.steps[index]
     snapshot = timeline.snapshot_before(index)
-    state = Snapshot.objects.values_list("state", flat=True).get(pk=snapshot.pk) if snapshot else None
+    state = None
+    if snapshot:
+        state = full_state(Snapshot.objects.values_list("stored_state", flat=True).get(pk=snapshot.pk))
     payload = step.ref.payload if step.kind == "message" else None
     return {
         "step": step,

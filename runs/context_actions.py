@@ -175,7 +175,7 @@ def _snapshot_from_database(context: ExecutionContext, label: str) -> dict[str, 
             trigger="manual",
             label=label,
             sequence=sequence,
-            state=state_from_row(locked),
+            stored_state=state_from_row(locked),
             created_at=now,
         )
         item = {

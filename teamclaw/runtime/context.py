@@ -97,10 +97,20 @@ class ExecutionContext:
     """The prompt template versions this context rendered (PRD §4.5):
     ``{template_type: {"global": version, "project": version or None}}``; empty while it has
     rendered none (an offline call renders none)."""
+    messages_stream: str = field(default_factory=new_id)
+    """Names this object's run of message references: the recorder stores each reference once
+    per stream and position, and a snapshot the range it held (``monitoring.models.Snapshot``)."""
+    messages_total: int = 0
+    """References appended to ``messages`` since this object was made (and the ones it was
+    made with): the position after the last one in ``messages_stream``."""
+
+    def __post_init__(self) -> None:
+        self.messages_total = max(self.messages_total, len(self.messages))
 
     def add_message(self, summary: dict[str, Any]) -> None:
         """Append a message reference, keeping at most MAX_CONTEXT_MESSAGES."""
         self.messages.append(summary)
+        self.messages_total += 1
         if len(self.messages) > MAX_CONTEXT_MESSAGES:
             del self.messages[: len(self.messages) - MAX_CONTEXT_MESSAGES]
 

@@ -131,6 +131,8 @@ class Emitter:
             sequence=context.snapshot_count,
             state=context.state(),
             created_at=self.clock.now(),
+            messages_stream=context.messages_stream,
+            messages_end=context.messages_total,
         )
         self.emit(SnapshotTaken, snapshot=snapshot)
         return snapshot

@@ -124,6 +124,12 @@ class ContextSnapshot:
     sequence: int
     state: Mapping[str, Any]
     created_at: float
+    messages_stream: str = ""
+    """The context's ``messages_stream`` and the position after the last reference in
+    ``state``'s ``input_context.messages`` (``messages_end``): the references are positions
+    ``messages_end - len(messages)`` up to ``messages_end`` of that stream, which lets the
+    recorder store each once, not once per snapshot (empty stream: store them as they are)."""
+    messages_end: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON shape of the snapshot (the API's and the live page's)."""

@@ -30,7 +30,7 @@ def visible_context(request: HttpRequest, context_id: str) -> ExecutionContext:
 
 
 def inspector_context(request: HttpRequest, row: ExecutionContext) -> dict[str, Any]:
-    snapshots = list(row.snapshots.defer("state").order_by("-sequence")[:INSPECTOR_SNAPSHOTS])
+    snapshots = list(row.snapshots.defer("stored_state").order_by("-sequence")[:INSPECTOR_SNAPSHOTS])
     snapshots.reverse()
     confirmations = ToolConfirmation.objects.filter(context_id=row.id, status="pending").order_by("-created_at")
     return {
