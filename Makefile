@@ -86,6 +86,8 @@ REVIEW_HELDOUT ?= tests/data/review_heldout
 REVIEW_HELDOUT2 ?= tests/data/review_heldout2
 # A blind training set written by someone who never saw the engine (docs/review-rules.md).
 REVIEW_TRAIN4 ?= tests/data/review_train4
+# The acceptance set: written blind, only ever measured, never tuned on (docs/review-rules.md).
+REVIEW_HELDOUT3 ?= tests/data/review_heldout3
 
 bench: install
 	@if [ -d "$(REVIEW_CORPUS)" ]; then $(BIN)/python manage.py eval_review "$(REVIEW_CORPUS)"; \
@@ -96,6 +98,8 @@ bench: install
 	$(BIN)/python manage.py eval_review "$(REVIEW_HELDOUT2)"
 	@echo "== blind training set $(REVIEW_TRAIN4)"
 	$(BIN)/python manage.py eval_review "$(REVIEW_TRAIN4)"
+	@echo "== acceptance set $(REVIEW_HELDOUT3) (never tuned on)"
+	$(BIN)/python manage.py eval_review "$(REVIEW_HELDOUT3)"
 	$(BIN)/python bench/runtime_bench.py
 	$(BIN)/python bench/governance_bench.py
 	$(BIN)/python bench/message_log_bench.py
