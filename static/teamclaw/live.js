@@ -26,6 +26,7 @@
   // page's language; without it they stay English.
   const gettext = window.gettext || function (text) { return text; };
   const interpolate = window.interpolate || function (text, values) { return text.replace("%s", values[0]); };
+  const ngettext = window.ngettext || function (one, many, n) { return n === 1 ? one : many; };
 
   function setStatus(text, kind) {
     statusEls.forEach(function (el) {
@@ -184,7 +185,23 @@
     const cards = section.querySelector(":scope > .cards");
     if (where === "afterbegin") cards.prepend(card);
     else cards.append(card);
+    countAgents(section);
     return cards;
+  }
+
+  // The group's heading says how many agent cards it holds ("6 个智能体"), kept true as cards
+  // arrive live (the server counts only those on the page when it is drawn).
+  function countAgents(section) {
+    const heading = section.querySelector(":scope > h3");
+    if (!heading) return;
+    let count = heading.querySelector(".agent-count");
+    if (!count) {
+      count = document.createElement("span");
+      count.className = "muted agent-count";
+      heading.append(" ", count);
+    }
+    const n = section.querySelectorAll(":scope > .cards > .ctx-card").length;
+    count.textContent = interpolate(ngettext("%s agent", "%s agents", n), [n]);
   }
 
   // Trailing throttle: run fn once, ms after the first call of a burst (later calls in the

@@ -127,6 +127,11 @@ def test_a_chinese_operator_gets_the_pushed_cards_in_chinese(asgi_page, asgi_url
         expect(card.locator("[data-inspect]")).to_have_text("查看")
         expect(card.get_by_role("link", name="回放")).to_be_visible()
         expect(card.locator('[data-field="status"]')).to_have_text("已完成")  # the status, worded (issue 32)
+    # the task group's count follows the cards pushed after the page was drawn (it said
+    # "1 个智能体" above 6 cards)
+    agents = ExecutionContext.objects.filter(task=task).count()
+    assert agents > 1
+    expect(page.locator(f'[data-task-group="{task.id}"] h3 .agent-count')).to_have_text(f"{agents} 个智能体")
     expect(page.locator("#message-log-rows")).to_contain_text("参数 {")
     expect(page.locator("#message-log-rows")).not_to_contain_text("params {")
 
