@@ -15,6 +15,7 @@ from monitoring.models import (
     OpenPointAnswer,
     OperatorPreference,
     Snapshot,
+    SnapshotMessage,
     Task,
     ToolConfirmation,
 )
@@ -64,6 +65,12 @@ class ExecutionContextAdmin(RecordAdmin):
 class SnapshotAdmin(RecordAdmin):
     list_display = ["id", "context", "type", "trigger", "label", "sequence", "created_at"]
     list_filter = ["type"]
+
+
+@admin.register(SnapshotMessage)
+class SnapshotMessageAdmin(RecordAdmin):
+    list_display = ["id", "context_id", "stream", "position"]
+    search_fields = ["context_id", "stream"]
 
 
 @admin.register(Message)

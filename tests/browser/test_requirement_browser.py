@@ -114,7 +114,8 @@ def test_an_operator_turns_a_chinese_idea_into_a_reviewed_requirement_in_the_bro
     assert "导出的文件包含订单的支付状态。" in final  # the operator's edit was reviewed
     page.locator("#task-outcome a", has_text="What the review changed").click()
     expect(page.locator("table.diff tr.diff-insert").first).to_be_visible()  # side by side
-    expect(page.locator("h1")).to_contain_text("requirement_final.md")
+    expect(page.locator("h1")).to_contain_text("Final document")  # the documents in words
+    expect(page.locator("#diff-files")).to_contain_text("requirement_final.md")
 
 
 def test_an_operator_decides_the_reviews_points_one_by_one_in_confirm_mode(asgi_page, asgi_url, runtime_host):
