@@ -129,7 +129,9 @@ def check_level(load_level: str | None) -> str:
     level = load_level or LoadLevel.BASIC
     if level not in LOAD_LIMITS:
         raise InvalidField(
-            worded(_lazy("must be one of %(choices)s, not %(value)r"), choices=", ".join(LoadLevel.values), value=level),
+            worded(
+                _lazy("must be one of %(choices)s, not %(value)r"), choices=", ".join(LoadLevel.values), value=level
+            ),
             "load_level",
         )
     return str(level)
@@ -142,7 +144,8 @@ def owner_rows(
     named = [n for n, v in (("role", role), ("skill", skill), ("project", project)) if v]
     if len(named) > 1:
         raise InvalidField(
-            worded(_lazy("give one of a role, a skill or a project, not %(named)s"), named=" and ".join(named)), named[-1]
+            worded(_lazy("give one of a role, a skill or a project, not %(named)s"), named=" and ".join(named)),
+            named[-1],
         )
     if not named:
         raise InvalidField(worded(_lazy("a role, a skill or a project is required")), "role")
@@ -261,7 +264,9 @@ def reindex_source(source: KnowledgeSource, load_level: str | None = None) -> Kn
         text = file.text
     chunks = chunk_document(text, source.content_type, name=source.path or source.name)
     if not chunks:
-        raise InvalidField(worded(_lazy("holds no text any more")), "path" if source.origin == Origin.FOLDER else "file")
+        raise InvalidField(
+            worded(_lazy("holds no text any more")), "path" if source.origin == Origin.FOLDER else "file"
+        )
     source.load_level = level
     vectors = chunk_vectors(kept_chunks(source, chunks))
     with transaction.atomic():
@@ -295,7 +300,9 @@ def read_folder_file(root: Path, path: Path, what: str) -> FolderFile:
     try:
         resolved = path.resolve(strict=True)
     except (OSError, RuntimeError):
-        raise InvalidField(worded(_lazy("%(name)s no longer exists in the project folder"), name=path.name), what) from None
+        raise InvalidField(
+            worded(_lazy("%(name)s no longer exists in the project folder"), name=path.name), what
+        ) from None
     if not _inside(root, resolved):
         raise InvalidField(worded(_lazy("%(name)s points outside the project folder"), name=path.name), what)
     if not resolved.is_file():

@@ -297,7 +297,9 @@ def _revert_prompt(change: ConfigChange, version: int, actor: Any, note: str) ->
         raise Conflict(preview["reason"])
     key = next((k for k in revert_keys(change) if k.effective), None)
     if key is None or key.recorded_old is None:
-        raise Conflict(worded(_("this prompt change made the first version: there is no earlier version to go back to")))
+        raise Conflict(
+            worded(_("this prompt change made the first version: there is no earlier version to go back to"))
+        )
     role = AgentRole.objects.get(role=change.role)  # revert_preview refused a role gone
     result = rollback(
         role=role,

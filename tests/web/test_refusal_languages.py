@@ -1,6 +1,6 @@
 """Issue 32 "every word in the page's language": a refusal the services raise (runs.tasks,
 runs.confirmations, runs.operator_inputs, runs.commands, runs.open_points, knowledge.sources,
-team.revert) reads in the request's language, on a page and in the API, and stays English for
+team.revert, capabilities roles, matrices and skills) reads in the request's language, on a page and in the API, and stays English for
 an English request."""
 
 from __future__ import annotations
@@ -118,7 +118,9 @@ def test_a_refused_knowledge_upload_reads_in_chinese_on_the_page(page_client, db
     assert "是二进制文件（含有 NUL 字节）" in html and "is a binary file" not in html
 
 
-@pytest.mark.parametrize(("language", "words"), [(ZH, "没有配置更改 99999"), (EN, "there is no configuration change 99999")])
+@pytest.mark.parametrize(
+    ("language", "words"), [(ZH, "没有配置更改 99999"), (EN, "there is no configuration change 99999")]
+)
 def test_an_unknown_change_to_revert_reads_in_the_request_language(api, page_client, language, words):
     from django.utils.html import escape
 
@@ -126,3 +128,32 @@ def test_an_unknown_change_to_revert_reads_in_the_request_language(api, page_cli
     assert (refused.status_code, refused.json()["detail"]) == (404, words)
     page = page_client.get("/config/changes/99999/revert/", **language)
     assert page.status_code == 404 and escape(words).lower() in page.content.decode().lower()
+
+
+# capabilities (roles, skills): refused in the request's language, field names unchanged.
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [(ZH, "内置角色可以停用，但不能删除"), (EN, "built-in roles can be disabled but not deleted")],
+)
+def test_deleting_a_built_in_role_is_refused_in_the_request_language(api, page_client, builtin, language, words):
+    version = api.get("/api/v1/roles/pm").json()["version"]
+    refused = api.delete(f"/api/v1/roles/pm?version={version}", **language)
+    assert refused.status_code == 400
+    assert refused.json()["errors"] == {"role": [words]} and refused.json()["detail"] == f"role: {words}"
+    page = page_client.post("/roles/pm/delete/", {"version": version}, follow=True, **language)
+    assert f"role: {words}" in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("language", "api_words", "words"),
+    [(ZH, "没有技能“ghost”", "没有技能 'ghost'"), (EN, "there is no skill 'ghost'", "there is no skill 'ghost'")],
+)
+def test_an_unknown_skill_is_refused_in_the_request_language(api, language, api_words, words):
+    from capabilities.lifecycle import unknown_skill
+
+    assert api.get("/api/v1/skills/ghost", **language).json()["detail"] == api_words
+    with translation.override("zh-hans" if language is ZH else "en"):
+        refusal = unknown_skill("ghost")
+        assert refusal.message == words and list(refusal.errors) == ["skillId"]
