@@ -1,7 +1,7 @@
 """Issue 32 "every word in the page's language": a refusal the services raise (runs.tasks,
 runs.confirmations, runs.operator_inputs, runs.commands, runs.open_points, knowledge.sources,
-team.revert, capabilities roles, matrices and skills) reads in the request's language, on a page and in the API, and stays English for
-an English request."""
+team.revert, capabilities roles, matrices and skills) reads in the request's language, on a page
+and in the API, and stays English for an English request."""
 
 from __future__ import annotations
 
