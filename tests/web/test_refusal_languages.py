@@ -157,3 +157,12 @@ def test_an_unknown_skill_is_refused_in_the_request_language(api, language, api_
     with translation.override("zh-hans" if language is ZH else "en"):
         refusal = unknown_skill("ghost")
         assert refusal.message == words and list(refusal.errors) == ["skillId"]
+
+
+@pytest.mark.parametrize(("language", "words"), [(ZH, "版本 1.0.0 已经启用"), (EN, "version 1.0.0 is already active")])
+def test_activating_the_active_prompt_is_refused_in_the_request_language(api, page_client, builtin, language, words):
+    refused = api.post("/api/v1/prompts/pm/persona/activate", {"version": "1.0.0"}, format="json", **language)
+    assert refused.status_code == 409
+    assert refused.json()["errors"] == {"version": [words]} and refused.json()["detail"] == f"version: {words}"
+    page = page_client.post("/prompts/pm/persona/activate/1.0.0/", {}, follow=True, **language)
+    assert words in page.content.decode()
