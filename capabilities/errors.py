@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from teamclaw.errors import DomainError
+from teamclaw.labels import worded
 
 
 class ConfigInvalid(DomainError, ValueError):
@@ -17,7 +18,8 @@ class ConfigInvalid(DomainError, ValueError):
 
     def __init__(self, errors: dict[str, list[str]], detail: str = "") -> None:
         first = next(iter(errors.items()), ("", ["invalid input"]))
-        self.detail = detail or (f"{first[0]}: {first[1][0]}" if first[0] else first[1][0])
+        joined = worded("%(field)s: %(reason)s", field=first[0], reason=first[1][0]) if first[0] else first[1][0]
+        self.detail = detail or joined
         super().__init__(self.detail, errors=errors)
 
 

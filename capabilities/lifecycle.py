@@ -26,6 +26,7 @@ from typing import Any
 import semver
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext_lazy as _lazy
 
 from capabilities.config import record_change
 from capabilities.matrices import INVOKE, matrix_document
@@ -41,6 +42,7 @@ from capabilities.skill_index import (
 from capabilities.skill_models import AlertRule, SkillOperation, SkillStatus, Workflow
 from capabilities.strict_yaml import YamlProblem
 from teamclaw.errors import DomainError
+from teamclaw.labels import worded
 from teamclaw.runtime.articles import with_article
 from teamclaw.runtime.schemas import stored_schema_problems
 
@@ -162,7 +164,11 @@ class _Run:
 
 def unknown_skill(skill_id: str) -> LifecycleError:
     """The refusal for a skill id that is not uploaded (``not_found``, 404)."""
-    return LifecycleError("not_found", f"there is no skill {skill_id!r}", {"skillId": ["unknown skill"]})
+    return LifecycleError(
+        "not_found",
+        worded(_lazy("there is no skill %(skill)r"), skill=skill_id),
+        {"skillId": [worded(_lazy("unknown skill"))]},
+    )
 
 
 def require_skill(skill_id: str) -> Skill:
@@ -441,7 +447,9 @@ def install_skill(skill_id: str, config: dict[str, Any] | None = None, *, actor:
     INSTALLED, or ERROR with the reason when a required dependency is not installed (seed
     003 "dependencies ... required"); a missing optional one is a warning."""
     if config is not None and not isinstance(config, dict):
-        raise LifecycleError("invalid", "config must be a mapping", {"config": ["must be a mapping"]})
+        raise LifecycleError(
+            "invalid", worded(_lazy("config must be a mapping")), {"config": [worded(_lazy("must be a mapping"))]}
+        )
 
     def body(run: _Run) -> None:
         skill = run.skill
@@ -527,10 +535,15 @@ def _owner_problem(role: str) -> LifecycleError | None:
     """The refusal for an activation ``role`` that is missing, unknown or disabled, else None."""
     owner = AgentRole.objects.filter(role=role).first() if role else None
     if owner is None:
-        reason = "is required" if not role else f"there is no role {role!r}"
-        return LifecycleError("invalid", "role is required" if not role else reason, {"role": [reason]})
+        if not role:
+            return LifecycleError(
+                "invalid", worded(_lazy("role is required")), {"role": [worded(_lazy("is required"))]}
+            )
+        reason = worded(_lazy("there is no role %(role)r"), role=role)
+        return LifecycleError("invalid", reason, {"role": [reason]})
     if not owner.enabled:
-        return LifecycleError("invalid", f"role {role} is disabled", {"role": [f"role {role} is disabled"]})
+        disabled = worded(_lazy("role %(role)s is disabled"), role=role)
+        return LifecycleError("invalid", disabled, {"role": [disabled]})
     return None
 
 

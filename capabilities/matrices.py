@@ -24,12 +24,14 @@ from typing import Any
 
 from django.db import transaction
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
 from capabilities.errors import ConfigInvalid
 from capabilities.models import AgentRole, ConfigChange, InvokePermission, Project, ToolPermission
 from capabilities.snapshot import effective_constraints
 from capabilities.tool_catalogue import matrix_tools
 from capabilities.versions import commit_change, document_version, expect_version, lock_config, single_role
+from teamclaw.labels import worded
 from teamclaw.runtime.config import ToolMode
 
 MODES: tuple[str, ...] = tuple(m.value for m in ToolMode)
@@ -171,7 +173,7 @@ def parse_cells(
     """
     errors: dict[str, list[str]] = {}
     if not isinstance(matrix, Mapping):
-        raise ConfigInvalid({"matrix": ["must be an object {row: {column: value}}"]})
+        raise ConfigInvalid({"matrix": [worded(_lazy("must be an object {row: {column: value}}"))]})
     known_rows = set(roles)
     known_cols = set(columns(kind, roles, project))
     col_word = "role" if kind is INVOKE else "tool"

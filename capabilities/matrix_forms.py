@@ -14,9 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext_lazy as _lazy
 
 from capabilities.errors import ConfigInvalid
 from capabilities.matrices import INVOKE, MODES, Cell, MatrixKind
+from teamclaw.labels import worded
 from teamclaw.strict_json import loads
 
 INHERIT = "inherit"
@@ -38,7 +40,7 @@ def read_base(post: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     except ValueError:
         base = None
     if not isinstance(base, dict) or not all(isinstance(v, dict) for v in base.values()):
-        raise ConfigInvalid({"base": ["the form is incomplete; reload the page"]})
+        raise ConfigInvalid({"base": [worded(_lazy("the form is incomplete; reload the page"))]})
     return base
 
 
@@ -72,7 +74,9 @@ def staged_cells(kind: MatrixKind, post: Any, project: Any) -> tuple[dict[Cell, 
             if value == INHERIT and project is not None:
                 value = None
             elif value not in MODES:
-                raise ConfigInvalid({f"matrix.{row}.{col}": [f"must be one of {', '.join(MODES)}"]})
+                raise ConfigInvalid(
+                    {f"matrix.{row}.{col}": [worded(_lazy("must be one of %(choices)s"), choices=", ".join(MODES))]}
+                )
         staged[cell] = value
     return staged, desired
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
+from django.utils.translation import gettext_lazy as _lazy
 
 from capabilities.errors import ConfigInvalid, Problems
 from capabilities.matrices import SelfInvocationConflict
@@ -38,6 +39,7 @@ from capabilities.switches import set_enabled_override
 from capabilities.versions import commit_change, expect_version, lock_config
 from teamclaw.api_fields import unknown_field_errors, unknown_field_reason
 from teamclaw.json_types import json_type_name
+from teamclaw.labels import worded
 from teamclaw.plain_text import hidden_character_problem
 from teamclaw.runtime.config import TOOLS, Constraints, ToolMode
 
@@ -239,7 +241,7 @@ def check_new_role(data: Any) -> dict[str, Any]:
     SelfInvocationConflict``).
     """
     if not isinstance(data, dict):
-        raise ConfigInvalid({"non_field_errors": ["expected an object"]})
+        raise ConfigInvalid({"non_field_errors": [worded(_lazy("expected an object"))]})
     problems = Problems()
     problems.extend(unknown_field_errors(data, (*NEW_ROLE_FIELDS, "note")))
     slug = data.get("role")
@@ -348,7 +350,7 @@ def check_role_edit(data: Any, project: Project | None) -> dict[str, Any]:
     ``enabled`` (``null`` = inherit).
     Raises ConfigInvalid."""
     if not isinstance(data, dict):
-        raise ConfigInvalid({"non_field_errors": ["expected an object"]})
+        raise ConfigInvalid({"non_field_errors": [worded(_lazy("expected an object"))]})
     problems = Problems()
     clean: dict[str, Any] = {}
     for name in data:
@@ -426,7 +428,7 @@ def edit_role(
 
 
 def _gone(role: AgentRole) -> AgentRole:
-    raise ConfigInvalid({"role": [f"role {role.role!r} no longer exists"]})
+    raise ConfigInvalid({"role": [worded(_lazy("role %(role)r no longer exists"), role=role.role)]})
 
 
 def delete_role(role: AgentRole, *, version: int | None, note: str = "", actor: Any = None) -> None:
@@ -441,7 +443,7 @@ def delete_role(role: AgentRole, *, version: int | None, note: str = "", actor: 
         expect_version(name, None, version)
         role = AgentRole.objects.filter(pk=role.pk).first() or _gone(role)
         if role.is_builtin:
-            raise ConfigInvalid({"role": ["built-in roles can be disabled but not deleted"]})
+            raise ConfigInvalid({"role": [worded(_lazy("built-in roles can be disabled but not deleted"))]})
         sole = [
             card.capability_id
             for card in CapabilityCard.objects.filter(owner_roles=role).prefetch_related("owner_roles")
@@ -449,7 +451,15 @@ def delete_role(role: AgentRole, *, version: int | None, note: str = "", actor: 
         ]
         if sole:
             raise ConfigInvalid(
-                {"role": [f"{role.role} is the only owner of {', '.join(sorted(sole))}; give them another owner first"]}
+                {
+                    "role": [
+                        worded(
+                            _lazy("%(role)s is the only owner of %(capabilities)s; give them another owner first"),
+                            role=role.role,
+                            capabilities=", ".join(sorted(sole)),
+                        )
+                    ]
+                }
             )
         slug = role.role
         changes: dict[str, dict[str, Any]] = {f"roles.{slug}.deleted": {"old": role.display_name, "new": None}}

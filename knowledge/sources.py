@@ -42,6 +42,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
 from capabilities.models import AgentRole, Project, Skill
 from capabilities.snapshot import project_directory
@@ -50,6 +51,7 @@ from knowledge.chunking import Chunk, chunk_document, chunk_language
 from knowledge.models import LOAD_LIMITS, ContentType, KnowledgeChunk, KnowledgeSource, LoadLevel, Origin
 from knowledge.words import WORDS_VERSION, joined_words
 from teamclaw.errors import InvalidField
+from teamclaw.labels import worded
 
 MAX_SOURCE_BYTES = 1_000_000
 """Largest document accepted (bytes, 1 MB), uploaded or read from a folder."""
@@ -113,20 +115,25 @@ def content_type_of(upload: Upload) -> str:
 def decode(data: bytes, what: str = "file") -> str:
     """The text of a document: UTF-8 (a BOM is dropped), no NUL bytes."""
     if len(data) > MAX_SOURCE_BYTES:
-        raise InvalidField(f"is larger than {MAX_SOURCE_BYTES:,} bytes", what)
+        raise InvalidField(worded(_lazy("is larger than %(limit)s bytes"), limit=f"{MAX_SOURCE_BYTES:,}"), what)
     if b"\x00" in data:
-        raise InvalidField("is a binary file (it holds NUL bytes); upload Markdown, text or HTML", what)
+        raise InvalidField(worded(_lazy("is a binary file (it holds NUL bytes); upload Markdown, text or HTML")), what)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InvalidField(f"is not UTF-8 text (byte {exc.start})", what) from None
+        raise InvalidField(worded(_lazy("is not UTF-8 text (byte %(byte)s)"), byte=exc.start), what) from None
 
 
 def check_level(load_level: str | None) -> str:
     """The load level named (``basic`` when none); ``InvalidField`` on ``load_level`` otherwise."""
     level = load_level or LoadLevel.BASIC
     if level not in LOAD_LIMITS:
-        raise InvalidField(f"must be one of {', '.join(LoadLevel.values)}, not {level!r}", "load_level")
+        raise InvalidField(
+            worded(
+                _lazy("must be one of %(choices)s, not %(value)r"), choices=", ".join(LoadLevel.values), value=level
+            ),
+            "load_level",
+        )
     return str(level)
 
 
@@ -137,23 +144,24 @@ def owner_rows(
     named = [n for n, v in (("role", role), ("skill", skill), ("project", project)) if v]
     if len(named) > 1:
         raise InvalidField(
-            _("give one of a role, a skill or a project, not %(named)s") % {"named": " and ".join(named)}, named[-1]
+            worded(_lazy("give one of a role, a skill or a project, not %(named)s"), named=" and ".join(named)),
+            named[-1],
         )
     if not named:
-        raise InvalidField(_("a role, a skill or a project is required"), "role")
+        raise InvalidField(worded(_lazy("a role, a skill or a project is required")), "role")
     role_row = skill_row = project_row = None
     if role:
         role_row = AgentRole.objects.filter(role=role).first()
         if role_row is None:
-            raise InvalidField(f"there is no role '{role}'", "role")
+            raise InvalidField(worded(_lazy("there is no role '%(role)s'"), role=role), "role")
     if skill:
         skill_row = Skill.objects.filter(skill_id=skill).first()
         if skill_row is None:
-            raise InvalidField(_("there is no skill '%(skill)s'") % {"skill": skill}, "skill")
+            raise InvalidField(worded(_lazy("there is no skill '%(skill)s'"), skill=skill), "skill")
     if project:
         project_row = Project.objects.filter(slug=project).first()
         if project_row is None:
-            raise InvalidField(f"there is no project '{project}'", "project")
+            raise InvalidField(worded(_lazy("there is no project '%(project)s'"), project=project), "project")
     return role_row, skill_row, project_row
 
 
@@ -170,7 +178,7 @@ def add_source(
     """Store ``upload`` as a source of ``role`` (a role name), ``skill`` (a skill id) or
     ``project`` (a slug), indexed at ``load_level``. Raises ``InvalidField``."""
     if upload is None:
-        raise InvalidField("a file is required (multipart field 'file')", "file")
+        raise InvalidField(worded(_lazy("a file is required (multipart field 'file')")), "file")
     role_row, skill_row, project_row = owner_rows(role, skill, project)
     level = check_level(load_level)
     title = (name or PurePath(upload.name).name or "document").strip()[:200]
@@ -178,7 +186,7 @@ def add_source(
     text = decode(upload.data)
     chunks = chunk_document(text, kind, name=title)
     if not chunks:
-        raise InvalidField("holds no text", "file")
+        raise InvalidField(worded(_lazy("holds no text")), "file")
     limit = LOAD_LIMITS[level]
     vectors = chunk_vectors(chunks if limit is None else chunks[:limit])
     with transaction.atomic():
@@ -256,7 +264,9 @@ def reindex_source(source: KnowledgeSource, load_level: str | None = None) -> Kn
         text = file.text
     chunks = chunk_document(text, source.content_type, name=source.path or source.name)
     if not chunks:
-        raise InvalidField(_("holds no text any more"), "path" if source.origin == Origin.FOLDER else "file")
+        raise InvalidField(
+            worded(_lazy("holds no text any more")), "path" if source.origin == Origin.FOLDER else "file"
+        )
     source.load_level = level
     vectors = chunk_vectors(kept_chunks(source, chunks))
     with transaction.atomic():
@@ -290,18 +300,20 @@ def read_folder_file(root: Path, path: Path, what: str) -> FolderFile:
     try:
         resolved = path.resolve(strict=True)
     except (OSError, RuntimeError):
-        raise InvalidField(_("%(name)s no longer exists in the project folder") % {"name": path.name}, what) from None
+        raise InvalidField(
+            worded(_lazy("%(name)s no longer exists in the project folder"), name=path.name), what
+        ) from None
     if not _inside(root, resolved):
-        raise InvalidField(_("%(name)s points outside the project folder") % {"name": path.name}, what)
+        raise InvalidField(worded(_lazy("%(name)s points outside the project folder"), name=path.name), what)
     if not resolved.is_file():
-        raise InvalidField(_("%(name)s is not a regular file") % {"name": path.name}, what)
+        raise InvalidField(worded(_lazy("%(name)s is not a regular file"), name=path.name), what)
     try:
         stat = resolved.stat()
         if stat.st_nlink > 1:
-            raise InvalidField(_("%(name)s is a hard-linked file") % {"name": path.name}, what)
+            raise InvalidField(worded(_lazy("%(name)s is a hard-linked file"), name=path.name), what)
         if stat.st_size > MAX_SOURCE_BYTES:
             raise InvalidField(
-                _("%(name)s is larger than %(limit)s bytes") % {"name": path.name, "limit": f"{MAX_SOURCE_BYTES:,}"},
+                worded(_lazy("%(name)s is larger than %(limit)s bytes"), name=path.name, limit=f"{MAX_SOURCE_BYTES:,}"),
                 what,
             )
         with resolved.open("rb") as handle:
@@ -309,7 +321,7 @@ def read_folder_file(root: Path, path: Path, what: str) -> FolderFile:
     except OSError as error:  # unreadable (permissions), or gone since the checks above
         reason = error.strerror or type(error).__name__
         raise InvalidField(
-            _("%(name)s cannot be read (%(reason)s)") % {"name": path.name, "reason": reason}, what
+            worded(_lazy("%(name)s cannot be read (%(reason)s)"), name=path.name, reason=reason), what
         ) from None
     return FolderFile(decode(data, what), len(data), stat.st_mtime_ns)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _lazy
 
 from capabilities.config import record_change
 from capabilities.models import AgentRole, ConfigChange, Project
@@ -37,6 +38,7 @@ from prompts.render import (
 )
 from prompts.versions import VersionError, next_version, parse
 from teamclaw.errors import InvalidField
+from teamclaw.labels import worded
 
 LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8}){0,2}$")
 MAX_NOTE_CHARS = 500
@@ -188,7 +190,7 @@ def check_content(
     they keep the content from being activated.
     """
     if isinstance(content, str) and "\x00" in content:
-        raise PromptChangeError("content contains a NUL character", "content")
+        raise PromptChangeError(worded(_lazy("content contains a NUL character")), "content")
     try:
         clean = validate_variables(variables)
         compile_template(content)
@@ -241,8 +243,14 @@ def _check_base(base_version: str | None, active: PromptVersion | None) -> None:
     current = active.version if active else ""
     if base_version != current:
         raise PromptChangeError(
-            f"the active version is now {current or 'none'}, not {base_version or 'none'}: "
-            "someone changed this template; reload it and reapply your edit",
+            worded(
+                _lazy(
+                    "the active version is now %(current)s, not %(base)s: someone changed this template; reload it "
+                    "and reapply your edit"
+                ),
+                current=current or "none",
+                base=base_version or "none",
+            ),
             "base_version",
             409,
         )
@@ -339,10 +347,15 @@ def save_version(
     _check_type(template_type)
     note = _note(note)
     if not isinstance(content, str):
-        raise PromptChangeError("content must be text", "content")
+        raise PromptChangeError(worded(_lazy("content must be text")), "content")
     if activate and not content.strip():
         raise PromptChangeError(
-            "may not be blank when it is activated: the role would get no instructions (save it as a draft instead)",
+            worded(
+                _lazy(
+                    "may not be blank when it is activated: the role would get no instructions (save it as a draft "
+                    "instead)"
+                )
+            ),
             "content",
         )
     template = find_template(role, template_type, project)
@@ -361,8 +374,13 @@ def save_version(
             _check_base(base_version, active)
             if active and (content, checked.variables, lang) == (active.content, active.variables, active.language):
                 raise PromptChangeError(
-                    f"nothing to save: content, variables and language are those of the active version "
-                    f"{active.version}",
+                    worded(
+                        _lazy(
+                            "nothing to save: content, variables and language are those of the active version "
+                            "%(version)s"
+                        ),
+                        version=active.version,
+                    ),
                     "content",
                 )
             existing = list(template.versions.values_list("version", flat=True))
@@ -386,7 +404,7 @@ def save_version(
             change = _record(role=role, template=template, old=active, new=new, fields=fields, note=note, actor=actor)
     except IntegrityError:
         raise PromptChangeError(
-            "another change to this template was saved at the same moment; retry", status=409
+            worded(_lazy("another change to this template was saved at the same moment; retry")), status=409
         ) from None
     return ChangeResult(new, change, checked.undeclared, checked.warnings, checked)
 
@@ -454,7 +472,7 @@ def rollback(
             change = _record(role=role, template=template, old=active, new=new, fields=fields, note=note, actor=actor)
     except IntegrityError:
         raise PromptChangeError(
-            "another change to this template was saved at the same moment; retry", status=409
+            worded(_lazy("another change to this template was saved at the same moment; retry")), status=409
         ) from None
     return ChangeResult(new, change)
 
@@ -486,10 +504,16 @@ def activate(
         target.refresh_from_db()
         active = _active(template)
         if target.is_active:
-            raise PromptChangeError(f"version {target.version} is already active", "version", 409)
+            raise PromptChangeError(
+                worded(_lazy("version %(version)s is already active"), version=target.version), "version", 409
+            )
         if active and parse(target.version).compare(parse(active.version)) < 0:
             raise PromptChangeError(
-                f"version {target.version} is older than the active {active.version}; roll back to it instead",
+                worded(
+                    _lazy("version %(version)s is older than the active %(active)s; roll back to it instead"),
+                    version=target.version,
+                    active=active.version,
+                ),
                 "version",
                 409,
             )

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext_lazy as _
 
 from capabilities.config import current_version
 from capabilities.errors import ConfigInvalid
@@ -38,6 +39,7 @@ from capabilities.versions import commit_change, documents_for, lock_config, sin
 from prompts.actions import rollback
 from prompts.models import PromptTemplate
 from teamclaw.errors import Conflict, NotFound
+from teamclaw.labels import worded
 
 REVERTIBLE_TYPES = ("permission", "tool_binding", "constraint", "prompt")
 """The audit trail's ``config_type``s whose changes a revert can write back."""
@@ -86,9 +88,15 @@ def find_change(change_id: Any) -> ConfigChange:
     a refused attempt or a fork's override (nothing of them was saved)."""
     change = ConfigChange.every.select_related("project", "actor").filter(pk=change_id).first()
     if change is None:
-        raise NotFound(f"there is no configuration change {change_id}")
+        raise NotFound(worded(_("there is no configuration change %(change)s"), change=change_id))
     if change.outcome != ConfigChange.APPLIED:
-        raise Conflict(f"change {change.pk} was not applied ({change.outcome}): there is nothing to revert")
+        raise Conflict(
+            worded(
+                _("change %(change)s was not applied (%(outcome)s): there is nothing to revert"),
+                change=change.pk,
+                outcome=change.outcome,
+            )
+        )
     return change
 
 
@@ -239,7 +247,7 @@ def revert(change: ConfigChange, *, version: Any, actor: Any, note: str = "") ->
             actor=actor,
         )
     if reverted is None:  # every key was already back (checked above, so only under a race)
-        raise Conflict("every key already holds the value this change replaced: nothing to revert")
+        raise Conflict(worded(_("every key already holds the value this change replaced: nothing to revert")))
     return reverted
 
 
@@ -289,7 +297,9 @@ def _revert_prompt(change: ConfigChange, version: int, actor: Any, note: str) ->
         raise Conflict(preview["reason"])
     key = next((k for k in revert_keys(change) if k.effective), None)
     if key is None or key.recorded_old is None:
-        raise Conflict("this prompt change made the first version: there is no earlier version to go back to")
+        raise Conflict(
+            worded(_("this prompt change made the first version: there is no earlier version to go back to"))
+        )
     role = AgentRole.objects.get(role=change.role)  # revert_preview refused a role gone
     result = rollback(
         role=role,

@@ -11,7 +11,8 @@ error page).
   active when it is read: a service words it with ``gettext_lazy`` (and ``worded`` for its
   values), so the same refusal reads in Chinese on a zh-Hans page or API request and in
   English elsewhere (issue 32, "every word in the page's language");
-- ``errors``: ``{field: [reasons]}``, ``{}`` when no field is at fault;
+- ``errors``: ``{field: [reasons]}``, ``{}`` when no field is at fault; reasons may be lazy
+  texts too and are read as ``str`` in the language active when ``errors`` is read;
 - ``status``: the HTTP status that fits (400 bad input, 403, 404, 409 conflict, 413...);
 - ``code``: a machine-readable reason (``invalid``, ``not_found``, ``conflict``...);
 - ``extra``: more keys for the API body (``current_version``, ``errorCode``...).
@@ -24,7 +25,7 @@ kind, such as the runtime's model executor catching a prompt that cannot be rend
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 
 class DomainError(Exception):
@@ -44,7 +45,7 @@ class DomainError(Exception):
     ) -> None:
         super().__init__(message)
         self._message = message
-        self.errors: dict[str, list[str]] = errors or {}
+        self._errors: dict[str, list[str]] = errors or {}
         if status is not None:
             self.status = status
         if code is not None:
@@ -60,6 +61,15 @@ class DomainError(Exception):
     def message(self, value: str) -> None:
         self._message = value
 
+    @property
+    def errors(self) -> dict[str, list[str]]:
+        """``{field: [reasons]}``, each reason a ``str`` in the language active now (a copy)."""
+        return {field: [str(reason) for reason in reasons] for field, reasons in self._errors.items()}
+
+    @errors.setter
+    def errors(self, value: dict[str, list[str]]) -> None:
+        self._errors = value
+
     def body(self) -> dict[str, Any]:
         """The API's error body: ``{"detail": message, "errors": {...}, **extra}``."""
         return {"detail": self.message, "errors": self.errors, **self.extra}
@@ -72,7 +82,17 @@ class InvalidField(DomainError):
     def __init__(self, reason: str, field: str, *, status: int | None = None, code: str | None = None) -> None:
         self.reason = reason
         self.field = field
-        super().__init__(f"{field}: {reason}", errors={field: [reason]}, status=status, code=code)
+        super().__init__(cast(str, _Joined(field, reason)), errors={field: [reason]}, status=status, code=code)
+
+
+class _Joined:
+    """``"field: reason"`` worded when read: ``reason`` may be a lazy text (InvalidField)."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field, self.reason = field, reason
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.reason}"
 
 
 class NotFound(DomainError):

@@ -145,6 +145,7 @@ def _with_close(name: str, close: list[str]) -> str:
 def reason_words(reason: str) -> str:
     """An English refusal ``reason`` in the active language (the first row of ``REASONS``
     whose pattern matches it whole), or ``reason`` as it is."""
+    reason = str(reason)  # a lazy reason (prompts.actions) is already worded in the active language
     for pattern, wording in REASONS:
         if found := pattern.fullmatch(reason):
             return str(wording) % found.groupdict() if found.groupdict() else str(wording)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -100,7 +101,7 @@ def skill_or_404(skill_id: str) -> Skill:
     """The skill, or a 404 whose detail names the id."""
     skill = Skill.objects.filter(skill_id=skill_id).first()
     if skill is None:
-        raise NotFound(f"there is no skill '{skill_id}'")
+        raise NotFound(gettext("there is no skill '%(skill)s'") % {"skill": skill_id})
     return skill
 
 
