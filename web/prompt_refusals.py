@@ -1,8 +1,10 @@
 """Why a prompt save, activation or rollback was refused, in the page's language (issue 32
 "Every word in the page's language"; PRD §4.8).
 
-``prompts.actions`` words every ``PromptChangeError`` in English, which the API keeps
-(programs read it). A page shows the same reason in its reader's language: an
+``prompts.actions`` words most ``PromptChangeError`` reasons when they are read, so the API
+answers in the request's language as the page does (save, activate and rollback refusals:
+tests/web/test_refusal_languages.py); the rest are worded in English when raised, and a page
+shows those in its reader's language here: an
 ``ActivationRefused`` is worded again from its ``ContentCheck`` (the names used but not
 declared, or the sample render's failure), and the other refusals are matched against the
 rows of ``REASONS`` (the English pattern and the catalog's wording, each row tested from the
