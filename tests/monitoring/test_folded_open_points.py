@@ -51,3 +51,19 @@ def test_an_answer_given_to_the_folded_point_answers_it():
                                    answered_at=timezone.now())  # fmt: skip
     folded, other = open_points(task)
     assert folded["answer"] == "提示失败原因，重试 3 次。" and other["answer"] is None
+
+
+@pytest.mark.parametrize(("language", "origins", "also"), [
+    ("zh-hans", "访谈与评审都提出了此问题", "同一问题的其他问法："),
+    ("en", "asked by the interview and by the review", "Also asked as:"),
+])  # fmt: skip
+def test_the_panel_shows_a_folded_point_once_with_both_origins_and_its_other_question(language, origins, also):
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    task = _task("zh")
+    folded = open_points(task)[0]
+    with translation.override(language):
+        html = render_to_string("monitoring/_open_point.html", {"point": folded, "task": task, "outcome_language": "zh"})
+    assert origins in html and also in html and QUESTIONS["zh"][1] in html
+    assert html.count("open-point card") == 1
