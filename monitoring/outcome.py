@@ -121,8 +121,12 @@ def _review_points(report: Any) -> list[dict[str, Any]]:
             continue
         for member in point.get("members") or [point]:
             line = member.get("line")
-            points.append({"id": str(member["id"]), "question": str(member["question"]), "source": "review",
-                           "line": line if isinstance(line, int) else None, "category": member.get("category", "")})  # fmt: skip
+            line = line if isinstance(line, int) else None
+            category = member.get("category", "")
+            points.append(
+                {"id": str(member["id"]), "question": str(member["question"]), "source": "review"}
+                | {"line": line, "category": category, "topic": member.get("topic", "")}
+            )
     return points
 
 
@@ -131,7 +135,9 @@ def _interview_points(interview: Any) -> list[dict[str, Any]]:
     the question it repeats ("" when none is known)."""
     if not isinstance(interview, dict):
         return []
-    asked = {str(a.get("question")): a.get("category", "") for a in interview.get("answers") or () if isinstance(a, dict)}
+    asked = {
+        str(a.get("question")): a.get("category", "") for a in interview.get("answers") or () if isinstance(a, dict)
+    }
     return [
         {"id": f"q-{number}", "question": str(question), "line": None, "source": "interview",
          "category": asked.get(str(question), "")}
@@ -144,7 +150,8 @@ def open_points(task: Task) -> list[dict[str, Any]]:
     the consolidation report's open points, then the interview's questions left empty, as
     ``[{id, question, line, source: "review"|"interview", answer, answered_by, answered_at,
     earlier}]``, those that ask the same thing folded into one (``open_point_folds.fold``:
-    with ``ids``, ``lines``, ``sources``, ``questions``, ``members``); ``answer`` is the newest ``OpenPointAnswer`` (None while unanswered) and
+    with ``ids``, ``lines``, ``sources``, ``questions``, ``members``); ``answer`` is the
+    newest ``OpenPointAnswer`` given to any of ``ids`` (None while unanswered) and
     ``earlier`` how many answers it replaced; ``unclear`` what the requirement-quality engine
     still finds in that answer (``revision.answer_findings``: ``[{category, quote,
     message}]``; a vague "要快一点" keeps its point open). ``[]`` for a task without those

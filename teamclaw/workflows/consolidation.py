@@ -523,7 +523,7 @@ def _unverifiable(merge: _Merge, number: int, text: str) -> None:
     """An open point instead of an acceptance criterion the text does not give."""
     question = _verify_question(merge.language, text)
     merge.open_points.append({"id": f"criterion-{number}", "issue_ids": [], "question": question, "line": number,
-                              "source": "review", "category": "untestable"})  # fmt: skip
+                              "source": "review", "category": "untestable", "topic": "acceptance"})  # fmt: skip
 
 
 def _write_criteria(merge: _Merge) -> set[int]:

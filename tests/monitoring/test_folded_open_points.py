@@ -64,6 +64,8 @@ def test_the_panel_shows_a_folded_point_once_with_both_origins_and_its_other_que
     task = _task("zh")
     folded = open_points(task)[0]
     with translation.override(language):
-        html = render_to_string("monitoring/_open_point.html", {"point": folded, "task": task, "outcome_language": "zh"})
+        html = render_to_string(
+            "monitoring/_open_point.html", {"point": folded, "task": task, "outcome_language": "zh"}
+        )
     assert origins in html and also in html and QUESTIONS["zh"][1] in html
     assert html.count("open-point card") == 1

@@ -28,7 +28,8 @@ def _interview(ident: str, coverage: str, question: str) -> dict:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["coverage"] for r in ROWS])
 def test_each_row_folds_its_interview_question_with_its_review_point(row):
-    points = [_review("c-1", row["category"], "review?"), _interview("q-1", row["coverage"], "interview?")]
+    review = {**_review("c-1", row["category"], "review?"), "topic": row.get("topic", "")}
+    points = [review, _interview("q-1", row["coverage"], "interview?")]
     [folded] = fold(points)
     assert folded["ids"] == ["c-1", "q-1"] and folded["sources"] == ["review", "interview"]
     assert folded["questions"] == ["review?", "interview?"] and folded["question"] == "review?"
@@ -83,9 +84,12 @@ def _issue(ident: str, category: str, change: dict, line: int = 1) -> dict:
             "problem": f"问题 {ident}", "quote": "", "consensus_level": "single", "change": change}  # fmt: skip
 
 
+ACCEPTANCE = "怎样确认这次改动是有效的？"
+
+
 def _acceptance_review() -> tuple[str, dict]:
     issues = [
-        _issue("i1", "untestable", {"action": "open_point", "scope": "document", "question": "怎样确认这次改动是有效的？"}),
+        _issue("i1", "untestable", {"action": "open_point", "scope": "document", "question": ACCEPTANCE}),
         _issue("i2", "untestable", {"action": "append_section", "section": "Acceptance criteria",
                                     "from_lines": [5, 6], "criteria": True}, line=5),
         _issue("i3", "personal_data", {"action": "open_point", "scope": "document", "question": "保存哪些个人信息？"}),
@@ -96,23 +100,34 @@ def _acceptance_review() -> tuple[str, dict]:
 def test_several_acceptance_points_fold_into_one_listed_once_with_all_their_lines():
     final, report = _acceptance_review()
     points = report["open_points"]
-    acceptance = [p for p in points if p["category"] == "untestable"]
+    acceptance = [p for p in points if p.get("topic") == "acceptance"]
     assert len(acceptance) == 1, [p["question"] for p in points]
-    assert acceptance[0]["lines"] == [5, 6] and acceptance[0]["question"] == "怎样确认这次改动是有效的？"
-    assert acceptance[0]["ids"][1:] == ["criterion-5", "criterion-6"] and len(acceptance[0]["members"]) == 3
-    assert [p["category"] for p in points].count("personal_data") == 1  # another category stays apart
+    assert acceptance[0]["lines"] == [5, 6] and acceptance[0]["ids"] == ["criterion-5", "criterion-6"]
+    # a whole-document question of the same category about another subject stays apart
+    assert [p["question"] for p in points if p["category"] == "untestable"].count(ACCEPTANCE) == 1
+    assert [p["category"] for p in points].count("personal_data") == 1
     listed = final.split("## 待确认事项", 1)[1]
-    assert listed.count("怎样确认这次改动是有效的？（第 5、6 行）") == 1
-    assert "如何验收" not in listed
+    entry = "“系统要快”如何验收：在什么条件下，应观察到什么结果？ “页面要好看”如何验收：在什么条件下，应观察到什么结果？（第 5、6 行）"
+    assert listed.count(entry) == 1 and listed.count("如何验收") == 2
+
+
+def test_the_interview_acceptance_question_folds_with_the_per_line_acceptance_points():
+    _, report = _acceptance_review()
+    criteria = [p for p in report["open_points"] if p.get("topic") == "acceptance"]
+    points = [*criteria, _interview("q-1", "completion", "怎样确认这次改动是有效的？")]
+    [folded] = fold(points)
+    assert folded["ids"] == ["criterion-5", "criterion-6", "q-1"] and folded["lines"] == [5, 6]
+    assert folded["sources"] == ["review", "interview"]
 
 
 def test_an_answer_to_a_folded_point_is_written_into_every_line_it_came_from():
     final, report = _acceptance_review()
-    [point] = [p for p in report["open_points"] if p["category"] == "untestable"]
+    [point] = [p for p in report["open_points"] if p.get("topic") == "acceptance"]
     answered = {**point, "answer": "首屏加载时间的 P95 不超过 2 秒。", "answered_at": "2026-12-06"}
     revised, revision = revise(final, [answered], "zh")
     lines = revised.splitlines()
     assert lines[4].endswith("首屏加载时间的 P95 不超过 2 秒。（运营方答复，2026-12-06）")
     assert lines[5].endswith("首屏加载时间的 P95 不超过 2 秒。（运营方答复，2026-12-06）")
     assert revision["answers"][0]["placed"] == "line" and revision["resolved"] == 1
-    assert "怎样确认这次改动是有效的？" not in revised.split("## 待确认事项", 1)[1]
+    listed = revised.split("## 待确认事项", 1)[1]
+    assert "如何验收" not in listed and ACCEPTANCE in listed  # answered: its entry leaves; the other stays
