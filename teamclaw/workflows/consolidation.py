@@ -34,6 +34,7 @@ from teamclaw.workflows.document import (
     parse_document,
     set_aside_lines,
 )
+from teamclaw.workflows.open_point_folds import fold, where
 from teamclaw.workflows.quality_engine import check_document
 from teamclaw.workflows.review_findings import clip, q
 from teamclaw.workflows.review_rules import UNDECIDED, acceptance_criterion, testable
@@ -481,7 +482,8 @@ def _settle(merge: _Merge, item: dict[str, Any], operator: str | None, decided_b
     if decision in ("open_point", "deferred"):
         question = item.get("change", {}).get("question") or item["problem"]
         line = anchored_line(item)
-        merge.open_points.append({"id": ident, "issue_ids": item["issue_ids"], "question": question, "line": line})
+        merge.open_points.append({"id": ident, "issue_ids": item["issue_ids"], "question": question, "line": line,
+                                  "source": "review", "category": item["category"]})  # fmt: skip
     if decision == "noted":
         merge.notes.append({"id": ident, "experts": item["experts"], "line": item["location"].get("line"),
                             "note": item.get("change", {}).get("note") or item["problem"]})  # fmt: skip
@@ -520,7 +522,8 @@ def _verify_question(language: str, text: str) -> str:
 def _unverifiable(merge: _Merge, number: int, text: str) -> None:
     """An open point instead of an acceptance criterion the text does not give."""
     question = _verify_question(merge.language, text)
-    merge.open_points.append({"id": f"criterion-{number}", "issue_ids": [], "question": question, "line": number})
+    merge.open_points.append({"id": f"criterion-{number}", "issue_ids": [], "question": question, "line": number,
+                              "source": "review", "category": "untestable", "topic": "acceptance"})  # fmt: skip
 
 
 def _write_criteria(merge: _Merge) -> set[int]:
@@ -568,13 +571,17 @@ def _nothing_written(merge: _Merge, wrote: set[int]) -> None:
 
 
 def _list_open_points(merge: _Merge) -> None:
+    """Fold the open points that ask the same thing (``open_point_folds.fold``: one entry
+    with all its source lines) and list each once under "Open points"."""
     if not merge.open_points:
         return
+    merge.open_points = [
+        {**point, "issue_ids": [i for m in point["members"] for i in m["issue_ids"]]}
+        for point in fold(merge.open_points)
+    ]
     bucket = merge.additions.setdefault("Open points", [])
     for point in merge.open_points:
-        line = point["line"]
-        where = say(merge.language, f" (line {line})", f"（第 {line} 行）") if line else ""
-        entry = f"{point['question']}{where}"
+        entry = f"{point['question']}{where(point['lines'], merge.language)}"
         if entry not in bucket:
             bucket.append(entry)
 

@@ -9,7 +9,8 @@ itself: the caller stores the result as a new artifact ``requirement_final.r<N>.
 
 Each answer is put where its point is:
 
-- in place, at the end of the point's line (a requirement line of the body), followed by the
+- in place, at the end of the point's line (a requirement line of the body; a folded point
+  ``open_point_folds.fold``: at the end of each of its ``lines``), followed by the
   mark ``（运营方答复，2026-12-05）`` / `` (operator's answer, 2026-12-05)``;
 - otherwise (no line, a heading, an interview question) as a bullet of a section "Operator's
   answers" / "运营方答复" at the end, with the question it answers.
@@ -30,6 +31,7 @@ from typing import Any
 
 from teamclaw.workflows.consolidation import WORDING_CATEGORIES
 from teamclaw.workflows.document import parse_document
+from teamclaw.workflows.open_point_folds import where
 from teamclaw.workflows.quality_engine import check_document
 from teamclaw.workflows.review_text import say
 
@@ -85,10 +87,18 @@ class _Revision:
 
 
 def _entry(point: dict[str, Any], language: str) -> str:
-    """The open point's bullet in the list as the consolidation wrote it, without its marker."""
-    line = point.get("line")
-    where = say(language, f" (line {line})", f"（第 {line} 行）") if line else ""
-    return f"- {point['question']}{where}"
+    """The open point's bullet in the list as the consolidation wrote it, without its marker
+    (a folded point: its question and all its lines, ``open_point_folds.where``)."""
+    lines = point.get("lines")
+    if lines is None:
+        lines = [point["line"]] if isinstance(point.get("line"), int) else []
+    return f"- {point['question']}{where(lines, language)}"
+
+
+def _entries(point: dict[str, Any], language: str) -> list[str]:
+    """Every bullet that may list ``point``: its own and, for a folded point, each member's
+    (the interview's question stays in the draft's list as it was asked)."""
+    return list(dict.fromkeys([_entry(point, language), *(_entry(m, language) for m in point.get("members") or ())]))
 
 
 def _day(value: Any) -> str:
@@ -104,11 +114,14 @@ def _in_body(revision: _Revision, line: Any) -> bool:
 
 
 def _place(revision: _Revision, point: dict[str, Any], words: str) -> str:
-    """Put the marked ``words`` at the end of the point's line, else into the answers' section."""
-    line = point.get("line")
-    if isinstance(line, int) and _in_body(revision, line):
-        gap = "" if revision.language == "zh" else " "
+    """Put the marked ``words`` at the end of each of the point's lines (a folded point has
+    several, ``lines``), else into the answers' section."""
+    lines = point.get("lines") or [point.get("line")]
+    body = [line for line in lines if _in_body(revision, line)]
+    gap = "" if revision.language == "zh" else " "
+    for line in body:
         revision.lines[line - 1] = revision.lines[line - 1].rstrip() + gap + words
+    if body:
         return "line"
     revision.section.append(f"- {point['question']}{say(revision.language, ' — ', '——')}{words}")
     return "section"
@@ -134,15 +147,16 @@ def _answer(revision: _Revision, point: dict[str, Any]) -> dict[str, Any]:
     day = _day(point.get("answered_at"))
     findings = answer_findings(answer, language)
     placed = _place(revision, point, answer + answer_mark(language, day, bool(findings)))
-    entry = _entry(point, language)
-    if findings:
-        revision.unclear[entry] = _still_unclear(language, findings)
-    else:
-        revision.drop.add(entry)
+    for entry in _entries(point, language):
+        if findings:
+            revision.unclear[entry] = _still_unclear(language, findings)
+        else:
+            revision.drop.add(entry)
     return {
         "id": point["id"],
         "question": point["question"],
         "line": point.get("line"),
+        "lines": point.get("lines") or ([point["line"]] if isinstance(point.get("line"), int) else []),
         "answer": answer,
         "answered_by": point.get("answered_by", ""),
         "answered_at": day,
@@ -189,7 +203,7 @@ def revise(final: str, points: list[dict[str, Any]], language: str) -> tuple[str
     language = "zh" if language == "zh" else "en"
     lines = final.splitlines()
     revision = _Revision(language, lines, _heading_index(lines, OPEN_POINTS_TITLE[language]))
-    revision.entries = {_entry(point, language) for point in points}
+    revision.entries = {entry for point in points for entry in _entries(point, language)}
     answered = [p for p in points if p.get("answer")]
     report_answers = [_answer(revision, point) for point in answered]
     text_lines = revision.lines[: revision.limit] + _tail(revision)

@@ -225,10 +225,11 @@ def test_acceptance_criteria_are_testable_statements_not_copied_lines(name):
     title = "验收标准" if name.startswith("zh") else "Acceptance criteria"
     requirements = {s.text for s in parse_document(text).statements}
     criteria = [s.text for s in document.statements if s.section == title]
-    asked = [line for line in final.splitlines() if "如何验收" in line or "verified: under which condition" in line]
+    # the per-line acceptance questions are one folded open point (issue 27): count the questions
+    asked = sum(line.count("如何验收") + line.count("verified: under which condition") for line in final.splitlines())
     if name == "zh_planted":
         assert criteria
-        assert len(criteria) + len(asked) >= 10  # every requirement: a criterion, or how to verify it asked
+        assert len(criteria) + asked >= 10  # every requirement: a criterion, or how to verify it asked
     for criterion in criteria:
         if name == "en_planted" and criterion.startswith("The planner works well"):
             continue  # the user's own criterion stays; it is an open point
