@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from monitoring.models import Artifact, OpenPointAnswer, Task, ToolConfirmation
-from teamclaw.workflows.open_point_folds import fold
+from teamclaw.workflows.open_point_folds import fold, interview_points, review_points
 from teamclaw.workflows.revision import REVISION_NAME, answer_findings, report_name
 
 PHASES = {
@@ -112,39 +112,6 @@ def still_open(point: dict[str, Any]) -> bool:
     return not point["answer"] or bool(point.get("unclear"))
 
 
-def _review_points(report: Any) -> list[dict[str, Any]]:
-    """The consolidation report's open points as ``open_point_folds.fold`` takes them (a
-    folded one unfolds into its ``members``)."""
-    points = []
-    for point in (report.get("open_points") or ()) if isinstance(report, dict) else ():
-        if not (isinstance(point, dict) and point.get("id") and point.get("question")):
-            continue
-        for member in point.get("members") or [point]:
-            line = member.get("line")
-            line = line if isinstance(line, int) else None
-            category = member.get("category", "")
-            points.append(
-                {"id": str(member["id"]), "question": str(member["question"]), "source": "review"}
-                | {"line": line, "category": category, "topic": member.get("topic", "")}
-            )
-    return points
-
-
-def _interview_points(interview: Any) -> list[dict[str, Any]]:
-    """The interview's questions left empty (``q-<n>``), each with the coverage category of
-    the question it repeats ("" when none is known)."""
-    if not isinstance(interview, dict):
-        return []
-    asked = {
-        str(a.get("question")): a.get("category", "") for a in interview.get("answers") or () if isinstance(a, dict)
-    }
-    return [
-        {"id": f"q-{number}", "question": str(question), "line": None, "source": "interview",
-         "category": asked.get(str(question), "")}
-        for number, question in enumerate(interview.get("unanswered") or (), start=1)
-    ]  # fmt: skip
-
-
 def open_points(task: Task) -> list[dict[str, Any]]:
     """What a finished review leaves for its operator to answer, in the document's language:
     the consolidation report's open points, then the interview's questions left empty, as
@@ -158,7 +125,7 @@ def open_points(task: Task) -> list[dict[str, Any]]:
     artifacts."""
     report = _artifact_json(task, "consolidation_report.json")
     interview = _artifact_json(task, "interview_result.json")
-    points = fold(_review_points(report) + _interview_points(interview))
+    points = fold(review_points(report) + interview_points(interview))
     answers: dict[str, list[OpenPointAnswer]] = {}
     for row in OpenPointAnswer.objects.filter(task_id=task.id).select_related("answered_by"):
         answers.setdefault(row.point_id, []).append(row)  # newest first (Meta.ordering)

@@ -119,3 +119,43 @@ def where(lines: list[int], language: str) -> str:
     if len(lines) == 1:
         return say(language, f" (line {lines[0]})", f"（第 {lines[0]} 行）")
     return say(language, f" (lines {', '.join(map(str, lines))})", f"（第 {'、'.join(map(str, lines))} 行）")
+
+
+def review_points(report: Any) -> list[dict[str, Any]]:
+    """The consolidation report's open points as ``fold`` takes them (a
+    folded one unfolds into its ``members``)."""
+    points = []
+    for point in (report.get("open_points") or ()) if isinstance(report, dict) else ():
+        if not (isinstance(point, dict) and point.get("id") and point.get("question")):
+            continue
+        for member in point.get("members") or [point]:
+            line = member.get("line")
+            line = line if isinstance(line, int) else None
+            category = member.get("category", "")
+            points.append(
+                {"id": str(member["id"]), "question": str(member["question"]), "source": "review"}
+                | {"line": line, "category": category, "topic": member.get("topic", "")}
+            )
+    return points
+
+
+def interview_points(interview: Any) -> list[dict[str, Any]]:
+    """The interview's questions left empty (``q-<n>``), each with the coverage category of
+    the question it repeats ("" when none is known)."""
+    if not isinstance(interview, dict):
+        return []
+    asked = {
+        str(a.get("question")): a.get("category", "") for a in interview.get("answers") or () if isinstance(a, dict)
+    }
+    return [
+        {"id": f"q-{number}", "question": str(question), "line": None, "source": "interview",
+         "category": asked.get(str(question), "")}
+        for number, question in enumerate(interview.get("unanswered") or (), start=1)
+    ]  # fmt: skip
+
+
+def open_point_count(report: Any, interview: Any) -> int:
+    """How many open points a finished review leaves: the consolidation ``report``'s and the
+    ``interview``'s questions left empty, folded (``fold``), as the outcome panel and
+    ``GET /api/v1/tasks/{id}/open_points`` list them."""
+    return len(fold(review_points(report) + interview_points(interview)))

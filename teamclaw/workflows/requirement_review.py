@@ -25,6 +25,7 @@ The handlers below are the ``offline`` executor's brains for these capabilities.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from teamclaw.runtime.errors import AgentFailure, ErrorCode
@@ -35,6 +36,7 @@ from teamclaw.workflows.document import document_language, nothing_to_review, pa
 from teamclaw.workflows.domains import domain_frame
 from teamclaw.workflows.drafting import HANDLERS as DRAFTING_HANDLERS
 from teamclaw.workflows.drafting import choose_next, draft_requirement
+from teamclaw.workflows.open_point_folds import open_point_count
 from teamclaw.workflows.progress_steps import (
     CONSOLIDATING,
     CONSOLIDATING_OPERATOR_DECIDES,
@@ -377,7 +379,9 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
     warnings += consolidation.get("warnings", [])
     failed = [c["name"] for c in quality["checks"] if not c["passed"]]
     interview = load_artifact(call, "interview_result.json")
-    unanswered = len(interview.get("unanswered", [])) if isinstance(interview, dict) else 0
+    # the open points as the operator sees them: the report's and the interview's, folded
+    report_text = call.read_artifact("consolidation_report.json")
+    open_count = open_point_count(json.loads(report_text) if report_text else None, interview)
     outcome = {
         "phase": "review",
         "decision_mode": decision_mode,
@@ -385,7 +389,7 @@ async def review_document(call: ExecutionCall, text: str, decision_mode: str) ->
         "adopted": consolidation["adopted"],
         "rejected": consolidation["rejected"],
         "contested": consolidation["contested"],
-        "open_points": consolidation.get("open_points", 0) + unanswered,
+        "open_points": open_count,
         "quality": {
             "passed": quality["passed"],
             "failed_checks": failed,
