@@ -163,11 +163,42 @@ def hit(matcher: Matcher, line: Line) -> tuple[int, int] | None:
         span = found.span() if found else None
     if span:
         return span
-    for pattern in matcher.patterns.get(language, ()):
+    patterns = matcher.patterns.get(language, ())
+    if not patterns or not any_pattern(patterns, line.text):
+        return None
+    for pattern in patterns:
         found = pattern.search(line.text)
         if found:
             return found.span("term") if "term" in pattern.groupindex else found.span()
     return None
+
+
+_COMBINED: dict[int, tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None]] = {}
+_UNCOMBINABLE = re.compile(r"\\\d|\(\?P=|\(\?\(|\(\?[aiLmsux]+\)")
+"""Back-references and inline flags: a pattern with one is not joined with others."""
+_NAMED = re.compile(r"\(\?P<\w+>")
+
+
+def _combined(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str] | None:
+    """One pattern matching where any of ``patterns`` (compiled with ``re.IGNORECASE``)
+    matches, its named groups made plain; None when they cannot be joined. Built once per
+    tuple of a loaded rule (kept by identity)."""
+    entry = _COMBINED.get(id(patterns))
+    if entry is None or entry[0] is not patterns:
+        joined = None
+        if len(patterns) > 1 and not any(_UNCOMBINABLE.search(p.pattern) for p in patterns):
+            text = "|".join("(?:" + _NAMED.sub("(?:", p.pattern) + ")" for p in patterns)
+            joined = re.compile(text, re.IGNORECASE)
+        entry = _COMBINED[id(patterns)] = (patterns, joined)
+    return entry[1]
+
+
+def any_pattern(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
+    """True when one of ``patterns`` matches ``text``: one search of them joined."""
+    joined = _combined(patterns)
+    if joined is None:
+        return any(p.search(text) for p in patterns)
+    return joined.search(text) is not None
 
 
 def spans(matcher: Matcher, line: Line) -> list[tuple[int, int]]:
