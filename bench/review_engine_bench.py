@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "teamclaw.settings")
 
-import django
+import django  # noqa: E402
 
 django.setup()
 
@@ -34,7 +34,8 @@ def requirement_lines(language: str) -> list[str]:
     out = []
     for name in SETS:
         for path in sorted((ROOT / "tests" / "data" / name).glob(f"*-{language}.md")):
-            out += [m.group(1) for line in path.read_text(encoding="utf-8").splitlines() if (m := _REQUIREMENT.match(line))]
+            lines = path.read_text(encoding="utf-8").splitlines()
+            out += [m.group(1) for line in lines if (m := _REQUIREMENT.match(line))]
     return out
 
 
@@ -66,7 +67,8 @@ def main() -> None:
     sizes = (100, 1000) if "--quick" in sys.argv else (100, 1000, 5000)
     for language in ("en", "zh"):
         for count in sizes:
-            print(f"engine_{language}_ms_per_line_{count} {timed(document(language, count)) * 1000 / count:.3f}", flush=True)
+            per_line = timed(document(language, count)) * 1000 / count
+            print(f"engine_{language}_ms_per_line_{count} {per_line:.3f}", flush=True)
     for language in ("en", "zh"):
         print(f"engine_{language}_one_200kb_line_s {timed(long_line(language)):.3f}", flush=True)
 

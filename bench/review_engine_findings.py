@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "teamclaw.settings")
 
-import django
+import django  # noqa: E402
 
 django.setup()
 

@@ -539,9 +539,7 @@ def _affirms(words: list[str], actions: set[str], language: str, groups: dict[st
     return language == "zh" and any(len(a) == 1 and w.startswith(a) for a in actions for w in words)
 
 
-def _share_subject(
-    a: Any, b: Any, actions: set[str], stop: frozenset[str], cache: dict[int, frozenset[str]]
-) -> bool:
+def _share_subject(a: Any, b: Any, actions: set[str], stop: frozenset[str], cache: dict[int, frozenset[str]]) -> bool:
     """True when ``a`` and ``b`` sit under one heading or share a content word that is not
     one of the compared ``actions``."""
     if a.section and a.section == b.section:
@@ -572,7 +570,9 @@ def opposed_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list
         for span, actions in _prohibitions(rule, line, context):
             for other in lines:
                 pair = (min(line.number, other.number), max(line.number, other.number))
-                if other.number == line.number or pair in seen or not _share_subject(line, other, actions, stop, subjects):
+                if other.number == line.number or pair in seen:
+                    continue
+                if not _share_subject(line, other, actions, stop, subjects):
                     continue
                 found = _permission(rule, other, actions, context)
                 if found:
