@@ -30,6 +30,7 @@ negation: "cannot", 不得, 拒绝) make it no permission and no limit.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Iterator
@@ -51,10 +52,19 @@ Pair = tuple[Any, tuple[int, int], Any, tuple[int, int]]
 
 def clause(line: Any, span: tuple[int, int]) -> str:
     """The clause of ``line.text`` around ``span`` (as the engine quotes it)."""
-    ends = [m.start() for m in _CLAUSE_START[line.language].finditer(line.text)]
-    start = max([e + 1 for e in ends if e < span[0]], default=0)
-    end = min([e for e in ends if e >= span[1]], default=len(line.text))
+    ends = _clause_ends(line.text, line.language)
+    after = bisect.bisect_left(ends, span[0])
+    start = ends[after - 1] + 1 if after else 0
+    last = bisect.bisect_left(ends, span[1])
+    end = ends[last] if last < len(ends) else len(line.text)
     return line.text[start:end].strip() or line.text[span[0] : span[1]]
+
+
+@lru_cache(maxsize=256)
+def _clause_ends(text: str, language: str) -> tuple[int, ...]:
+    """The offsets of the clause ends of ``text``, in order; cached, so a long line is
+    scanned once for all the clauses quoted from it."""
+    return tuple(m.start() for m in _CLAUSE_START[language].finditer(text))
 
 
 def _any(matcher: Matcher, text: str, language: str) -> bool:

@@ -23,6 +23,7 @@ rule files' rules; their findings carry ``data["pack"]`` (the domain expert repo
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from dataclasses import dataclass, field
@@ -290,11 +291,20 @@ def _exempt(rule: Rule, line: Line) -> bool:
 def clause(line: Line, span: tuple[int, int]) -> str:
     """The clause of ``line`` around ``span``, verbatim (the finding's ``quote``); a comma
     inside brackets or quotes ends no clause, so a quote never stops inside "（运营方答复，…）"."""
-    depths = bracket_depths(line.text)
-    ends = [m.start() for m in _CLAUSE_END[line.language].finditer(line.text) if not depths[m.start()]]
-    start = max([e + 1 for e in ends if e < span[0]], default=0)
-    end = min([e for e in ends if e >= span[1]], default=len(line.text))
+    ends = _clause_ends(line.text, line.language)
+    after = bisect.bisect_left(ends, span[0])
+    start = ends[after - 1] + 1 if after else 0
+    last = bisect.bisect_left(ends, span[1])
+    end = ends[last] if last < len(ends) else len(line.text)
     return line.text[start:end].strip() or line.text[span[0] : span[1]]
+
+
+@lru_cache(maxsize=256)
+def _clause_ends(text: str, language: str) -> tuple[int, ...]:
+    """The offsets of the clause ends of ``text`` outside brackets and quotes, in order;
+    cached, so a long line is scanned once for all the clauses quoted from it."""
+    depths = bracket_depths(text)
+    return tuple(m.start() for m in _CLAUSE_END[language].finditer(text) if not depths[m.start()])
 
 
 def _format(template: str, values: dict[str, str]) -> str:
