@@ -30,10 +30,12 @@ negation: "cannot", 不得, 拒绝) make it no permission and no limit.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import snowballstemmer
@@ -50,10 +52,19 @@ Pair = tuple[Any, tuple[int, int], Any, tuple[int, int]]
 
 def clause(line: Any, span: tuple[int, int]) -> str:
     """The clause of ``line.text`` around ``span`` (as the engine quotes it)."""
-    ends = [m.start() for m in _CLAUSE_START[line.language].finditer(line.text)]
-    start = max([e + 1 for e in ends if e < span[0]], default=0)
-    end = min([e for e in ends if e >= span[1]], default=len(line.text))
+    ends = _clause_ends(line.text, line.language)
+    after = bisect.bisect_left(ends, span[0])
+    start = ends[after - 1] + 1 if after else 0
+    last = bisect.bisect_left(ends, span[1])
+    end = ends[last] if last < len(ends) else len(line.text)
     return line.text[start:end].strip() or line.text[span[0] : span[1]]
+
+
+@lru_cache(maxsize=256)
+def _clause_ends(text: str, language: str) -> tuple[int, ...]:
+    """The offsets of the clause ends of ``text``, in order; cached, so a long line is
+    scanned once for all the clauses quoted from it."""
+    return tuple(m.start() for m in _CLAUSE_START[language].finditer(text))
 
 
 def _any(matcher: Matcher, text: str, language: str) -> bool:
@@ -420,7 +431,10 @@ do beside another is a permission split, not a contradiction."""
 _JOINERS = {"en": frozenset({"or", "and", ","}), "zh": frozenset({"或", "和", "及", "、", "或者", "与"})}
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
+    """The Snowball stem of ``word`` (lower-cased); cached: a document stems the same words
+    for every pair of lines it compares."""
     return _STEMMER.stemWord(word.lower())
 
 
@@ -464,7 +478,15 @@ def _action_keys(words: list[str], language: str, groups: dict[str, set[str]]) -
 
 def _action_groups(context: dict[str, Any], language: str) -> dict[str, set[str]]:
     """``{word (English: its stem): groups}`` of the ``action_groups`` vocabulary (a word may
-    sit in several: 退换 is a refund and an exchange)."""
+    sit in several: 退换 is a refund and an exchange); built once a document and language
+    (kept in ``context``)."""
+    cache: dict[str, dict[str, set[str]]] = context.setdefault("_action_groups", {})
+    if language not in cache:
+        cache[language] = _build_action_groups(context, language)
+    return cache[language]
+
+
+def _build_action_groups(context: dict[str, Any], language: str) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for name, words in context["compare"].get("action_groups", {}).items():
         for word in words.get(language, ()):
@@ -527,15 +549,21 @@ def _affirms(words: list[str], actions: set[str], language: str, groups: dict[st
     return language == "zh" and any(len(a) == 1 and w.startswith(a) for a in actions for w in words)
 
 
-def _share_subject(a: Any, b: Any, actions: set[str], stop: frozenset[str]) -> bool:
+def _share_subject(a: Any, b: Any, actions: set[str], stop: frozenset[str], cache: dict[int, frozenset[str]]) -> bool:
     """True when ``a`` and ``b`` sit under one heading or share a content word that is not
     one of the compared ``actions``."""
     if a.section and a.section == b.section:
         return True
-    whole = (0, len(a.text))
-    mine = {_stem(w) if a.language == "en" else w for w in _content_words(a, whole, stop)}
-    theirs = {_stem(w) if b.language == "en" else w for w in _content_words(b, (0, len(b.text)), stop)}
-    return bool((mine & theirs) - actions)
+    return bool((_subject_words(a, stop, cache) & _subject_words(b, stop, cache)) - actions)
+
+
+def _subject_words(line: Any, stop: frozenset[str], cache: dict[int, frozenset[str]]) -> frozenset[str]:
+    """The content words of the whole of ``line`` (English: stems), kept in ``cache`` by line
+    number: ``opposed_pairs`` compares each line of a document with every other."""
+    if line.number not in cache:
+        found = _content_words(line, (0, len(line.text)), stop)
+        cache[line.number] = frozenset(_stem(w) if line.language == "en" else w for w in found)
+    return cache[line.number]
 
 
 def opposed_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list[Pair]:
@@ -546,12 +574,15 @@ def opposed_pairs(rule: Rule, lines: list[Any], context: dict[str, Any]) -> list
     stop = frozenset(context.get("stopwords", ()))
     out: list[Pair] = []
     seen = set()
+    subjects: dict[int, frozenset[str]] = {}
     lines = [line for line in lines if not _DEFINITION_LINE[line.language].search(line.text)]
     for line in lines:
         for span, actions in _prohibitions(rule, line, context):
             for other in lines:
                 pair = (min(line.number, other.number), max(line.number, other.number))
-                if other.number == line.number or pair in seen or not _share_subject(line, other, actions, stop):
+                if other.number == line.number or pair in seen:
+                    continue
+                if not _share_subject(line, other, actions, stop, subjects):
                     continue
                 found = _permission(rule, other, actions, context)
                 if found:

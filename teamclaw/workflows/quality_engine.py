@@ -23,6 +23,7 @@ rule files' rules; their findings carry ``data["pack"]`` (the domain expert repo
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from dataclasses import dataclass, field
@@ -163,11 +164,42 @@ def hit(matcher: Matcher, line: Line) -> tuple[int, int] | None:
         span = found.span() if found else None
     if span:
         return span
-    for pattern in matcher.patterns.get(language, ()):
+    patterns = matcher.patterns.get(language, ())
+    if not patterns or not any_pattern(patterns, line.text):
+        return None
+    for pattern in patterns:
         found = pattern.search(line.text)
         if found:
             return found.span("term") if "term" in pattern.groupindex else found.span()
     return None
+
+
+_COMBINED: dict[int, tuple[tuple[re.Pattern[str], ...], re.Pattern[str] | None]] = {}
+_UNCOMBINABLE = re.compile(r"\\\d|\(\?P=|\(\?\(|\(\?[aiLmsux]+\)")
+"""Back-references and inline flags: a pattern with one is not joined with others."""
+_NAMED = re.compile(r"\(\?P<\w+>")
+
+
+def _combined(patterns: tuple[re.Pattern[str], ...]) -> re.Pattern[str] | None:
+    """One pattern matching where any of ``patterns`` (compiled with ``re.IGNORECASE``)
+    matches, its named groups made plain; None when they cannot be joined. Built once per
+    tuple of a loaded rule (kept by identity)."""
+    entry = _COMBINED.get(id(patterns))
+    if entry is None or entry[0] is not patterns:
+        joined = None
+        if len(patterns) > 1 and not any(_UNCOMBINABLE.search(p.pattern) for p in patterns):
+            text = "|".join("(?:" + _NAMED.sub("(?:", p.pattern) + ")" for p in patterns)
+            joined = re.compile(text, re.IGNORECASE)
+        entry = _COMBINED[id(patterns)] = (patterns, joined)
+    return entry[1]
+
+
+def any_pattern(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
+    """True when one of ``patterns`` matches ``text``: one search of them joined."""
+    joined = _combined(patterns)
+    if joined is None:
+        return any(p.search(text) for p in patterns)
+    return joined.search(text) is not None
 
 
 def spans(matcher: Matcher, line: Line) -> list[tuple[int, int]]:
@@ -176,20 +208,52 @@ def spans(matcher: Matcher, line: Line) -> list[tuple[int, int]]:
     language = line.language
     found: set[tuple[int, int]] = set()
     for word in matcher.words.get(language, ()):
-        single = Matcher(words={language: (word,)}, pos=matcher.pos, suffix=matcher.suffix)
-        start = 0
-        while (span := hit(single, _from(line, start))) is not None:
-            found.add(span)
-            start = span[1]
+        if language == "zh":
+            tags, suffix = matcher.pos.get(language, frozenset()), language in matcher.suffix
+            found.update(_chinese_word_spans(word, tags, line, suffix))
+        else:
+            found.update(_english_word_spans(word, line.text))
     for pattern in matcher.patterns.get(language, ()):
         group = "term" if "term" in pattern.groupindex else 0
         found.update(m.span(group) for m in pattern.finditer(line.text) if m.end() > m.start())
     return sorted(found)
 
 
-def _from(line: Line, start: int) -> Line:
-    """``line`` with the text before ``start`` blanked (offsets kept), so ``hit`` finds a later match."""
-    return dataclasses.replace(line, text=" " * start + line.text[start:])
+def _chinese_word_spans(word: str, tags: frozenset[str], line: Line, suffix: bool) -> list[tuple[int, int]]:
+    """The whole-word hits of ``word`` in ``line``, each search starting where the last hit
+    ended (as ``hit`` on the rest of the line would find them)."""
+    out = []
+    start = line.text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if _whole(line, start, end, suffix) and _tag_ok(line, start, end, tags):
+            out.append((start, end))
+            start = line.text.find(word, max(end, start + 1))
+        else:
+            start = line.text.find(word, start + 1)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _english_word_at(word: str) -> re.Pattern[str]:
+    """``word`` with ``_english_words``' right edge but no left one: a hit right where the
+    previous one ended (the text before it blanked, as ``spans`` always searched)."""
+    return re.compile(rf"(?:{re.escape(word)})(?![A-Za-z])", re.IGNORECASE)
+
+
+def _english_word_spans(word: str, text: str) -> list[tuple[int, int]]:
+    """The whole-word hits of ``word`` in ``text``, each search starting where the last hit
+    ended; the text before that point counts as blank (no letter before the next hit)."""
+    pattern = _english_words((word,))
+    out: list[tuple[int, int]] = []
+    start = 0
+    while pattern is not None:
+        found = (_english_word_at(word).match(text, start) if start else None) or pattern.search(text, start)
+        if found is None:
+            break
+        out.append(found.span())
+        start = found.end()
+    return out
 
 
 def negated(rule: Rule, line: Line, span: tuple[int, int]) -> bool:
@@ -227,11 +291,20 @@ def _exempt(rule: Rule, line: Line) -> bool:
 def clause(line: Line, span: tuple[int, int]) -> str:
     """The clause of ``line`` around ``span``, verbatim (the finding's ``quote``); a comma
     inside brackets or quotes ends no clause, so a quote never stops inside "（运营方答复，…）"."""
-    depths = bracket_depths(line.text)
-    ends = [m.start() for m in _CLAUSE_END[line.language].finditer(line.text) if not depths[m.start()]]
-    start = max([e + 1 for e in ends if e < span[0]], default=0)
-    end = min([e for e in ends if e >= span[1]], default=len(line.text))
+    ends = _clause_ends(line.text, line.language)
+    after = bisect.bisect_left(ends, span[0])
+    start = ends[after - 1] + 1 if after else 0
+    last = bisect.bisect_left(ends, span[1])
+    end = ends[last] if last < len(ends) else len(line.text)
     return line.text[start:end].strip() or line.text[span[0] : span[1]]
+
+
+@lru_cache(maxsize=256)
+def _clause_ends(text: str, language: str) -> tuple[int, ...]:
+    """The offsets of the clause ends of ``text`` outside brackets and quotes, in order;
+    cached, so a long line is scanned once for all the clauses quoted from it."""
+    depths = bracket_depths(text)
+    return tuple(m.start() for m in _CLAUSE_END[language].finditer(text) if not depths[m.start()])
 
 
 def _format(template: str, values: dict[str, str]) -> str:
@@ -289,6 +362,17 @@ def _defined(rule: Rule, term: str, lines: list[Line], here: int) -> bool:
     return False
 
 
+def _defined_once(rule: Rule, term: str, context: dict[str, Any], here: int) -> bool:
+    """``_defined`` on the document's lines, worked out once a document for each rule and
+    term (``same: line``: and line), kept in ``context``: a term repeated on many lines
+    would otherwise search the whole document each time."""
+    cache: dict[tuple[int, str, int], bool] = context.setdefault("_defined", {})
+    key = (id(rule), term, here if rule.same == "line" else 0)
+    if key not in cache:
+        cache[key] = _defined(rule, term, context["all_lines"], here)
+    return cache[key]
+
+
 def _defined_elsewhere_rule(rule: Rule, lines: list[Line], context: dict[str, Any]) -> list[QualityFinding]:
     out = []
     for line in lines:
@@ -296,7 +380,7 @@ def _defined_elsewhere_rule(rule: Rule, lines: list[Line], context: dict[str, An
         if not span or not _requires(rule, line) or _exempt(rule, line):
             continue
         term = line.text[span[0] : span[1]]
-        if not _defined(rule, term, context["all_lines"], line.number):
+        if not _defined_once(rule, term, context, line.number):
             out.append(_finding(rule, line, span))
     return out
 
@@ -503,11 +587,26 @@ def pack_rule_ids(rules: RuleSet | None = None) -> frozenset[str]:
     return frozenset(rule.id for pack in rules.packs for rule in pack.rules)
 
 
-def framing_lines(document: RequirementDocument) -> list[Line]:
+def framing_lines(document: RequirementDocument, prepared: _Prepared | None = None) -> list[Line]:
     """Every heading (the title included) and statement of ``document`` prepared for
-    matching: what the domain and the jurisdiction are read from."""
+    matching (by ``prepared`` when given): what the domain and the jurisdiction are read from."""
+    prepared = prepared or _Prepared(document.language)
     headings = [Statement(number, title, title, "") for _, title, number in document.headings]
-    return [prepare(s, document.language) for s in sorted([*headings, *document.statements], key=lambda s: s.number)]
+    return [prepared(s) for s in sorted([*headings, *document.statements], key=lambda s: s.number)]
+
+
+class _Prepared(dict[Statement, Line]):
+    """``prepare`` in one language, each statement prepared once (a document's statements
+    are read as all lines, reviewable lines and framing lines)."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__()
+        self.language = language
+
+    def __call__(self, statement: Statement) -> Line:
+        if statement not in self:
+            self[statement] = prepare(statement, self.language)
+        return self[statement]
 
 
 def packs_of(document: RequirementDocument, rules: RuleSet | None = None) -> list[DomainPack]:
@@ -551,13 +650,14 @@ def check_document(
     given) on the requirement statements of ``document``, ordered by line."""
     rules = rules or default_rules()
     language = document.language
-    everything = [prepare(s, language) for s in document.statements]
-    reviewable_lines = [prepare(s, language) for s in reviewable(document).statements]
+    prepared = _Prepared(language)
+    everything = [prepared(s) for s in document.statements]
+    reviewable_lines = [prepared(s) for s in reviewable(document).statements]
     lines = [line for line in reviewable_lines if _reviewed_section(line.section)]
     if not lines:
         return []
     extras = rules.extras.get("personal_data", {})
-    framing = framing_lines(document)
+    framing = framing_lines(document, prepared)
     code, law = jurisdiction(framing, extras)
     context = {
         "all_lines": everything,
