@@ -330,6 +330,16 @@ def cancel_task(user: Any, task_id: str, reason: Any = "") -> Task:
     return terminate_task(task, reason.strip() or f"cancelled by {user.get_username()}")
 
 
+def _already_ended(task: Task) -> TaskActionError:
+    """409: ``task`` has already ended, its status worded in the reader's language."""
+    return TaskActionError(
+        worded(
+            _("task %(task)s has already ended (%(status)s)"), task=task.id, status=label_lazy(task.status, "status")
+        ),
+        409,
+    )
+
+
 def terminate_task(task: Task, why: str) -> Task:
     """End ``task`` ``terminated`` (PRD §4.6) with the error ``cancelled`` saying ``why``, once
     the caller has checked it may (``cancel_task`` for users; ``interop.a2a_tasks`` for a role
@@ -346,28 +356,14 @@ def terminate_task(task: Task, why: str) -> Task:
         get_live_sink().publish_items([LiveItem("task", f"task:{task_id}", live_items.task_item(task))])
         return task
     if task.status not in ("queued", "running"):
-        raise TaskActionError(
-            worded(
-                _("task %(task)s has already ended (%(status)s)"),
-                task=task_id,
-                status=label_lazy(task.status, "status"),
-            ),
-            409,
-        )
+        raise _already_ended(task)
     try:
         send_command(task_id, "cancel", {"reason": why})
     except CommandRefused as refused:
         task.refresh_from_db()
         if refused.status != 409 and task.status in ("queued", "running"):
             raise
-        raise TaskActionError(
-            worded(
-                _("task %(task)s has already ended (%(status)s)"),
-                task=task_id,
-                status=label_lazy(task.status, "status"),
-            ),
-            409,
-        ) from None
+        raise _already_ended(task) from None
     task.refresh_from_db()
     return task
 
